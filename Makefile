@@ -1,0 +1,112 @@
+# arkgen: one non-recursive Makefile. `make` builds build/arkgen and build/libarkrt.a;
+# `make run` runs the main job on the default model; `make test` runs every test through prove.
+
+# ---- knobs -----------------------------------------------------------------------------------
+CC        ?= gcc
+CUDA_HOME ?= /usr/local/cuda
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+ARCH      ?= sm_90
+PREFIX    ?= /usr/local
+MODEL     ?= models/mlp8.cfg
+SANITIZE  ?= 0
+FUZZ_SECONDS ?= 60
+SKIP_DEPS ?= 0
+VERSION   := 0.1.0
+
+ifeq ($(SANITIZE),1)
+B        ?= build/asan
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else
+B        ?= build
+SANFLAGS :=
+endif
+
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wshadow -MMD -MP $(SANFLAGS)
+CPPFLAGS += -I. -Iruntime -Itemplates -I$(CUDA_HOME)/include -DARKGEN_VERSION='"$(VERSION)"' \
+            -DARKGEN_PREFIX='"$(PREFIX)"' -DARKGEN_ARCH='"$(ARCH)"'
+LDFLAGS  += $(SANFLAGS) -L$(CUDA_HOME)/lib64
+HOST_LIBS := -lconfig -lmetis -lcjson -lm -lpthread
+CUDA_LIBS := -lcudart -ldl -lrt
+NVCCFLAGS ?= -O3 -gencode arch=compute_90,code=$(ARCH) -std=c++17 -lineinfo
+
+# ---- sources ---------------------------------------------------------------------------------
+CODEGEN_SRC := $(filter-out codegen/main.c,$(wildcard codegen/*.c))
+PART_SRC    := $(wildcard partition/*.c)
+RT_SRC      := $(wildcard runtime/*.c) $(wildcard dma/*.c)
+TEST_SRC    := $(wildcard tests/test_*.c)
+GPU_TEST_SRC := $(wildcard tests/gpu_*.cu)
+BENCH_SRC   := $(wildcard bench/*.c)
+
+obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
+CODEGEN_OBJ := $(call obj,$(CODEGEN_SRC))
+PART_OBJ    := $(call obj,$(PART_SRC))
+RT_OBJ      := $(call obj,$(RT_SRC))
+TESTS       := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
+GPU_TESTS   := $(if $(filter 1,$(SANITIZE)),,$(patsubst tests/%.cu,$(B)/tests/%,$(GPU_TEST_SRC)))
+BENCHES     := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
+
+.PHONY: all deps run test fuzz install clean golden bench
+all: $(B)/arkgen $(B)/libarkrt.a
+
+# Missing Debian packages are installed by one script, shared with .ci/run.
+deps:
+ifneq ($(SKIP_DEPS),1)
+	@scripts/install-deps.sh
+endif
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(B)/libcodegen.a: $(CODEGEN_OBJ)
+	@rm -f $@; ar rcs $@ $^
+$(B)/libpart.a: $(PART_OBJ)
+	@rm -f $@; ar rcs $@ $^
+$(B)/libarkrt.a: $(RT_OBJ)
+	@rm -f $@; ar rcs $@ $^
+
+ALL_LIBS := $(B)/libcodegen.a $(B)/libpart.a $(B)/libarkrt.a
+
+$(B)/arkgen: $(B)/obj/codegen/main.o $(B)/libcodegen.a $(B)/libpart.a
+	$(CC) $(LDFLAGS) $^ $(HOST_LIBS) -o $@
+
+$(B)/tests/%: tests/%.c $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(ALL_LIBS) $(LDFLAGS) -lcmocka $(HOST_LIBS) $(CUDA_LIBS) -o $@
+
+$(B)/tests/%: tests/%.cu $(B)/libarkrt.a
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -Iruntime -Itemplates -I. $< $(B)/libarkrt.a -lcjson -o $@
+
+$(B)/bench/%: bench/%.c $(ALL_LIBS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(ALL_LIBS) $(LDFLAGS) $(HOST_LIBS) $(CUDA_LIBS) -o $@
+
+# The main job on the default model.
+run: deps all
+	@B=$(B) NVCC=$(NVCC) scripts/run-default.sh $(MODEL)
+
+test: deps all $(TESTS) $(GPU_TESTS)
+	@B=$(B) ARKGEN=$(B)/arkgen NVCC=$(NVCC) prove -f $(TESTS) $(GPU_TESTS) $(wildcard tests/*.sh)
+
+bench: deps all $(BENCHES)
+
+# Coverage-guided fuzzing of the front end (libFuzzer), seeded with models/.
+FUZZ_SRC := codegen/cfg.c codegen/graph.c codegen/diag.c codegen/optab.c tests/fuzz_frontend.c
+fuzz: deps
+	@mkdir -p build/fuzz/corpus
+	clang -g -O1 -fsanitize=fuzzer,address,undefined -I. -Iruntime $(FUZZ_SRC) -lconfig -lm -o build/fuzz/fuzz_frontend
+	cp models/*.cfg build/fuzz/corpus/
+	build/fuzz/fuzz_frontend -max_total_time=$(FUZZ_SECONDS) -timeout=10 -max_len=8192 build/fuzz/corpus
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/arkgen
+	install -m 755 $(B)/arkgen $(DESTDIR)$(PREFIX)/bin/arkgen
+	install -m 644 $(B)/libarkrt.a $(DESTDIR)$(PREFIX)/lib/libarkrt.a
+	install -m 644 runtime/*.h templates/*.h templates/*.cuh $(DESTDIR)$(PREFIX)/include/arkgen/
+
+clean:
+	rm -rf build
+
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,87 @@
+/* graph.h: the graph IR. A model is two flat arrays, tensors and ops; passes are functions over them. */
+#ifndef GRAPH_H
+#define GRAPH_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../runtime/ark_ops.h"
+
+/* Static facts about each op kind, derived from OP_LIST. */
+struct op_info {
+	const char *name;
+	int min_in, max_in;
+	int n_out;          /* 0: one output per input */
+	unsigned attrs;     /* mask of ARK_A(...) */
+	unsigned flags;     /* ARK_OPF_* */
+};
+extern const struct op_info op_info[ARK_OP__COUNT];
+extern const char *const attr_name[ARK_ATTR__COUNT];
+extern const char *const dtype_name[ARK_DTYPE__COUNT];
+extern const char *const role_name[5];
+extern const char *const transport_name[3];
+
+struct tensor {
+	char *name;
+	int line;              /* line of its declaration, or of the op that produces it */
+	int ndim;              /* 0 until known */
+	int64_t shape[ARK_MAX_DIMS];
+	enum ark_dtype dtype;
+	enum ark_role role;
+	int gpu;
+	int producer;          /* op index, -1 if none */
+	int n_readers;
+	unsigned declared : 1; /* listed in `tensors` */
+	unsigned shape_given : 1;
+	unsigned dtype_given : 1;
+	unsigned gpu_given : 1;
+	unsigned role_given : 1;
+};
+
+struct op {
+	char *name;
+	int line;
+	enum ark_op_kind kind;
+	int gpu;
+	int n_in, n_out;
+	int in[ARK_MAX_IO], out[ARK_MAX_IO]; /* tensor indices */
+	int transpose_b;
+	double factor, eps;
+	int axis;              /* as written; normalised to 0..ndim-1 by inference */
+	enum ark_transport transport;
+	unsigned attrs_given;  /* mask of ARK_A(...) */
+};
+
+struct graph {
+	char *file;            /* model file path, as given */
+	char *name;
+	enum ark_dtype dtype;
+	int gpus;
+	int n_tensors, n_ops;
+	struct tensor *tensors;
+	struct op *ops;
+	int *order;            /* ops in a topological order (after graph_check) */
+};
+
+/* Parse a model file into g. Returns 0, or -1 after reporting FILE:LINE: error: ... */
+int cfg_load(struct graph *g, const char *path);
+/* Same, from text in memory (path used in messages only). */
+int cfg_load_string(struct graph *g, const char *path, const char *text);
+
+/* Resolve, infer shapes and dtypes, reject cycles, compute g->order. 0, or -1 after an error. */
+int graph_check(struct graph *g);
+
+void graph_free(struct graph *g);
+int graph_find_tensor(const struct graph *g, const char *name);
+int graph_find_op(const struct graph *g, const char *name);
+
+/* Byte size of a tensor; its element count times the dtype size (checked not to overflow by graph_check). */
+uint64_t tensor_bytes(const struct tensor *t);
+/* "[8, 1024]" into buf. */
+const char *shape_str(char *buf, size_t n, int ndim, const int64_t *shape);
+
+/* Dumps: the checked graph as text (-dG), the op graph as Graphviz. */
+void graph_dump(const struct graph *g, FILE *f);
+void graph_dot(const struct graph *g, FILE *f);
+
+#endif
