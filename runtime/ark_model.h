@@ -44,3 +44,40 @@ static inline int64_t ark_tensor_elems(const struct ark_tensor *t)
 }
 
 #endif
+
+#include "../templates/ark_task.h"
+
+/* Everything the runtime needs to know of a generated model; one per generated file. */
+struct ark_gpu_plan {
+	uint64_t arena_bytes;
+	int n_tasks;
+	const struct ark_task *tasks;   /* every SM's list, back to back */
+	const uint32_t *sm_begin;       /* SM s runs tasks[sm_begin[s] .. sm_begin[s + 1]) */
+	int n_waits;
+	const struct ark_wait *waits;
+	int n_opp;
+	const struct ark_opp *opp;
+	int n_counters;
+	uint32_t n_done;                /* signals on the done counter per iteration */
+};
+
+struct ark_kargs; /* templates/ark_loop.cuh */
+
+struct ark_model {
+	const char *name;
+	const char *source;     /* model file */
+	const char *options;    /* arkgen options it was generated with */
+	int gpus;
+	int sms;                /* SMs the schedule was made for */
+	int threads;            /* threads per CTA */
+	int smem_bytes;         /* dynamic shared memory per CTA */
+	double predicted_us;
+	int n_tensors;
+	const struct ark_tensor *tensors;
+	int n_ops;
+	const struct ark_op *ops; /* in a topological order */
+	struct ark_gpu_plan plan[ARK_MAX_GPUS];
+	/* Launches the loop kernel of `gpu` (cooperative launch); defined in the generated file. */
+	int (*launch)(int gpu, const struct ark_kargs *args, void *stream);
+	const void *kernel;     /* the loop kernel function, for occupancy queries */
+};
