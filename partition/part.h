@@ -1,0 +1,77 @@
+/* part.h: placement and ordering of a weighted DAG on K SMs, its verifier and its latency simulator.
+ * This module sees a DAG in CSR form, never ops. */
+#ifndef PART_H
+#define PART_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* A DAG whose vertices are numbered in a topological order: every edge u -> v has u < v. */
+struct part_dag {
+	int n;
+	const int64_t *xadj;   /* successors of v: adj[xadj[v] .. xadj[v + 1]), ascending */
+	const int *adj;
+	const int64_t *ebytes; /* bytes carried by each edge (may be NULL: all 1) */
+	const double *flops;   /* per vertex: arithmetic */
+	const double *bytes;   /* per vertex: bytes moved to or from device memory */
+	const uint8_t *tc;     /* per vertex: 1 if the arithmetic runs on tensor cores (may be NULL) */
+	const int *group;      /* per vertex: vertices of one group (one op) may share a counter (may be NULL) */
+};
+
+/* The machine the simulator models (figures from DESIGN.md by default). */
+struct part_gpu {
+	int sms;
+	double dram_gbps;      /* whole-GPU device memory bandwidth, GB/s */
+	double sm_gbps;        /* most one SM can pull alone, GB/s */
+	double tc_tflops;      /* whole-GPU tensor-core rate (bf16/fp16, fp32 accumulate), TFLOP/s */
+	double fp32_tflops;    /* whole-GPU CUDA-core fp32 rate, TFLOP/s */
+	double hop_us;         /* store -> flag -> load between SMs (half the measured round trip) */
+	double task_us;        /* fixed cost of dispatching one task on an SM */
+	double doorbell_us;    /* host doorbell -> loop kernel -> host round trip */
+	double barrier_us;     /* one grid-wide barrier (for --sync barrier) */
+};
+void part_gpu_default(struct part_gpu *g, int sms); /* H100/H200 figures */
+
+enum part_policy { PART_METIS, PART_ROUNDROBIN, PART_WAVEFRONT, PART_CRITICAL, PART__COUNT };
+extern const char *const part_policy_name[PART__COUNT];
+int part_policy_parse(const char *s); /* -1 if unknown */
+
+/* Where every vertex runs: sm[v] in 0..sms-1 and its position on that SM's list; the lists
+ * themselves as CSR: SM s runs list[begin[s] .. begin[s + 1]) in order. */
+struct part_placement {
+	int sms;
+	int *sm, *pos;
+	int *begin, *list;
+};
+/* Places dag on gpu->sms SMs with a policy. Deterministic. 0, or -1 with a message in err. */
+int part_place(const struct part_dag *dag, const struct part_gpu *gpu, enum part_policy policy,
+	       struct part_placement *pl, char *err, size_t errlen);
+void part_placement_free(struct part_placement *pl);
+
+/* Exact transitive reduction: keep[e] = 1 for each edge (index into adj) not implied by a longer
+ * path. Returns the number of edges kept. */
+int64_t part_transitive_reduce(const struct part_dag *dag, uint8_t *keep);
+
+/* Edges still needed at run time once a placement is known: an edge u -> v is dropped when u is
+ * ordered before v anyway (program order on one SM, or another kept edge). need[e] = 1 for kept. */
+int64_t part_needed_waits(const struct part_dag *dag, const struct part_placement *pl, uint8_t *need);
+
+/* Verifier. Every hazard (hu[i], hv[i]) must be ordered: a path of edges (only those with
+ * keep[e] != 0, or all edges if keep is NULL) and program-order steps from hu to hv; and the
+ * per-SM lists together with the edges must be acyclic (no deadlock). 0 if proven; otherwise -1 and
+ * a description of the first violation in err. */
+int part_verify(const struct part_dag *dag, const uint8_t *keep, const struct part_placement *pl,
+		int64_t n_hazards, const int *hu, const int *hv, char *err, size_t errlen);
+
+/* Simulator: discrete-event run of the per-SM lists under the cost model. */
+struct part_sim {
+	double latency_us;     /* predicted iteration latency, doorbell included */
+	double critical_us;    /* longest path through the DAG by cost alone */
+	double utilisation;    /* busy SM time / (sms * latency) */
+	double compute_us, memory_us, hop_us, wait_us; /* sums over vertices on the critical chain */
+	int critical_len;      /* vertices on the critical chain */
+};
+int part_simulate(const struct part_dag *dag, const uint8_t *keep, const struct part_placement *pl,
+		  const struct part_gpu *gpu, int barrier_sync, struct part_sim *out);
+
+#endif
