@@ -45,6 +45,7 @@ struct ark_wait {
 #define ARK_OPP_TRANSPOSE_B 1u /* B is [N, K] */
 #define ARK_OPP_BIAS 2u        /* in[2] is a bias [N] */
 #define ARK_OPP_SAME_SHAPE 4u  /* elementwise: every input has out's shape (no broadcasting) */
+#define ARK_ACT_NONE 0xffffu
 
 /* Device parameters of one op, as the templates see it. Offsets are bytes into the arena of the
  * GPU that runs the task; every tensor is a row-major 2-D view [M, N] (leading dims folded). */
@@ -52,6 +53,8 @@ struct ark_opp {
 	uint16_t kind;    /* enum ark_op_kind */
 	uint8_t dtype;    /* enum ark_dtype of inputs and output */
 	uint8_t flags;    /* ARK_OPP_* */
+	uint16_t act;     /* matmul: ARK_OP_RELU/GELU/SILU applied after the bias, ARK_ACT_NONE: none */
+	uint16_t pad_;
 	uint32_t splits;  /* matmul split-K slices (1: none) */
 	uint64_t in[3];   /* inputs: matmul a, b, bias; elementwise a, b; norms a, gamma, beta */
 	uint64_t out;
