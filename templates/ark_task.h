@@ -14,7 +14,8 @@
 	X(SOFTMAX)        /* rows m0:m1 of out, each row whole */                                   \
 	X(LAYERNORM)      /* rows m0:m1 */                                                          \
 	X(RMSNORM)        /* rows m0:m1 */                                                          \
-	X(COPY)           /* bytes k0:k1 (in units of elements) of in[0] -> out, same GPU or peer */
+	X(COPY)           /* elements k0:k1 of in[0] -> out, same GPU or peer */                    \
+	X(BARRIER)        /* --sync barrier: signal, then wait (grid barrier between levels) */
 
 enum ark_tmpl {
 #define X(id) ARK_T_##id,
@@ -35,11 +36,13 @@ struct ark_task {
 	uint32_t vcta;    /* vCTA id, for the trace */
 };
 
-/* Wait until counter has received `per_iter` signals in the current iteration:
- * (int32_t)(counters[counter] - iter * per_iter) >= 0, iterations counted from 1. */
+/* Wait until counter has received `need` of its `per_iter` signals of the current iteration:
+ * (int32_t)(counters[counter] - (iter - 1) * per_iter - need) >= 0, iterations counted from 1.
+ * Counters are monotonic and never reset, so wrap-around is harmless. */
 struct ark_wait {
 	uint32_t counter;
 	uint32_t per_iter;
+	uint32_t need;
 };
 
 #define ARK_OPP_TRANSPOSE_B 1u /* B is [N, K] */
