@@ -1,0 +1,51 @@
+/* random.c: deterministic seeded random fill of host buffers (xoshiro256**, seeded by splitmix64). */
+#include <math.h>
+
+#include "ark.h"
+
+static uint64_t splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+	return (x << k) | (x >> (64 - k));
+}
+
+static uint64_t xoshiro_next(uint64_t s[4])
+{
+	uint64_t r = rotl(s[1] * 5, 7) * 9;
+	uint64_t t = s[1] << 17;
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = rotl(s[3], 45);
+	return r;
+}
+
+void ark_fill_random(void *buf, int dtype, int64_t n, uint64_t seed, float scale)
+{
+	uint64_t sm = seed, s[4];
+
+	for (int i = 0; i < 4; i++)
+		s[i] = splitmix64(&sm);
+	for (int64_t i = 0; i < n; i++) {
+		/* k / 2^23 - 1 for k in [0, 2^24): 24 random bits, exact in float, in [-1, 1) */
+		int32_t k = (int32_t)(xoshiro_next(s) >> 40);
+		float u = (float)(k - (1 << 23)) * (1.0f / (1 << 23));
+		ark_set(buf, dtype, i, u * scale);
+		if (scale > 0 && ark_get(buf, dtype, i) >= scale) {
+			/* rounding to the dtype reached scale: step to the next value below (it is positive) */
+			if (dtype == ARK_FP32)
+				((float *)buf)[i] = nextafterf(scale, 0.0f);
+			else
+				((uint16_t *)buf)[i]--;
+		}
+	}
+}

@@ -1,0 +1,459 @@
+/* ref.c: the CPU reference of every op of OP_LIST (ark_ref_op, ark_ref_run). Inputs are read as float,
+ * accumulation is in double, every output element is rounded once to its dtype. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ark.h"
+
+static const char *const ref_op_names[] = {
+#define X(id, name, min_in, max_in, n_out, attrs, flags) name,
+	OP_LIST(X)
+#undef X
+};
+static const int ref_op_min_in[] = {
+#define X(id, name, min_in, max_in, n_out, attrs, flags) min_in,
+	OP_LIST(X)
+#undef X
+};
+static const int ref_op_max_in[] = {
+#define X(id, name, min_in, max_in, n_out, attrs, flags) max_in,
+	OP_LIST(X)
+#undef X
+};
+static const int ref_op_n_out[] = {
+#define X(id, name, min_in, max_in, n_out, attrs, flags) n_out,
+	OP_LIST(X)
+#undef X
+};
+_Static_assert(sizeof ref_op_names / sizeof ref_op_names[0] == ARK_OP__COUNT, "op table size");
+
+struct ref_ctx {
+	const struct ark_op *op;
+	const struct ark_tensor *tensors;
+	void *const *bufs;
+};
+
+static const char *op_name(const struct ark_op *op)
+{
+	return op->name ? op->name : "?";
+}
+
+static const char *tname(const struct ark_tensor *t)
+{
+	return t->name ? t->name : "?";
+}
+
+/* "[8, 1024]" into buf. */
+static const char *shape_str(char *buf, size_t n, const struct ark_tensor *t)
+{
+	size_t k = 0;
+	k += (size_t)snprintf(buf + k, n - k, "[");
+	for (int i = 0; i < t->ndim && k < n; i++)
+		k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+	if (k < n)
+		snprintf(buf + k, n - k, "]");
+	return buf;
+}
+
+#define REF_ERR(c, ...) ref_err(c, __VA_ARGS__)
+__attribute__((format(printf, 2, 3))) static int ref_err(const struct ref_ctx *c, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return ark_error("reference of op '%s' (%s): %s", op_name(c->op), ref_op_names[c->op->kind], msg);
+}
+
+static const struct ark_tensor *in_t(const struct ref_ctx *c, int i)
+{
+	return &c->tensors[c->op->in[i]];
+}
+static const struct ark_tensor *out_t(const struct ref_ctx *c, int i)
+{
+	return &c->tensors[c->op->out[i]];
+}
+static const void *in_b(const struct ref_ctx *c, int i)
+{
+	return c->bufs[c->op->in[i]];
+}
+static void *out_b(const struct ref_ctx *c, int i)
+{
+	return c->bufs[c->op->out[i]];
+}
+
+static int64_t last_dim(const struct ark_tensor *t)
+{
+	return t->shape[t->ndim - 1];
+}
+
+/* Input i read into a new float array (n elements); NULL with an error set when out of memory. */
+static float *load_f32(const struct ref_ctx *c, int i, int64_t n)
+{
+	const struct ark_tensor *t = in_t(c, i);
+	const void *b = in_b(c, i);
+	float *f = malloc((size_t)(n > 0 ? n : 1) * sizeof *f);
+	if (!f) {
+		REF_ERR(c, "out of memory reading input '%s'", tname(t));
+		return NULL;
+	}
+	for (int64_t k = 0; k < n; k++)
+		f[k] = ark_get(b, t->dtype, k);
+	return f;
+}
+
+static int same_elems(const struct ref_ctx *c, const struct ark_tensor *a, const struct ark_tensor *b)
+{
+	char s1[96], s2[96];
+	if (ark_tensor_elems(a) == ark_tensor_elems(b))
+		return ARK_OK;
+	return REF_ERR(c, "'%s' %s and '%s' %s differ in size", tname(a), shape_str(s1, sizeof s1, a),
+		       tname(b), shape_str(s2, sizeof s2, b));
+}
+
+/* ---- matmul: out [..., M, N] = a [..., M, K] . b [K, N] (or b [N, K] transposed) + bias [N] ---- */
+static int ref_matmul(const struct ref_ctx *c)
+{
+	const struct ark_tensor *a = in_t(c, 0), *b = in_t(c, 1), *o = out_t(c, 0);
+	char s1[96], s2[96];
+	int64_t K = last_dim(a), M = K ? ark_tensor_elems(a) / K : 0, N, bk;
+	float *fa = NULL, *fbt = NULL, *fbias = NULL;
+	int rc = ARK_ERR;
+
+	if (b->ndim != 2)
+		return REF_ERR(c, "b '%s' has %d dimensions, expected 2", tname(b), b->ndim);
+	N = c->op->transpose_b ? b->shape[0] : b->shape[1];
+	bk = c->op->transpose_b ? b->shape[1] : b->shape[0];
+	if (bk != K)
+		return REF_ERR(c, "a '%s' %s and b '%s' %s%s do not agree on K", tname(a),
+			       shape_str(s1, sizeof s1, a), tname(b), shape_str(s2, sizeof s2, b),
+			       c->op->transpose_b ? " (transposed)" : "");
+	if (last_dim(o) != N || ark_tensor_elems(o) != M * N)
+		return REF_ERR(c, "output '%s' %s, expected %lld rows of %lld", tname(o),
+			       shape_str(s1, sizeof s1, o), (long long)M, (long long)N);
+	if (c->op->n_in == 3 && (in_t(c, 2)->ndim != 1 || in_t(c, 2)->shape[0] != N))
+		return REF_ERR(c, "bias '%s' %s, expected [%lld]", tname(in_t(c, 2)),
+			       shape_str(s1, sizeof s1, in_t(c, 2)), (long long)N);
+
+	if (!(fa = load_f32(c, 0, M * K)))
+		goto out;
+	/* fbt [N, K]: b transposed so that the inner loop runs over contiguous memory */
+	if (!(fbt = malloc((size_t)(N * K > 0 ? N * K : 1) * sizeof *fbt))) {
+		REF_ERR(c, "out of memory");
+		goto out;
+	}
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t k = 0; k < K; k++)
+			fbt[n * K + k] = ark_get(in_b(c, 1), b->dtype, c->op->transpose_b ? n * K + k : k * N + n);
+	if (c->op->n_in == 3 && !(fbias = load_f32(c, 2, N)))
+		goto out;
+
+	for (int64_t m = 0; m < M; m++) {
+		const float *ar = fa + m * K;
+		for (int64_t n = 0; n < N; n++) {
+			const float *br = fbt + n * K;
+			double acc = fbias ? fbias[n] : 0.0;
+			for (int64_t k = 0; k < K; k++)
+				acc += (double)ar[k] * br[k];
+			ark_set(out_b(c, 0), o->dtype, m * N + n, (float)acc);
+		}
+	}
+	rc = ARK_OK;
+out:
+	free(fa);
+	free(fbt);
+	free(fbias);
+	return rc;
+}
+
+/* ---- elementwise ops with numpy broadcasting (inputs right-aligned to the output's shape) ---- */
+static int bcast_strides(const struct ref_ctx *c, const struct ark_tensor *t, const struct ark_tensor *o,
+			 int64_t st[ARK_MAX_DIMS])
+{
+	char s1[96], s2[96];
+	int64_t stride = 1;
+	int off = o->ndim - t->ndim;
+
+	if (off < 0)
+		return REF_ERR(c, "input '%s' %s has more dimensions than output '%s' %s", tname(t),
+			       shape_str(s1, sizeof s1, t), tname(o), shape_str(s2, sizeof s2, o));
+	for (int d = o->ndim - 1; d >= 0; d--) {
+		int td = d - off;
+		st[d] = 0;
+		if (td < 0)
+			continue;
+		if (t->shape[td] != o->shape[d] && t->shape[td] != 1)
+			return REF_ERR(c, "input '%s' %s does not broadcast to output '%s' %s", tname(t),
+				       shape_str(s1, sizeof s1, t), tname(o), shape_str(s2, sizeof s2, o));
+		st[d] = t->shape[td] == 1 ? 0 : stride;
+		stride *= t->shape[td];
+	}
+	return ARK_OK;
+}
+
+static double apply(int kind, double x, double y, double factor)
+{
+	switch (kind) {
+	case ARK_OP_ADD:
+		return x + y;
+	case ARK_OP_MUL:
+		return x * y;
+	case ARK_OP_SCALE:
+		return x * factor;
+	case ARK_OP_RELU:
+		return x > 0 ? x : 0.0 * x; /* keeps NaN */
+	case ARK_OP_GELU:
+		return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+	case ARK_OP_SILU:
+		return x / (1.0 + exp(-x));
+	case ARK_OP_SWIGLU:
+		return x / (1.0 + exp(-x)) * y;
+	default:
+		return NAN;
+	}
+}
+
+static int ref_elementwise(const struct ref_ctx *c)
+{
+	const struct ark_tensor *o = out_t(c, 0);
+	int nin = c->op->n_in, nd = o->ndim;
+	int64_t st[2][ARK_MAX_DIMS], idx[ARK_MAX_DIMS] = {0}, n = ark_tensor_elems(o);
+	int64_t pos[2] = {0, 0};
+	int kind = c->op->kind;
+
+	if (kind == ARK_OP_SWIGLU && same_elems(c, in_t(c, 0), in_t(c, 1)))
+		return ARK_ERR;
+	for (int i = 0; i < nin; i++)
+		if (bcast_strides(c, in_t(c, i), o, st[i]))
+			return ARK_ERR;
+	for (int64_t e = 0; e < n; e++) {
+		double x = ark_get(in_b(c, 0), in_t(c, 0)->dtype, pos[0]);
+		double y = nin > 1 ? ark_get(in_b(c, 1), in_t(c, 1)->dtype, pos[1]) : 0.0;
+		ark_set(out_b(c, 0), o->dtype, e, (float)apply(kind, x, y, c->op->factor));
+		/* next output index, carrying from the last dimension; pos[i] follows with its strides */
+		for (int d = nd - 1; d >= 0; d--) {
+			idx[d]++;
+			for (int i = 0; i < nin; i++)
+				pos[i] += st[i][d];
+			if (idx[d] < o->shape[d])
+				break;
+			for (int i = 0; i < nin; i++)
+				pos[i] -= st[i][d] * idx[d];
+			idx[d] = 0;
+		}
+	}
+	return ARK_OK;
+}
+
+/* ---- row ops over the last dimension: softmax, layernorm, rmsnorm ---- */
+static int ref_rows(const struct ref_ctx *c)
+{
+	const struct ark_tensor *a = in_t(c, 0), *o = out_t(c, 0);
+	const void *ab = in_b(c, 0);
+	void *ob = out_b(c, 0);
+	int kind = c->op->kind;
+	int64_t N = last_dim(a), rows = N ? ark_tensor_elems(a) / N : 0;
+	double eps = c->op->eps;
+	char s1[96];
+
+	if (same_elems(c, a, o))
+		return ARK_ERR;
+	for (int i = 1; i < c->op->n_in; i++)
+		if (in_t(c, i)->ndim != 1 || in_t(c, i)->shape[0] != N)
+			return REF_ERR(c, "'%s' %s, expected [%lld]", tname(in_t(c, i)),
+				       shape_str(s1, sizeof s1, in_t(c, i)), (long long)N);
+	for (int64_t r = 0; r < rows; r++) {
+		int64_t base = r * N;
+		if (kind == ARK_OP_SOFTMAX) {
+			double mx = -INFINITY, sum = 0;
+			for (int64_t j = 0; j < N; j++) {
+				double x = ark_get(ab, a->dtype, base + j);
+				mx = x > mx ? x : mx;
+			}
+			for (int64_t j = 0; j < N; j++)
+				sum += exp(ark_get(ab, a->dtype, base + j) - mx);
+			for (int64_t j = 0; j < N; j++)
+				ark_set(ob, o->dtype, base + j, (float)(exp(ark_get(ab, a->dtype, base + j) - mx) / sum));
+		} else if (kind == ARK_OP_LAYERNORM) {
+			const struct ark_tensor *g = in_t(c, 1), *b = in_t(c, 2);
+			double mean = 0, var = 0, inv;
+			for (int64_t j = 0; j < N; j++)
+				mean += ark_get(ab, a->dtype, base + j);
+			mean /= (double)N;
+			for (int64_t j = 0; j < N; j++) {
+				double d = ark_get(ab, a->dtype, base + j) - mean;
+				var += d * d;
+			}
+			var /= (double)N;
+			inv = 1.0 / sqrt(var + eps);
+			for (int64_t j = 0; j < N; j++) {
+				double y = (ark_get(ab, a->dtype, base + j) - mean) * inv * ark_get(in_b(c, 1), g->dtype, j) +
+					   ark_get(in_b(c, 2), b->dtype, j);
+				ark_set(ob, o->dtype, base + j, (float)y);
+			}
+		} else { /* rmsnorm */
+			const struct ark_tensor *g = in_t(c, 1);
+			double ss = 0, inv;
+			for (int64_t j = 0; j < N; j++) {
+				double x = ark_get(ab, a->dtype, base + j);
+				ss += x * x;
+			}
+			inv = 1.0 / sqrt(ss / (double)N + eps);
+			for (int64_t j = 0; j < N; j++) {
+				double y = ark_get(ab, a->dtype, base + j) * inv * ark_get(in_b(c, 1), g->dtype, j);
+				ark_set(ob, o->dtype, base + j, (float)y);
+			}
+		}
+	}
+	return ARK_OK;
+}
+
+/* Copies n elements from (src, sdt) at si to (dst, ddt) at di: bytes when the dtypes agree. */
+static void copy_elems(void *dst, int ddt, int64_t di, const void *src, int sdt, int64_t si, int64_t n)
+{
+	if (ddt == sdt) {
+		size_t es = (size_t)ark_dtype_size(sdt);
+		memmove((char *)dst + (size_t)di * es, (const char *)src + (size_t)si * es, (size_t)n * es);
+		return;
+	}
+	for (int64_t k = 0; k < n; k++)
+		ark_set(dst, ddt, di + k, ark_get(src, sdt, si + k));
+}
+
+static int ref_copy(const struct ref_ctx *c)
+{
+	const struct ark_tensor *a = in_t(c, 0), *o = out_t(c, 0);
+	if (same_elems(c, a, o))
+		return ARK_ERR;
+	copy_elems(out_b(c, 0), o->dtype, 0, in_b(c, 0), a->dtype, 0, ark_tensor_elems(a));
+	return ARK_OK;
+}
+
+static int ref_all_reduce(const struct ref_ctx *c)
+{
+	int nin = c->op->n_in;
+	int64_t n = ark_tensor_elems(in_t(c, 0));
+	double *sum;
+
+	for (int i = 1; i < nin; i++)
+		if (same_elems(c, in_t(c, 0), in_t(c, i)))
+			return ARK_ERR;
+	for (int i = 0; i < c->op->n_out; i++)
+		if (same_elems(c, in_t(c, 0), out_t(c, i)))
+			return ARK_ERR;
+	if (!(sum = calloc((size_t)(n > 0 ? n : 1), sizeof *sum)))
+		return REF_ERR(c, "out of memory");
+	for (int i = 0; i < nin; i++)
+		for (int64_t k = 0; k < n; k++)
+			sum[k] += ark_get(in_b(c, i), in_t(c, i)->dtype, k);
+	/* every input is read before any output is written, so outputs may share inputs' buffers */
+	for (int i = 0; i < c->op->n_out; i++)
+		for (int64_t k = 0; k < n; k++)
+			ark_set(out_b(c, i), out_t(c, i)->dtype, k, (float)sum[k]);
+	free(sum);
+	return ARK_OK;
+}
+
+static int ref_all_gather(const struct ref_ctx *c)
+{
+	const struct ark_tensor *t0 = in_t(c, 0);
+	int nin = c->op->n_in, ax = c->op->axis;
+	int64_t outer = 1, chunk = 1;
+	char s1[96], s2[96];
+
+	if (ax < 0 || ax >= t0->ndim)
+		return REF_ERR(c, "axis %d out of range for '%s' with %d dimensions", ax, tname(t0), t0->ndim);
+	for (int i = 1; i < nin; i++) {
+		const struct ark_tensor *t = in_t(c, i);
+		if (t->ndim != t0->ndim || memcmp(t->shape, t0->shape, sizeof(int64_t) * t0->ndim))
+			return REF_ERR(c, "inputs '%s' %s and '%s' %s differ in shape", tname(t0),
+				       shape_str(s1, sizeof s1, t0), tname(t), shape_str(s2, sizeof s2, t));
+	}
+	for (int d = 0; d < ax; d++)
+		outer *= t0->shape[d];
+	for (int d = ax; d < t0->ndim; d++)
+		chunk *= t0->shape[d];
+	for (int i = 0; i < c->op->n_out; i++) {
+		const struct ark_tensor *o = out_t(c, i);
+		int ok = o->ndim == t0->ndim;
+		for (int d = 0; ok && d < o->ndim; d++)
+			ok = o->shape[d] == (d == ax ? t0->shape[d] * nin : t0->shape[d]);
+		if (!ok)
+			return REF_ERR(c, "output '%s' %s is not %d inputs %s gathered along axis %d", tname(o),
+				       shape_str(s1, sizeof s1, o), nin, shape_str(s2, sizeof s2, t0), ax);
+	}
+	for (int i = 0; i < c->op->n_out; i++)
+		for (int64_t r = 0; r < outer; r++)
+			for (int j = 0; j < nin; j++)
+				copy_elems(out_b(c, i), out_t(c, i)->dtype, (r * nin + j) * chunk, in_b(c, j),
+					   in_t(c, j)->dtype, r * chunk, chunk);
+	return ARK_OK;
+}
+
+int ark_ref_op(const struct ark_op *op, const struct ark_tensor *tensors, void *const *bufs)
+{
+	struct ref_ctx c = {op, tensors, bufs};
+	int n_out;
+
+	if (op->kind >= ARK_OP__COUNT)
+		return ark_error("reference of op '%s': unknown op kind %d", op_name(op), op->kind);
+	n_out = ref_op_n_out[op->kind] ? ref_op_n_out[op->kind] : op->n_in;
+	if (op->n_in < ref_op_min_in[op->kind] || op->n_in > ref_op_max_in[op->kind] || op->n_out != n_out)
+		return REF_ERR(&c, "has %d inputs and %d outputs", op->n_in, op->n_out);
+	for (int i = 0; i < op->n_in + op->n_out; i++) {
+		int t = i < op->n_in ? op->in[i] : op->out[i - op->n_in];
+		if (t < 0)
+			return REF_ERR(&c, "tensor index %d", t);
+		if (!bufs[t])
+			return REF_ERR(&c, "no host buffer for tensor '%s'", tname(&tensors[t]));
+		if (tensors[t].ndim < 1 || tensors[t].ndim > ARK_MAX_DIMS || tensors[t].dtype >= ARK_DTYPE__COUNT)
+			return REF_ERR(&c, "tensor '%s' has %d dimensions and dtype %d", tname(&tensors[t]),
+				       tensors[t].ndim, tensors[t].dtype);
+	}
+	switch (op->kind) {
+	case ARK_OP_MATMUL:
+		return ref_matmul(&c);
+	case ARK_OP_ADD:
+	case ARK_OP_MUL:
+	case ARK_OP_SCALE:
+	case ARK_OP_RELU:
+	case ARK_OP_GELU:
+	case ARK_OP_SILU:
+	case ARK_OP_SWIGLU:
+		return ref_elementwise(&c);
+	case ARK_OP_SOFTMAX:
+	case ARK_OP_LAYERNORM:
+	case ARK_OP_RMSNORM:
+		return ref_rows(&c);
+	case ARK_OP_COPY:
+		return ref_copy(&c);
+	case ARK_OP_ALL_REDUCE:
+		return ref_all_reduce(&c);
+	case ARK_OP_ALL_GATHER:
+		return ref_all_gather(&c);
+	}
+	return REF_ERR(&c, "no CPU reference for this op");
+}
+
+int ark_ref_run(const struct ark_model *m, void *const *bufs)
+{
+	for (int i = 0; i < m->n_ops; i++) {
+		const struct ark_op *op = &m->ops[i];
+		for (int j = 0; j < op->n_in + op->n_out && j < 2 * ARK_MAX_IO; j++) {
+			int t = j < op->n_in ? op->in[j] : op->out[j - op->n_in];
+			if (t < 0 || t >= m->n_tensors)
+				return ark_error("reference of op '%s': tensor index %d out of range (model has %d)",
+						 op_name(op), t, m->n_tensors);
+		}
+		if (op->n_in > ARK_MAX_IO || op->n_out > ARK_MAX_IO)
+			return ark_error("reference of op '%s': %d inputs and %d outputs", op_name(op), op->n_in,
+					 op->n_out);
+		if (ark_ref_op(op, m->tensors, bufs))
+			return ARK_ERR;
+	}
+	return ARK_OK;
+}
