@@ -1,0 +1,574 @@
+/* test_ref.c: errors, fp16/bf16 conversions, random fill, comparison, and the CPU reference of every
+ * op of libarkrt against values computed by hand. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ark.h"
+
+/* ---- helpers ---------------------------------------------------------------------------------- */
+
+static struct ark_tensor tens(const char *name, int dtype, int ndim, const int64_t *shape)
+{
+	struct ark_tensor t = {.name = name, .dtype = (uint8_t)dtype, .ndim = (uint8_t)ndim};
+	for (int i = 0; i < ndim; i++)
+		t.shape[i] = shape[i];
+	t.bytes = (uint64_t)ark_tensor_elems(&t) * (uint64_t)ark_dtype_size(dtype);
+	return t;
+}
+#define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
+#define NDIM(...) ((int)(sizeof(int64_t[]){__VA_ARGS__} / sizeof(int64_t)))
+#define T32(name, ...) tens(name, ARK_FP32, NDIM(__VA_ARGS__), SHAPE(__VA_ARGS__))
+
+static void assert_near(const float *got, const double *want, int n, double tol)
+{
+	for (int i = 0; i < n; i++) {
+		double err = fabs(got[i] - want[i]);
+		if (!(err <= tol * (1 + fabs(want[i]))))
+			fail_msg("element %d: got %.9g, want %.9g", i, (double)got[i], want[i]);
+	}
+}
+
+
+static float bitsf(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+/* ---- errors ----------------------------------------------------------------------------------- */
+
+static void test_error(void **state)
+{
+	assert_int_equal(ark_error("bad %s %d", "thing", 42), ARK_ERR);
+	assert_string_equal(ark_last_error(), "bad thing 42");
+	/* the message may quote the previous one */
+	ark_error("outer: %s", ark_last_error());
+	assert_string_equal(ark_last_error(), "outer: bad thing 42");
+}
+
+/* ---- conversions ------------------------------------------------------------------------------ */
+
+static void test_half_known(void **state)
+{
+	assert_int_equal(ark_float_to_half(1.0f), 0x3c00);
+	assert_int_equal(ark_float_to_half(-2.0f), 0xc000);
+	assert_int_equal(ark_float_to_half(0.5f), 0x3800);
+	assert_int_equal(ark_float_to_half(65504.0f), 0x7bff);
+	assert_int_equal(ark_float_to_half(65519.0f), 0x7bff);
+	assert_int_equal(ark_float_to_half(65520.0f), 0x7c00);
+	assert_int_equal(ark_float_to_half(-1e6f), 0xfc00);
+	assert_int_equal(ark_float_to_half(INFINITY), 0x7c00);
+	assert_int_equal(ark_float_to_half(-0.0f), 0x8000);
+	/* subnormals: units of 2^-24 */
+	assert_int_equal(ark_float_to_half(ldexpf(1, -24)), 0x0001);
+	assert_int_equal(ark_float_to_half(ldexpf(1, -25)), 0x0000);           /* tie to even: 0 */
+	assert_int_equal(ark_float_to_half(ldexpf(1.5f, -25)), 0x0001);
+	assert_int_equal(ark_float_to_half(ldexpf(3, -25)), 0x0002);           /* 1.5 units: tie to 2 */
+	assert_int_equal(ark_float_to_half(ldexpf(5, -25)), 0x0002);           /* 2.5 units: tie to 2 */
+	assert_int_equal(ark_float_to_half(ldexpf(1023, -24)), 0x03ff);
+	assert_int_equal(ark_float_to_half(ldexpf(1, -14) - ldexpf(1, -26)), 0x0400); /* rounds up to normal */
+	assert_int_equal(ark_float_to_half(ldexpf(1, -14)), 0x0400);
+	assert_int_equal(ark_float_to_half(1e-30f), 0x0000);
+	/* normal ties: 1 + 2^-11 is halfway between 0x3c00 and 0x3c01 */
+	assert_int_equal(ark_float_to_half(1.0f + ldexpf(1, -11)), 0x3c00);
+	assert_int_equal(ark_float_to_half(1.0f + ldexpf(3, -11)), 0x3c02);
+	assert_int_equal(ark_float_to_half(1.0f + ldexpf(1, -11) + ldexpf(1, -20)), 0x3c01);
+	assert_int_equal(ark_float_to_half(0.1f), 0x2e66);
+
+	assert_true(ark_half_to_float(0x3c00) == 1.0f);
+	assert_true(ark_half_to_float(0xc000) == -2.0f);
+	assert_true(ark_half_to_float(0x7bff) == 65504.0f);
+	assert_true(ark_half_to_float(0x0001) == ldexpf(1, -24));
+	assert_true(ark_half_to_float(0x03ff) == ldexpf(1023, -24));
+	assert_true(ark_half_to_float(0x8000) == 0.0f && signbit(ark_half_to_float(0x8000)));
+	assert_true(isinf(ark_half_to_float(0x7c00)) && ark_half_to_float(0x7c00) > 0);
+	assert_true(isinf(ark_half_to_float(0xfc00)) && ark_half_to_float(0xfc00) < 0);
+	assert_true(isnan(ark_half_to_float(0x7e00)));
+	assert_true(isnan(ark_half_to_float(0x7c01)));
+	/* NaN stays NaN both ways, including a NaN whose payload sits only in the low bits */
+	assert_true(isnan(ark_half_to_float(ark_float_to_half(NAN))));
+	assert_true(isnan(ark_half_to_float(ark_float_to_half(bitsf(0x7f800001u)))));
+	assert_true(isnan(ark_half_to_float(ark_float_to_half(-NAN))));
+}
+
+/* Every non-NaN half survives half -> float -> half unchanged. */
+static void test_half_roundtrip_all(void **state)
+{
+	int checked = 0;
+	for (uint32_t h = 0; h < 0x10000; h++) {
+		if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff))
+			continue;
+		if (ark_float_to_half(ark_half_to_float((uint16_t)h)) != h)
+			fail_msg("half 0x%04x does not round-trip", h);
+		checked++;
+	}
+	assert_int_equal(checked, 65536 - 2 * 1023);
+}
+
+#ifdef __FLT16_MAX__
+/* Against the compiler's own float -> _Float16 conversion (round to nearest even) on many floats. */
+static void test_half_vs_compiler(void **state)
+{
+	uint64_t s = 0x1234567u;
+	for (int i = 0; i < 200000; i++) {
+		s = s * 6364136223846793005ull + 1442695040888963407ull;
+		uint32_t u = (uint32_t)(s >> 32);
+		/* mostly values near the fp16 range, some anywhere */
+		if (i & 1)
+			u = (u & 0x80000000u) | (0x33000000u + (u % (0x47800000u - 0x33000000u)));
+		float f = bitsf(u);
+		if (isnan(f))
+			continue;
+		_Float16 c = (_Float16)f;
+		uint16_t cb;
+		memcpy(&cb, &c, 2);
+		if (ark_float_to_half(f) != cb)
+			fail_msg("float 0x%08x: got 0x%04x, compiler 0x%04x", u, ark_float_to_half(f), cb);
+	}
+}
+#endif
+
+static void test_bf16_known(void **state)
+{
+	assert_int_equal(ark_float_to_bf16(1.0f), 0x3f80);
+	assert_int_equal(ark_float_to_bf16(-2.0f), 0xc000);
+	assert_int_equal(ark_float_to_bf16(bitsf(0x3f808000u)), 0x3f80); /* tie, even stays */
+	assert_int_equal(ark_float_to_bf16(bitsf(0x3f818000u)), 0x3f82); /* tie, odd rounds up */
+	assert_int_equal(ark_float_to_bf16(bitsf(0x3f808001u)), 0x3f81);
+	assert_int_equal(ark_float_to_bf16(bitsf(0x3f807fffu)), 0x3f80);
+	assert_int_equal(ark_float_to_bf16(3.4028235e38f), 0x7f80);      /* FLT_MAX overflows to Inf */
+	assert_int_equal(ark_float_to_bf16(-INFINITY), 0xff80);
+	assert_int_equal(ark_float_to_bf16(bitsf(0x00000001u)), 0x0000); /* smallest float subnormal */
+	assert_int_equal(ark_float_to_bf16(bitsf(0x00018000u)), 0x0002); /* subnormal tie to even */
+	assert_true(isnan(ark_bf16_to_float(ark_float_to_bf16(NAN))));
+	assert_true(isnan(ark_bf16_to_float(ark_float_to_bf16(bitsf(0x7f800001u)))));
+	assert_true(ark_bf16_to_float(0x3f80) == 1.0f);
+	assert_true(ark_bf16_to_float(0x4049) == 3.140625f);
+	assert_true(isinf(ark_bf16_to_float(0x7f80)));
+	for (uint32_t h = 0; h < 0x10000; h++)
+		if (!((h & 0x7f80) == 0x7f80 && (h & 0x7f)))
+			assert_int_equal(ark_float_to_bf16(ark_bf16_to_float((uint16_t)h)), h);
+}
+
+static void test_get_set(void **state)
+{
+	uint16_t h[3];
+	float f[2];
+	ark_set(h, ARK_FP16, 1, 0.1f);
+	assert_int_equal(h[1], 0x2e66);
+	assert_true(ark_get(h, ARK_FP16, 1) == 0.0999755859375f);
+	ark_set(h, ARK_BF16, 2, 3.14159f);
+	assert_int_equal(h[2], 0x4049);
+	assert_true(ark_get(h, ARK_BF16, 2) == 3.140625f);
+	ark_set(f, ARK_FP32, 1, 0.1f);
+	assert_true(ark_get(f, ARK_FP32, 1) == 0.1f);
+	assert_string_equal(ark_dtype_name(ARK_FP16), "fp16");
+	assert_string_equal(ark_dtype_name(ARK_BF16), "bf16");
+	assert_string_equal(ark_dtype_name(ARK_FP32), "fp32");
+}
+
+/* ---- random fill, compare --------------------------------------------------------------------- */
+
+static void test_fill_random(void **state)
+{
+	enum { N = 4096 };
+	static float a[N], b[N], c[N];
+	static uint16_t h[N];
+	double sum = 0, sumsq = 0;
+	int distinct = 0;
+
+	ark_fill_random(a, ARK_FP32, N, 42, 0.5f);
+	ark_fill_random(b, ARK_FP32, N, 42, 0.5f);
+	ark_fill_random(c, ARK_FP32, N, 43, 0.5f);
+	assert_memory_equal(a, b, sizeof a);
+	for (int i = 0; i < N; i++) {
+		assert_true(a[i] >= -0.5f && a[i] < 0.5f);
+		sum += a[i];
+		sumsq += (double)a[i] * a[i];
+		distinct += a[i] != c[i];
+	}
+	assert_true(distinct > N - 10);
+	assert_true(fabs(sum / N) < 0.03);                  /* mean 0 */
+	assert_true(fabs(sumsq / N - 0.25 / 3) < 0.01);     /* variance of U(-0.5, 0.5) = 1/12 */
+
+	/* fp16: stored rounded, still in range, same stream as fp32 */
+	ark_fill_random(h, ARK_FP16, N, 42, 0.5f);
+	for (int i = 0; i < N; i++) {
+		float v = ark_get(h, ARK_FP16, i);
+		assert_true(v >= -0.5f && v < 0.5f);
+		assert_int_equal(h[i], ark_float_to_half(a[i]) == 0x3800 ? 0x37ff : ark_float_to_half(a[i]));
+	}
+}
+
+static void test_compare(void **state)
+{
+	float want[4] = {1, 2, 3, 4}, got[4] = {1, 2, 3, 5}, nan_got[4] = {1, 2, NAN, INFINITY};
+	double rel;
+	int64_t bad;
+
+	ark_compare(got, want, ARK_FP32, 4, &rel, &bad);
+	assert_true(fabs(rel - 1 / sqrt(30.0)) < 1e-12);
+	assert_int_equal(bad, 0);
+	ark_compare(want, want, ARK_FP32, 4, &rel, &bad);
+	assert_true(rel == 0);
+	ark_compare(nan_got, want, ARK_FP32, 4, &rel, &bad);
+	assert_int_equal(bad, 2);
+	assert_true(rel == 0); /* the finite part matches */
+
+	uint16_t hw[2] = {ark_float_to_half(1.0f), ark_float_to_half(-2.0f)};
+	uint16_t hg[2] = {ark_float_to_half(1.0f), ark_float_to_half(-1.0f)};
+	ark_compare(hg, hw, ARK_FP16, 2, &rel, &bad);
+	assert_true(fabs(rel - 1 / sqrt(5.0)) < 1e-12);
+	assert_int_equal(bad, 0);
+}
+
+/* ---- ops -------------------------------------------------------------------------------------- */
+
+/* matmul a [2, 3] . b [3, 2] + bias [2] */
+static const float mm_a[6] = {1.5f, -2, 0.25f, 3, 0.5f, -1};
+static const float mm_b[6] = {2, -1, 0.5f, 4, -3, 1.5f};
+static const float mm_bt[6] = {2, 0.5f, -3, -1, 4, 1.5f}; /* b transposed, [2, 3] */
+static const float mm_bias[2] = {0.1f, -0.2f};
+
+static void test_matmul(void **state)
+{
+	struct ark_tensor t[4] = {T32("a", 2, 3), T32("b", 3, 2), T32("bias", 2), T32("c", 2, 2)};
+	float c[4];
+	void *bufs[4] = {(void *)mm_a, (void *)mm_b, (void *)mm_bias, c};
+	struct ark_op op = {.name = "fc", .kind = ARK_OP_MATMUL, .n_in = 3, .n_out = 1, .in = {0, 1, 2}, .out = {3}};
+
+	assert_int_equal(ark_ref_op(&op, t, bufs), ARK_OK);
+	assert_near(c, (const double[]){1.35, -9.325, 9.35, -2.7}, 4, 1e-6);
+
+	op.n_in = 2; /* no bias */
+	assert_int_equal(ark_ref_op(&op, t, bufs), ARK_OK);
+	assert_near(c, (const double[]){1.25, -9.125, 9.25, -2.5}, 4, 1e-6);
+
+	/* transpose_b: b given as [N, K] */
+	t[1] = T32("bt", 2, 3);
+	bufs[1] = (void *)mm_bt;
+	op.transpose_b = 1;
+	op.n_in = 3;
+	memset(c, 0, sizeof c);
+	assert_int_equal(ark_ref_op(&op, t, bufs), ARK_OK);
+	assert_near(c, (const double[]){1.35, -9.325, 9.35, -2.7}, 4, 1e-6);
+
+	/* K mismatch is an error naming the op */
+	op.transpose_b = 0;
+	assert_int_equal(ark_ref_op(&op, t, bufs), ARK_ERR);
+	assert_non_null(strstr(ark_last_error(), "'fc'"));
+	assert_non_null(strstr(ark_last_error(), "do not agree on K"));
+}
+
+/* a [2, 2, 3]: the batch dimension is folded into M */
+static void test_matmul_batch(void **state)
+{
+	static const float a[12] = {1.5f, -2, 0.25f, 3, 0.5f, -1, 0, 1, 2, -1, -1, 1};
+	struct ark_tensor t[3] = {T32("a", 2, 2, 3), T32("b", 3, 2), T32("c", 2, 2, 2)};
+	float c[8];
+	void *bufs[3] = {(void *)a, (void *)mm_b, c};
+	struct ark_op op = {.name = "bmm", .kind = ARK_OP_MATMUL, .n_in = 2, .n_out = 1, .in = {0, 1}, .out = {2}};
+
+	assert_int_equal(ark_ref_op(&op, t, bufs), ARK_OK);
+	assert_near(c, (const double[]){1.25, -9.125, 9.25, -2.5, -5.5, 7, -5.5, -1.5}, 8, 1e-6);
+}
+
+/* fp16 and bf16 outputs are the double result rounded once */
+static void test_matmul_lowp_out(void **state)
+{
+	uint16_t a16[6], b16[6], bias16[2], c16[4];
+	for (int i = 0; i < 6; i++) {
+		a16[i] = ark_float_to_half(mm_a[i]);
+		b16[i] = ark_float_to_half(mm_b[i]);
+	}
+	for (int i = 0; i < 2; i++)
+		bias16[i] = ark_float_to_half(mm_bias[i]);
+	struct ark_tensor t[4] = {tens("a", ARK_FP16, 2, SHAPE(2, 3)), tens("b", ARK_FP16, 2, SHAPE(3, 2)),
+				  tens("bias", ARK_FP16, 1, SHAPE(2)), tens("c", ARK_FP16, 2, SHAPE(2, 2))};
+	void *bufs[4] = {a16, b16, bias16, c16};
+	struct ark_op op = {.name = "fc", .kind = ARK_OP_MATMUL, .n_in = 3, .n_out = 1, .in = {0, 1, 2}, .out = {3}};
+	/* the bias in fp16 is 0.0999755859375 and -0.199951171875 */
+	const double want[4] = {1.25 + 0.0999755859375, -9.125 - 0.199951171875, 9.25 + 0.0999755859375,
+				-2.5 - 0.199951171875};
+
+	assert_int_equal(ark_ref_op(&op, t, bufs), ARK_OK);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(c16[i], ark_float_to_half((float)want[i]));
+	assert_int_equal(c16[0], 0x3d66); /* 1.3499755859375 -> 1.349609375 */
+
+	t[3].dtype = ARK_BF16;
+	assert_int_equal(ark_ref_op(&op, t, bufs), ARK_OK);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(c16[i], ark_float_to_bf16((float)want[i]));
+	assert_int_equal(c16[1], 0xc115); /* -9.3249511... -> -9.3125 */
+}
+
+static void run1(int kind, struct ark_tensor *t, void **bufs, int n_in, float factor, float eps)
+{
+	struct ark_op op = {.name = "op", .kind = (uint16_t)kind, .n_in = (uint8_t)n_in, .n_out = 1,
+			    .factor = factor, .eps = eps};
+	for (int i = 0; i < n_in; i++)
+		op.in[i] = i;
+	op.out[0] = n_in;
+	if (ark_ref_op(&op, t, bufs))
+		fail_msg("%s", ark_last_error());
+}
+
+static void test_add_mul_broadcast(void **state)
+{
+	static const float a[6] = {1.25f, -2, 3.5f, 0.75f, 4, -6}, b3[3] = {0.5f, -1, 2};
+	static const float col[2] = {2, -3}, row[3] = {1, 0.5f, -4}, colm[2] = {2, -0.5f};
+	float c[6];
+
+	struct ark_tensor t1[3] = {T32("a", 2, 3), T32("b", 3), T32("c", 2, 3)};
+	run1(ARK_OP_ADD, t1, (void *[]){(void *)a, (void *)b3, c}, 2, 0, 0);
+	assert_near(c, (const double[]){1.75, -3, 5.5, 1.25, 3, -4}, 6, 0);
+
+	struct ark_tensor t2[3] = {T32("a", 2, 1), T32("b", 1, 3), T32("c", 2, 3)};
+	run1(ARK_OP_ADD, t2, (void *[]){(void *)col, (void *)row, c}, 2, 0, 0);
+	assert_near(c, (const double[]){3, 2.5, -2, -2, -2.5, -7}, 6, 0);
+
+	struct ark_tensor t3[3] = {T32("a", 2, 3), T32("b", 2, 1), T32("c", 2, 3)};
+	run1(ARK_OP_MUL, t3, (void *[]){(void *)a, (void *)colm, c}, 2, 0, 0);
+	assert_near(c, (const double[]){2.5, -4, 7, -0.375, -2, 3}, 6, 0);
+
+	/* b broadcast from the left operand's side: [3] * [2, 3] */
+	struct ark_tensor t4[3] = {T32("b", 3), T32("a", 2, 3), T32("c", 2, 3)};
+	run1(ARK_OP_MUL, t4, (void *[]){(void *)b3, (void *)a, c}, 2, 0, 0);
+	assert_near(c, (const double[]){0.625, 2, 7, 0.375, -4, -12}, 6, 0);
+
+	/* 4-d: a [2, 1, 1, 2] + b [3, 1] -> [2, 1, 3, 2]: out[i][0][j][k] = a[i][k] + b[j] */
+	static const float a4[4] = {1.5f, -0.25f, 7, 3}, b31[3] = {10, -20, 0.5f};
+	float c4[12];
+	double want[12];
+	struct ark_tensor t5[3] = {T32("a", 2, 1, 1, 2), T32("b", 3, 1), T32("c", 2, 1, 3, 2)};
+	run1(ARK_OP_ADD, t5, (void *[]){(void *)a4, (void *)b31, c4}, 2, 0, 0);
+	for (int i = 0; i < 2; i++)
+		for (int j = 0; j < 3; j++)
+			for (int k = 0; k < 2; k++)
+				want[(i * 3 + j) * 2 + k] = a4[i * 2 + k] + b31[j];
+	assert_near(c4, want, 12, 0);
+	assert_true(c4[3] == -20.25f);
+
+	/* shapes that do not broadcast */
+	struct ark_tensor t6[3] = {T32("a", 2, 3), T32("b", 2), T32("c", 2, 3)};
+	struct ark_op op = {.name = "bad_add", .kind = ARK_OP_ADD, .n_in = 2, .n_out = 1, .in = {0, 1}, .out = {2}};
+	assert_int_equal(ark_ref_op(&op, t6, (void *[]){(void *)a, (void *)b3, c}), ARK_ERR);
+	assert_non_null(strstr(ark_last_error(), "'b' [2] does not broadcast"));
+}
+
+static void test_unary(void **state)
+{
+	static const float x[5] = {-2, -0.5f, 0.3f, 1.7f, 1};
+	float y[5];
+	struct ark_tensor t[2] = {T32("x", 5), T32("y", 5)};
+	void *bufs[2] = {(void *)x, y};
+
+	run1(ARK_OP_SCALE, t, bufs, 1, 0.5f, 0);
+	assert_near(y, (const double[]){-1, -0.25, 0.15, 0.85, 0.5}, 5, 1e-7);
+	run1(ARK_OP_RELU, t, bufs, 1, 0, 0);
+	assert_near(y, (const double[]){0, 0, 0.3, 1.7, 1}, 5, 1e-7);
+	run1(ARK_OP_GELU, t, bufs, 1, 0, 0);
+	/* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), evaluated separately */
+	assert_near(y, (const double[]){-0.04540230591222494, -0.15428599017485606, 0.18537092354275922,
+					1.624105895551156, 0.8411919906082768}, 5, 1e-6);
+	for (int i = 0; i < 5; i++) {
+		double v = x[i], g = 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+		assert_true(fabs(y[i] - g) < 1e-6);
+	}
+	static const float xs[4] = {1, -2, 0.5f, -0.25f};
+	float ys[4];
+	struct ark_tensor ts[2] = {T32("x", 2, 2), T32("y", 2, 2)};
+	run1(ARK_OP_SILU, ts, (void *[]){(void *)xs, ys}, 1, 0, 0);
+	assert_near(ys, (const double[]){0.7310585786300049, -0.2384058440442351, 0.3112296656009273,
+					 -0.10945587477855048}, 4, 1e-6);
+}
+
+static void test_swiglu(void **state)
+{
+	static const float gate[2] = {1, -2}, up[2] = {2, 0.5f};
+	float y[2];
+	struct ark_tensor t[3] = {T32("gate", 2), T32("up", 2), T32("y", 2)};
+	run1(ARK_OP_SWIGLU, t, (void *[]){(void *)gate, (void *)up, y}, 2, 0, 0);
+	assert_near(y, (const double[]){2 * 0.7310585786300049, 0.5 * -0.2384058440442351}, 2, 1e-6);
+}
+
+static void test_softmax(void **state)
+{
+	static const float x[6] = {1, 2, 3, -1, 0, 1000};
+	float y[6];
+	struct ark_tensor t[2] = {T32("x", 2, 3), T32("y", 2, 3)};
+	run1(ARK_OP_SOFTMAX, t, (void *[]){(void *)x, y}, 1, 0, 0);
+	assert_near(y, (const double[]){0.09003057317038046, 0.24472847105479767, 0.6652409557748219, 0, 0, 1}, 6,
+		    1e-6);
+	for (int r = 0; r < 2; r++)
+		assert_true(fabs(y[3 * r] + y[3 * r + 1] + y[3 * r + 2] - 1.0) < 1e-6);
+	assert_false(isnan(y[5])); /* large inputs do not overflow */
+}
+
+static void test_layernorm(void **state)
+{
+	static const float x[8] = {1, 2, 3, 4, -0.5f, 0.5f, 1.5f, 2.5f};
+	static const float gamma[4] = {1, 0.5f, 2, -1}, beta[4] = {0, 1, -1, 0.5f};
+	float y[8];
+	struct ark_tensor t[4] = {T32("x", 2, 4), T32("gamma", 4), T32("beta", 4), T32("y", 2, 4)};
+	run1(ARK_OP_LAYERNORM, t, (void *[]){(void *)x, (void *)gamma, (void *)beta, y}, 3, 0, 1e-5f);
+	/* row 0: mean 2.5, biased variance 1.25; row 1 is row 0 shifted by -1.5: same result */
+	const double want[4] = {-1.3416354199689269, 0.7763940966718454, -0.105576386687382, -0.8416354199689269};
+	assert_near(y, want, 4, 1e-6);
+	assert_near(y + 4, want, 4, 1e-6);
+
+	/* gamma of the wrong length */
+	struct ark_tensor tb[4] = {T32("x", 2, 4), T32("gamma", 3), T32("beta", 4), T32("y", 2, 4)};
+	struct ark_op op = {.name = "ln", .kind = ARK_OP_LAYERNORM, .n_in = 3, .n_out = 1, .in = {0, 1, 2}, .out = {3},
+			    .eps = 1e-5f};
+	assert_int_equal(ark_ref_op(&op, tb, (void *[]){(void *)x, (void *)gamma, (void *)beta, y}), ARK_ERR);
+	assert_non_null(strstr(ark_last_error(), "'gamma' [3], expected [4]"));
+}
+
+static void test_rmsnorm(void **state)
+{
+	static const float x[3] = {1, -2, 3}, gamma[3] = {0.5f, 1, 2};
+	float y[3];
+	struct ark_tensor t[3] = {T32("x", 1, 3), T32("gamma", 3), T32("y", 1, 3)};
+	run1(ARK_OP_RMSNORM, t, (void *[]){(void *)x, (void *)gamma, y}, 2, 0, 1e-6f);
+	assert_near(y, (const double[]){0.23145500014438916, -0.9258200005775566, 2.77746000173267}, 3, 1e-6);
+}
+
+static void test_copy(void **state)
+{
+	static const float x[3] = {0.1f, -7.25f, 70000};
+	uint16_t y[3];
+	struct ark_tensor t[2] = {T32("x", 3), tens("y", ARK_FP16, 1, SHAPE(3))};
+	run1(ARK_OP_COPY, t, (void *[]){(void *)x, y}, 1, 0, 0);
+	assert_int_equal(y[0], 0x2e66);
+	assert_int_equal(y[1], 0xc740);
+	assert_int_equal(y[2], 0x7c00);
+	/* same dtype: bit-exact, NaN payload included */
+	uint16_t h[2] = {0x7d01, 0x1234}, g[2];
+	struct ark_tensor th[2] = {tens("x", ARK_FP16, 1, SHAPE(2)), tens("y", ARK_FP16, 1, SHAPE(2))};
+	run1(ARK_OP_COPY, th, (void *[]){h, g}, 1, 0, 0);
+	assert_memory_equal(h, g, sizeof h);
+}
+
+static void test_all_reduce(void **state)
+{
+	static const float a[4] = {1, -2, 0.5f, 3}, b[4] = {0.25f, 4, -1, 2}, c[4] = {-3, 1.5f, 2, -0.125f};
+	float o[3][4];
+	struct ark_tensor t[6] = {T32("a", 2, 2), T32("b", 2, 2), T32("c", 2, 2),
+				  T32("s0", 2, 2), T32("s1", 2, 2), T32("s2", 2, 2)};
+	void *bufs[6] = {(void *)a, (void *)b, (void *)c, o[0], o[1], o[2]};
+	struct ark_op op = {.name = "ar", .kind = ARK_OP_ALL_REDUCE, .n_in = 3, .n_out = 3, .in = {0, 1, 2},
+			    .out = {3, 4, 5}};
+	assert_int_equal(ark_ref_op(&op, t, bufs), ARK_OK);
+	for (int i = 0; i < 3; i++)
+		assert_near(o[i], (const double[]){-1.75, 3.5, 1.5, 4.875}, 4, 0);
+
+	op.n_out = 2; /* one output per input */
+	assert_int_equal(ark_ref_op(&op, t, bufs), ARK_ERR);
+	assert_non_null(strstr(ark_last_error(), "'ar'"));
+}
+
+static void test_all_gather(void **state)
+{
+	static const float a[4] = {1, 2, 3, 4}, b[4] = {-5, -6, -7, -8};
+	float g0[8], g1[8];
+	struct ark_tensor t[4] = {T32("a", 2, 2), T32("b", 2, 2), T32("g0", 4, 2), T32("g1", 4, 2)};
+	void *bufs[4] = {(void *)a, (void *)b, g0, g1};
+	struct ark_op op = {.name = "ag", .kind = ARK_OP_ALL_GATHER, .n_in = 2, .n_out = 2, .in = {0, 1}, .out = {2, 3},
+			    .axis = 0};
+	assert_int_equal(ark_ref_op(&op, t, bufs), ARK_OK);
+	assert_near(g0, (const double[]){1, 2, 3, 4, -5, -6, -7, -8}, 8, 0);
+	assert_memory_equal(g0, g1, sizeof g0);
+
+	/* last axis */
+	t[2] = T32("g0", 2, 4);
+	t[3] = T32("g1", 2, 4);
+	op.axis = 1;
+	assert_int_equal(ark_ref_op(&op, t, bufs), ARK_OK);
+	assert_near(g0, (const double[]){1, 2, -5, -6, 3, 4, -7, -8}, 8, 0);
+	assert_memory_equal(g0, g1, sizeof g0);
+
+	/* three inputs [2, 1, 2] along the middle axis -> [2, 3, 2] */
+	static const float c[4] = {9, 10, 11, 12};
+	float h[3][12];
+	struct ark_tensor t3[6] = {T32("a", 2, 1, 2), T32("b", 2, 1, 2), T32("c", 2, 1, 2),
+				   T32("h0", 2, 3, 2), T32("h1", 2, 3, 2), T32("h2", 2, 3, 2)};
+	struct ark_op op3 = {.name = "ag3", .kind = ARK_OP_ALL_GATHER, .n_in = 3, .n_out = 3, .in = {0, 1, 2},
+			     .out = {3, 4, 5}, .axis = 1};
+	assert_int_equal(ark_ref_op(&op3, t3, (void *[]){(void *)a, (void *)b, (void *)c, h[0], h[1], h[2]}), ARK_OK);
+	for (int i = 0; i < 3; i++)
+		assert_near(h[i], (const double[]){1, 2, -5, -6, 9, 10, 3, 4, -7, -8, 11, 12}, 12, 0);
+
+	/* wrong output shape */
+	t[2] = T32("g0", 2, 2);
+	assert_int_equal(ark_ref_op(&op, t, bufs), ARK_ERR);
+	assert_non_null(strstr(ark_last_error(), "output 'g0' [2, 2]"));
+}
+
+/* x [2, 3] -> h = x . w [3, 2] -> y = relu(h) */
+static void test_ref_run(void **state)
+{
+	struct ark_tensor t[4] = {T32("x", 2, 3), T32("w", 3, 2), T32("h", 2, 2), T32("y", 2, 2)};
+	t[0].role = ARK_ROLE_INPUT;
+	t[1].role = ARK_ROLE_WEIGHT;
+	t[3].role = ARK_ROLE_OUTPUT;
+	struct ark_op ops[2] = {
+		{.name = "fc", .kind = ARK_OP_MATMUL, .n_in = 2, .n_out = 1, .in = {0, 1}, .out = {2}},
+		{.name = "act", .kind = ARK_OP_RELU, .n_in = 1, .n_out = 1, .in = {2}, .out = {3}},
+	};
+	struct ark_model m = {.name = "tiny", .n_tensors = 4, .tensors = t, .n_ops = 2, .ops = ops};
+	float h[4], y[4];
+	void *bufs[4] = {(void *)mm_a, (void *)mm_b, h, y};
+
+	assert_int_equal(ark_ref_run(&m, bufs), ARK_OK);
+	assert_near(h, (const double[]){1.25, -9.125, 9.25, -2.5}, 4, 1e-6);
+	assert_near(y, (const double[]){1.25, 0, 9.25, 0}, 4, 1e-6);
+
+	ops[1].in[0] = 7; /* out of range */
+	assert_int_equal(ark_ref_run(&m, bufs), ARK_ERR);
+	assert_non_null(strstr(ark_last_error(), "'act'"));
+	ops[1].in[0] = 2;
+	bufs[2] = NULL;
+	assert_int_equal(ark_ref_run(&m, bufs), ARK_ERR);
+	assert_non_null(strstr(ark_last_error(), "no host buffer for tensor 'h'"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_error),
+		cmocka_unit_test(test_half_known),
+		cmocka_unit_test(test_half_roundtrip_all),
+#ifdef __FLT16_MAX__
+		cmocka_unit_test(test_half_vs_compiler),
+#endif
+		cmocka_unit_test(test_bf16_known),
+		cmocka_unit_test(test_get_set),
+		cmocka_unit_test(test_fill_random),
+		cmocka_unit_test(test_compare),
+		cmocka_unit_test(test_matmul),
+		cmocka_unit_test(test_matmul_batch),
+		cmocka_unit_test(test_matmul_lowp_out),
+		cmocka_unit_test(test_add_mul_broadcast),
+		cmocka_unit_test(test_unary),
+		cmocka_unit_test(test_swiglu),
+		cmocka_unit_test(test_softmax),
+		cmocka_unit_test(test_layernorm),
+		cmocka_unit_test(test_rmsnorm),
+		cmocka_unit_test(test_copy),
+		cmocka_unit_test(test_all_reduce),
+		cmocka_unit_test(test_all_gather),
+		cmocka_unit_test(test_ref_run),
+	};
+	cmocka_set_message_output(CM_OUTPUT_TAP);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
