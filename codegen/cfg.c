@@ -1,0 +1,717 @@
+/* cfg.c: the model-file reader: libconfig text -> struct graph, checking the type and value of every
+ * setting against shared/spec/model-cfg.md. Cross-references (producers, shapes) are graph.c's job. */
+#include "graph.h"
+#include "diag.h"
+
+#include <errno.h>
+#include <libconfig.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The type of each attribute a model file may give, from ATTR_LIST. */
+enum attr_type { AT_BOOL, AT_FLOAT, AT_INT, AT_STRING };
+static const enum attr_type attr_type[ARK_ATTR__COUNT] = {
+#define X(id, nm, type) [ARK_ATTR_##id] = AT_##type,
+	ATTR_LIST(X)
+#undef X
+};
+
+static const char *const top_keys[] = { "version", "name", "dtype", "gpus", "tensors", "ops" };
+static const char *const tensor_keys[] = { "name", "shape", "role", "dtype", "gpu" };
+static const char *const op_keys[] = { "name", "op", "in", "out", "gpu" };
+/* Ops that later format versions will add under these names. */
+static const char *const planned_ops[] = { "attention", "embedding", "rope", "kv_append", "transpose",
+					   "reshape", "concat", "split", "argmax", "conv2d" };
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+struct reader {
+	struct graph *g;
+	const char *file;
+};
+
+static int line_of(const config_setting_t *s)
+{
+	return s ? (int)config_setting_source_line(s) : 0;
+}
+
+static const char *type_desc(const config_setting_t *s)
+{
+	switch (config_setting_type(s)) {
+	case CONFIG_TYPE_GROUP: return "a group";
+	case CONFIG_TYPE_INT: return "an integer";
+	case CONFIG_TYPE_INT64: return "a 64-bit integer";
+	case CONFIG_TYPE_FLOAT: return "a float";
+	case CONFIG_TYPE_STRING: return "a string";
+	case CONFIG_TYPE_BOOL: return "a boolean";
+	case CONFIG_TYPE_ARRAY: return "an array";
+	case CONFIG_TYPE_LIST: return "a list";
+	default: return "nothing";
+	}
+}
+
+static int is_int(const config_setting_t *s)
+{
+	int t = config_setting_type(s);
+	return t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64;
+}
+
+static int is_ident(const char *s)
+{
+	if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
+		return 0;
+	for (s++; *s; s++)
+		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
+			return 0;
+	return 1;
+}
+
+/* Edit distance, capped: enough to suggest 'shape' for 'shap'. */
+static int edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	if (la > 32 || lb > 32)
+		return 99;
+	int d[33][33];
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = (int)i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = (int)j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			int c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+			if (d[i - 1][j] + 1 < c)
+				c = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < c)
+				c = d[i][j - 1] + 1;
+			d[i][j] = c;
+		}
+	return d[la][lb];
+}
+
+/* The name in names[] closest to s, if it is a likely typo of it; NULL otherwise. */
+static const char *closest(const char *s, const char *const *names, int n)
+{
+	const char *best = NULL;
+	int bd = 3;
+	for (int i = 0; i < n; i++) {
+		if (!names[i])
+			continue;
+		int d = edit_distance(s, names[i]);
+		if (d < bd) {
+			bd = d;
+			best = names[i];
+		}
+	}
+	return best;
+}
+
+static void hint_closest(const char *s, const char *const *names, int n)
+{
+	const char *c = closest(s, names, n);
+	if (c)
+		diag_hint("did you mean '%s'?", c);
+}
+
+/* A string setting, or an error naming `what`. */
+static int get_string(struct reader *r, const config_setting_t *s, const char *what, const char **out)
+{
+	if (config_setting_type(s) != CONFIG_TYPE_STRING) {
+		diag_error(r->file, line_of(s), "%s must be a string, found %s", what, type_desc(s));
+		return -1;
+	}
+	*out = config_setting_get_string(s);
+	return 0;
+}
+
+static int get_int(struct reader *r, const config_setting_t *s, const char *what, int64_t *out)
+{
+	if (!is_int(s)) {
+		diag_error(r->file, line_of(s), "%s must be an integer, found %s", what, type_desc(s));
+		return -1;
+	}
+	*out = config_setting_get_int64(s);
+	return 0;
+}
+
+static int clamp_int(int64_t v)
+{
+	return v < INT_MIN ? INT_MIN : v > INT_MAX ? INT_MAX : (int)v;
+}
+
+static int get_dtype(struct reader *r, const config_setting_t *s, const char *what, enum ark_dtype *out)
+{
+	const char *v;
+	if (get_string(r, s, what, &v))
+		return -1;
+	for (int i = 0; i < ARK_DTYPE__COUNT; i++)
+		if (!strcmp(v, dtype_name[i])) {
+			*out = (enum ark_dtype)i;
+			return 0;
+		}
+	diag_error(r->file, line_of(s), "%s is \"%s\", expected \"fp16\", \"bf16\" or \"fp32\"", what, v);
+	hint_closest(v, dtype_name, ARK_DTYPE__COUNT);
+	return -1;
+}
+
+static int key_index(const char *name, const char *const *keys, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(name, keys[i]))
+			return i;
+	return -1;
+}
+
+/* Arrays grow to 8, 16, 32, ... elements: is an array of n elements full? */
+static int grow_at(int n)
+{
+	return n == 0 || (n >= 8 && (n & (n - 1)) == 0);
+}
+
+static int add_tensor(struct graph *g, const char *name, int line)
+{
+	if (grow_at(g->n_tensors))
+		g->tensors = xrealloc(g->tensors, sizeof(*g->tensors) * (size_t)(g->n_tensors ? 2 * g->n_tensors : 8));
+	struct tensor *t = &g->tensors[g->n_tensors];
+	memset(t, 0, sizeof *t);
+	t->name = xstrdup(name);
+	t->line = line;
+	t->dtype = g->dtype;
+	t->role = ARK_ROLE_ACTIVATION;
+	t->producer = -1;
+	return g->n_tensors++;
+}
+
+static int add_op(struct graph *g, const char *name, int line)
+{
+	if (grow_at(g->n_ops))
+		g->ops = xrealloc(g->ops, sizeof(*g->ops) * (size_t)(g->n_ops ? 2 * g->n_ops : 8));
+	struct op *o = &g->ops[g->n_ops];
+	memset(o, 0, sizeof *o);
+	o->name = xstrdup(name);
+	o->line = line;
+	o->axis = -1;
+	o->transport = ARK_TR_AUTO;
+	return g->n_ops++;
+}
+
+/* ---- tensors ---------------------------------------------------------------------------------- */
+
+static int read_shape(struct reader *r, const config_setting_t *s, struct tensor *t)
+{
+	if (config_setting_type(s) != CONFIG_TYPE_ARRAY) {
+		diag_error(r->file, line_of(s), "'shape' of tensor '%s' must be an array of integers like [8, 1024], found %s",
+			   t->name, type_desc(s));
+		return -1;
+	}
+	int n = config_setting_length(s);
+	if (n < 1 || n > ARK_MAX_DIMS) {
+		diag_error(r->file, line_of(s), "'shape' of tensor '%s' has %d dimensions, expected 1 to %d", t->name, n,
+			   ARK_MAX_DIMS);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+		if (!is_int(e)) {
+			diag_error(r->file, line_of(s), "'shape' of tensor '%s' must hold integers, found %s", t->name,
+				   type_desc(e));
+			return -1;
+		}
+		int64_t v = config_setting_get_int64(e);
+		if (v < 1) {
+			diag_error(r->file, line_of(s), "'shape' of tensor '%s' has %lld in dimension %d, expected at least 1",
+				   t->name, (long long)v, i);
+			if (config_setting_type(e) == CONFIG_TYPE_INT)
+				diag_hint("for a dimension of 2^31 or more, write an L suffix (4294967296L): libconfig keeps "
+					  "only the low 32 bits of a plain integer");
+			return -1;
+		}
+		t->shape[i] = v;
+	}
+	t->ndim = n;
+	t->shape_given = 1;
+	return 0;
+}
+
+static int read_role(struct reader *r, const config_setting_t *s, struct tensor *t)
+{
+	static const char *const user_roles[] = { "activation", "input", "weight", "output" };
+	const char *v;
+	char what[300];
+	snprintf(what, sizeof what, "'role' of tensor '%s'", t->name);
+	if (get_string(r, s, what, &v))
+		return -1;
+	int i = key_index(v, user_roles, COUNT(user_roles));
+	if (i < 0) {
+		diag_error(r->file, line_of(s),
+			   "'role' of tensor '%s' is \"%s\", expected \"input\", \"weight\", \"output\" or \"activation\"",
+			   t->name, v);
+		hint_closest(v, user_roles, COUNT(user_roles));
+		return -1;
+	}
+	t->role = (enum ark_role)i; /* user_roles is in enum order */
+	t->role_given = 1;
+	return 0;
+}
+
+static int read_tensor(struct reader *r, const config_setting_t *s, int index)
+{
+	struct graph *g = r->g;
+	int line = line_of(s);
+	if (config_setting_type(s) != CONFIG_TYPE_GROUP) {
+		diag_error(r->file, line, "element %d of 'tensors' must be a group { name = ...; }, found %s", index + 1,
+			   type_desc(s));
+		return -1;
+	}
+	const config_setting_t *ns = config_setting_get_member(s, "name");
+	const char *name;
+	if (!ns) {
+		diag_error(r->file, line, "tensor %d has no 'name'", index + 1);
+		diag_hint("every tensor needs name = \"...\";");
+		return -1;
+	}
+	if (get_string(r, ns, "'name' of a tensor", &name))
+		return -1;
+	if (!is_ident(name)) {
+		diag_error(r->file, line_of(ns), "tensor name \"%s\" is not an identifier [A-Za-z_][A-Za-z0-9_]*", name);
+		return -1;
+	}
+	int prev = graph_find_tensor(g, name);
+	if (prev >= 0) {
+		diag_error(r->file, line_of(ns), "duplicate tensor name '%s'", name);
+		diag_note(r->file, g->tensors[prev].line, "'%s' was first declared here", name);
+		return -1;
+	}
+	int ti = add_tensor(g, name, line); /* may move g->tensors */
+	struct tensor *t = &g->tensors[ti];
+	t->declared = 1;
+	char what[300];
+	for (int i = 0; i < config_setting_length(s); i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+		const char *key = config_setting_name(e);
+		int64_t v;
+		switch (key_index(key, tensor_keys, COUNT(tensor_keys))) {
+		case 0: /* name */
+			break;
+		case 1:
+			if (read_shape(r, e, t))
+				return -1;
+			break;
+		case 2:
+			if (read_role(r, e, t))
+				return -1;
+			break;
+		case 3:
+			snprintf(what, sizeof what, "'dtype' of tensor '%s'", t->name);
+			if (get_dtype(r, e, what, &t->dtype))
+				return -1;
+			t->dtype_given = 1;
+			break;
+		case 4:
+			snprintf(what, sizeof what, "'gpu' of tensor '%s'", t->name);
+			if (get_int(r, e, what, &v))
+				return -1;
+			t->gpu = clamp_int(v);
+			t->gpu_given = 1;
+			break;
+		default:
+			diag_error(r->file, line_of(e), "unknown setting '%s' in tensor '%s'", key, t->name);
+			if (!closest(key, tensor_keys, COUNT(tensor_keys)))
+				diag_hint("a tensor takes name, shape, role, dtype and gpu");
+			hint_closest(key, tensor_keys, COUNT(tensor_keys));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* ---- ops -------------------------------------------------------------------------------------- */
+
+/* Index of the tensor called `name`, declared or not; an undeclared one becomes an activation. */
+static int tensor_ref(struct reader *r, const char *name, int line)
+{
+	int t = graph_find_tensor(r->g, name);
+	return t >= 0 ? t : add_tensor(r->g, name, line);
+}
+
+/* `in` (array of strings) or `out` (string or array of strings) into idx[]. */
+static int read_names(struct reader *r, const config_setting_t *s, struct op *o, const char *key, int single_ok,
+		      int *idx, int *n_out)
+{
+	int type = config_setting_type(s);
+	int n;
+	if (single_ok && type == CONFIG_TYPE_STRING) {
+		n = 1;
+	} else if (type == CONFIG_TYPE_ARRAY) {
+		n = config_setting_length(s);
+	} else {
+		diag_error(r->file, line_of(s), "'%s' of op '%s' must be %san array of tensor names like [\"x\"], found %s",
+			   key, o->name, single_ok ? "a tensor name or " : "", type_desc(s));
+		return -1;
+	}
+	if (n == 0) {
+		diag_error(r->file, line_of(s), "'%s' of op '%s' is empty", key, o->name);
+		return -1;
+	}
+	if (n > ARK_MAX_IO) {
+		diag_error(r->file, line_of(s), "'%s' of op '%s' names %d tensors, at most %d are supported", key,
+			   o->name, n, ARK_MAX_IO);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		const config_setting_t *e = type == CONFIG_TYPE_STRING ? s : config_setting_get_elem(s, (unsigned)i);
+		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
+			diag_error(r->file, line_of(s), "'%s' of op '%s' must hold tensor names (strings), found %s", key,
+				   o->name, type_desc(e));
+			return -1;
+		}
+		const char *name = config_setting_get_string(e);
+		if (!is_ident(name)) {
+			diag_error(r->file, line_of(s), "tensor name \"%s\" in '%s' of op '%s' is not an identifier "
+				   "[A-Za-z_][A-Za-z0-9_]*", name, key, o->name);
+			return -1;
+		}
+		idx[i] = tensor_ref(r, name, o->line);
+	}
+	*n_out = n;
+	return 0;
+}
+
+static int read_attr(struct reader *r, const config_setting_t *s, struct op *o, int a)
+{
+	const char *key = attr_name[a];
+	const char *kind = op_info[o->kind].name;
+	int type = config_setting_type(s);
+	if (!(op_info[o->kind].attrs & (1u << a))) {
+		diag_error(r->file, line_of(s), "op '%s' (%s) has no attribute '%s'", o->name, kind, key);
+		unsigned m = op_info[o->kind].attrs;
+		if (!m) {
+			diag_hint("%s takes no attributes", kind);
+		} else {
+			char list[200] = "";
+			for (int i = 0; i < ARK_ATTR__COUNT; i++)
+				if (m & (1u << i)) {
+					strcat(list, *list ? ", " : "");
+					strcat(list, attr_name[i]);
+				}
+			diag_hint("%s takes: %s", kind, list);
+		}
+		return -1;
+	}
+	const char *v;
+	int ti;
+	switch (attr_type[a]) {
+	case AT_BOOL:
+		if (type != CONFIG_TYPE_BOOL) {
+			diag_error(r->file, line_of(s), "'%s' of op '%s' must be a boolean (true or false), found %s", key,
+				   o->name, type_desc(s));
+			return -1;
+		}
+		ARK_ASSERT(a == ARK_ATTR_TRANSPOSE_B);
+		o->transpose_b = config_setting_get_bool(s);
+		break;
+	case AT_FLOAT: {
+		double d;
+		if (type == CONFIG_TYPE_FLOAT)
+			d = config_setting_get_float(s);
+		else if (is_int(s))
+			d = (double)config_setting_get_int64(s);
+		else {
+			diag_error(r->file, line_of(s), "'%s' of op '%s' must be a number, found %s", key, o->name,
+				   type_desc(s));
+			return -1;
+		}
+		if (!isfinite(d) || (a == ARK_ATTR_EPS && d <= 0)) {
+			diag_error(r->file, line_of(s), "'%s' of op '%s' is %g, expected a %snumber", key, o->name, d,
+				   a == ARK_ATTR_EPS ? "positive " : "finite ");
+			return -1;
+		}
+		if (a == ARK_ATTR_FACTOR)
+			o->factor = d;
+		else
+			o->eps = d;
+		break;
+	}
+	case AT_INT: {
+		int64_t iv;
+		char what[300];
+		snprintf(what, sizeof what, "'%s' of op '%s'", key, o->name);
+		if (get_int(r, s, what, &iv))
+			return -1;
+		ARK_ASSERT(a == ARK_ATTR_AXIS);
+		o->axis = clamp_int(iv);
+		break;
+	}
+	case AT_STRING: {
+		char what[300];
+		snprintf(what, sizeof what, "'%s' of op '%s'", key, o->name);
+		if (get_string(r, s, what, &v))
+			return -1;
+		ARK_ASSERT(a == ARK_ATTR_TRANSPORT);
+		ti = key_index(v, transport_name, 3);
+		if (ti < 0) {
+			diag_error(r->file, line_of(s), "'transport' of op '%s' is \"%s\", expected \"auto\", \"dma\" or \"p2p\"",
+				   o->name, v);
+			hint_closest(v, transport_name, 3);
+			return -1;
+		}
+		o->transport = (enum ark_transport)ti;
+		break;
+	}
+	}
+	o->attrs_given |= 1u << a;
+	return 0;
+}
+
+static int read_op_kind(struct reader *r, const config_setting_t *s, struct op *o)
+{
+	const char *v;
+	char what[300];
+	snprintf(what, sizeof what, "'op' of op '%s'", o->name);
+	if (get_string(r, s, what, &v))
+		return -1;
+	for (int k = 0; k < ARK_OP__COUNT; k++)
+		if (!strcmp(v, op_info[k].name)) {
+			o->kind = (enum ark_op_kind)k;
+			return 0;
+		}
+	diag_error(r->file, line_of(s), "unknown op \"%s\" in op '%s'", v, o->name);
+	if (key_index(v, planned_ops, COUNT(planned_ops)) >= 0) {
+		diag_hint("'%s' is planned for a later format version; version 1 does not have it", v);
+	} else {
+		const char *names[ARK_OP__COUNT];
+		for (int k = 0; k < ARK_OP__COUNT; k++)
+			names[k] = op_info[k].name;
+		if (closest(v, names, ARK_OP__COUNT))
+			hint_closest(v, names, ARK_OP__COUNT);
+		else
+			diag_hint("the ops of version 1 are matmul, add, mul, scale, relu, gelu, silu, swiglu, softmax, "
+				  "layernorm, rmsnorm, copy, all_reduce and all_gather");
+	}
+	return -1;
+}
+
+static int read_op(struct reader *r, const config_setting_t *s, int index)
+{
+	struct graph *g = r->g;
+	int line = line_of(s);
+	if (config_setting_type(s) != CONFIG_TYPE_GROUP) {
+		diag_error(r->file, line, "element %d of 'ops' must be a group { name = ...; op = ...; }, found %s",
+			   index + 1, type_desc(s));
+		return -1;
+	}
+	const config_setting_t *ns = config_setting_get_member(s, "name");
+	const char *name;
+	if (!ns) {
+		diag_error(r->file, line, "op %d has no 'name'", index + 1);
+		diag_hint("every op needs name = \"...\";");
+		return -1;
+	}
+	if (get_string(r, ns, "'name' of an op", &name))
+		return -1;
+	if (!is_ident(name)) {
+		diag_error(r->file, line_of(ns), "op name \"%s\" is not an identifier [A-Za-z_][A-Za-z0-9_]*", name);
+		return -1;
+	}
+	int prev = graph_find_op(g, name);
+	if (prev >= 0) {
+		diag_error(r->file, line_of(ns), "duplicate op name '%s'", name);
+		diag_note(r->file, g->ops[prev].line, "'%s' was first defined here", name);
+		return -1;
+	}
+	int oi = add_op(g, name, line); /* may move g->ops */
+	struct op *o = &g->ops[oi];
+	const config_setting_t *ks = config_setting_get_member(s, "op");
+	const config_setting_t *is = config_setting_get_member(s, "in");
+	const config_setting_t *os = config_setting_get_member(s, "out");
+	const char *missing = !ks ? "op" : !is ? "in" : !os ? "out" : NULL;
+	if (missing) {
+		diag_error(r->file, line, "op '%s' has no '%s'", o->name, missing);
+		diag_hint("every op needs op = \"...\"; in = [...]; out = ...;");
+		return -1;
+	}
+	if (read_op_kind(r, ks, o))
+		return -1;
+	/* Settings first, so that an unknown one is reported before any tensor is referenced. */
+	for (int i = 0; i < config_setting_length(s); i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+		const char *key = config_setting_name(e);
+		int64_t v;
+		char what[300];
+		int k = key_index(key, op_keys, COUNT(op_keys));
+		if (k == 4) {
+			snprintf(what, sizeof what, "'gpu' of op '%s'", o->name);
+			if (get_int(r, e, what, &v))
+				return -1;
+			o->gpu = clamp_int(v);
+		} else if (k < 0) {
+			int a = key_index(key, attr_name, ARK_ATTR__COUNT);
+			if (a < 0) {
+				diag_error(r->file, line_of(e), "unknown setting '%s' in op '%s'", key, o->name);
+				const char *keys[COUNT(op_keys) + ARK_ATTR__COUNT];
+				int n = 0;
+				for (int j = 0; j < COUNT(op_keys); j++)
+					keys[n++] = op_keys[j];
+				for (int j = 0; j < ARK_ATTR__COUNT; j++)
+					if (op_info[o->kind].attrs & (1u << j))
+						keys[n++] = attr_name[j];
+				hint_closest(key, keys, n);
+				return -1;
+			}
+			if (read_attr(r, e, o, a))
+				return -1;
+		}
+	}
+	if (o->kind == ARK_OP_SCALE && !(o->attrs_given & ARK_A(FACTOR))) {
+		diag_error(r->file, line, "op '%s' (scale) needs attribute 'factor'", o->name);
+		diag_hint("add factor = 0.5; (any number)");
+		return -1;
+	}
+	if (!(o->attrs_given & ARK_A(EPS)))
+		o->eps = o->kind == ARK_OP_RMSNORM ? 1e-6 : 1e-5;
+	int in[ARK_MAX_IO], out[ARK_MAX_IO], n_in, n_out;
+	if (read_names(r, is, o, "in", 0, in, &n_in) || read_names(r, os, o, "out", 1, out, &n_out))
+		return -1;
+	o->n_in = n_in;
+	o->n_out = n_out;
+	memcpy(o->in, in, sizeof in);
+	memcpy(o->out, out, sizeof out);
+	return 0;
+}
+
+/* ---- top level -------------------------------------------------------------------------------- */
+
+static int read_list(struct reader *r, const config_setting_t *s, const char *key,
+		     int (*read_elem)(struct reader *, const config_setting_t *, int))
+{
+	int type = config_setting_type(s);
+	if (type != CONFIG_TYPE_LIST && !(type == CONFIG_TYPE_ARRAY && config_setting_length(s) == 0)) {
+		diag_error(r->file, line_of(s), "'%s' must be a list of groups ( { ... }, { ... } ), found %s", key,
+			   type_desc(s));
+		return -1;
+	}
+	for (int i = 0; i < config_setting_length(s); i++)
+		if (read_elem(r, config_setting_get_elem(s, (unsigned)i), i))
+			return -1;
+	return 0;
+}
+
+static int read_model(struct reader *r, config_t *c)
+{
+	struct graph *g = r->g;
+	config_setting_t *root = config_root_setting(c);
+	for (int i = 0; i < config_setting_length(root); i++) {
+		const config_setting_t *e = config_setting_get_elem(root, (unsigned)i);
+		const char *key = config_setting_name(e);
+		if (key_index(key, top_keys, COUNT(top_keys)) < 0) {
+			diag_error(r->file, line_of(e), "unknown top-level setting '%s'", key);
+			if (!closest(key, top_keys, COUNT(top_keys)))
+				diag_hint("the top level takes version, name, dtype, gpus, tensors and ops");
+			hint_closest(key, top_keys, COUNT(top_keys));
+			return -1;
+		}
+	}
+	const config_setting_t *s[COUNT(top_keys)];
+	for (int i = 0; i < COUNT(top_keys); i++)
+		s[i] = config_setting_get_member(root, top_keys[i]);
+	int64_t v;
+	if (!s[0]) {
+		diag_error(r->file, 1, "missing setting 'version'");
+		diag_hint("start the file with version = 1;");
+		return -1;
+	}
+	if (get_int(r, s[0], "'version'", &v))
+		return -1;
+	if (v != 1) {
+		diag_error(r->file, line_of(s[0]), "unsupported 'version' %lld, expected 1", (long long)v);
+		diag_hint("this arkgen reads model-file format version 1");
+		return -1;
+	}
+	if (!s[1]) {
+		diag_error(r->file, 1, "missing setting 'name'");
+		diag_hint("name the model, e.g. name = \"mlp\";");
+		return -1;
+	}
+	const char *name;
+	if (get_string(r, s[1], "'name'", &name))
+		return -1;
+	if (!is_ident(name)) {
+		diag_error(r->file, line_of(s[1]), "'name' is \"%s\", expected an identifier [A-Za-z_][A-Za-z0-9_]*", name);
+		diag_hint("the name is used in generated symbol names");
+		return -1;
+	}
+	g->name = xstrdup(name);
+	g->dtype = ARK_FP16;
+	if (s[2] && get_dtype(r, s[2], "'dtype'", &g->dtype))
+		return -1;
+	g->gpus = 1;
+	if (s[3]) {
+		if (get_int(r, s[3], "'gpus'", &v))
+			return -1;
+		if (v < 1 || v > ARK_MAX_GPUS) {
+			diag_error(r->file, line_of(s[3]), "'gpus' is %lld, expected 1 to %d", (long long)v, ARK_MAX_GPUS);
+			return -1;
+		}
+		g->gpus = (int)v;
+	}
+	if (!s[4] || !s[5]) {
+		diag_error(r->file, 1, "missing setting '%s'", s[4] ? "ops" : "tensors");
+		diag_hint("a model needs tensors = ( ... ); and ops = ( ... );");
+		return -1;
+	}
+	if (read_list(r, s[4], "tensors", read_tensor) || read_list(r, s[5], "ops", read_op))
+		return -1;
+	if (g->n_ops == 0) {
+		diag_error(r->file, line_of(s[5]), "'ops' is empty: a model needs at least one op");
+		return -1;
+	}
+	return 0;
+}
+
+static int load(struct graph *g, config_t *c, int read_ok)
+{
+	struct reader r = { g, g->file };
+	int rc = -1;
+	if (!read_ok) {
+		if (config_error_type(c) == CONFIG_ERR_FILE_IO) {
+			diag_error(g->file, 0, "cannot read model file");
+		} else {
+			const char *f = config_error_file(c);
+			diag_error(f ? f : g->file, config_error_line(c), "%s", config_error_text(c));
+			diag_hint("settings end with ';', strings are in double quotes, arrays are [ ... ], "
+				  "lists ( ... ), groups { ... }");
+		}
+		goto out;
+	}
+	rc = read_model(&r, c);
+out:
+	config_destroy(c);
+	return rc;
+}
+
+int cfg_load(struct graph *g, const char *path)
+{
+	memset(g, 0, sizeof *g);
+	g->file = xstrdup(path);
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		diag_error(path, 0, "cannot open model file: %s", strerror(errno));
+		return -1;
+	}
+	config_t c;
+	config_init(&c);
+	int ok = config_read(&c, f);
+	fclose(f);
+	return load(g, &c, ok);
+}
+
+int cfg_load_string(struct graph *g, const char *path, const char *text)
+{
+	memset(g, 0, sizeof *g);
+	g->file = xstrdup(path);
+	config_t c;
+	config_init(&c);
+	int ok = config_read_string(&c, text);
+	return load(g, &c, ok);
+}
