@@ -1,0 +1,784 @@
+/* graph.c: the graph IR checks (names resolved, GPUs placed, cycles rejected, ops ordered, shapes and
+ * dtypes inferred) and its dumps (-dG text, Graphviz). */
+#include "graph.h"
+#include "diag.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SHAPE_BUF 96
+
+void graph_free(struct graph *g)
+{
+	for (int i = 0; i < g->n_tensors; i++)
+		free(g->tensors[i].name);
+	for (int i = 0; i < g->n_ops; i++)
+		free(g->ops[i].name);
+	free(g->tensors);
+	free(g->ops);
+	free(g->order);
+	free(g->file);
+	free(g->name);
+	memset(g, 0, sizeof *g);
+}
+
+int graph_find_tensor(const struct graph *g, const char *name)
+{
+	for (int i = 0; i < g->n_tensors; i++)
+		if (!strcmp(g->tensors[i].name, name))
+			return i;
+	return -1;
+}
+
+int graph_find_op(const struct graph *g, const char *name)
+{
+	for (int i = 0; i < g->n_ops; i++)
+		if (!strcmp(g->ops[i].name, name))
+			return i;
+	return -1;
+}
+
+static int dtype_size(enum ark_dtype d)
+{
+	return d == ARK_FP32 ? 4 : 2;
+}
+
+uint64_t tensor_bytes(const struct tensor *t)
+{
+	uint64_t n = (uint64_t)dtype_size(t->dtype);
+	for (int i = 0; i < t->ndim; i++)
+		n *= (uint64_t)t->shape[i];
+	return n;
+}
+
+const char *shape_str(char *buf, size_t n, int ndim, const int64_t *shape)
+{
+	size_t k = 0;
+	if (n == 0)
+		return buf;
+	buf[0] = 0;
+	if (ndim <= 0) {
+		snprintf(buf, n, "[?]");
+		return buf;
+	}
+	for (int i = 0; i < ndim && k < n; i++) {
+		int w = snprintf(buf + k, n - k, "%s%" PRId64, i ? ", " : "[", shape[i]);
+		if (w < 0)
+			return buf;
+		k += (size_t)w;
+	}
+	if (k < n)
+		snprintf(buf + k, n - k, "]");
+	return buf;
+}
+
+/* Shape of a tensor as text, in one of a few rotating buffers (enough for one message). */
+static const char *shp(const struct tensor *t)
+{
+	static char buf[4][SHAPE_BUF];
+	static int next;
+	char *b = buf[next++ & 3];
+	return shape_str(b, SHAPE_BUF, t->ndim, t->shape);
+}
+
+static const char *plural(int n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
+/* ---- placement, arity and names --------------------------------------------------------------- */
+
+static int check_size(const struct graph *g, const struct tensor *t)
+{
+	uint64_t elems = 1, bytes;
+	for (int i = 0; i < t->ndim; i++)
+		if (__builtin_mul_overflow(elems, (uint64_t)t->shape[i], &elems))
+			goto overflow;
+	if (__builtin_mul_overflow(elems, (uint64_t)dtype_size(t->dtype), &bytes) || bytes > INT64_MAX)
+		goto overflow;
+	return 0;
+overflow:
+	diag_error(g->file, t->line, "tensor '%s' of shape %s is too large: its size in bytes (%s) overflows 64 bits",
+		   t->name, shp(t), dtype_name[t->dtype]);
+	return -1;
+}
+
+static int check_gpu(const struct graph *g, int gpu, int line, const char *what, const char *name)
+{
+	if (gpu >= 0 && gpu < g->gpus)
+		return 0;
+	diag_error(g->file, line, "'gpu' of %s '%s' is %d, expected 0 to %d", what, name, gpu, g->gpus - 1);
+	diag_hint("the model has gpus = %d; raise 'gpus' or change the %s's 'gpu'", g->gpus, what);
+	return -1;
+}
+
+static int check_basic(struct graph *g)
+{
+	if (g->gpus < 1 || g->gpus > ARK_MAX_GPUS) {
+		diag_error(g->file, 0, "'gpus' is %d, expected 1 to %d", g->gpus, ARK_MAX_GPUS);
+		return -1;
+	}
+	for (int i = 0; i < g->n_tensors; i++) {
+		struct tensor *t = &g->tensors[i];
+		if (!t->shape_given)
+			t->ndim = 0; /* inferred again below */
+		if (t->declared && check_gpu(g, t->gpu, t->line, "tensor", t->name))
+			return -1;
+		if (!t->shape_given)
+			continue;
+		if (t->ndim < 1 || t->ndim > ARK_MAX_DIMS) {
+			diag_error(g->file, t->line, "'shape' of tensor '%s' has %d dimensions, expected 1 to %d", t->name,
+				   t->ndim, ARK_MAX_DIMS);
+			return -1;
+		}
+		for (int d = 0; d < t->ndim; d++)
+			if (t->shape[d] < 1) {
+				diag_error(g->file, t->line, "'shape' of tensor '%s' has %" PRId64 " in dimension %d, "
+					   "expected at least 1", t->name, t->shape[d], d);
+				return -1;
+			}
+		if (check_size(g, t))
+			return -1;
+	}
+	for (int i = 0; i < g->n_ops; i++) {
+		struct op *o = &g->ops[i];
+		ARK_ASSERT(o->kind >= 0 && o->kind < ARK_OP__COUNT);
+		const struct op_info *oi = &op_info[o->kind];
+		if (check_gpu(g, o->gpu, o->line, "op", o->name))
+			return -1;
+		if (o->n_in < oi->min_in || o->n_in > oi->max_in) {
+			if (oi->min_in == oi->max_in)
+				diag_error(g->file, o->line, "op '%s' (%s) takes %d %s, found %d", o->name, oi->name,
+					   oi->min_in, plural(oi->min_in, "input", "inputs"), o->n_in);
+			else
+				diag_error(g->file, o->line, "op '%s' (%s) takes %d to %d inputs, found %d", o->name,
+					   oi->name, oi->min_in, oi->max_in, o->n_in);
+			return -1;
+		}
+		int want = oi->n_out ? oi->n_out : o->n_in;
+		if (o->n_out != want) {
+			diag_error(g->file, o->line, "op '%s' (%s) has %d %s, expected %d%s", o->name, oi->name, o->n_out,
+				   plural(o->n_out, "output", "outputs"), want, oi->n_out ? "" : " (one per input)");
+			return -1;
+		}
+		for (int j = 0; j < o->n_in; j++)
+			ARK_ASSERT(o->in[j] >= 0 && o->in[j] < g->n_tensors);
+		for (int j = 0; j < o->n_out; j++)
+			ARK_ASSERT(o->out[j] >= 0 && o->out[j] < g->n_tensors);
+	}
+	return 0;
+}
+
+static int resolve(struct graph *g)
+{
+	for (int i = 0; i < g->n_tensors; i++) {
+		g->tensors[i].producer = -1;
+		g->tensors[i].n_readers = 0;
+	}
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct op *o = &g->ops[i];
+		for (int j = 0; j < o->n_out; j++) {
+			struct tensor *t = &g->tensors[o->out[j]];
+			if (t->producer >= 0) {
+				const struct op *p = &g->ops[t->producer];
+				diag_error(g->file, o->line, "tensor '%s' is produced twice: by op '%s' and by op '%s'",
+					   t->name, p->name, o->name);
+				diag_note(g->file, p->line, "op '%s' already produces '%s'", p->name, t->name);
+				diag_hint("a tensor is produced by at most one op; rename one of the outputs");
+				return -1;
+			}
+			if (t->role == ARK_ROLE_INPUT || t->role == ARK_ROLE_WEIGHT) {
+				diag_error(g->file, o->line, "op '%s' writes '%s', which is declared as %s", o->name,
+					   t->name, t->role == ARK_ROLE_INPUT ? "an input" : "a weight");
+				diag_note(g->file, t->line, "'%s' is declared here", t->name);
+				diag_hint("inputs and weights are produced by no op; rename the op's output");
+				return -1;
+			}
+			t->producer = i;
+		}
+	}
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct op *o = &g->ops[i];
+		for (int j = 0; j < o->n_in; j++) {
+			struct tensor *t = &g->tensors[o->in[j]];
+			t->n_readers++;
+			if (!t->declared && t->producer < 0) {
+				diag_error(g->file, o->line, "op '%s' reads unknown tensor '%s'", o->name, t->name);
+				diag_hint("declare '%s' in 'tensors' (role = \"input\" or \"weight\", with a shape) "
+					  "or name it in the 'out' of an op", t->name);
+				return -1;
+			}
+		}
+	}
+	for (int i = 0; i < g->n_tensors; i++) {
+		struct tensor *t = &g->tensors[i];
+		switch (t->role) {
+		case ARK_ROLE_INPUT:
+		case ARK_ROLE_WEIGHT:
+			if (!t->shape_given) {
+				diag_error(g->file, t->line, "%s '%s' has no 'shape'", role_name[t->role], t->name);
+				diag_hint("inputs and weights need a shape, e.g. shape = [8, 1024];");
+				return -1;
+			}
+			break;
+		case ARK_ROLE_OUTPUT:
+			if (t->producer < 0) {
+				diag_error(g->file, t->line, "output '%s' is not produced by any op", t->name);
+				diag_hint("name '%s' in the 'out' of an op", t->name);
+				return -1;
+			}
+			break;
+		default:
+			if (t->producer < 0) {
+				diag_error(g->file, t->line, "tensor '%s' is not produced by any op, and it is not an input "
+					   "or a weight", t->name);
+				diag_hint("give it role = \"input\" or role = \"weight\" and a shape, or produce it with an op");
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* ---- order and cycles ------------------------------------------------------------------------- */
+
+/* A small binary min-heap of op indices: Kahn's algorithm takes the lowest ready op first. */
+struct heap {
+	int *a, n;
+};
+
+static void heap_push(struct heap *h, int v)
+{
+	int i = h->n++;
+	while (i > 0 && h->a[(i - 1) / 2] > v) {
+		h->a[i] = h->a[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h->a[i] = v;
+}
+
+static int heap_pop(struct heap *h)
+{
+	int top = h->a[0], v = h->a[--h->n], i = 0;
+	for (;;) {
+		int c = 2 * i + 1;
+		if (c >= h->n)
+			break;
+		if (c + 1 < h->n && h->a[c + 1] < h->a[c])
+			c++;
+		if (h->a[c] >= v)
+			break;
+		h->a[i] = h->a[c];
+		i = c;
+	}
+	if (h->n)
+		h->a[i] = v;
+	return top;
+}
+
+/* Text that grows: for messages of unbounded length (a cycle through many ops). */
+struct text {
+	char *s;
+	size_t n, cap;
+};
+
+static void __attribute__((format(printf, 2, 3))) text_add(struct text *t, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int w = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (w < 0)
+		return;
+	if (t->n + (size_t)w + 1 > t->cap) {
+		t->cap = 2 * (t->n + (size_t)w + 1);
+		t->s = xrealloc(t->s, t->cap);
+	}
+	va_start(ap, fmt);
+	vsnprintf(t->s + t->n, t->cap - t->n, fmt, ap);
+	va_end(ap);
+	t->n += (size_t)w;
+}
+
+/* Some ops are left with producers that never ran: walk producers backwards until an op repeats, and
+ * report that cycle, starting from its lowest op index. */
+static void report_cycle(const struct graph *g, const int *indeg)
+{
+	int n = g->n_ops;
+	int *pos = xmalloc(sizeof(int) * (size_t)n);   /* position of an op on the walk, -1 if not on it */
+	int *walk = xmalloc(sizeof(int) * (size_t)(n + 1));
+	int *via = xmalloc(sizeof(int) * (size_t)(n + 1)); /* tensor read by walk[k], produced by walk[k+1] */
+	for (int i = 0; i < n; i++)
+		pos[i] = -1;
+	int cur = 0;
+	while (indeg[cur] == 0)
+		cur++;
+	int len = 0;
+	while (pos[cur] < 0) {
+		pos[cur] = len;
+		walk[len] = cur;
+		const struct op *o = &g->ops[cur];
+		int next = -1;
+		for (int j = 0; j < o->n_in && next < 0; j++) {
+			int p = g->tensors[o->in[j]].producer;
+			if (p >= 0 && indeg[p] > 0) {
+				next = p;
+				via[len] = o->in[j];
+			}
+		}
+		ARK_ASSERT(next >= 0);
+		len++;
+		cur = next;
+	}
+	/* walk[pos[cur] .. len-1] is the cycle, each op reading what the next one produces: reverse it. */
+	int start = pos[cur], m = len - start;
+	int *cyc = xmalloc(sizeof(int) * (size_t)m), *ten = xmalloc(sizeof(int) * (size_t)m);
+	for (int k = 0; k < m; k++) {
+		cyc[k] = walk[len - 1 - k];
+		ten[k] = via[len - 1 - k]; /* written by cyc[k], read by cyc[k+1] */
+	}
+	int first = 0;
+	for (int k = 1; k < m; k++)
+		if (cyc[k] < cyc[first])
+			first = k;
+	struct text msg = { 0 };
+	for (int k = 0; k <= m; k++)
+		text_add(&msg, "%sop '%s'", k ? " -> " : "", g->ops[cyc[(first + k) % m]].name);
+	diag_error(g->file, g->ops[cyc[first]].line, "cycle: %s", msg.s);
+	for (int k = 0; k < m; k++) {
+		int a = cyc[(first + k) % m], b = cyc[(first + k + 1) % m];
+		diag_note(g->file, g->ops[a].line, "op '%s' writes '%s', which op '%s' reads", g->ops[a].name,
+			  g->tensors[ten[(first + k) % m]].name, g->ops[b].name);
+	}
+	diag_hint("dependencies come from tensor names: rename an output to break the cycle");
+	free(msg.s);
+	free(cyc);
+	free(ten);
+	free(pos);
+	free(walk);
+	free(via);
+}
+
+static int order_ops(struct graph *g)
+{
+	int n = g->n_ops, rc = 0;
+	int *indeg = xcalloc((size_t)n, sizeof(int));
+	int *start = xcalloc((size_t)n + 1, sizeof(int)); /* CSR of consumers per producer */
+	int n_edges = 0;
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < g->ops[i].n_in; j++) {
+			int p = g->tensors[g->ops[i].in[j]].producer;
+			if (p >= 0) {
+				start[p + 1]++;
+				indeg[i]++;
+				n_edges++;
+			}
+		}
+	for (int i = 0; i < n; i++)
+		start[i + 1] += start[i];
+	int *fill = xmalloc(sizeof(int) * (size_t)(n + 1));
+	memcpy(fill, start, sizeof(int) * (size_t)(n + 1));
+	int *cons = xmalloc(sizeof(int) * (size_t)(n_edges + 1));
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < g->ops[i].n_in; j++) {
+			int p = g->tensors[g->ops[i].in[j]].producer;
+			if (p >= 0)
+				cons[fill[p]++] = i;
+		}
+	struct heap h = { xmalloc(sizeof(int) * (size_t)(n + 1)), 0 };
+	free(g->order);
+	g->order = xmalloc(sizeof(int) * (size_t)(n + 1));
+	int done = 0;
+	for (int i = 0; i < n; i++)
+		if (!indeg[i])
+			heap_push(&h, i);
+	while (h.n) {
+		int p = heap_pop(&h);
+		g->order[done++] = p;
+		for (int e = start[p]; e < start[p + 1]; e++)
+			if (--indeg[cons[e]] == 0)
+				heap_push(&h, cons[e]);
+	}
+	if (done < n) {
+		report_cycle(g, indeg);
+		free(g->order);
+		g->order = NULL;
+		rc = -1;
+	}
+	free(h.a);
+	free(cons);
+	free(fill);
+	free(start);
+	free(indeg);
+	return rc;
+}
+
+/* ---- shape and dtype inference ---------------------------------------------------------------- */
+
+static void set_shape(int64_t *dst, int *ndim, int n, const int64_t *src)
+{
+	*ndim = n;
+	memmove(dst, src, sizeof(int64_t) * (size_t)n);
+}
+
+static int same_shape(const struct tensor *a, const struct tensor *b)
+{
+	if (a->ndim != b->ndim)
+		return 0;
+	for (int i = 0; i < a->ndim; i++)
+		if (a->shape[i] != b->shape[i])
+			return 0;
+	return 1;
+}
+
+static void note_tensor(const struct graph *g, const struct tensor *t)
+{
+	if (t->producer >= 0 && !t->shape_given)
+		diag_note(g->file, g->ops[t->producer].line, "'%s' (%s) is produced by op '%s' here", t->name, shp(t),
+			  g->ops[t->producer].name);
+	else
+		diag_note(g->file, t->line, "'%s' (%s) is declared here", t->name, shp(t));
+}
+
+static int infer_matmul(struct graph *g, struct op *o, int *nd, int64_t *shape)
+{
+	const struct tensor *a = &g->tensors[o->in[0]], *b = &g->tensors[o->in[1]];
+	char exp[SHAPE_BUF];
+	if (a->ndim < 2) {
+		diag_error(g->file, o->line, "input '%s' of op '%s' (matmul) has shape %s, expected [..., M, K]", a->name,
+			   o->name, shp(a));
+		note_tensor(g, a);
+		return -1;
+	}
+	if (b->ndim != 2) {
+		diag_error(g->file, o->line, "input '%s' of op '%s' (matmul) has shape %s, expected %s", b->name,
+			   o->name, shp(b), o->transpose_b ? "[N, K]" : "[K, N]");
+		note_tensor(g, b);
+		return -1;
+	}
+	int64_t k = a->shape[a->ndim - 1];
+	int64_t kb = o->transpose_b ? b->shape[1] : b->shape[0];
+	int64_t n = o->transpose_b ? b->shape[0] : b->shape[1];
+	if (k != kb) {
+		size_t w = 0;
+		exp[0] = 0;
+		for (int i = 0; i < a->ndim - 1; i++)
+			w += (size_t)snprintf(exp + w, sizeof exp - w, "%s*", i ? ", " : "[");
+		snprintf(exp + w, sizeof exp - w, ", %" PRId64 "]", kb);
+		diag_error(g->file, o->line, "input '%s' of op '%s' has shape %s, expected %s", a->name, o->name, shp(a),
+			   exp);
+		note_tensor(g, b);
+		diag_hint("the last dimension of '%s' must equal the %s dimension of '%s'%s", a->name,
+			  o->transpose_b ? "last" : "first", b->name,
+			  o->transpose_b ? " (transpose_b = true)" : " (or its last, with transpose_b = true)");
+		return -1;
+	}
+	if (o->n_in == 3) {
+		const struct tensor *c = &g->tensors[o->in[2]];
+		if (c->ndim != 1 || c->shape[0] != n) {
+			diag_error(g->file, o->line, "bias '%s' of op '%s' has shape %s, expected [%" PRId64 "]", c->name,
+				   o->name, shp(c), n);
+			note_tensor(g, c);
+			return -1;
+		}
+	}
+	set_shape(shape, nd, a->ndim, a->shape);
+	shape[a->ndim - 1] = n;
+	return 0;
+}
+
+static int infer_broadcast(struct graph *g, struct op *o, int *nd, int64_t *shape)
+{
+	const struct tensor *a = &g->tensors[o->in[0]], *b = &g->tensors[o->in[1]];
+	int n = a->ndim > b->ndim ? a->ndim : b->ndim;
+	for (int i = 0; i < n; i++) { /* i-th dimension from the right */
+		int64_t da = i < a->ndim ? a->shape[a->ndim - 1 - i] : 1;
+		int64_t db = i < b->ndim ? b->shape[b->ndim - 1 - i] : 1;
+		if (da != db && da != 1 && db != 1) {
+			diag_error(g->file, o->line, "inputs of op '%s' (%s) cannot be broadcast: '%s' has shape %s, "
+				   "'%s' has shape %s", o->name, op_info[o->kind].name, a->name, shp(a), b->name, shp(b));
+			note_tensor(g, b);
+			diag_hint("broadcasting matches trailing dimensions, which must be equal or 1");
+			return -1;
+		}
+		shape[n - 1 - i] = da == 1 ? db : da;
+	}
+	*nd = n;
+	return 0;
+}
+
+/* Input `which` of op o must have shape [N], N the last dimension of input 0. */
+static int check_vector(struct graph *g, struct op *o, int which, const char *role)
+{
+	const struct tensor *a = &g->tensors[o->in[0]], *v = &g->tensors[o->in[which]];
+	int64_t n = a->shape[a->ndim - 1];
+	if (v->ndim == 1 && v->shape[0] == n)
+		return 0;
+	diag_error(g->file, o->line, "%s '%s' of op '%s' (%s) has shape %s, expected [%" PRId64 "] (the last dimension of '%s')",
+		   role, v->name, o->name, op_info[o->kind].name, shp(v), n, a->name);
+	note_tensor(g, v);
+	return -1;
+}
+
+static int infer_same(struct graph *g, struct op *o)
+{
+	const struct tensor *a = &g->tensors[o->in[0]];
+	for (int j = 1; j < o->n_in; j++) {
+		const struct tensor *b = &g->tensors[o->in[j]];
+		if (!same_shape(a, b)) {
+			diag_error(g->file, o->line, "input '%s' of op '%s' (%s) has shape %s, expected %s like '%s'",
+				   b->name, o->name, op_info[o->kind].name, shp(b), shp(a), a->name);
+			note_tensor(g, b);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Output shapes of o, all equal (per-GPU outputs of collectives have one shape too). */
+static int infer_shape(struct graph *g, struct op *o, int *nd, int64_t *shape)
+{
+	const struct tensor *a = &g->tensors[o->in[0]];
+	switch (o->kind) {
+	case ARK_OP_MATMUL:
+		return infer_matmul(g, o, nd, shape);
+	case ARK_OP_ADD:
+	case ARK_OP_MUL:
+		return infer_broadcast(g, o, nd, shape);
+	case ARK_OP_SWIGLU:
+	case ARK_OP_ALL_REDUCE:
+		if (infer_same(g, o))
+			return -1;
+		break;
+	case ARK_OP_LAYERNORM:
+		if (check_vector(g, o, 1, "gamma") || check_vector(g, o, 2, "beta"))
+			return -1;
+		break;
+	case ARK_OP_RMSNORM:
+		if (check_vector(g, o, 1, "gamma"))
+			return -1;
+		break;
+	case ARK_OP_ALL_GATHER: {
+		if (infer_same(g, o))
+			return -1;
+		int ax = o->axis;
+		if (ax < -a->ndim || ax >= a->ndim) {
+			diag_error(g->file, o->line, "'axis' of op '%s' (all_gather) is %d, expected -%d to %d for inputs "
+				   "of shape %s", o->name, ax, a->ndim, a->ndim - 1, shp(a));
+			return -1;
+		}
+		if (ax < 0)
+			ax += a->ndim;
+		o->axis = ax;
+		set_shape(shape, nd, a->ndim, a->shape);
+		if (__builtin_mul_overflow(shape[ax], (int64_t)o->n_in, &shape[ax])) {
+			diag_error(g->file, o->line, "op '%s' (all_gather) concatenates %d inputs of shape %s: the result "
+				   "is too large", o->name, o->n_in, shp(a));
+			return -1;
+		}
+		return 0;
+	}
+	default: /* scale, relu, gelu, silu, softmax, copy */
+		break;
+	}
+	set_shape(shape, nd, a->ndim, a->shape);
+	return 0;
+}
+
+static int infer_op(struct graph *g, struct op *o)
+{
+	const struct op_info *oi = &op_info[o->kind];
+	const struct tensor *a = &g->tensors[o->in[0]];
+	for (int j = 0; j < o->n_in; j++) {
+		const struct tensor *t = &g->tensors[o->in[j]];
+		ARK_ASSERT(t->ndim > 0);
+		if (t->dtype != a->dtype) {
+			diag_error(g->file, o->line, "inputs of op '%s' (%s) have different dtypes: '%s' is %s, '%s' is %s",
+				   o->name, oi->name, a->name, dtype_name[a->dtype], t->name, dtype_name[t->dtype]);
+			note_tensor(g, t);
+			diag_hint("all inputs of an op share one dtype; set 'dtype' on the tensors");
+			return -1;
+		}
+		if (!(oi->flags & ARK_OPF_COMM) && t->gpu != o->gpu) {
+			diag_error(g->file, o->line, "input '%s' of op '%s' (%s) lives on gpu %d, but the op runs on gpu %d",
+				   t->name, o->name, oi->name, t->gpu, o->gpu);
+			note_tensor(g, t);
+			diag_hint("only communication ops read other GPUs: add a copy op with gpu = %d", o->gpu);
+			return -1;
+		}
+		if (oi->n_out == 0)
+			for (int k = 0; k < j; k++)
+				if (g->tensors[o->in[k]].gpu == t->gpu) {
+					diag_error(g->file, o->line, "inputs '%s' and '%s' of op '%s' (%s) both live on gpu %d, "
+						   "expected one input per GPU", g->tensors[o->in[k]].name, t->name,
+						   o->name, oi->name, t->gpu);
+					note_tensor(g, t);
+					return -1;
+				}
+	}
+	int nd = 0;
+	int64_t shape[ARK_MAX_DIMS];
+	if (infer_shape(g, o, &nd, shape))
+		return -1;
+	for (int j = 0; j < o->n_out; j++) {
+		struct tensor *t = &g->tensors[o->out[j]];
+		int gpu = oi->n_out == 0 ? g->tensors[o->in[j]].gpu : o->gpu;
+		if (t->gpu_given && t->gpu != gpu) {
+			diag_error(g->file, t->line, "tensor '%s' is declared on gpu %d, but op '%s' (%s) produces it on gpu %d",
+				   t->name, t->gpu, o->name, oi->name, gpu);
+			diag_note(g->file, o->line, "op '%s' is defined here", o->name);
+			return -1;
+		}
+		t->gpu = gpu;
+		if (t->dtype_given && t->dtype != a->dtype) {
+			diag_error(g->file, t->line, "tensor '%s' is declared as %s, but op '%s' (%s) produces %s", t->name,
+				   dtype_name[t->dtype], o->name, oi->name, dtype_name[a->dtype]);
+			diag_note(g->file, o->line, "op '%s' is defined here", o->name);
+			return -1;
+		}
+		t->dtype = a->dtype;
+		if (t->shape_given) {
+			char want[SHAPE_BUF];
+			shape_str(want, sizeof want, nd, shape);
+			if (t->ndim != nd || memcmp(t->shape, shape, sizeof(int64_t) * (size_t)nd)) {
+				diag_error(g->file, t->line, "tensor '%s' is declared with shape %s, but op '%s' (%s) produces %s",
+					   t->name, shp(t), o->name, oi->name, want);
+				diag_note(g->file, o->line, "op '%s' is defined here", o->name);
+				return -1;
+			}
+		} else {
+			set_shape(t->shape, &t->ndim, nd, shape);
+		}
+		if (check_size(g, t))
+			return -1;
+	}
+	return 0;
+}
+
+int graph_check(struct graph *g)
+{
+	if (check_basic(g) || resolve(g) || order_ops(g))
+		return -1;
+	for (int i = 0; i < g->n_ops; i++)
+		if (infer_op(g, &g->ops[g->order[i]]))
+			return -1;
+	for (int i = 0; i < g->n_tensors; i++) {
+		const struct tensor *t = &g->tensors[i];
+		if (t->n_readers == 0 && t->role != ARK_ROLE_OUTPUT)
+			diag_warning(g->file, t->line, "%s '%s' is never read and is not an output", role_name[t->role],
+				     t->name);
+	}
+	return 0;
+}
+
+/* ---- dumps ------------------------------------------------------------------------------------ */
+
+static void print_size(FILE *f, uint64_t b)
+{
+	if (b >= (1ull << 30))
+		fprintf(f, "%.1f GiB", (double)b / (1ull << 30));
+	else if (b >= (1ull << 20))
+		fprintf(f, "%.1f MiB", (double)b / (1ull << 20));
+	else if (b >= 1024)
+		fprintf(f, "%.1f KiB", (double)b / 1024);
+	else
+		fprintf(f, "%" PRIu64 " B", b);
+}
+
+static int op_at(const struct graph *g, int i)
+{
+	return g->order ? g->order[i] : i;
+}
+
+static void dump_attrs(const struct op *o, FILE *f)
+{
+	unsigned m = op_info[o->kind].attrs;
+	for (int a = 0; a < ARK_ATTR__COUNT; a++) {
+		if (!(m & (1u << a)))
+			continue;
+		fprintf(f, "      %s = ", attr_name[a]);
+		switch (a) {
+		case ARK_ATTR_TRANSPOSE_B: fprintf(f, "%s", o->transpose_b ? "true" : "false"); break;
+		case ARK_ATTR_FACTOR: fprintf(f, "%g", o->factor); break;
+		case ARK_ATTR_EPS: fprintf(f, "%g", o->eps); break;
+		case ARK_ATTR_AXIS: fprintf(f, "%d", o->axis); break;
+		case ARK_ATTR_TRANSPORT: fprintf(f, "\"%s\"", transport_name[o->transport]); break;
+		default: ARK_ASSERT(!"attribute without a dump");
+		}
+		fprintf(f, "%s\n", o->attrs_given & (1u << a) ? "" : "  (default)");
+	}
+}
+
+void graph_dump(const struct graph *g, FILE *f)
+{
+	int w = 4;
+	for (int i = 0; i < g->n_tensors; i++)
+		if ((int)strlen(g->tensors[i].name) > w)
+			w = (int)strlen(g->tensors[i].name);
+	fprintf(f, "graph %s (%s): %d ops, %d tensors, %d GPU%s, default dtype %s\n", g->name ? g->name : "?",
+		g->file ? g->file : "?", g->n_ops, g->n_tensors, g->gpus, g->gpus == 1 ? "" : "s", dtype_name[g->dtype]);
+	fprintf(f, "\ntensors:\n");
+	for (int i = 0; i < g->n_tensors; i++) {
+		const struct tensor *t = &g->tensors[i];
+		fprintf(f, "  %-*s  %-22s %s  %-10s gpu %d  ", w, t->name, shp(t), dtype_name[t->dtype],
+			role_name[t->role], t->gpu);
+		print_size(f, tensor_bytes(t));
+		fprintf(f, "  line %d", t->line);
+		if (t->producer >= 0)
+			fprintf(f, "  from op '%s'", g->ops[t->producer].name);
+		fprintf(f, ", %d reader%s\n", t->n_readers, t->n_readers == 1 ? "" : "s");
+	}
+	fprintf(f, "\nops%s:\n", g->order ? " in topological order" : " (unchecked, in file order)");
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct op *o = &g->ops[op_at(g, i)];
+		fprintf(f, "  %d. %s = %s  gpu %d  line %d\n", i, o->name, op_info[o->kind].name, o->gpu, o->line);
+		for (int j = 0; j < o->n_in; j++) {
+			const struct tensor *t = &g->tensors[o->in[j]];
+			fprintf(f, "      in  %-*s  %s %s gpu %d\n", w, t->name, shp(t), dtype_name[t->dtype], t->gpu);
+		}
+		for (int j = 0; j < o->n_out; j++) {
+			const struct tensor *t = &g->tensors[o->out[j]];
+			fprintf(f, "      out %-*s  %s %s gpu %d\n", w, t->name, shp(t), dtype_name[t->dtype], t->gpu);
+		}
+		dump_attrs(o, f);
+	}
+}
+
+void graph_dot(const struct graph *g, FILE *f)
+{
+	fprintf(f, "digraph \"%s\" {\n", g->name ? g->name : "model");
+	fprintf(f, "\trankdir=TB;\n\tnode [fontname=\"monospace\", fontsize=10];\n");
+	for (int gpu = 0; gpu < g->gpus; gpu++) {
+		if (g->gpus > 1)
+			fprintf(f, "\tsubgraph cluster_gpu%d {\n\tlabel=\"gpu %d\";\n", gpu, gpu);
+		for (int i = 0; i < g->n_tensors; i++) {
+			const struct tensor *t = &g->tensors[i];
+			if (t->gpu != gpu)
+				continue;
+			const char *style = t->role == ARK_ROLE_INPUT	 ? ", style=filled, fillcolor=\"#d8f0d8\""
+					    : t->role == ARK_ROLE_WEIGHT ? ", style=filled, fillcolor=\"#eeeeee\""
+					    : t->role == ARK_ROLE_OUTPUT ? ", style=filled, fillcolor=\"#f8e0c0\""
+									 : "";
+			fprintf(f, "\t\"t_%s\" [shape=ellipse%s, label=\"%s\\n%s %s\"];\n", t->name, style, t->name,
+				shp(t), dtype_name[t->dtype]);
+		}
+		for (int i = 0; i < g->n_ops; i++) {
+			const struct op *o = &g->ops[op_at(g, i)];
+			if (o->gpu == gpu)
+				fprintf(f, "\t\"op_%s\" [shape=box, style=\"filled,rounded\", fillcolor=\"#cfe0f8\", "
+					"label=\"%s\\n%s\"];\n", o->name, o->name, op_info[o->kind].name);
+		}
+		if (g->gpus > 1)
+			fprintf(f, "\t}\n");
+	}
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct op *o = &g->ops[op_at(g, i)];
+		for (int j = 0; j < o->n_in; j++)
+			fprintf(f, "\t\"t_%s\" -> \"op_%s\";\n", g->tensors[o->in[j]].name, o->name);
+		for (int j = 0; j < o->n_out; j++)
+			fprintf(f, "\t\"op_%s\" -> \"t_%s\";\n", o->name, g->tensors[o->out[j]].name);
+	}
+	fprintf(f, "}\n");
+}
