@@ -378,6 +378,19 @@ static int read_names(struct reader *r, const config_setting_t *s, struct op *o,
 	return 0;
 }
 
+/* "transpose_b, eps" for a mask of attributes, "none" for no attribute. */
+static const char *attr_list(unsigned mask)
+{
+	static char list[200];
+	list[0] = 0;
+	for (int i = 0; i < ARK_ATTR__COUNT; i++)
+		if (mask & (1u << i)) {
+			strcat(list, *list ? ", " : "");
+			strcat(list, attr_name[i]);
+		}
+	return *list ? list : "none";
+}
+
 static int read_attr(struct reader *r, const config_setting_t *s, struct op *o, int a)
 {
 	const char *key = attr_name[a];
@@ -385,18 +398,10 @@ static int read_attr(struct reader *r, const config_setting_t *s, struct op *o, 
 	int type = config_setting_type(s);
 	if (!(op_info[o->kind].attrs & (1u << a))) {
 		diag_error(r->file, line_of(s), "op '%s' (%s) has no attribute '%s'", o->name, kind, key);
-		unsigned m = op_info[o->kind].attrs;
-		if (!m) {
+		if (!op_info[o->kind].attrs)
 			diag_hint("%s takes no attributes", kind);
-		} else {
-			char list[200] = "";
-			for (int i = 0; i < ARK_ATTR__COUNT; i++)
-				if (m & (1u << i)) {
-					strcat(list, *list ? ", " : "");
-					strcat(list, attr_name[i]);
-				}
-			diag_hint("%s takes: %s", kind, list);
-		}
+		else
+			diag_hint("%s takes: %s", kind, attr_list(op_info[o->kind].attrs));
 		return -1;
 	}
 	const char *v;
@@ -556,7 +561,11 @@ static int read_op(struct reader *r, const config_setting_t *s, int index)
 				for (int j = 0; j < ARK_ATTR__COUNT; j++)
 					if (op_info[o->kind].attrs & (1u << j))
 						keys[n++] = attr_name[j];
-				hint_closest(key, keys, n);
+				if (closest(key, keys, n))
+					hint_closest(key, keys, n);
+				else
+					diag_hint("an op takes name, op, in, out, gpu and the attributes of its kind (%s: %s)",
+						  op_info[o->kind].name, attr_list(op_info[o->kind].attrs));
 				return -1;
 			}
 			if (read_attr(r, e, o, a))

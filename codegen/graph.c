@@ -100,7 +100,7 @@ static int check_size(const struct graph *g, const struct tensor *t)
 		goto overflow;
 	return 0;
 overflow:
-	diag_error(g->file, t->line, "tensor '%s' of shape %s is too large: its size in bytes (%s) overflows 64 bits",
+	diag_error(g->file, t->line, "tensor '%s' of shape %s (%s) is too large: its size in bytes overflows 64 bits",
 		   t->name, shp(t), dtype_name[t->dtype]);
 	return -1;
 }
@@ -109,7 +109,10 @@ static int check_gpu(const struct graph *g, int gpu, int line, const char *what,
 {
 	if (gpu >= 0 && gpu < g->gpus)
 		return 0;
-	diag_error(g->file, line, "'gpu' of %s '%s' is %d, expected 0 to %d", what, name, gpu, g->gpus - 1);
+	if (g->gpus == 1)
+		diag_error(g->file, line, "'gpu' of %s '%s' is %d, expected 0 (the model has one GPU)", what, name, gpu);
+	else
+		diag_error(g->file, line, "'gpu' of %s '%s' is %d, expected 0 to %d", what, name, gpu, g->gpus - 1);
 	diag_hint("the model has gpus = %d; raise 'gpus' or change the %s's 'gpu'", g->gpus, what);
 	return -1;
 }

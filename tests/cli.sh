@@ -1,0 +1,48 @@
+#!/bin/sh
+# tests/cli.sh: the arkgen command line: help, version, usage errors, model errors, -dG and --dot.
+ARKGEN=${ARKGEN:-build/arkgen}
+cd "$(dirname "$0")/.." || exit 1
+tmp=${TMPDIR:-/tmp}/arkgen-cli.$$
+mkdir -p "$tmp" || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+i=0
+check() { # check DESCRIPTION COMMAND...: ok when the command succeeds
+	i=$((i + 1))
+	desc=$1
+	shift
+	if "$@"; then echo "ok $i - $desc"; else echo "not ok $i - $desc"; fi
+}
+# run EXPECTED_STATUS ARGS...: runs arkgen, keeps stdout/stderr in $tmp, checks the exit status
+run() {
+	want=$1
+	shift
+	"$ARKGEN" "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	[ "$rc" -eq "$want" ] || { echo "# arkgen $*: exit status $rc, expected $want"; sed 's/^/# /' "$tmp/err"; return 1; }
+}
+has() { grep -q -e "$1" "$2" || { echo "# '$1' not found in $2:"; sed 's/^/#   /' "$2" | head -20; return 1; }; }
+
+echo "1..26"
+check "--help exits 0" run 0 --help
+check "--help shows the usage line" has '^usage: arkgen \[options\] MODEL.cfg' "$tmp/out"
+for opt in --help --version -o --output -dG --dot -h -V; do
+	check "--help mentions $opt" has " $opt" "$tmp/out"
+done
+check "--version exits 0" run 0 --version
+check "--version prints the version" has '^arkgen [0-9][0-9.]*$' "$tmp/out"
+check "no arguments: usage error, exit 2" run 2
+check "no arguments: says what is missing" has 'no model file' "$tmp/err"
+check "unknown option: exit 2" run 2 --frobnicate models/mlp.cfg
+check "unknown option: named" has "unknown option '--frobnicate'" "$tmp/err"
+check "missing model file: exit 1" run 1 tests/no-such-model.cfg
+check "missing model file: FILE: error: message" \
+	has '^tests/no-such-model.cfg: error: cannot open model file: No such file or directory$' "$tmp/err"
+check "-dG on branchy exits 0" run 0 -dG models/branchy.cfg
+check "-dG prints the shape of x" has '^  x .*\[1, 1024\] *bf16 *input' "$tmp/out"
+check "-dG prints ops with inferred shapes" has 'out y .*\[1, 1024\] bf16' "$tmp/out"
+check "--dot writes a Graphviz file" sh -c "'$ARKGEN' --dot '$tmp/g.dot' models/mlp.cfg >/dev/null && head -n 1 '$tmp/g.dot' | grep -q '^digraph'"
+check "no -o: summary of the model" sh -c "'$ARKGEN' models/mlp.cfg | grep -q '^models/mlp.cfg: mlp checked: 3 ops, 7 tensors .* 1 GPU'"
+check "-o: refused for now, exit 2" run 2 models/mlp.cfg -o "$tmp/mlp.cu"
+check "-o: says emission is not implemented" has 'code emission is not implemented yet' "$tmp/err"
+check "bad -d letter: exit 2" run 2 -dQ models/mlp.cfg
