@@ -1,0 +1,318 @@
+/* emit.c: emits the generated file: a header saying what it is, the tensor and op tables, the op
+ * params, the per-SM task lists (one commented entry per task), the waits, and the model record the
+ * runtime reads. The loop kernel itself comes from templates/. Same input, same bytes. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+#include "emit.h"
+
+static const char *const dtype_enum[] = {"ARK_FP16", "ARK_BF16", "ARK_FP32"};
+static const char *const role_enum[] = {"ARK_ROLE_ACTIVATION", "ARK_ROLE_INPUT", "ARK_ROLE_WEIGHT",
+					"ARK_ROLE_OUTPUT", "ARK_ROLE_INTERNAL"};
+static const char *const op_enum[] = {
+#define X(id, name, min_in, max_in, n_out, attrs, flags) "ARK_OP_" #id,
+	OP_LIST(X)
+#undef X
+};
+static const char *const tmpl_enum[] = {
+#define X(id) "ARK_T_" #id,
+	TMPL_LIST(X)
+#undef X
+};
+
+static void out(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void out(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+}
+
+/* A C string literal for a name (names are identifiers, paths may be anything). */
+static void cstr(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 32 || (unsigned char)*s > 126)
+			fprintf(f, "\\%03o", (unsigned char)*s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+/* Comments must not be closed by a path. */
+static void comment_text(FILE *f, const char *s)
+{
+	for (; *s; s++)
+		fputc(s[0] == '*' && s[1] == '/' ? '+' : *s, f);
+}
+
+static uint64_t off(const struct sched *s, int t) { return t < 0 ? 0 : s->offset[t]; }
+
+/* Element strides of input `in` seen from out's dimensions (right-aligned, 0 where broadcast). */
+static void bcast_strides(const struct tensor *in, const struct tensor *o, int64_t *st)
+{
+	int64_t stride = 1;
+	for (int d = o->ndim - 1, di = in->ndim - 1; d >= 0; d--, di--) {
+		if (di < 0 || in->shape[di] == 1) {
+			st[d] = 0;
+		} else {
+			st[d] = stride;
+		}
+		if (di >= 0)
+			stride *= in->shape[di];
+	}
+}
+
+static void emit_opp(FILE *f, const struct sched *s, int oi)
+{
+	const struct graph *g = s->g;
+	const struct op *o = &g->ops[oi];
+	const struct op_plan *pl = &s->plan[oi];
+	int outt = pl->out_tensor;
+	const struct tensor *T = &g->tensors[outt];
+	unsigned flags = 0;
+	int64_t M = s->rows[outt], N = s->cols[outt], K = 0;
+	int64_t oshape[4] = {0}, ist[2][4] = {{0}};
+	double fval = 0;
+	int nd = 0;
+	if (o->kind == ARK_OP_MATMUL) {
+		K = s->cols[o->in[0]];
+		flags |= o->transpose_b ? ARK_OPP_TRANSPOSE_B : 0;
+		flags |= o->n_in > 2 ? ARK_OPP_BIAS : 0;
+	} else if (op_info[o->kind].flags & ARK_OPF_ELEMENTWISE) {
+		int same = 1;
+		nd = T->ndim;
+		memcpy(oshape, T->shape, sizeof oshape);
+		for (int i = 0; i < o->n_in && i < 2; i++) {
+			const struct tensor *I = &g->tensors[o->in[i]];
+			same &= I->ndim == T->ndim && !memcmp(I->shape, T->shape, sizeof(int64_t) * (size_t)T->ndim);
+			bcast_strides(I, T, ist[i]);
+		}
+		flags |= same ? ARK_OPP_SAME_SHAPE : 0;
+		fval = o->factor;
+	} else if (o->kind == ARK_OP_LAYERNORM || o->kind == ARK_OP_RMSNORM) {
+		fval = o->eps;
+	}
+	out(f, "\t/* %s: %s (%s:%d)", o->name, op_info[o->kind].name, g->file, o->line);
+	if (pl->act != ARK_ACT_NONE)
+		out(f, " + %s fused", op_info[pl->act].name);
+	out(f, " */\n");
+	out(f, "\t{%s, %s, 0x%x, %s, 0, %d,\n", op_enum[o->kind], dtype_enum[g->tensors[o->in[0]].dtype], flags,
+	    pl->act == ARK_ACT_NONE ? "ARK_ACT_NONE" : op_enum[pl->act], pl->splits);
+	out(f, "\t {%" PRIu64 "u, %" PRIu64 "u, %" PRIu64 "u}, %" PRIu64 "u, %" PRIu64 "u,\n", off(s, o->in[0]),
+	    off(s, o->n_in > 1 ? o->in[1] : -1), off(s, o->n_in > 2 ? o->in[2] : -1), off(s, outt),
+	    off(s, pl->ws_tensor));
+	out(f, "\t %" PRId64 ", %" PRId64 ", %" PRId64 ", %.9gf, %d, {%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+	       "},\n",
+	    M, N, K, fval, nd, oshape[0], oshape[1], oshape[2], oshape[3]);
+	out(f, "\t {{%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "}, {%" PRId64 ", %" PRId64 ", %" PRId64
+	       ", %" PRId64 "}}, -1},\n",
+	    ist[0][0], ist[0][1], ist[0][2], ist[0][3], ist[1][0], ist[1][1], ist[1][2], ist[1][3]);
+}
+
+static void emit_tensors(FILE *f, const struct sched *s)
+{
+	const struct graph *g = s->g;
+	out(f, "/* Tensors: name, dtype, role, ndim, GPU, shape, arena offset (ARK_NOT_STORED: computed inside "
+	       "a fused vCTA, never stored), bytes. */\n");
+	out(f, "static const struct ark_tensor tensors[%d] = {\n", g->n_tensors);
+	for (int t = 0; t < g->n_tensors; t++) {
+		const struct tensor *T = &g->tensors[t];
+		out(f, "\t{");
+		cstr(f, T->name);
+		out(f, ", %s, %s, %d, %d, {", dtype_enum[T->dtype], role_enum[T->role], T->ndim, T->gpu);
+		for (int d = 0; d < 4; d++)
+			out(f, "%s%" PRId64, d ? ", " : "", d < T->ndim ? T->shape[d] : 0);
+		if (s->offset[t] == UINT64_MAX)
+			out(f, "}, ARK_NOT_STORED, %" PRIu64 "u},", tensor_bytes(T));
+		else
+			out(f, "}, %" PRIu64 "u, %" PRIu64 "u},", s->offset[t], tensor_bytes(T));
+		out(f, " /* %d */\n", t);
+	}
+	out(f, "};\n\n");
+}
+
+static void emit_ops(FILE *f, const struct sched *s)
+{
+	const struct graph *g = s->g;
+	out(f, "/* Ops in a topological order, for the CPU reference: name, kind, inputs, outputs, GPU, "
+	       "transpose_b, transport, axis, in[], out[], factor, eps, model line. */\n");
+	out(f, "static const struct ark_op ops[%d] = {\n", g->n_ops);
+	for (int k = 0; k < g->n_ops; k++) {
+		const struct op *o = &g->ops[g->order[k]];
+		out(f, "\t{");
+		cstr(f, o->name);
+		out(f, ", %s, %d, %d, %d, %d, %d, %d, {", op_enum[o->kind], o->n_in, o->n_out, o->gpu, o->transpose_b,
+		    (int)o->transport, o->axis);
+		for (int i = 0; i < o->n_in; i++)
+			out(f, "%s%d", i ? ", " : "", o->in[i]);
+		out(f, "}, {");
+		for (int i = 0; i < o->n_out; i++)
+			out(f, "%s%d", i ? ", " : "", o->out[i]);
+		out(f, "}, %.9gf, %.9gf, %d},\n", o->factor, o->eps, o->line);
+	}
+	out(f, "};\n\n");
+}
+
+static void emit_task(FILE *f, const struct sched *s, const struct schedule *p, int v, const int *opp_index)
+{
+	const struct vcta *t = &s->v[v];
+	const struct graph *g = s->g;
+	int64_t nw = p->wait0[v + 1] - p->wait0[v];
+	out(f, "\t{%d, %s, %d, %" PRId64 ", ", opp_index[t->opp], tmpl_enum[t->tmpl], (int)nw, p->wait0[v]);
+	if (p->signal[v] >= 0)
+		out(f, "ARK_CTR__FIRST + %d", p->signal[v]);
+	else
+		out(f, "-1");
+	out(f, ", %u, %u, %u, %u, %u, %u, %u, %d}, /* v%d %s %s rows %u:%u cols %u:%u", t->split, t->m0, t->m1, t->n0,
+	    t->n1, t->k0, t->k1, v, v, g->ops[t->op].name, tmpl_name(t->tmpl), t->m0, t->m1, t->n0, t->n1);
+	if (t->tmpl == ARK_T_MATMUL_PARTIAL || t->tmpl == ARK_T_COPY)
+		out(f, " k %u:%u", t->k0, t->k1);
+	out(f, " (line %d) */\n", g->ops[t->op].line);
+}
+
+int emit_loop(const struct sched *s, const struct schedule *p, const struct emit_info *info, FILE *f)
+{
+	const struct graph *g = s->g;
+	int sms = p->pl.sms, gpu = 0;
+	int64_t n_waits = p->wait0[s->n_vcta];
+	int n_bar = p->barrier && p->n_levels > 1 ? p->n_levels - 1 : 0;
+	int n_counters = p->n_counters + (n_bar ? 1 : 0);
+	for (int v = 0; v < s->n_vcta; v++)
+		if (p->wait0[v + 1] - p->wait0[v] > 255) {
+			diag_error(g->file, g->ops[s->v[v].op].line,
+				   "vCTA %d of op '%s' waits on %lld counters; a task can wait on at most 255", v,
+				   g->ops[s->v[v].op].name, (long long)(p->wait0[v + 1] - p->wait0[v]));
+			return -1;
+		}
+
+	out(f, "/* Generated by arkgen %s from ", ARKGEN_VERSION);
+	comment_text(f, g->file);
+	out(f, ": do not edit.\n * options: ");
+	comment_text(f, info->options);
+	out(f, "\n * model %s: %d GPU, %d SMs, %d ops, %d vCTAs, %d counters, %" PRId64 " waits%s\n", g->name, g->gpus,
+	    sms, g->n_ops, s->n_vcta, n_counters, n_waits, p->barrier ? ", grid barriers between levels" : "");
+	out(f, " * predicted latency %.1f us (critical path %.1f us, SM utilisation %.0f%%, policy %s)\n",
+	    p->sim.latency_us, p->sim.critical_us, 100 * p->sim.utilisation, part_policy_name[p->policy]);
+	out(f, " * build: nvcc $(arkgen --nvcc-flags) THIS_FILE -o BINARY */\n\n");
+	out(f, "#define ARK_THREADS %d\n#define ARK_SMEM_BYTES %d\n#define ARK_SMS %d\n\n", info->threads, info->smem,
+	    sms);
+	out(f, "#include \"ark_tiles.cuh\"\n#include \"ark_loop.cuh\"\n#include \"ark.h\"\n\n");
+	emit_tensors(f, s);
+	emit_ops(f, s);
+
+	/* Op params: one entry per op that has vCTAs of its own. */
+	int *opp_index = xmalloc((size_t)g->n_ops * sizeof *opp_index + 1);
+	int n_opp = 0;
+	out(f, "/* Op params, as the templates read them: kind, dtype, flags, act, -, splits, in[] offsets, "
+	       "out, ws,\n * M, N, K, factor/eps, ndim, out shape, input strides, peer. */\n");
+	out(f, "static const struct ark_opp opp_g%d[] = {\n", gpu);
+	for (int k = 0; k < g->n_ops; k++) {
+		int oi = g->order[k];
+		opp_index[oi] = -1;
+		if (s->plan[oi].fused_into >= 0 || s->plan[oi].n_vcta == 0)
+			continue;
+		opp_index[oi] = n_opp++;
+		emit_opp(f, s, oi);
+	}
+	if (!n_opp)
+		out(f, "\t{0},\n");
+	out(f, "};\n\n");
+
+	/* Task lists. */
+	out(f, "/* Tasks of every SM, back to back: opp, template, waits (count, first), signal, split,\n"
+	       " * rows m0:m1, cols n0:n1, k0:k1, vCTA. */\n");
+	int n_tasks = s->n_vcta + n_bar * sms;
+	out(f, "static const struct ark_task tasks_g%d[%d] = {\n", gpu, n_tasks ? n_tasks : 1);
+	int64_t *sm_begin = xmalloc(((size_t)sms + 1) * sizeof *sm_begin);
+	int64_t emitted = 0;
+	for (int sm = 0; sm < sms; sm++) {
+		sm_begin[sm] = emitted;
+		out(f, "\t/* SM %d */\n", sm);
+		int i = p->pl.begin[sm];
+		for (int l = 0; l < (n_bar ? p->n_levels : 1); l++) {
+			for (; i < p->pl.begin[sm + 1] && (!n_bar || p->level[p->pl.list[i]] == l); i++, emitted++)
+				emit_task(f, s, p, p->pl.list[i], opp_index);
+			if (n_bar && l < n_bar) {
+				out(f, "\t{0, ARK_T_BARRIER, 1, %" PRId64 ", ARK_CTR__FIRST + %d, 0, 0, 0, 0, 0, 0, 0, "
+				       "0xffffffffu}, /* grid barrier after level %d */\n",
+				    n_waits + l, p->n_counters, l);
+				emitted++;
+			}
+		}
+	}
+	sm_begin[sms] = emitted;
+	ARK_ASSERT(emitted == n_tasks);
+	if (!n_tasks)
+		out(f, "\t{0},\n");
+	out(f, "};\n\nstatic const uint32_t sm_begin_g%d[%d] = {", gpu, sms + 1);
+	for (int sm = 0; sm <= sms; sm++)
+		out(f, "%s%" PRId64, sm % 16 ? ", " : "\n\t", sm_begin[sm]);
+	out(f, "\n};\n\n");
+
+	out(f, "/* Waits: counter, signals per iteration, signals needed. */\n");
+	out(f, "static const struct ark_wait waits_g%d[%" PRId64 "] = {\n", gpu, n_waits + n_bar ? n_waits + n_bar : 1);
+	for (int v = 0; v < s->n_vcta; v++)
+		for (int64_t w = p->wait0[v]; w < p->wait0[v + 1]; w++)
+			out(f, "\t{ARK_CTR__FIRST + %u, %u, %u}, /* %" PRId64 ": v%d waits for %u tiles */\n",
+			    p->waits[w].counter, p->waits[w].per_iter, p->waits[w].need, w, v, p->waits[w].need);
+	for (int l = 0; l < n_bar; l++)
+		out(f, "\t{ARK_CTR__FIRST + %d, %d, %d}, /* barrier after level %d */\n", p->n_counters, sms * n_bar,
+		    sms * (l + 1), l);
+	if (!n_waits && !n_bar)
+		out(f, "\t{0, 0, 0},\n");
+	out(f, "};\n\n");
+
+	out(f, "ARK_DEFINE_LOOP()\n\n");
+	out(f, "extern \"C\" const struct ark_model ark_model_def = {\n\t");
+	cstr(f, g->name);
+	out(f, ",\n\t");
+	cstr(f, g->file);
+	out(f, ",\n\t");
+	cstr(f, info->options);
+	out(f, ",\n\t%d, %d, %d, %d, %.3f,\n", g->gpus, sms, info->threads, info->smem, p->sim.latency_us);
+	out(f, "\t%d, tensors, %d, ops,\n", g->n_tensors, g->n_ops);
+	out(f, "\t{{%" PRIu64 "u, %d, tasks_g%d, sm_begin_g%d, %" PRId64 ", waits_g%d, %d, opp_g%d, ARK_CTR__FIRST + "
+	       "%d, %d}},\n",
+	    s->arena[gpu], n_tasks, gpu, gpu, n_waits + n_bar, gpu, n_opp, gpu, n_counters, sms);
+	out(f, "\tark_launch,\n\t(const void *)ark_loop_kernel,\n};\n");
+	free(opp_index);
+	free(sm_begin);
+	return ferror(f) ? -1 : 0;
+}
+
+int emit_schedule_json(const struct sched *s, const struct schedule *p, FILE *f)
+{
+	const struct graph *g = s->g;
+	out(f, "{\n  \"model\": ");
+	cstr(f, g->name);
+	out(f, ",\n  \"source\": ");
+	cstr(f, g->file);
+	out(f, ",\n  \"policy\": \"%s\",\n  \"sync\": \"%s\",\n  \"sms\": %d,\n", part_policy_name[p->policy],
+	    p->barrier ? "barrier" : "counters", p->pl.sms);
+	out(f, "  \"predicted_us\": %.3f,\n  \"critical_us\": %.3f,\n  \"utilisation\": %.4f,\n", p->sim.latency_us,
+	    p->sim.critical_us, p->sim.utilisation);
+	out(f, "  \"counters\": %d,\n  \"vctas\": [\n", p->n_counters);
+	for (int v = 0; v < s->n_vcta; v++) {
+		const struct vcta *t = &s->v[v];
+		out(f, "    {\"id\": %d, \"op\": ", v);
+		cstr(f, g->ops[t->op].name);
+		out(f, ", \"template\": \"%s\", \"rows\": [%u, %u], \"cols\": [%u, %u], \"k\": [%u, %u], "
+		       "\"sm\": %d, \"pos\": %d, \"flops\": %.0f, \"bytes\": %.0f, \"signal\": %d, \"waits\": [",
+		    tmpl_name(t->tmpl), t->m0, t->m1, t->n0, t->n1, t->k0, t->k1, p->pl.sm[v], p->pl.pos[v], t->flops,
+		    t->bytes, p->signal[v]);
+		for (int64_t w = p->wait0[v]; w < p->wait0[v + 1]; w++)
+			out(f, "%s[%u, %u]", w > p->wait0[v] ? ", " : "", p->waits[w].counter, p->waits[w].need);
+		out(f, "]}%s\n", v + 1 < s->n_vcta ? "," : "");
+	}
+	out(f, "  ]\n}\n");
+	return ferror(f) ? -1 : 0;
+}

@@ -1,0 +1,20 @@
+/* emit.h: writing the generated loop file, the JSON schedule and the report. */
+#ifndef EMIT_H
+#define EMIT_H
+
+#include <stdio.h>
+
+#include "sched.h"
+
+struct emit_info {
+	const char *options;  /* the options that shaped the output, as a command-line fragment */
+	int threads;
+	int smem;
+};
+
+/* Writes loop.cu for a placed schedule. Byte-identical for the same input. 0, or -1 (I/O error). */
+int emit_loop(const struct sched *s, const struct schedule *p, const struct emit_info *info, FILE *f);
+/* The schedule as JSON (vCTAs, placement, waits, signals, prediction) for other tools. */
+int emit_schedule_json(const struct sched *s, const struct schedule *p, FILE *f);
+
+#endif

@@ -1,0 +1,223 @@
+/* plan.c: from the vCTA DAG to a schedule: placement on SMs (partition/), the waits still needed
+ * once program order is known, counters shared by producers that signal the same consumers, the
+ * verifier's proof and the simulator's prediction. */
+#define _GNU_SOURCE /* qsort_r */
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+#include "sched.h"
+
+/* Producers with the same set of consumers share a counter: hash the sets. */
+struct cset {
+	uint64_t hash;
+	int u;         /* representative producer */
+	int counter;
+};
+
+static uint64_t hash_consumers(const struct sched *s, const uint8_t *need, int u)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (int64_t e = s->xadj[u]; e < s->xadj[u + 1]; e++)
+		if (need[e]) {
+			h ^= (uint64_t)s->adj[e] + 0x9e3779b97f4a7c15ull;
+			h *= 1099511628211ull;
+		}
+	return h;
+}
+
+static int same_consumers(const struct sched *s, const uint8_t *need, int a, int b)
+{
+	int64_t i = s->xadj[a], j = s->xadj[b];
+	for (;;) {
+		while (i < s->xadj[a + 1] && !need[i])
+			i++;
+		while (j < s->xadj[b + 1] && !need[j])
+			j++;
+		int ea = i == s->xadj[a + 1], eb = j == s->xadj[b + 1];
+		if (ea || eb)
+			return ea && eb;
+		if (s->adj[i] != s->adj[j])
+			return 0;
+		i++, j++;
+	}
+}
+
+static void assign_counters(const struct sched *s, struct schedule *p)
+{
+	int n = s->n_vcta;
+	p->signal = xmalloc((size_t)n * sizeof *p->signal + 1);
+	p->per_iter = xmalloc((size_t)n * sizeof *p->per_iter + 1);
+	p->n_counters = 0;
+	/* Open-addressing table of consumer sets. */
+	size_t cap = 16;
+	while (cap < 2 * (size_t)n)
+		cap *= 2;
+	struct cset *tab = xcalloc(cap, sizeof *tab);
+	for (size_t i = 0; i < cap; i++)
+		tab[i].u = -1;
+	for (int u = 0; u < n; u++) {
+		int any = 0;
+		for (int64_t e = s->xadj[u]; e < s->xadj[u + 1] && !any; e++)
+			any = p->need[e];
+		if (!any) {
+			p->signal[u] = -1;
+			continue;
+		}
+		uint64_t h = hash_consumers(s, p->need, u);
+		/* Only producers of one op share: a counter then stands for "these tiles of op X". */
+		h ^= (uint64_t)s->v[u].op * 0xff51afd7ed558ccdull;
+		size_t i = h & (cap - 1);
+		while (tab[i].u >= 0 && !(tab[i].hash == h && s->v[tab[i].u].op == s->v[u].op &&
+					   same_consumers(s, p->need, tab[i].u, u)))
+			i = (i + 1) & (cap - 1);
+		if (tab[i].u < 0) {
+			tab[i] = (struct cset){h, u, p->n_counters};
+			p->per_iter[p->n_counters++] = 0;
+		}
+		p->signal[u] = tab[i].counter;
+		p->per_iter[tab[i].counter]++;
+	}
+	free(tab);
+}
+
+static int cmp_wait(const void *a, const void *b)
+{
+	const struct ark_wait *x = a, *y = b;
+	return x->counter < y->counter ? -1 : x->counter > y->counter;
+}
+
+/* Each consumer waits on the counters of its needed producers, once per counter. */
+static void build_waits(const struct sched *s, struct schedule *p)
+{
+	int n = s->n_vcta;
+	int64_t *cnt = xcalloc((size_t)n + 1, sizeof *cnt);
+	for (int u = 0; u < n; u++)
+		for (int64_t e = s->xadj[u]; e < s->xadj[u + 1]; e++)
+			if (p->need[e])
+				cnt[s->adj[e] + 1]++;
+	for (int v = 0; v < n; v++)
+		cnt[v + 1] += cnt[v];
+	struct ark_wait *w = xmalloc((size_t)cnt[n] * sizeof *w + 1);
+	int64_t *fill = xmalloc((size_t)n * sizeof *fill + 1);
+	memcpy(fill, cnt, (size_t)n * sizeof *fill);
+	for (int u = 0; u < n; u++)
+		for (int64_t e = s->xadj[u]; e < s->xadj[u + 1]; e++)
+			if (p->need[e]) {
+				int c = p->signal[u];
+				w[fill[s->adj[e]]++] = (struct ark_wait){(uint32_t)c, p->per_iter[c], p->per_iter[c]};
+			}
+	/* Sort and deduplicate each consumer's waits. */
+	p->wait0 = xmalloc(((size_t)n + 1) * sizeof *p->wait0);
+	int64_t out = 0;
+	for (int v = 0; v < n; v++) {
+		qsort(w + cnt[v], (size_t)(cnt[v + 1] - cnt[v]), sizeof *w, cmp_wait);
+		p->wait0[v] = out;
+		for (int64_t i = cnt[v]; i < cnt[v + 1]; i++)
+			if (out == p->wait0[v] || w[out - 1].counter != w[i].counter)
+				w[out++] = w[i];
+	}
+	p->wait0[n] = out;
+	p->waits = w;
+	free(cnt);
+	free(fill);
+}
+
+/* Dependency levels: longest path from a source over the kept edges. */
+static void levels(const struct sched *s, struct schedule *p)
+{
+	p->level = xcalloc((size_t)s->n_vcta + 1, sizeof *p->level);
+	p->n_levels = s->n_vcta ? 1 : 0;
+	for (int u = 0; u < s->n_vcta; u++)
+		for (int64_t e = s->xadj[u]; e < s->xadj[u + 1]; e++)
+			if (s->keep[e] && p->level[s->adj[e]] < p->level[u] + 1) {
+				p->level[s->adj[e]] = p->level[u] + 1;
+				if (p->level[u] + 2 > p->n_levels)
+					p->n_levels = p->level[u] + 2;
+			}
+}
+
+static int by_level_then_pos(const void *a, const void *b, void *ctx)
+{
+	const struct schedule *p = ctx;
+	int x = *(const int *)a, y = *(const int *)b;
+	if (p->level[x] != p->level[y])
+		return p->level[x] - p->level[y];
+	return p->pl.pos[x] - p->pl.pos[y];
+}
+
+int plan_schedule(struct sched *s, const struct part_gpu *gpu, enum part_policy policy, int barrier,
+		  struct schedule *p)
+{
+	char err[512];
+	struct part_dag dag;
+	sched_dag(s, &dag);
+	memset(p, 0, sizeof *p);
+	p->policy = policy;
+	p->barrier = barrier;
+	if (part_place(&dag, gpu, policy, &p->pl, err, sizeof err) < 0) {
+		diag_error(s->g->file, 0, "placement (%s) failed: %s", part_policy_name[policy], err);
+		return -1;
+	}
+	levels(s, p);
+	if (barrier) {
+		/* ARK's scheme: every SM runs its tasks level by level; no waits between tasks. */
+		for (int sm = 0; sm < p->pl.sms; sm++) {
+			int *l = p->pl.list + p->pl.begin[sm];
+			qsort_r(l, (size_t)(p->pl.begin[sm + 1] - p->pl.begin[sm]), sizeof *l, by_level_then_pos, p);
+			for (int i = p->pl.begin[sm]; i < p->pl.begin[sm + 1]; i++)
+				p->pl.pos[p->pl.list[i]] = i - p->pl.begin[sm];
+		}
+		p->need = xcalloc((size_t)s->n_edges + 1, 1);
+		p->n_need = 0;
+	} else {
+		p->need = xmalloc((size_t)s->n_edges + 1);
+		p->n_need = part_needed_waits(&dag, &p->pl, p->need);
+		if (p->n_need < 0) {
+			diag_error(s->g->file, 0, "placement (%s) orders the SM lists against the dependencies",
+				   part_policy_name[policy]);
+			return -1;
+		}
+	}
+	assign_counters(s, p);
+	build_waits(s, p);
+	if (!barrier && part_verify(&dag, p->need, &p->pl, s->n_hazards, s->hu, s->hv, err, sizeof err) < 0) {
+		diag_error(s->g->file, 0, "schedule verification failed (%s): %s", part_policy_name[policy], err);
+		return -1;
+	}
+	part_simulate(&dag, barrier ? s->keep : p->need, &p->pl, gpu, barrier, &p->sim);
+	return 0;
+}
+
+void plan_free(struct schedule *p)
+{
+	part_placement_free(&p->pl);
+	free(p->need);
+	free(p->signal);
+	free(p->per_iter);
+	free(p->wait0);
+	free(p->waits);
+	free(p->level);
+	memset(p, 0, sizeof *p);
+}
+
+void plan_dump(const struct sched *s, const struct schedule *p, FILE *f)
+{
+	const struct graph *g = s->g;
+	fprintf(f, "# placement of %s (%s%s): %d vCTAs on %d SMs, %d counters, %lld waits\n", g->name,
+		part_policy_name[p->policy], p->barrier ? ", barrier" : "", s->n_vcta, p->pl.sms, p->n_counters,
+		(long long)p->wait0[s->n_vcta]);
+	for (int sm = 0; sm < p->pl.sms; sm++) {
+		fprintf(f, "SM %d:", sm);
+		for (int i = p->pl.begin[sm]; i < p->pl.begin[sm + 1]; i++) {
+			int v = p->pl.list[i];
+			fprintf(f, " v%d(%s", v, g->ops[s->v[v].op].name);
+			for (int64_t w = p->wait0[v]; w < p->wait0[v + 1]; w++)
+				fprintf(f, " w:c%u/%u", p->waits[w].counter, p->waits[w].need);
+			if (p->signal[v] >= 0)
+				fprintf(f, " s:c%d", p->signal[v]);
+			fprintf(f, ")");
+		}
+		fprintf(f, "\n");
+	}
+}

@@ -1,0 +1,114 @@
+/* sched.h: the middle of arkgen: vCTAs (tiles of work), their dependencies, the memory plan and the
+ * schedule built from them. */
+#ifndef SCHED_H
+#define SCHED_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "graph.h"
+#include "../partition/part.h"
+#include "../runtime/ark_model.h"
+
+/* Rows r0..r1 and columns c0..c1 of a tensor's 2-D view [rows, cols] (leading dims folded). */
+struct region {
+	int tensor;
+	int64_t r0, r1, c0, c1;
+};
+
+#define VCTA_MAX_READS (ARK_MAX_IO + 1)
+
+/* One virtual CTA: one tile of one op. */
+struct vcta {
+	int op;               /* graph op (for a fused group: the first op) */
+	int opp;              /* index of its op params */
+	enum ark_tmpl tmpl;
+	int gpu;
+	uint32_t m0, m1, n0, n1, k0, k1, split;
+	int n_reads;
+	struct region reads[VCTA_MAX_READS];
+	struct region write;
+	double flops, bytes;  /* cost */
+	uint8_t tc;           /* arithmetic on tensor cores */
+};
+
+/* Per-op facts the tiler decided. */
+struct op_plan {
+	int fused_into;       /* op index whose vCTAs compute this op (-1: computed by its own) */
+	int act;              /* matmul: fused activation op kind, ARK_ACT_NONE */
+	int out_tensor;       /* tensor the op's vCTAs write (the fused activation's output) */
+	int splits;           /* matmul split-K */
+	int ws_tensor;        /* matmul split-K workspace tensor, -1 */
+	int tm, tn;           /* tile shape of out */
+	int first_vcta, n_vcta;
+};
+
+struct tile_opts {
+	int sms;              /* SMs of the target GPU */
+	int smem;             /* shared memory per CTA, bytes */
+	int fuse;             /* fuse activations into the matmul before them */
+	int reuse;            /* memory plan reuses activation space */
+};
+
+struct sched {
+	struct graph *g;
+	struct tile_opts opt;
+	struct op_plan *plan;         /* per op */
+	int n_vcta, cap_vcta;
+	struct vcta *v;               /* in a topological order */
+	/* tensor 2-D views: rows, cols (leading dims folded) */
+	int64_t *rows, *cols;
+	/* dependency edges (CSR over vCTAs, u < v), hazards, kept after reduction */
+	int64_t *xadj;
+	int *adj;
+	int64_t *ebytes;
+	int64_t n_edges;
+	int64_t n_hazards;
+	int *hu, *hv;                 /* every hazard pair, for the verifier */
+	uint8_t *keep;                /* per edge: survives transitive reduction */
+	int64_t n_kept;
+	/* memory plan, per GPU */
+	uint64_t *offset;             /* per tensor, byte offset in its GPU's arena */
+	uint64_t arena[ARK_MAX_GPUS], arena_noreuse[ARK_MAX_GPUS];
+	/* DAG view for partition/ */
+	double *flops, *bytes;
+	uint8_t *tc;
+	int *group;
+};
+
+/* Passes, in order. Each returns 0, or -1 after reporting an error. */
+int tile_graph(struct sched *s, struct graph *g, const struct tile_opts *opt);
+int mem_plan(struct sched *s);   /* offsets; adds reuse hazards later found by deps */
+int deps_build(struct sched *s); /* hazards from regions (and reused memory), edges, reduction */
+void sched_dag(const struct sched *s, struct part_dag *dag);
+void sched_free(struct sched *s);
+
+void tile_dump(const struct sched *s, FILE *f);  /* -dT */
+void tile_dot(const struct sched *s, FILE *f);   /* --dot of the vCTA graph */
+const char *tmpl_name(int tmpl);
+
+
+/* A placed, verified schedule with its counters and waits. */
+struct schedule {
+	enum part_policy policy;
+	int barrier;                  /* --sync barrier: grid barriers between dependency levels */
+	struct part_placement pl;
+	uint8_t *need;                /* per edge: still waited on at run time */
+	int64_t n_need;
+	int *signal;                  /* per vCTA: model counter it signals, -1 */
+	int n_counters;
+	uint32_t *per_iter;           /* per counter: signals per iteration */
+	int64_t *wait0;               /* per vCTA: its waits are waits[wait0[v] .. wait0[v + 1]) */
+	struct ark_wait *waits;       /* counters numbered from 0 (the loop adds its reserved ones) */
+	int n_levels;
+	int *level;                   /* per vCTA: dependency level (barrier mode) */
+	struct part_sim sim;
+};
+
+/* Places, prunes waits, assigns counters, verifies and simulates. 0, or -1 after an error. */
+int plan_schedule(struct sched *s, const struct part_gpu *gpu, enum part_policy policy, int barrier,
+		  struct schedule *out);
+void plan_free(struct schedule *p);
+void plan_dump(const struct sched *s, const struct schedule *p, FILE *f); /* -dP */
+
+#endif

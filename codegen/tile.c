@@ -1,0 +1,393 @@
+/* tile.c: cuts every op into vCTAs (one tile of output each) with the regions they read and write
+ * and their cost; fuses activations into the matmul before them; splits K when a layer has fewer
+ * tiles than the GPU has SMs. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+#include "sched.h"
+
+static const char *const tmpl_names[] = {
+#define X(id) #id,
+	TMPL_LIST(X)
+#undef X
+};
+_Static_assert(sizeof tmpl_names / sizeof tmpl_names[0] == ARK_T__COUNT, "template names");
+
+const char *tmpl_name(int tmpl) { return tmpl >= 0 && tmpl < ARK_T__COUNT ? tmpl_names[tmpl] : "?"; }
+
+static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
+
+static struct vcta *new_vcta(struct sched *s, int op, int opp, enum ark_tmpl tmpl)
+{
+	if (s->n_vcta == s->cap_vcta) {
+		s->cap_vcta = s->cap_vcta ? 2 * s->cap_vcta : 1024;
+		s->v = xrealloc(s->v, (size_t)s->cap_vcta * sizeof *s->v);
+	}
+	struct vcta *v = &s->v[s->n_vcta++];
+	memset(v, 0, sizeof *v);
+	v->op = op;
+	v->opp = opp;
+	v->tmpl = tmpl;
+	v->gpu = s->g->ops[op].gpu;
+	return v;
+}
+
+static void add_read(struct vcta *v, int tensor, int64_t r0, int64_t r1, int64_t c0, int64_t c1)
+{
+	ARK_ASSERT(v->n_reads < VCTA_MAX_READS);
+	v->reads[v->n_reads++] = (struct region){tensor, r0, r1, c0, c1};
+}
+
+static int64_t esize(const struct sched *s, int t) { return ark_dtype_size(s->g->tensors[t].dtype); }
+
+/* Adds an internal fp32 tensor (split-K workspace) to the graph; returns its index. */
+static int add_internal(struct sched *s, const char *base, int gpu, int64_t rows, int64_t cols)
+{
+	struct graph *g = s->g;
+	g->tensors = xrealloc(g->tensors, (size_t)(g->n_tensors + 1) * sizeof *g->tensors);
+	struct tensor *t = &g->tensors[g->n_tensors];
+	memset(t, 0, sizeof *t);
+	size_t n = strlen(base) + 8;
+	t->name = xmalloc(n);
+	snprintf(t->name, n, "%s__ws", base);
+	t->ndim = 2;
+	t->shape[0] = rows;
+	t->shape[1] = cols;
+	t->dtype = ARK_FP32;
+	t->role = ARK_ROLE_INTERNAL;
+	t->gpu = gpu;
+	t->producer = -1;
+	return g->n_tensors++;
+}
+
+/* An activation directly after a matmul, reading nothing else, can run in the matmul's epilogue. */
+static void plan_fusion(struct sched *s)
+{
+	struct graph *g = s->g;
+	for (int i = 0; i < g->n_ops; i++) {
+		struct op *o = &g->ops[i];
+		if (o->kind != ARK_OP_RELU && o->kind != ARK_OP_GELU && o->kind != ARK_OP_SILU)
+			continue;
+		const struct tensor *h = &g->tensors[o->in[0]];
+		if (h->producer < 0 || h->n_readers != 1 || h->role == ARK_ROLE_OUTPUT)
+			continue;
+		struct op *mm = &g->ops[h->producer];
+		if (mm->kind != ARK_OP_MATMUL || mm->gpu != o->gpu || s->plan[h->producer].act != ARK_ACT_NONE)
+			continue;
+		if (g->tensors[o->out[0]].dtype != h->dtype)
+			continue;
+		s->plan[i].fused_into = h->producer;
+		s->plan[h->producer].act = o->kind;
+		s->plan[h->producer].out_tensor = o->out[0];
+	}
+}
+
+/* Tile width for the output of a matmul: the widest that still gives about one tile per SM,
+ * never narrower than 32 bytes of a row (one memory sector). */
+static int pick_tn(int64_t mt, int64_t N, int64_t sms, int64_t min_tn)
+{
+	static const int cand[] = {128, 64, 32, 16, 8};
+	int tn = (int)min_tn;
+	for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
+		if (cand[i] < min_tn)
+			break;
+		if (mt * cdiv(N, cand[i]) * 4 >= sms * 3) {
+			tn = cand[i];
+			break;
+		}
+	}
+	return (int)imin(tn, imax(N, 1));
+}
+
+static void tile_matmul(struct sched *s, int oi)
+{
+	struct graph *g = s->g;
+	struct op *o = &g->ops[oi];
+	struct op_plan *pl = &s->plan[oi];
+	int a = o->in[0], b = o->in[1], bias = o->n_in > 2 ? o->in[2] : -1, out = pl->out_tensor;
+	int64_t M = s->rows[a], K = s->cols[a], N = s->cols[out];
+	int64_t es = esize(s, a), sms = s->opt.sms;
+	int tm = M <= 16 ? (int)M : M <= 256 ? 64 : 128;
+	int64_t mt = cdiv(M, tm);
+	int tn = pick_tn(mt, N, sms, es == 4 ? 8 : 16);
+	int64_t nt = cdiv(N, tn), tiles = mt * nt;
+	/* Split K while the layer has clearly fewer tiles than SMs, keeping chunks of >= 256. */
+	int64_t splits = 1;
+	if (tiles * 4 < sms * 3 && K >= 512) {
+		splits = imin(cdiv(sms, tiles), imin(32, K / 256));
+		int64_t kc = cdiv(cdiv(K, splits), 64) * 64;
+		splits = cdiv(K, kc);
+	}
+	int64_t kc = cdiv(K, splits);
+	if (splits > 1)
+		kc = cdiv(kc, 64) * 64;
+	pl->tm = tm;
+	pl->tn = tn;
+	pl->splits = (int)splits;
+	pl->first_vcta = s->n_vcta;
+	if (splits > 1)
+		pl->ws_tensor = add_internal(s, g->tensors[out].name, o->gpu, splits * M, N);
+	for (int64_t mi = 0; mi < mt; mi++)
+		for (int64_t ni = 0; ni < nt; ni++) {
+			int64_t m0 = mi * tm, m1 = imin(M, m0 + tm), n0 = ni * tn, n1 = imin(N, n0 + tn);
+			for (int64_t sp = 0; sp < splits; sp++) {
+				int64_t k0 = sp * kc, k1 = imin(K, k0 + kc);
+				struct vcta *v = new_vcta(s, oi, oi, splits > 1 ? ARK_T_MATMUL_PARTIAL : ARK_T_MATMUL);
+				v->m0 = (uint32_t)m0, v->m1 = (uint32_t)m1, v->n0 = (uint32_t)n0, v->n1 = (uint32_t)n1;
+				v->k0 = (uint32_t)k0, v->k1 = (uint32_t)k1, v->split = (uint32_t)sp;
+				add_read(v, a, m0, m1, k0, k1);
+				if (o->transpose_b)
+					add_read(v, b, n0, n1, k0, k1);
+				else
+					add_read(v, b, k0, k1, n0, n1);
+				if (splits > 1) {
+					v->write = (struct region){pl->ws_tensor, sp * M + m0, sp * M + m1, n0, n1};
+				} else {
+					if (bias >= 0)
+						add_read(v, bias, 0, 1, n0, n1);
+					v->write = (struct region){out, m0, m1, n0, n1};
+				}
+				v->flops = 2.0 * (double)((m1 - m0) * (n1 - n0) * (k1 - k0));
+				v->bytes = (double)(es * ((m1 - m0) * (k1 - k0) + (k1 - k0) * (n1 - n0)) +
+						    (splits > 1 ? 4 : es) * (m1 - m0) * (n1 - n0));
+				v->tc = es == 2;
+			}
+		}
+	if (splits > 1)
+		for (int64_t mi = 0; mi < mt; mi++)
+			for (int64_t ni = 0; ni < nt; ni++) {
+				int64_t m0 = mi * tm, m1 = imin(M, m0 + tm), n0 = ni * tn, n1 = imin(N, n0 + tn);
+				struct vcta *v = new_vcta(s, oi, oi, ARK_T_REDUCE);
+				v->m0 = (uint32_t)m0, v->m1 = (uint32_t)m1, v->n0 = (uint32_t)n0, v->n1 = (uint32_t)n1;
+				v->k0 = 0, v->k1 = (uint32_t)K;
+				/* Slices m0..m1 of every split: one region from the first to the last. */
+				add_read(v, pl->ws_tensor, m0, (splits - 1) * M + m1, n0, n1);
+				if (bias >= 0)
+					add_read(v, bias, 0, 1, n0, n1);
+				v->write = (struct region){out, m0, m1, n0, n1};
+				v->flops = (double)(splits * (m1 - m0) * (n1 - n0));
+				v->bytes = (double)((4 * splits + es) * (m1 - m0) * (n1 - n0));
+			}
+	pl->n_vcta = s->n_vcta - pl->first_vcta;
+}
+
+/* Region of input `in` that output box (r0..r1, c0..c1) of `out` needs under broadcasting. */
+static void bcast_read(struct sched *s, struct vcta *v, int in, int out, int64_t r0, int64_t r1, int64_t c0,
+		       int64_t c1)
+{
+	const struct tensor *ti = &s->g->tensors[in], *to = &s->g->tensors[out];
+	int same = ti->ndim == to->ndim && !memcmp(ti->shape, to->shape, sizeof(int64_t) * (size_t)to->ndim);
+	if (same) {
+		add_read(v, in, r0, r1, c0, c1);
+		return;
+	}
+	int64_t ri = s->rows[in], ci = s->cols[in];
+	int64_t rr0 = 0, rr1 = ri, cc0 = 0, cc1 = ci;
+	if (ci == s->cols[out])
+		cc0 = c0, cc1 = c1;
+	if (ri == s->rows[out])
+		rr0 = r0, rr1 = r1;
+	add_read(v, in, rr0, rr1, cc0, cc1);
+}
+
+static void tile_elementwise(struct sched *s, int oi)
+{
+	struct graph *g = s->g;
+	struct op *o = &g->ops[oi];
+	struct op_plan *pl = &s->plan[oi];
+	int out = o->out[0];
+	int64_t R = s->rows[out], C = s->cols[out], E = R * C, sms = s->opt.sms;
+	int64_t es = esize(s, out);
+	/* About one tile per SM, but at least 8 elements per thread of a 256-thread CTA. */
+	int64_t T = imax(1, imin(sms, cdiv(E, 2048)));
+	int64_t tr, tc;
+	if (R >= T) {
+		tr = cdiv(R, T);
+		tc = C;
+	} else {
+		tr = 1;
+		tc = imin(C, cdiv(cdiv(C, cdiv(T, R)), 8) * 8);
+	}
+	pl->tm = (int)imin(tr, INT32_MAX);
+	pl->tn = (int)imin(tc, INT32_MAX);
+	pl->first_vcta = s->n_vcta;
+	for (int64_t r0 = 0; r0 < R; r0 += tr)
+		for (int64_t c0 = 0; c0 < C; c0 += tc) {
+			int64_t r1 = imin(R, r0 + tr), c1 = imin(C, c0 + tc);
+			struct vcta *v = new_vcta(s, oi, oi, ARK_T_ELEMENTWISE);
+			v->m0 = (uint32_t)r0, v->m1 = (uint32_t)r1, v->n0 = (uint32_t)c0, v->n1 = (uint32_t)c1;
+			for (int i = 0; i < o->n_in; i++)
+				bcast_read(s, v, o->in[i], out, r0, r1, c0, c1);
+			v->write = (struct region){out, r0, r1, c0, c1};
+			v->flops = (double)((r1 - r0) * (c1 - c0) * 8);
+			v->bytes = (double)((o->n_in + 1) * es * (r1 - r0) * (c1 - c0));
+		}
+	pl->n_vcta = s->n_vcta - pl->first_vcta;
+}
+
+static void tile_rows(struct sched *s, int oi, enum ark_tmpl tmpl)
+{
+	struct graph *g = s->g;
+	struct op *o = &g->ops[oi];
+	struct op_plan *pl = &s->plan[oi];
+	int out = o->out[0];
+	int64_t R = s->rows[out], C = s->cols[out], es = esize(s, out);
+	int64_t tr = cdiv(R, imin(R, s->opt.sms));
+	pl->tm = (int)imin(tr, INT32_MAX);
+	pl->tn = (int)imin(C, INT32_MAX);
+	pl->first_vcta = s->n_vcta;
+	for (int64_t r0 = 0; r0 < R; r0 += tr) {
+		int64_t r1 = imin(R, r0 + tr);
+		struct vcta *v = new_vcta(s, oi, oi, tmpl);
+		v->m0 = (uint32_t)r0, v->m1 = (uint32_t)r1, v->n0 = 0, v->n1 = (uint32_t)C;
+		add_read(v, o->in[0], r0, r1, 0, C);
+		for (int i = 1; i < o->n_in; i++)
+			add_read(v, o->in[i], 0, 1, 0, C);
+		v->write = (struct region){out, r0, r1, 0, C};
+		v->flops = (double)((r1 - r0) * C * 6);
+		v->bytes = (double)(2 * es * (r1 - r0) * C);
+	}
+	pl->n_vcta = s->n_vcta - pl->first_vcta;
+}
+
+static void tile_copy(struct sched *s, int oi)
+{
+	struct graph *g = s->g;
+	struct op *o = &g->ops[oi];
+	struct op_plan *pl = &s->plan[oi];
+	int in = o->in[0], out = o->out[0];
+	int64_t R = s->rows[out], C = s->cols[out], E = R * C, es = esize(s, out);
+	int64_t T = imax(1, imin(s->opt.sms, cdiv(E, 4096)));
+	int64_t chunk = cdiv(cdiv(E, T), 8) * 8;
+	pl->tm = 1;
+	pl->tn = (int)imin(chunk, INT32_MAX);
+	pl->first_vcta = s->n_vcta;
+	for (int64_t e0 = 0; e0 < E; e0 += chunk) {
+		int64_t e1 = imin(E, e0 + chunk);
+		struct vcta *v = new_vcta(s, oi, oi, ARK_T_COPY);
+		v->k0 = (uint32_t)e0, v->k1 = (uint32_t)e1;
+		v->m0 = (uint32_t)(e0 / C), v->m1 = (uint32_t)cdiv(e1, C), v->n0 = 0, v->n1 = (uint32_t)C;
+		/* Whole rows touched by the element range. */
+		add_read(v, in, e0 / C, cdiv(e1, C), 0, C);
+		v->write = (struct region){out, e0 / C, cdiv(e1, C), 0, C};
+		v->bytes = (double)(2 * es * (e1 - e0));
+	}
+	pl->n_vcta = s->n_vcta - pl->first_vcta;
+}
+
+int tile_graph(struct sched *s, struct graph *g, const struct tile_opts *opt)
+{
+	memset(s, 0, sizeof *s);
+	s->g = g;
+	s->opt = *opt;
+	s->plan = xcalloc((size_t)g->n_ops, sizeof *s->plan);
+	for (int i = 0; i < g->n_ops; i++) {
+		s->plan[i].fused_into = -1;
+		s->plan[i].act = ARK_ACT_NONE;
+		s->plan[i].out_tensor = g->ops[i].out[0];
+		s->plan[i].splits = 1;
+		s->plan[i].ws_tensor = -1;
+	}
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct op *o = &g->ops[i];
+		if ((o->kind == ARK_OP_ALL_REDUCE || o->kind == ARK_OP_ALL_GATHER) ||
+		    (o->kind == ARK_OP_COPY && g->tensors[o->in[0]].gpu != o->gpu)) {
+			diag_error(g->file, o->line,
+				   "op '%s': %s across GPUs cannot be scheduled yet: this version of arkgen "
+				   "emits single-GPU loop kernels only",
+				   o->name, op_info[o->kind].name);
+			return -1;
+		}
+	}
+	if (opt->fuse)
+		plan_fusion(s);
+	/* 2-D views; the workspace tensors added below get theirs as they are made. */
+	int cap = g->n_tensors + g->n_ops;
+	s->rows = xcalloc((size_t)cap, sizeof *s->rows);
+	s->cols = xcalloc((size_t)cap, sizeof *s->cols);
+	for (int t = 0; t < g->n_tensors; t++) {
+		const struct tensor *T = &g->tensors[t];
+		s->cols[t] = T->shape[T->ndim - 1];
+		s->rows[t] = 1;
+		for (int d = 0; d < T->ndim - 1; d++)
+			s->rows[t] *= T->shape[d];
+	}
+	for (int k = 0; k < g->n_ops; k++) {
+		int oi = g->order[k];
+		if (s->plan[oi].fused_into >= 0)
+			continue;
+		int nt = g->n_tensors;
+		switch (g->ops[oi].kind) {
+		case ARK_OP_MATMUL: tile_matmul(s, oi); break;
+		case ARK_OP_SOFTMAX: tile_rows(s, oi, ARK_T_SOFTMAX); break;
+		case ARK_OP_LAYERNORM: tile_rows(s, oi, ARK_T_LAYERNORM); break;
+		case ARK_OP_RMSNORM: tile_rows(s, oi, ARK_T_RMSNORM); break;
+		case ARK_OP_COPY: tile_copy(s, oi); break;
+		default:
+			ARK_ASSERT(op_info[g->ops[oi].kind].flags & ARK_OPF_ELEMENTWISE);
+			tile_elementwise(s, oi);
+			break;
+		}
+		for (int t = nt; t < g->n_tensors; t++) {
+			s->rows[t] = g->tensors[t].shape[0];
+			s->cols[t] = g->tensors[t].shape[1];
+		}
+	}
+	/* Each vCTA's cost, in the form partition/ reads. */
+	s->flops = xmalloc((size_t)s->n_vcta * sizeof *s->flops);
+	s->bytes = xmalloc((size_t)s->n_vcta * sizeof *s->bytes);
+	s->tc = xmalloc((size_t)s->n_vcta);
+	s->group = xmalloc((size_t)s->n_vcta * sizeof *s->group);
+	for (int i = 0; i < s->n_vcta; i++) {
+		s->flops[i] = s->v[i].flops;
+		s->bytes[i] = s->v[i].bytes;
+		s->tc[i] = s->v[i].tc;
+		s->group[i] = s->v[i].op;
+	}
+	return 0;
+}
+
+void tile_dump(const struct sched *s, FILE *f)
+{
+	const struct graph *g = s->g;
+	fprintf(f, "# vCTAs of %s: %d\n", g->name, s->n_vcta);
+	for (int i = 0; i < s->n_vcta; i++) {
+		const struct vcta *v = &s->v[i];
+		fprintf(f, "v%-6d %-14s op %-12s rows %u:%u cols %u:%u k %u:%u", i, tmpl_name(v->tmpl),
+			g->ops[v->op].name, v->m0, v->m1, v->n0, v->n1, v->k0, v->k1);
+		if (v->tmpl == ARK_T_MATMUL_PARTIAL)
+			fprintf(f, " split %u", v->split);
+		fprintf(f, "  %.0f flop %.0f B\n", v->flops, v->bytes);
+		for (int r = 0; r < v->n_reads; r++) {
+			const struct region *R = &v->reads[r];
+			fprintf(f, "        reads  %s[%lld:%lld, %lld:%lld]\n", g->tensors[R->tensor].name,
+				(long long)R->r0, (long long)R->r1, (long long)R->c0, (long long)R->c1);
+		}
+		const struct region *W = &v->write;
+		fprintf(f, "        writes %s[%lld:%lld, %lld:%lld]\n", g->tensors[W->tensor].name, (long long)W->r0,
+			(long long)W->r1, (long long)W->c0, (long long)W->c1);
+	}
+}
+
+void sched_free(struct sched *s)
+{
+	free(s->plan);
+	free(s->v);
+	free(s->rows);
+	free(s->cols);
+	free(s->xadj);
+	free(s->adj);
+	free(s->ebytes);
+	free(s->hu);
+	free(s->hv);
+	free(s->keep);
+	free(s->offset);
+	free(s->flops);
+	free(s->bytes);
+	free(s->tc);
+	free(s->group);
+	memset(s, 0, sizeof *s);
+}
