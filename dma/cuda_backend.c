@@ -1,0 +1,190 @@
+/* cuda_backend.c: the DMA engine's CUDA backend: peer copies and flag writes on one stream per
+ * (source, destination) pair, and request rings in mapped pinned host memory.
+ *
+ * Flag writes use cuStreamWriteValue32 (resolved through cudaGetDriverEntryPointByVersion, so only
+ * cudart is linked): it is ordered after the copies before it on the same stream, carries a memory
+ * barrier, needs no host-side value buffer, and writes the destination GPU's counter through peer
+ * access. The alternative, a 4-byte cudaMemcpyAsync from pinned host memory, would need a pool of
+ * value slots that is never rewritten before its copy completed (tracked with events); the stream
+ * memory operation avoids that bookkeeping. Copies are issued without cudaSetDevice: a copy may be
+ * enqueued on a stream of any device. */
+#include <cuda.h>          /* driver API types only: CUstream, CUdeviceptr, CUresult */
+#include <cuda_runtime.h>
+#include <stdlib.h>
+
+#include "dma.h"
+
+typedef CUresult (*write_value32_fn)(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+				     unsigned int flags);
+
+struct dma_cuda {
+	int n;
+	char *arenas[DMA_MAX_GPUS];                        /* device pointer on GPU g */
+	uint32_t *counters[DMA_MAX_GPUS];                  /* device pointer on GPU g */
+	cudaStream_t streams[DMA_MAX_GPUS][DMA_MAX_GPUS];  /* [src][dst], created on src */
+	write_value32_fn write32;
+};
+
+#define CUDA_TRY(call)                                                                           \
+	do {                                                                                     \
+		cudaError_t err_ = (call);                                                       \
+		if (err_ != cudaSuccess) {                                                       \
+			dma_error("%s:%d: %s: %s", __FILE__, __LINE__, #call,                    \
+				  cudaGetErrorString(err_));                                     \
+			goto fail;                                                               \
+		}                                                                                \
+	} while (0)
+
+static int cuda_copy(void *ctx, int src, uint64_t src_off, int dst, uint64_t dst_off, uint64_t bytes)
+{
+	struct dma_cuda *c = ctx;
+
+	CUDA_TRY(cudaMemcpyPeerAsync(c->arenas[dst] + dst_off, dst, c->arenas[src] + src_off, src,
+				     bytes, c->streams[src][dst]));
+	return DMA_OK;
+fail:
+	return DMA_ERR;
+}
+
+static int cuda_signal(void *ctx, int src, int dst, int flag_gpu, uint32_t flag_index,
+		       uint32_t value)
+{
+	struct dma_cuda *c = ctx;
+	CUresult r = c->write32((CUstream)c->streams[src][dst],
+				(CUdeviceptr)(uintptr_t)(c->counters[flag_gpu] + flag_index), value,
+				CU_STREAM_WRITE_VALUE_DEFAULT);
+
+	if (r != CUDA_SUCCESS)
+		return dma_error("cuStreamWriteValue32 (GPU %d -> GPU %d, flag %u of GPU %d): CUresult %d",
+				 src, dst, flag_index, flag_gpu, (int)r);
+	return DMA_OK;
+}
+
+static int resolve_write32(struct dma_cuda *c)
+{
+	enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+	void *fn = NULL;
+
+	CUDA_TRY(cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000, cudaEnableDefault,
+						  &q));
+	if (q != cudaDriverEntryPointSuccess || fn == NULL)
+		return dma_error("dma cuda: the driver has no cuStreamWriteValue32 (query result %d)", (int)q);
+	c->write32 = (write_value32_fn)fn;
+	return DMA_OK;
+fail:
+	return DMA_ERR;
+}
+
+int dma_cuda_create(struct dma_cuda **out, int n, void *const *arenas, uint32_t *const *counters,
+		    struct dma_backend *be)
+{
+	struct dma_cuda *c;
+	int prev = 0, have_prev, ndev = 0;
+
+	*out = NULL;
+	if (n < 1 || n > DMA_MAX_GPUS)
+		return dma_error("dma cuda: %d GPUs, expected 1 to %d", n, DMA_MAX_GPUS);
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return dma_error("dma cuda: out of memory");
+	c->n = n;
+	have_prev = cudaGetDevice(&prev) == cudaSuccess;
+	CUDA_TRY(cudaGetDeviceCount(&ndev));
+	if (ndev < n) {
+		dma_error("dma cuda: %d GPUs requested, %d present", n, ndev);
+		goto fail;
+	}
+	if (resolve_write32(c) != DMA_OK)
+		goto fail;
+	for (int g = 0; g < n; g++) {
+		c->arenas[g] = arenas[g];
+		c->counters[g] = counters[g];
+	}
+	for (int s = 0; s < n; s++) {
+		CUDA_TRY(cudaSetDevice(s));
+		for (int d = 0; d < n; d++) {
+			if (d != s) {
+				int can = 0;
+				cudaError_t err;
+
+				CUDA_TRY(cudaDeviceCanAccessPeer(&can, s, d));
+				if (!can) {
+					dma_error("dma cuda: GPU %d cannot access GPU %d (flag writes need peer access)",
+						  s, d);
+					goto fail;
+				}
+				err = cudaDeviceEnablePeerAccess(d, 0);
+				if (err == cudaErrorPeerAccessAlreadyEnabled)
+					(void)cudaGetLastError();
+				else
+					CUDA_TRY(err);
+			}
+			CUDA_TRY(cudaStreamCreateWithFlags(&c->streams[s][d], cudaStreamNonBlocking));
+		}
+	}
+	if (have_prev)
+		cudaSetDevice(prev);
+	be->ctx = c;
+	be->copy = cuda_copy;
+	be->signal = cuda_signal;
+	*out = c;
+	return DMA_OK;
+fail:
+	dma_cuda_destroy(c);
+	if (have_prev)
+		cudaSetDevice(prev);
+	return DMA_ERR;
+}
+
+int dma_cuda_sync(struct dma_cuda *c)
+{
+	for (int s = 0; s < c->n; s++)
+		for (int d = 0; d < c->n; d++)
+			if (c->streams[s][d])
+				CUDA_TRY(cudaStreamSynchronize(c->streams[s][d]));
+	return DMA_OK;
+fail:
+	return DMA_ERR;
+}
+
+void dma_cuda_destroy(struct dma_cuda *c)
+{
+	if (c == NULL)
+		return;
+	for (int s = 0; s < c->n; s++)
+		for (int d = 0; d < c->n; d++)
+			if (c->streams[s][d]) {
+				cudaStreamSynchronize(c->streams[s][d]);
+				cudaStreamDestroy(c->streams[s][d]);
+			}
+	free(c);
+}
+
+int dma_cuda_ring_alloc(struct dma_ring *r, uint32_t capacity, struct dma_ring_shm **dev)
+{
+	size_t bytes = dma_ring_bytes(capacity);
+	void *mem = NULL, *dptr = NULL;
+
+	if (bytes == 0)
+		return dma_error("dma ring: capacity %u is not a power of two in [1, %u]", capacity,
+				 DMA_RING_MAX_CAPACITY);
+	CUDA_TRY(cudaHostAlloc(&mem, bytes, cudaHostAllocMapped | cudaHostAllocPortable));
+	if (dma_ring_init(r, mem, capacity) != DMA_OK)
+		goto fail;
+	CUDA_TRY(cudaHostGetDevicePointer(&dptr, mem, 0));
+	*dev = dptr;
+	return DMA_OK;
+fail:
+	if (mem)
+		cudaFreeHost(mem);
+	r->shm = NULL;
+	return DMA_ERR;
+}
+
+void dma_cuda_ring_free(struct dma_ring *r)
+{
+	if (r->shm)
+		cudaFreeHost(r->shm);
+	r->shm = NULL;
+	r->slots = NULL;
+}

@@ -1,0 +1,229 @@
+/* dma.h: the software DMA engine: request rings written by GPUs, a busy-polling CPU dispatcher and
+ * its pluggable copy backends. Plain C (the layout is shared with dma_device.cuh).
+ *
+ * ---- The request ring --------------------------------------------------------------------------
+ * One ring per GPU, in memory that its GPU can write (mapped pinned host memory in production,
+ * any 64-byte aligned block in tests). Layout of the block (dma_ring_bytes(capacity) bytes):
+ *
+ *   offset   0  struct dma_ring_shm  line 0: head      next ticket; producers only (atomic add)
+ *                                    line 1: tail      tickets consumed; dispatcher only
+ *                                    line 2: magic, capacity, mask   constant after init
+ *   offset 192  struct dma_req slots[capacity]         64 bytes each (one cache line)
+ *
+ * Tickets are 32-bit and wrap; every comparison is a signed difference. Ticket t lives in slot
+ * t & mask; the slot is valid for ticket t when slot.seq == t + 1 (so seq values of successive laps
+ * differ, and the initial value of slot i is i + 1 - capacity: "consumed in lap -1").
+ *
+ * Producer (a GPU thread through dma_dev_push in dma_device.cuh, or a CPU thread through
+ * dma_ring_push / dma_ring_try_push; never both kinds on one ring, because atomics on mapped
+ * memory are not atomic between the CPU and the GPU):
+ *   1. t = atomic_add(&head, 1)                              reserve a ticket
+ *   2. while ((int32_t)(t - tail) >= capacity) spin          back-pressure: never overwrite
+ *      (tail is read with acquire, so the dispatcher's reads of the previous lap happen before)
+ *   3. write every field of slots[t & mask] except seq
+ *   4. store-release seq = t + 1 (GPU: __threadfence_system(); st.release.sys)
+ * Consumer (the dispatcher, one CPU thread for all rings; it never reads head):
+ *   1. load-acquire seq of slots[tail & mask]; if != tail + 1 nothing is ready (yet)
+ *   2. copy the request out, validate it, hand it to the backend (asynchronous copies)
+ *   3. store-release tail = tail + 1
+ * A ticket that is reserved but not yet published blocks the ring behind it: requests are served
+ * strictly in ticket order, per ring. Rings are served round robin.
+ *
+ * ---- Completion flags --------------------------------------------------------------------------
+ * A request carries flag_value, the value that the receiver's flag (flag_index in the counter array
+ * of dst_gpu) holds once the whole request arrived. A request of n chunks raises it chunk by chunk:
+ * chunk k (0-based) sets flag_value - (n - 1 - k), so a receiver may start on the first chunk. With
+ * DMA_F_SRC_FLAG the sender's flag (src_flag_index on src_gpu) is set to src_flag_value after the
+ * last chunk: the source buffer may then be reused. Flag writes are absolute stores (not adds),
+ * issued on the same stream as the copies, so they never overtake the data.
+ *
+ * Functions return DMA_OK (0), DMA_FULL (try_push on a full ring) or DMA_ERR (-1, message in
+ * dma_last_error(), per thread). Rejected requests are reported through the engine instead
+ * (dma_engine_last_error, engine->failed), because they are found on the dispatcher thread.
+ */
+#ifndef DMA_H
+#define DMA_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { DMA_OK = 0, DMA_ERR = -1, DMA_FULL = 1 };
+
+#define DMA_MAX_GPUS 8
+#define DMA_RING_MAGIC 0x474e5244u        /* "DRNG" */
+#define DMA_RING_MAX_CAPACITY (1u << 24)
+#define DMA_DEFAULT_CHUNK_BYTES (1u << 20)
+#define DMA_DEFAULT_IDLE_US 200
+#define DMA_DEFAULT_SLEEP_US 30
+
+/* dma_req.flags */
+#define DMA_F_SRC_FLAG 1u                 /* also set the sender's flag after the last chunk */
+#define DMA_F_KNOWN (DMA_F_SRC_FLAG)      /* any other bit is rejected */
+
+/* One transfer: bytes from (src_gpu, src_off) to (dst_gpu, dst_off), offsets into the GPUs' arenas. */
+struct dma_req {
+	uint32_t seq;            /* ticket + 1, written last (release) by the producer */
+	uint32_t src_gpu, dst_gpu;
+	uint32_t flags;          /* DMA_F_* */
+	uint64_t src_off, dst_off, bytes;
+	uint32_t flag_index;     /* receiver's flag: counters[dst_gpu][flag_index] */
+	uint32_t flag_value;     /* its value once the whole request arrived */
+	uint32_t src_flag_index; /* sender's flag, with DMA_F_SRC_FLAG: counters[src_gpu][...] */
+	uint32_t src_flag_value;
+	uint32_t pad[2];         /* to one cache line */
+};
+
+/* The shared header at the start of the ring memory. */
+struct dma_ring_shm {
+	uint32_t head;           /* next ticket to reserve: producers, atomic add */
+	uint32_t pad0[15];
+	uint32_t tail;           /* tickets consumed: dispatcher, store-release */
+	uint32_t pad1[15];
+	uint32_t magic, capacity, mask;
+	uint32_t pad2[13];
+};
+
+#define DMA_RING_HDR_BYTES 192
+
+#ifndef __cplusplus
+_Static_assert(sizeof(struct dma_req) == 64, "dma_req is one cache line");
+_Static_assert(sizeof(struct dma_ring_shm) == DMA_RING_HDR_BYTES, "ring header layout");
+#endif
+
+#ifdef __CUDACC__
+#define DMA_HD __host__ __device__
+#else
+#define DMA_HD
+#endif
+
+/* The slots of a ring whose shared memory starts at shm (works on host and device pointers). */
+static inline DMA_HD struct dma_req *dma_ring_slots(struct dma_ring_shm *shm)
+{
+	return (struct dma_req *)((char *)shm + DMA_RING_HDR_BYTES);
+}
+
+/* Host handle of a ring (a few pointers; copies of it refer to the same ring). */
+struct dma_ring {
+	struct dma_ring_shm *shm;
+	struct dma_req *slots;   /* [capacity] */
+	uint32_t capacity, mask;
+};
+
+/* Bytes of ring memory for capacity slots; 0 if capacity is not a power of two in
+ * [1, DMA_RING_MAX_CAPACITY]. */
+size_t dma_ring_bytes(uint32_t capacity);
+/* Lays out an empty ring in mem (dma_ring_bytes(capacity) bytes, 64-byte aligned). */
+int dma_ring_init(struct dma_ring *r, void *mem, uint32_t capacity);
+/* Same, with head = tail = first_ticket (tests use it to cross the 32-bit wrap). */
+int dma_ring_init_at(struct dma_ring *r, void *mem, uint32_t capacity, uint32_t first_ticket);
+/* Handle of a ring that dma_ring_init laid out in mem (checks magic and capacity). */
+int dma_ring_attach(struct dma_ring *r, void *mem);
+
+/* CPU producers (tests, host-side transfers). req->seq is ignored. Blocking: waits (spins, then
+ * yields) while the ring is full. */
+int dma_ring_push(struct dma_ring *r, const struct dma_req *req);
+/* Non-blocking: DMA_FULL without reserving anything when the ring has no free slot. */
+int dma_ring_try_push(struct dma_ring *r, const struct dma_req *req);
+/* Tickets reserved but not yet consumed (a snapshot). */
+uint32_t dma_ring_pending(const struct dma_ring *r);
+/* Tickets consumed so far (the tail). */
+uint32_t dma_ring_consumed(const struct dma_ring *r);
+
+/* ---- backends ------------------------------------------------------------------------------ */
+/* Both calls only enqueue work (in order per (src_gpu, dst_gpu) pair) and return 0, or nonzero on
+ * failure (after dma_error() with the reason: the engine quotes it). signal sets counters[flag_gpu][flag_index] = value after every copy enqueued before it on
+ * the (src_gpu, dst_gpu) pair; flag_gpu is dst_gpu for the receiver's flag, src_gpu for the
+ * sender's. */
+struct dma_backend {
+	void *ctx;
+	int (*copy)(void *ctx, int src_gpu, uint64_t src_off, int dst_gpu, uint64_t dst_off,
+		    uint64_t bytes);
+	int (*signal)(void *ctx, int src_gpu, int dst_gpu, int flag_gpu, uint32_t flag_index,
+		      uint32_t value);
+};
+
+/* ---- the dispatcher ------------------------------------------------------------------------- */
+struct dma_options {
+	uint64_t chunk_bytes;                  /* largest copy handed to the backend; 0: 1 MiB */
+	uint32_t idle_us;                      /* busy-poll this long without work, then back off; 0: 200 */
+	uint32_t sleep_us;                     /* back-off sleep between polls; 0: 30 */
+	uint64_t arena_bytes[DMA_MAX_GPUS];    /* size of each GPU's arena: requests must fit in it */
+	uint32_t n_flags[DMA_MAX_GPUS];        /* flags per GPU; 0: flag indices are not checked */
+};
+
+struct dma_stats {
+	uint64_t requests;       /* accepted and handed to the backend */
+	uint64_t bytes;          /* bytes of accepted requests */
+	uint64_t chunks;         /* copies handed to the backend */
+	uint64_t rejected;       /* invalid requests skipped */
+	uint64_t backend_errors; /* requests the backend failed on (rest of the request skipped) */
+};
+
+/* One dispatcher thread over n rings (ring g belongs to GPU g). The caller owns the memory; the
+ * fields below the line are private. */
+struct dma_engine {
+	int failed;              /* set (atomically) once a request was rejected or the backend
+				  * failed; cleared by dma_engine_start */
+	/* ---- private ---- */
+	struct dma_ring rings[DMA_MAX_GPUS];
+	int n_rings;
+	struct dma_backend be;
+	struct dma_options opt;
+	pthread_t thread;
+	pthread_mutex_t err_lock;
+	int running;             /* controlling thread only */
+	int stop, pause_req, paused;
+	struct dma_stats stats;  /* single writer: the dispatcher */
+	char err[256];           /* last rejection, under err_lock */
+	char err_copy[256];      /* what dma_engine_last_error returned */
+};
+
+/* Starts the dispatcher over rings[0 .. n) (n <= DMA_MAX_GPUS, n = number of GPUs; src_gpu and
+ * dst_gpu must be below n). Resets stats, failed and the last error. The rings keep their state
+ * between runs, so a restarted engine continues where the previous one stopped. */
+int dma_engine_start(struct dma_engine *e, const struct dma_ring *rings, int n,
+		     const struct dma_backend *be, const struct dma_options *opt);
+/* Stops the dispatcher: every request published before the call (in ticket order, up to the first
+ * reserved but unpublished ticket of each ring) is handed to the backend before it returns; later
+ * ones stay in their rings for the next start. Copies stats into *st if st is not NULL. */
+int dma_engine_stop(struct dma_engine *e, struct dma_stats *st);
+/* Snapshot of the counters while running (or after stop). */
+void dma_engine_stats(struct dma_engine *e, struct dma_stats *st);
+/* Description of the last rejected request or backend failure ("" if none). The string stays
+ * valid until the next call; call it from one thread at a time. */
+const char *dma_engine_last_error(struct dma_engine *e);
+/* Test and debug hook: pause != 0 returns once the dispatcher has stopped taking requests;
+ * pause == 0 lets it continue. dma_engine_stop drains even a paused engine. */
+void dma_engine_pause(struct dma_engine *e, int pause);
+
+/* Message of the last failed dma_* call of this thread ("" if none). */
+const char *dma_last_error(void);
+int dma_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- the CUDA backend (cuda_backend.c) ---------------------------------------------------- */
+struct dma_cuda;
+/* A backend over n GPUs: arenas[g] and counters[g] are device pointers on GPU g (the arena and the
+ * flag array the loop kernel waits on). Enables peer access between every pair, creates one
+ * non-blocking stream per (src, dst) pair on the source GPU, and resolves cuStreamWriteValue32.
+ * Fills *be. */
+int dma_cuda_create(struct dma_cuda **out, int n, void *const *arenas, uint32_t *const *counters,
+		    struct dma_backend *be);
+/* Waits until every enqueued copy and flag write has completed. */
+int dma_cuda_sync(struct dma_cuda *c);
+/* Syncs, destroys the streams and frees c (NULL is fine). */
+void dma_cuda_destroy(struct dma_cuda *c);
+/* A ring in mapped pinned host memory; *dev gets the device pointer of its shared part (pass it to
+ * dma_dev_push). */
+int dma_cuda_ring_alloc(struct dma_ring *r, uint32_t capacity, struct dma_ring_shm **dev);
+void dma_cuda_ring_free(struct dma_ring *r);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
