@@ -121,7 +121,9 @@ static int ref_matmul(const struct ref_ctx *c)
 	const struct ark_tensor *a = in_t(c, 0), *b = in_t(c, 1), *o = out_t(c, 0);
 	char s1[96], s2[96];
 	int64_t K = last_dim(a), M = K ? ark_tensor_elems(a) / K : 0, N, bk;
-	float *fa = NULL, *fbt = NULL, *fbias = NULL;
+	float *fa = NULL, *fb = NULL, *fbias = NULL; /* fa [M, K], fb [rows, N or K], fbias [N] */
+	double *acc = NULL;                          /* acc [M, N] */
+	int64_t rows;
 	int rc = ARK_ERR;
 
 	if (b->ndim != 2)
@@ -141,32 +143,60 @@ static int ref_matmul(const struct ref_ctx *c)
 
 	if (!(fa = load_f32(c, 0, M * K)))
 		goto out;
-	/* fbt [N, K]: b transposed so that the inner loop runs over contiguous memory */
-	if (!(fbt = malloc((size_t)(N * K > 0 ? N * K : 1) * sizeof *fbt))) {
+	if (c->op->n_in == 3 && !(fbias = load_f32(c, 2, N)))
+		goto out;
+	/* acc [M, N] in double; b is converted to float a block of its rows at a time (about 16 MiB), so
+	 * a large weight is never copied whole, and every inner loop runs over contiguous memory */
+	rows = N * K > 0 ? (int64_t)((16u << 20) / sizeof(float)) / (c->op->transpose_b ? K : N) : 1;
+	rows = rows < 1 ? 1 : rows;
+	if (!(acc = malloc((size_t)(M * N > 0 ? M * N : 1) * sizeof *acc)) ||
+	    !(fb = malloc((size_t)(rows * (c->op->transpose_b ? K : N)) * sizeof *fb))) {
 		REF_ERR(c, "out of memory");
 		goto out;
 	}
-	for (int64_t n = 0; n < N; n++)
-		for (int64_t k = 0; k < K; k++)
-			fbt[n * K + k] = ark_get(in_b(c, 1), b->dtype, c->op->transpose_b ? n * K + k : k * N + n);
-	if (c->op->n_in == 3 && !(fbias = load_f32(c, 2, N)))
-		goto out;
-
-	for (int64_t m = 0; m < M; m++) {
-		const float *ar = fa + m * K;
-		for (int64_t n = 0; n < N; n++) {
-			const float *br = fbt + n * K;
-			double acc = fbias ? fbias[n] : 0.0;
-			for (int64_t k = 0; k < K; k++)
-				acc += (double)ar[k] * br[k];
-			ark_set(out_b(c, 0), o->dtype, m * N + n, (float)acc);
+	for (int64_t m = 0; m < M; m++)
+		for (int64_t n = 0; n < N; n++)
+			acc[m * N + n] = fbias ? fbias[n] : 0.0;
+	if (c->op->transpose_b) {
+		/* b [N, K]: out[m][n] += dot(a[m][:], b[n][:]) over blocks of n */
+		for (int64_t n0 = 0; n0 < N; n0 += rows) {
+			int64_t n1 = n0 + rows < N ? n0 + rows : N;
+			for (int64_t e = n0 * K; e < n1 * K; e++)
+				fb[e - n0 * K] = ark_get(in_b(c, 1), b->dtype, e);
+			for (int64_t m = 0; m < M; m++)
+				for (int64_t n = n0; n < n1; n++) {
+					const float *ar = fa + m * K, *br = fb + (n - n0) * K;
+					double d = 0;
+					for (int64_t k = 0; k < K; k++)
+						d += (double)ar[k] * br[k];
+					acc[m * N + n] += d;
+				}
+		}
+	} else {
+		/* b [K, N]: out[m][:] += a[m][k] * b[k][:] over blocks of k */
+		for (int64_t k0 = 0; k0 < K; k0 += rows) {
+			int64_t k1 = k0 + rows < K ? k0 + rows : K;
+			for (int64_t e = k0 * N; e < k1 * N; e++)
+				fb[e - k0 * N] = ark_get(in_b(c, 1), b->dtype, e);
+			for (int64_t m = 0; m < M; m++) {
+				double *cr = acc + m * N;
+				for (int64_t k = k0; k < k1; k++) {
+					const float *br = fb + (k - k0) * N;
+					double av = fa[m * K + k];
+					for (int64_t n = 0; n < N; n++)
+						cr[n] += av * br[n];
+				}
+			}
 		}
 	}
+	for (int64_t e = 0; e < M * N; e++)
+		ark_set(out_b(c, 0), o->dtype, e, (float)acc[e]);
 	rc = ARK_OK;
 out:
 	free(fa);
-	free(fbt);
+	free(fb);
 	free(fbias);
+	free(acc);
 	return rc;
 }
 
@@ -443,15 +473,15 @@ int ark_ref_run(const struct ark_model *m, void *const *bufs)
 {
 	for (int i = 0; i < m->n_ops; i++) {
 		const struct ark_op *op = &m->ops[i];
-		for (int j = 0; j < op->n_in + op->n_out && j < 2 * ARK_MAX_IO; j++) {
+		if (op->n_in > ARK_MAX_IO || op->n_out > ARK_MAX_IO)
+			return ark_error("reference of op '%s': %d inputs and %d outputs", op_name(op), op->n_in,
+					 op->n_out);
+		for (int j = 0; j < op->n_in + op->n_out; j++) {
 			int t = j < op->n_in ? op->in[j] : op->out[j - op->n_in];
 			if (t < 0 || t >= m->n_tensors)
 				return ark_error("reference of op '%s': tensor index %d out of range (model has %d)",
 						 op_name(op), t, m->n_tensors);
 		}
-		if (op->n_in > ARK_MAX_IO || op->n_out > ARK_MAX_IO)
-			return ark_error("reference of op '%s': %d inputs and %d outputs", op_name(op), op->n_in,
-					 op->n_out);
 		if (ark_ref_op(op, m->tensors, bufs))
 			return ARK_ERR;
 	}

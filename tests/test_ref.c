@@ -281,6 +281,37 @@ static void test_matmul_batch(void **state)
 	assert_near(c, (const double[]){1.25, -9.125, 9.25, -2.5, -5.5, 7, -5.5, -1.5}, 8, 1e-6);
 }
 
+/* a [3, 64] . b [64, 70000] and b^T [70000, 64]: b is larger than the block of rows the reference
+ * converts at a time (both layouts take two blocks); checked against a plain triple loop */
+static void test_matmul_large(void **state)
+{
+	enum { M = 3, K = 64, N = 70000 };
+	float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * K * N);
+	float *c = malloc(sizeof(float) * M * N);
+	double *want = malloc(sizeof(double) * M * N);
+	assert_true(a && b && c && want);
+	ark_fill_random(a, ARK_FP32, M * K, 1, 1.0f);
+	ark_fill_random(b, ARK_FP32, (int64_t)K * N, 2, 1.0f);
+	for (int tr = 0; tr < 2; tr++) {
+		struct ark_tensor t[3] = {T32("a", M, K), tr ? T32("b", N, K) : T32("b", K, N), T32("c", M, N)};
+		struct ark_op op = {.name = "big", .kind = ARK_OP_MATMUL, .n_in = 2, .n_out = 1, .in = {0, 1},
+				    .out = {2}, .transpose_b = (uint8_t)tr};
+		for (int m = 0; m < M; m++)
+			for (int n = 0; n < N; n++) {
+				double d = 0;
+				for (int k = 0; k < K; k++)
+					d += (double)a[m * K + k] * (tr ? b[(size_t)n * K + k] : b[(size_t)k * N + n]);
+				want[(size_t)m * N + n] = d;
+			}
+		assert_int_equal(ark_ref_op(&op, t, (void *[]){a, b, c}), ARK_OK);
+		assert_near(c, want, M * N, 1e-6);
+	}
+	free(a);
+	free(b);
+	free(c);
+	free(want);
+}
+
 /* fp16 and bf16 outputs are the double result rounded once */
 static void test_matmul_lowp_out(void **state)
 {
@@ -557,6 +588,7 @@ int main(void)
 		cmocka_unit_test(test_compare),
 		cmocka_unit_test(test_matmul),
 		cmocka_unit_test(test_matmul_batch),
+		cmocka_unit_test(test_matmul_large),
 		cmocka_unit_test(test_matmul_lowp_out),
 		cmocka_unit_test(test_add_mul_broadcast),
 		cmocka_unit_test(test_unary),
