@@ -1,0 +1,284 @@
+/* ark_loop.cuh: the persistent loop kernel: one CTA per SM walks its task list every iteration,
+ * waiting on and signalling monotonic counters; the host drives it through the doorbell
+ * (ark_proto.h). Included by generated files after ark_tiles.cuh, with ARK_THREADS, ARK_SMEM_BYTES
+ * and ARK_SMS defined; ARK_DEFINE_LOOP() then defines ark_loop_kernel and ark_launch. */
+#ifndef ARK_LOOP_CUH
+#define ARK_LOOP_CUH
+
+#include <stdint.h>
+#include <cuda_runtime.h>
+
+#include "ark_task.h"
+#include "ark_proto.h"
+#include "ark_model.h"
+
+#if !defined(ARK_THREADS) || !defined(ARK_SMEM_BYTES) || !defined(ARK_SMS)
+#error "define ARK_THREADS, ARK_SMEM_BYTES and ARK_SMS before including ark_loop.cuh"
+#endif
+
+#define ARK_ABORT_EVERY 4096 /* spins between two reads of bell->abort (a system-memory read) */
+#define ARK_SUBMIT_ABORT_EVERY 64 /* SM 0's submit polls already read system memory */
+
+extern __shared__ __align__(128) char ark_smem[];
+
+/* ---- memory-model primitives ------------------------------------------------------------------ */
+/* Pointers are generic; on every architecture we target a global address is its own generic address,
+ * the conversion is spelled out anyway. Mapped host memory is reached through its device pointer. */
+
+static __device__ __forceinline__ uint32_t ark_ld_acquire_gpu(const uint32_t *p)
+{
+	uint32_t v;
+	asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+		     : "=r"(v)
+		     : "l"(__cvta_generic_to_global(p))
+		     : "memory");
+	return v;
+}
+
+static __device__ __forceinline__ uint64_t ark_ld_acquire_sys_u64(const void *p)
+{
+	uint64_t v;
+	asm volatile("ld.acquire.sys.global.u64 %0, [%1];"
+		     : "=l"(v)
+		     : "l"(__cvta_generic_to_global(p))
+		     : "memory");
+	return v;
+}
+
+static __device__ __forceinline__ uint32_t ark_ld_relaxed_sys(const uint32_t *p)
+{
+	uint32_t v;
+	asm volatile("ld.relaxed.sys.global.u32 %0, [%1];"
+		     : "=r"(v)
+		     : "l"(__cvta_generic_to_global(p))
+		     : "memory");
+	return v;
+}
+
+static __device__ __forceinline__ void ark_st_release_gpu(uint32_t *p, uint32_t v)
+{
+	asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "r"(v)
+		     : "memory");
+}
+
+static __device__ __forceinline__ void ark_st_release_sys(uint32_t *p, uint32_t v)
+{
+	asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "r"(v)
+		     : "memory");
+}
+
+static __device__ __forceinline__ void ark_st_relaxed_sys(uint32_t *p, uint32_t v)
+{
+	asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "r"(v)
+		     : "memory");
+}
+
+static __device__ __forceinline__ void ark_red_release_gpu_add(uint32_t *p, uint32_t v)
+{
+	asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "r"(v)
+		     : "memory");
+}
+
+static __device__ __forceinline__ unsigned long long ark_globaltimer(void)
+{
+	unsigned long long t;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+	return t;
+}
+
+static __device__ __forceinline__ void ark_prefetch_l2(const void *p)
+{
+	asm volatile("prefetch.global.L2 [%0];" ::"l"(__cvta_generic_to_global(p)));
+}
+
+/* ---- thread 0's waits ------------------------------------------------------------------------- */
+
+/* Records where this CTA was when it saw the abort flag. */
+static __device__ void ark_diag(struct ark_bell *bell, int sm, uint32_t where, uint32_t iter, uint32_t task,
+				uint32_t counter, uint32_t want, uint32_t seen)
+{
+	struct ark_bell_sm *d = &bell->sm[sm];
+	ark_st_relaxed_sys(&d->iter, iter);
+	ark_st_relaxed_sys(&d->task, task);
+	ark_st_relaxed_sys(&d->counter, counter);
+	ark_st_relaxed_sys(&d->want, want);
+	ark_st_relaxed_sys(&d->seen, seen);
+	ark_st_release_sys(&d->where, where); /* last: the host reads the record once exited counts it */
+}
+
+/* Spins until (int32_t)(counters[c] - want) >= 0. Returns 0, or 1 on abort (after the record). */
+static __device__ int ark_wait_counter(const struct ark_kargs &a, uint32_t c, uint32_t want, uint32_t where,
+				       uint32_t iter, uint32_t task)
+{
+	const uint32_t *p = a.counters + c;
+	for (uint32_t spins = 1;; spins++) {
+		uint32_t v = ark_ld_acquire_gpu(p);
+		if ((int32_t)(v - want) >= 0)
+			return 0;
+		if (spins % ARK_ABORT_EVERY == 0 && ark_ld_relaxed_sys(&a.bell->abort)) {
+			ark_diag(a.bell, blockIdx.x, where, iter, task, c, want, v);
+			return 1;
+		}
+	}
+}
+
+/* SM 0: waits for the host's next submit (or stop, or abort) and publishes it to the other SMs.
+ * Returns the published word. */
+static __device__ uint32_t ark_wait_submit(const struct ark_kargs &a, uint32_t iter)
+{
+	for (uint32_t spins = 1;; spins++) {
+		uint64_t w = ark_ld_acquire_sys_u64(&a.bell->submit); /* submit | stop << 32 */
+		uint32_t sub = (uint32_t)w, stop = (uint32_t)(w >> 32);
+		uint32_t out = 0;
+		if (stop)
+			out = ARK_ITER_STOP;
+		else if ((sub & ARK_ITER_MASK) != iter)
+			out = sub;
+		else if (spins % ARK_SUBMIT_ABORT_EVERY == 0 && ark_ld_relaxed_sys(&a.bell->abort)) {
+			ark_diag(a.bell, 0, ARK_WHERE_SUBMIT, iter, 0, 0, iter + 1, sub);
+			out = ARK_ITER_ABORT;
+		}
+		if (out) {
+			ark_st_release_gpu(a.counters + ARK_CTR_ITER, out);
+			return out;
+		}
+	}
+}
+
+/* Other SMs: wait for SM 0 to publish an iteration other than `iter`. Returns the word. */
+static __device__ uint32_t ark_wait_iter(const struct ark_kargs &a, uint32_t iter)
+{
+	const uint32_t *p = a.counters + ARK_CTR_ITER;
+	for (uint32_t spins = 1;; spins++) {
+		uint32_t v = ark_ld_acquire_gpu(p);
+		if (v == ARK_ITER_STOP || v == ARK_ITER_ABORT || (v & ARK_ITER_MASK) != iter)
+			return v;
+		if (spins % ARK_ABORT_EVERY == 0 && ark_ld_relaxed_sys(&a.bell->abort)) {
+			ark_diag(a.bell, blockIdx.x, ARK_WHERE_ITER, iter, 0, ARK_CTR_ITER, iter + 1, v);
+			return ARK_ITER_ABORT;
+		}
+	}
+}
+
+/* Waits of task `ti` of iteration `iter`: returns 1 on abort. */
+static __device__ int ark_wait_task(const struct ark_kargs &a, const struct ark_task &t, uint32_t ti, uint32_t iter)
+{
+	for (uint32_t k = 0; k < t.n_wait; k++) {
+		const struct ark_wait w = a.waits[t.wait0 + k];
+		uint32_t want = (iter - 1) * w.per_iter + w.need;
+		if (ark_wait_counter(a, w.counter, want, ARK_WHERE_COUNTER, iter, ti))
+			return 1;
+	}
+	return 0;
+}
+
+/* Makes this CTA's writes visible at GPU scope, then counts one signal. Thread 0 only, after a
+ * __syncthreads() that follows every thread's last write. */
+static __device__ __forceinline__ void ark_signal(const struct ark_kargs &a, int32_t counter)
+{
+	if (counter >= 0) {
+		__threadfence();
+		ark_red_release_gpu_add(a.counters + counter, 1);
+	}
+}
+
+/* ---- the loop --------------------------------------------------------------------------------- */
+
+static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
+{
+	__shared__ uint32_t s_word;  /* iteration word, broadcast by thread 0 */
+	__shared__ int s_leave;      /* thread 0 saw the abort flag */
+	const int tid = threadIdx.x, sm = blockIdx.x;
+	const uint32_t beg = a.sm_begin[sm], end = a.sm_begin[sm + 1];
+	uint32_t iter = 0;
+	int aborted = 0; /* thread 0 only */
+
+	for (;;) {
+		/* Idle until the next iteration. */
+		if (tid == 0) {
+			uint32_t w = ARK_ITER_ABORT;
+			if (!aborted)
+				w = sm == 0 ? ark_wait_submit(a, iter) : ark_wait_iter(a, iter);
+			s_word = w;
+		}
+		__syncthreads();
+		const uint32_t word = s_word;
+		__syncthreads(); /* every thread has read s_word before thread 0 writes it again */
+		if (word == ARK_ITER_STOP || word == ARK_ITER_ABORT)
+			break;
+		iter = word & ARK_ITER_MASK;
+		unsigned long long *const trace = (word & ARK_SUBMIT_TRACE) ? a.trace : NULL;
+
+		/* This SM's tasks, the next descriptor loaded while the current one waits and runs. */
+		struct ark_task cur = {}, nxt = {};
+		if (beg < end)
+			cur = a.tasks[beg];
+		for (uint32_t i = beg; i < end; i++) {
+			if (i + 1 < end) {
+				nxt = a.tasks[i + 1];
+				if (tid == 0)
+					ark_prefetch_l2(&a.opp[nxt.opp]);
+			}
+			if (tid == 0) {
+				if (cur.tmpl == ARK_T_BARRIER) /* grid barrier: arrive, then wait for the level */
+					ark_signal(a, cur.signal);
+				s_leave = ark_wait_task(a, cur, i, iter);
+			}
+			__syncthreads();
+			if (s_leave) {
+				aborted = 1;
+				break;
+			}
+			if (tid == 0 && trace)
+				trace[2 * i] = ark_globaltimer();
+			if (cur.tmpl != ARK_T_BARRIER)
+				ark_tile(a.opp[cur.opp], cur, a.arena, a.peers, ark_smem);
+			__syncthreads();
+			if (tid == 0) {
+				if (cur.tmpl != ARK_T_BARRIER)
+					ark_signal(a, cur.signal);
+				if (trace)
+					trace[2 * i + 1] = ark_globaltimer();
+			}
+			cur = nxt;
+		}
+		if (aborted)
+			break; /* every thread saw s_leave */
+
+		/* The list is done: count this SM; SM 0 waits for all of them and completes the iteration. */
+		if (tid == 0) {
+			__threadfence();
+			ark_red_release_gpu_add(a.counters + ARK_CTR_DONE, 1);
+			if (sm == 0) {
+				uint32_t want = iter * (uint32_t)gridDim.x;
+				if (ark_wait_counter(a, ARK_CTR_DONE, want, ARK_WHERE_DONE, iter, 0))
+					aborted = 1; /* leaves at the top of the loop */
+				else
+					ark_st_release_sys(&a.bell->complete, iter);
+			}
+		}
+	}
+	if (tid == 0) {
+		__threadfence_system();
+		atomicAdd_system(&a.bell->exited, 1u);
+	}
+}
+
+/* Defines the kernel and `static int ark_launch(int gpu, const struct ark_kargs *a, void *stream)`,
+ * which returns 0 or the cudaError_t of the cooperative launch (grid ARK_SMS, block ARK_THREADS). */
+#define ARK_DEFINE_LOOP()                                                                          \
+	__global__ void __launch_bounds__(ARK_THREADS, 1)                                          \
+		ark_loop_kernel(const __grid_constant__ struct ark_kargs ark_args)                 \
+	{                                                                                          \
+		ark_loop_body(ark_args);                                                           \
+	}                                                                                          \
+	static int ark_launch(int gpu, const struct ark_kargs *a, void *stream)                    \
+	{                                                                                          \
+		(void)gpu;                                                                         \
+		void *args[] = {(void *)a};                                                        \
+		return (int)cudaLaunchCooperativeKernel((const void *)ark_loop_kernel, dim3(ARK_SMS), \
+							dim3(ARK_THREADS), args,                   \
+							(size_t)ARK_SMEM_BYTES, (cudaStream_t)stream); \
+	}
+
+#endif

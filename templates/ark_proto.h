@@ -1,0 +1,96 @@
+/* ark_proto.h: the protocol between the host runtime and the resident loop kernel: the doorbell in
+ * mapped pinned memory, the kernel arguments and the reserved counters. Plain C, host and device.
+ *
+ * One iteration i (i = 1, 2, ...; below 2^31 - 16):
+ *   host:   bell->submit = i (| ARK_SUBMIT_TRACE)             release store, mapped host memory
+ *   SM 0:   sees it (ld.acquire.sys), publishes it in counters[ARK_CTR_ITER] (st.release.gpu)
+ *   SM s:   sees a new value there (ld.acquire.gpu), walks tasks[sm_begin[s] .. sm_begin[s + 1]),
+ *           each task waiting on its counters and signalling its own, then adds 1 to
+ *           counters[ARK_CTR_DONE]
+ *   SM 0:   waits for DONE to reach i * n_sms, then bell->complete = i (st.release.sys)
+ *   host:   sees complete == i.
+ * Stop: the host sets bell->stop while the kernel is idle; SM 0 publishes ARK_ITER_STOP and every CTA
+ * leaves. Abort: the host sets bell->abort; every spin loop checks it, the CTA records where it was
+ * in bell->sm[its SM] and leaves. Every CTA that leaves adds 1 to bell->exited. */
+#ifndef ARK_PROTO_H
+#define ARK_PROTO_H
+
+#include <stdint.h>
+
+#include "ark_task.h"
+
+#ifndef ARK_MAX_GPUS
+#define ARK_MAX_GPUS 8 /* as in ark_ops.h */
+#endif
+#define ARK_MAX_SMS 256 /* per GPU, for the per-SM diagnostics of the bell */
+
+/* Reserved counters, at the start of the counter array. The model's counters follow from
+ * ARK_CTR__FIRST: the emitter numbers them from 0 and adds ARK_CTR__FIRST, so every counter index in
+ * a task's signal or a wait is an index into the whole array; plan.n_counters counts the model's
+ * counters only, and the runtime allocates ARK_CTR__FIRST + n_counters. */
+enum {
+	ARK_CTR_ITER = 0, /* iteration published by SM 0 to the others (values below) */
+	ARK_CTR_DONE = 1, /* each SM adds 1 when its list of the iteration is finished */
+	ARK_CTR__FIRST = 2
+};
+
+/* Values of bell->submit and counters[ARK_CTR_ITER]: the iteration, with the trace flag on top. */
+#define ARK_ITER_MASK 0x7fffffffu
+#define ARK_SUBMIT_TRACE 0x80000000u /* time every task of this iteration into kargs.trace */
+#define ARK_ITER_STOP 0xffffffffu    /* published by SM 0: leave */
+#define ARK_ITER_ABORT 0xfffffffeu   /* published by SM 0: leave, aborted */
+#define ARK_ITER_LIMIT 0x7ffffff0u   /* the host never submits this iteration or later */
+
+/* Where a CTA was when it saw the abort flag (bell->sm[].where). */
+enum ark_where {
+	ARK_WHERE_NONE = 0,    /* no record: the CTA had not seen the abort (or never started) */
+	ARK_WHERE_SUBMIT = 1,  /* SM 0, idle: waiting for the host to submit an iteration */
+	ARK_WHERE_ITER = 2,    /* other SMs, idle: waiting for SM 0 to publish the iteration */
+	ARK_WHERE_COUNTER = 3, /* waiting on a counter before running task `task` */
+	ARK_WHERE_DONE = 4     /* SM 0: waiting for every SM to finish the iteration */
+};
+
+/* Per-SM diagnosis, written by the CTA on abort. want and seen are raw counter values. */
+struct ark_bell_sm {
+	uint32_t where;   /* enum ark_where */
+	uint32_t iter;    /* iteration it was in */
+	uint32_t task;    /* index into the GPU's task table (ARK_WHERE_COUNTER) */
+	uint32_t counter; /* counter index it was spinning on */
+	uint32_t want;    /* value that would have satisfied the wait */
+	uint32_t seen;    /* value it last read */
+	uint32_t pad_[2];
+};
+
+/* The doorbell of one GPU: mapped pinned host memory (cudaHostAlloc mapped | portable), page-aligned.
+ * The host writes the first cache line, the device the rest. submit and stop form one 8-byte word
+ * that SM 0 reads with a single ld.acquire.sys.u64 (submit in the low half). */
+struct ark_bell {
+	/* written by the host */
+	uint32_t submit;   /* iteration to run: 1, 2, ... | ARK_SUBMIT_TRACE */
+	uint32_t stop;     /* nonzero: leave when idle */
+	uint32_t abort;    /* nonzero: leave now, recording where */
+	uint32_t pad0_[13];
+	/* written by the device */
+	uint32_t complete; /* last completed iteration (without the trace flag) */
+	uint32_t exited;   /* CTAs that have left (atomicAdd_system) */
+	uint32_t pad1_[14];
+	struct ark_bell_sm sm[ARK_MAX_SMS];
+};
+
+/* Arguments of the loop kernel of one GPU (device pointers). */
+struct ark_kargs {
+	char *arena;                      /* this GPU's arena: every tensor at its offset */
+	char *peers[ARK_MAX_GPUS];        /* every GPU's arena (peer mapping; NULL without access) */
+	const struct ark_task *tasks;     /* [n_tasks] every SM's list, back to back */
+	const uint32_t *sm_begin;         /* [n_sms + 1] */
+	const struct ark_wait *waits;     /* [n_waits] */
+	const struct ark_opp *opp;        /* [n_opp] */
+	uint32_t *counters;               /* [ARK_CTR__FIRST + n_counters], zeroed before the launch */
+	struct ark_bell *bell;            /* device address of the mapped bell */
+	unsigned long long *trace;        /* [n_tasks][2] start, end (%globaltimer ns), or NULL */
+	void *dma;                        /* this GPU's DMA request ring (dma/), or NULL */
+	int n_sms;                        /* CTAs of the grid = SMs the schedule was made for */
+	int gpu;
+};
+
+#endif
