@@ -1,0 +1,72 @@
+/* ark_session.h: a model's loop kernels resident on its GPUs: open (upload tables, launch once), write
+ * and read tensors, run iterations through the doorbell under a watchdog, trace, close. Plain C. */
+#ifndef ARK_SESSION_H
+#define ARK_SESSION_H
+
+#include <stdio.h>
+
+#include "ark.h"
+#include "ark_proto.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ark_session_opts {
+	int timeout_ms; /* watchdog: an iteration that takes longer is aborted and diagnosed; <= 0: 2000 */
+	int trace;      /* allocate the trace buffer, and trace every ark_session_run */
+};
+
+#define ARK_RUN_TRACE 1u /* ark_session_run_ex: time every task of this iteration */
+
+struct ark_session; /* opaque */
+
+/* CUDA devices present; 0 when there is none or no usable driver (never an error). */
+int ark_device_count(void);
+
+/* Checks every GPU the model needs (count, SMs, shared memory, cooperative launch, occupancy),
+ * allocates the arenas, uploads the tables, zeroes the counters, maps the doorbells, enables peer
+ * access and launches the loop kernel on every GPU. opts may be NULL. On error *s is NULL. */
+int ark_session_open(struct ark_session **s, const struct ark_model *m, const struct ark_session_opts *opts);
+/* Stops the kernels (or aborts them if they do not stop), waits for them and frees everything.
+ * Returns ARK_ERR if a kernel could not be stopped (its memory is then left allocated). NULL is fine. */
+int ark_session_close(struct ark_session *s);
+
+/* Copies tensor t between host_buf (tensors[t].bytes) and its GPU's arena, on a side stream; only
+ * between iterations. */
+int ark_session_write(struct ark_session *s, int t, const void *host_buf);
+int ark_session_read(struct ark_session *s, int t, void *host_buf);
+/* Sets every byte of tensor t to `byte` (0xff poisons fp16/bf16/fp32 with NaN). */
+int ark_session_fill(struct ark_session *s, int t, int byte);
+
+/* Runs one iteration on every GPU: rings the doorbells, waits for completion under the watchdog.
+ * On timeout the kernels are aborted and the error names, for every stuck SM, the task and the
+ * counter it waits on (full text in ark_session_diagnosis); the session can then only be closed. */
+int ark_session_run(struct ark_session *s);
+int ark_session_run_ex(struct ark_session *s, unsigned flags);
+/* Iterations completed so far. */
+unsigned ark_session_iterations(const struct ark_session *s);
+/* Diagnosis of the last watchdog abort ("" if none). */
+const char *ark_session_diagnosis(const struct ark_session *s);
+/* Name of GPU g of the session ("NVIDIA H100 80GB HBM3"). */
+const char *ark_session_gpu_name(const struct ark_session *s, int g);
+/* Writes the last traced iteration as Chrome trace JSON (Perfetto, chrome://tracing). */
+int ark_session_trace(struct ark_session *s, const char *path);
+
+/* ---- shared by session.c and trace.c ---------------------------------------------------------- */
+const char *ark_tmpl_name(int tmpl);     /* "MATMUL", ...; "?" out of range */
+const char *ark_op_kind_name(int kind);  /* "matmul", ...; "?" out of range */
+/* The op of the model that op-params entry `opp` of GPU g belongs to (matched by output offset),
+ * or -1. */
+int ark_opp_op(const struct ark_model *m, int g, int opp);
+/* "fc1 MATMUL (0:64, 0:128)": op name, template and tile of task ti of GPU g, into buf. */
+void ark_task_label(const struct ark_model *m, int g, int ti, char *buf, size_t size);
+/* Writes Chrome trace JSON of one iteration: trace[g] holds [n_tasks][2] globaltimer stamps of GPU g
+ * (NULL: skip the GPU). */
+int ark_trace_write(FILE *f, const struct ark_model *m, const unsigned long long *const *trace);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,646 @@
+/* session.c: the resident loop kernels of a model: GPU checks, arena and tables, doorbells, the
+ * watchdog and its diagnosis, tensor I/O on a side stream, orderly stop. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+
+#include "ark_session.h"
+
+#define ARK_STOP_WAIT_MS 2000  /* close: time for the CTAs to leave after stop, then after abort */
+#define ARK_ABORT_WAIT_MS 1000 /* watchdog: time for the CTAs to leave after abort */
+#define ARK_DIAG_MAX_SMS 32    /* SMs listed one per line in a diagnosis */
+
+struct ark_gpu {
+	int open;                /* resources below were (partly) created */
+	int launched;            /* the loop kernel was launched and may be running */
+	char name[256];
+	cudaStream_t loop, side; /* the kernel's stream; copies between iterations */
+	char *arena;             /* [arena_bytes] */
+	struct ark_task *tasks;  /* [n_tasks] */
+	uint32_t *sm_begin;      /* [sms + 1] */
+	struct ark_wait *waits;  /* [n_waits] */
+	struct ark_opp *opp;     /* [n_opp] */
+	uint32_t *counters;      /* [ARK_CTR__FIRST + n_counters] */
+	unsigned long long *trace; /* [n_tasks][2], or NULL */
+	struct ark_bell *bell;   /* host address of the mapped bell */
+	struct ark_bell *dbell;  /* its device address */
+};
+
+struct ark_session {
+	const struct ark_model *m;
+	struct ark_session_opts opts;
+	unsigned iter;           /* iterations submitted */
+	int dead;                /* aborted or failed: the kernels are gone, only close */
+	int traced;              /* the last completed iteration was traced */
+	char *diag;
+	struct ark_gpu g[ARK_MAX_GPUS];
+};
+
+/* ---- helpers ---------------------------------------------------------------------------------- */
+
+static int cuda_fail(cudaError_t e, const char *call, int gpu, const char *file, int line)
+{
+	return ark_error("GPU %d: %s failed: %s (%s:%d)", gpu, call, cudaGetErrorString(e), file, line);
+}
+
+/* Evaluates to nonzero (after setting the error) when the CUDA call fails. */
+#define CUDA_FAILS(gpu, call) ({                                                     \
+	cudaError_t e_ = (call);                                                      \
+	e_ != cudaSuccess ? (cuda_fail(e_, #call, (gpu), __FILE__, __LINE__), 1) : 0; \
+})
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+static uint32_t bell_load(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static void bell_store(uint32_t *p, uint32_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+int ark_device_count(void)
+{
+	int n = 0;
+	if (cudaGetDeviceCount(&n) != cudaSuccess) {
+		cudaGetLastError(); /* clear it: "no device" is an answer here, not an error */
+		return 0;
+	}
+	return n;
+}
+
+/* The kernel of GPU g has left: every CTA counted itself out, or the stream is idle or failed. */
+static int gpu_finished(const struct ark_session *s, int g)
+{
+	const struct ark_gpu *G = &s->g[g];
+	if (!G->launched)
+		return 1;
+	if ((int)bell_load(&G->bell->exited) >= s->m->sms)
+		return 1;
+	return cudaStreamQuery(G->loop) != cudaErrorNotReady;
+}
+
+/* Waits up to ms for every launched kernel to leave; returns 1 if they all did. */
+static int wait_finished(const struct ark_session *s, double ms)
+{
+	double until = now_ms() + ms;
+	for (;;) {
+		int all = 1;
+		for (int g = 0; g < s->m->gpus; g++)
+			all &= gpu_finished(s, g);
+		if (all)
+			return 1;
+		if (now_ms() > until)
+			return 0;
+		struct timespec ts = {0, 100000};
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* ---- checks of the model's tables ------------------------------------------------------------ */
+
+static int check_plan(const struct ark_model *m, int g)
+{
+	const struct ark_gpu_plan *p = &m->plan[g];
+	uint32_t n_ctr = ARK_CTR__FIRST + (uint32_t)p->n_counters;
+
+	if (p->n_tasks < 0 || p->n_waits < 0 || p->n_opp < 0 || p->n_counters < 0)
+		return ark_error("model '%s', GPU %d: negative table size", m->name, g);
+	if ((p->n_tasks && !p->tasks) || !p->sm_begin || (p->n_waits && !p->waits) || (p->n_opp && !p->opp))
+		return ark_error("model '%s', GPU %d: missing table", m->name, g);
+	if (p->sm_begin[0] != 0 || p->sm_begin[m->sms] != (uint32_t)p->n_tasks)
+		return ark_error("model '%s', GPU %d: sm_begin spans %u..%u, not the %d tasks", m->name, g,
+				 p->sm_begin[0], p->sm_begin[m->sms], p->n_tasks);
+	for (int s = 0; s < m->sms; s++)
+		if (p->sm_begin[s] > p->sm_begin[s + 1])
+			return ark_error("model '%s', GPU %d: sm_begin decreases at SM %d", m->name, g, s);
+	for (int i = 0; i < p->n_tasks; i++) {
+		const struct ark_task *t = &p->tasks[i];
+		if (t->tmpl >= ARK_T__COUNT)
+			return ark_error("model '%s', GPU %d: task %d has template %u", m->name, g, i, t->tmpl);
+		if (t->tmpl != ARK_T_BARRIER && t->opp >= p->n_opp)
+			return ark_error("model '%s', GPU %d: task %d names op params %u of %d", m->name, g, i,
+					 t->opp, p->n_opp);
+		if ((uint64_t)t->wait0 + t->n_wait > (uint64_t)p->n_waits)
+			return ark_error("model '%s', GPU %d: task %d waits beyond the wait table", m->name, g, i);
+		if (t->signal != -1 && (t->signal < ARK_CTR__FIRST || (uint32_t)t->signal >= n_ctr))
+			return ark_error("model '%s', GPU %d: task %d signals counter %d, outside %d..%u", m->name,
+					 g, i, t->signal, ARK_CTR__FIRST, n_ctr - 1);
+	}
+	for (int i = 0; i < p->n_waits; i++) {
+		const struct ark_wait *w = &p->waits[i];
+		if (w->counter < ARK_CTR__FIRST || w->counter >= n_ctr)
+			return ark_error("model '%s', GPU %d: wait %d on counter %u, outside %d..%u", m->name, g,
+					 i, w->counter, ARK_CTR__FIRST, n_ctr - 1);
+		if (w->need > w->per_iter)
+			return ark_error("model '%s', GPU %d: wait %d needs %u of %u signals", m->name, g, i,
+					 w->need, w->per_iter);
+	}
+	for (int t = 0; t < m->n_tensors; t++) {
+		const struct ark_tensor *T = &m->tensors[t];
+		if (T->gpu == g && T->offset + T->bytes > p->arena_bytes)
+			return ark_error("model '%s': tensor '%s' ends at byte %llu of GPU %d's arena of %llu",
+					 m->name, T->name, (unsigned long long)(T->offset + T->bytes), g,
+					 (unsigned long long)p->arena_bytes);
+	}
+	return ARK_OK;
+}
+
+/* ---- open ------------------------------------------------------------------------------------ */
+
+/* Checks GPU g against the model. */
+static int check_gpu(struct ark_session *s, int g)
+{
+	const struct ark_model *m = s->m;
+	struct cudaDeviceProp prop;
+	int occ = 0;
+
+	if (CUDA_FAILS(g, cudaSetDevice(g)) || CUDA_FAILS(g, cudaGetDeviceProperties(&prop, g)))
+		return ARK_ERR;
+	snprintf(s->g[g].name, sizeof s->g[g].name, "%s", prop.name);
+	if (prop.multiProcessorCount < m->sms)
+		return ark_error("GPU %d (%s) has %d SMs, the schedule needs %d: regenerate with --sms %d", g,
+				 prop.name, prop.multiProcessorCount, m->sms, prop.multiProcessorCount);
+	if (m->sms > ARK_MAX_SMS)
+		return ark_error("the schedule is made for %d SMs, the runtime handles at most %d", m->sms,
+				 ARK_MAX_SMS);
+	if (prop.sharedMemPerBlockOptin < (size_t)m->smem_bytes)
+		return ark_error("GPU %d (%s) offers %zu bytes of shared memory per block, the model needs %d",
+				 g, prop.name, prop.sharedMemPerBlockOptin, m->smem_bytes);
+	if (prop.maxThreadsPerBlock < m->threads)
+		return ark_error("GPU %d (%s) runs at most %d threads per block, the model needs %d", g,
+				 prop.name, prop.maxThreadsPerBlock, m->threads);
+	if (!prop.cooperativeLaunch)
+		return ark_error("GPU %d (%s) does not support cooperative launches", g, prop.name);
+	if (CUDA_FAILS(g, cudaFuncSetAttribute(m->kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+					       m->smem_bytes)))
+		return ARK_ERR;
+	if (CUDA_FAILS(g, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, m->kernel, m->threads,
+									(size_t)m->smem_bytes)))
+		return ARK_ERR;
+	if (occ < 1)
+		return ark_error("GPU %d (%s): the loop kernel (%d threads, %d bytes of shared memory) does not "
+				 "fit on an SM", g, prop.name, m->threads, m->smem_bytes);
+	return ARK_OK;
+}
+
+/* cudaMalloc of n bytes (at least 1) with an optional upload of src. */
+static int dev_alloc(int g, void **p, size_t n, const void *src)
+{
+	if (CUDA_FAILS(g, cudaMalloc(p, n ? n : 1)))
+		return ARK_ERR;
+	if (src && n && CUDA_FAILS(g, cudaMemcpy(*p, src, n, cudaMemcpyHostToDevice)))
+		return ARK_ERR;
+	if (!src && CUDA_FAILS(g, cudaMemset(*p, 0, n ? n : 1)))
+		return ARK_ERR;
+	return ARK_OK;
+}
+
+/* Streams, arena, tables, counters, trace buffer and bell of GPU g. */
+static int setup_gpu(struct ark_session *s, int g)
+{
+	const struct ark_model *m = s->m;
+	const struct ark_gpu_plan *p = &m->plan[g];
+	struct ark_gpu *G = &s->g[g];
+	void *bell = NULL, *dbell = NULL;
+
+	G->open = 1;
+	if (CUDA_FAILS(g, cudaSetDevice(g)) ||
+	    CUDA_FAILS(g, cudaStreamCreateWithFlags(&G->loop, cudaStreamNonBlocking)) ||
+	    CUDA_FAILS(g, cudaStreamCreateWithFlags(&G->side, cudaStreamNonBlocking)))
+		return ARK_ERR;
+	if (dev_alloc(g, (void **)&G->arena, p->arena_bytes, NULL) ||
+	    dev_alloc(g, (void **)&G->tasks, (size_t)p->n_tasks * sizeof *p->tasks, p->tasks) ||
+	    dev_alloc(g, (void **)&G->sm_begin, ((size_t)m->sms + 1) * sizeof *p->sm_begin, p->sm_begin) ||
+	    dev_alloc(g, (void **)&G->waits, (size_t)p->n_waits * sizeof *p->waits, p->waits) ||
+	    dev_alloc(g, (void **)&G->opp, (size_t)p->n_opp * sizeof *p->opp, p->opp) ||
+	    dev_alloc(g, (void **)&G->counters, (ARK_CTR__FIRST + (size_t)p->n_counters) * sizeof(uint32_t),
+		      NULL))
+		return ARK_ERR;
+	if (s->opts.trace &&
+	    dev_alloc(g, (void **)&G->trace, 2 * (size_t)p->n_tasks * sizeof *G->trace, NULL))
+		return ARK_ERR;
+	if (CUDA_FAILS(g, cudaHostAlloc(&bell, sizeof(struct ark_bell),
+					cudaHostAllocMapped | cudaHostAllocPortable)))
+		return ARK_ERR;
+	G->bell = bell;
+	memset(bell, 0, sizeof(struct ark_bell));
+	if (CUDA_FAILS(g, cudaHostGetDevicePointer(&dbell, bell, 0)))
+		return ARK_ERR;
+	G->dbell = dbell;
+	return ARK_OK;
+}
+
+/* Peer access between every pair of GPUs that allows it. */
+static void enable_peers(struct ark_session *s, int peer_ok[ARK_MAX_GPUS][ARK_MAX_GPUS])
+{
+	int n = s->m->gpus;
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++) {
+			int can = 0;
+			peer_ok[i][j] = i == j;
+			if (i == j || cudaDeviceCanAccessPeer(&can, i, j) != cudaSuccess || !can)
+				continue;
+			cudaSetDevice(i);
+			cudaError_t e = cudaDeviceEnablePeerAccess(j, 0);
+			if (e == cudaSuccess || e == cudaErrorPeerAccessAlreadyEnabled)
+				peer_ok[i][j] = 1;
+			cudaGetLastError(); /* an already-enabled pair is not an error */
+		}
+}
+
+int ark_session_open(struct ark_session **sp, const struct ark_model *m, const struct ark_session_opts *opts)
+{
+	struct ark_session *s;
+	int n_dev = ark_device_count();
+	int peer_ok[ARK_MAX_GPUS][ARK_MAX_GPUS];
+
+	*sp = NULL;
+	if (m->gpus < 1 || m->gpus > ARK_MAX_GPUS || m->sms < 1)
+		return ark_error("model '%s': %d GPUs of %d SMs is not a schedule", m->name, m->gpus, m->sms);
+	if (n_dev == 0)
+		return ark_error("no CUDA device found");
+	if (n_dev < m->gpus)
+		return ark_error("model '%s' needs %d GPUs, this machine has %d", m->name, m->gpus, n_dev);
+	for (int g = 0; g < m->gpus; g++)
+		if (check_plan(m, g))
+			return ARK_ERR;
+
+	s = calloc(1, sizeof *s);
+	if (!s)
+		return ark_error("out of memory");
+	s->m = m;
+	if (opts)
+		s->opts = *opts;
+	if (s->opts.timeout_ms <= 0)
+		s->opts.timeout_ms = 2000;
+	for (int g = 0; g < m->gpus; g++)
+		if (check_gpu(s, g) || setup_gpu(s, g))
+			goto fail;
+	enable_peers(s, peer_ok);
+	for (int g = 0; g < m->gpus; g++) {
+		struct ark_gpu *G = &s->g[g];
+		struct ark_kargs a;
+		memset(&a, 0, sizeof a);
+		a.arena = G->arena;
+		for (int j = 0; j < m->gpus; j++)
+			a.peers[j] = peer_ok[g][j] ? s->g[j].arena : NULL;
+		a.tasks = G->tasks;
+		a.sm_begin = G->sm_begin;
+		a.waits = G->waits;
+		a.opp = G->opp;
+		a.counters = G->counters;
+		a.bell = G->dbell;
+		a.trace = G->trace;
+		a.dma = NULL;
+		a.n_sms = m->sms;
+		a.gpu = g;
+		if (CUDA_FAILS(g, cudaSetDevice(g)) || CUDA_FAILS(g, cudaDeviceSynchronize()))
+			goto fail; /* uploads done before the kernel makes the device busy for good */
+		int e = m->launch(g, &a, G->loop);
+		if (e) {
+			cuda_fail((cudaError_t)e, "cooperative launch of the loop kernel", g, __FILE__, __LINE__);
+			goto fail;
+		}
+		G->launched = 1;
+	}
+	*sp = s;
+	return ARK_OK;
+fail:;
+	/* keep the first error, not what closing says */
+	char msg[1024];
+	snprintf(msg, sizeof msg, "%s", ark_last_error());
+	ark_session_close(s);
+	return ark_error("%s", msg);
+}
+
+/* ---- close ------------------------------------------------------------------------------------ */
+
+static void free_gpu(struct ark_gpu *G, int g)
+{
+	cudaSetDevice(g);
+	if (G->launched)
+		cudaStreamSynchronize(G->loop);
+	cudaFree(G->arena);
+	cudaFree(G->tasks);
+	cudaFree(G->sm_begin);
+	cudaFree(G->waits);
+	cudaFree(G->opp);
+	cudaFree(G->counters);
+	cudaFree(G->trace);
+	if (G->bell)
+		cudaFreeHost(G->bell);
+	if (G->loop)
+		cudaStreamDestroy(G->loop);
+	if (G->side)
+		cudaStreamDestroy(G->side);
+	cudaGetLastError();
+}
+
+int ark_session_close(struct ark_session *s)
+{
+	int rc = ARK_OK, any = 0;
+	if (!s)
+		return ARK_OK;
+	const struct ark_model *m = s->m;
+	for (int g = 0; g < m->gpus; g++)
+		if (s->g[g].launched) {
+			bell_store(&s->g[g].bell->stop, 1);
+			any = 1;
+		}
+	if (any && !wait_finished(s, ARK_STOP_WAIT_MS)) {
+		for (int g = 0; g < m->gpus; g++)
+			if (s->g[g].launched)
+				bell_store(&s->g[g].bell->abort, 1);
+		wait_finished(s, ARK_STOP_WAIT_MS);
+	}
+	for (int g = 0; g < m->gpus; g++) {
+		if (!s->g[g].open)
+			continue;
+		if (!gpu_finished(s, g)) {
+			/* Still running after stop and abort (stuck inside a tile): freeing would wait for
+			 * it forever. Leave its memory to the end of the process. */
+			rc = ark_error("GPU %d: the loop kernel did not stop (%u of %d CTAs left); its memory is "
+				       "released when the process ends", g, bell_load(&s->g[g].bell->exited), m->sms);
+			continue;
+		}
+		free_gpu(&s->g[g], g);
+	}
+	free(s->diag);
+	free(s);
+	return rc;
+}
+
+/* ---- tensors ---------------------------------------------------------------------------------- */
+
+static int tensor_check(struct ark_session *s, int t)
+{
+	if (t < 0 || t >= s->m->n_tensors)
+		return ark_error("tensor %d: the model has %d", t, s->m->n_tensors);
+	if (s->m->tensors[t].gpu >= s->m->gpus)
+		return ark_error("tensor '%s' is on GPU %d of %d", s->m->tensors[t].name, s->m->tensors[t].gpu,
+				 s->m->gpus);
+	return ARK_OK;
+}
+
+static int tensor_copy(struct ark_session *s, int t, void *host, int to_gpu)
+{
+	if (tensor_check(s, t))
+		return ARK_ERR;
+	const struct ark_tensor *T = &s->m->tensors[t];
+	struct ark_gpu *G = &s->g[T->gpu];
+	char *dev = G->arena + T->offset;
+	if (!T->bytes)
+		return ARK_OK;
+	if (CUDA_FAILS(T->gpu, cudaSetDevice(T->gpu)))
+		return ARK_ERR;
+	cudaError_t e = to_gpu ? cudaMemcpyAsync(dev, host, T->bytes, cudaMemcpyHostToDevice, G->side)
+			       : cudaMemcpyAsync(host, dev, T->bytes, cudaMemcpyDeviceToHost, G->side);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(G->side);
+	if (e != cudaSuccess)
+		return ark_error("tensor '%s': copy %s GPU %d failed: %s", T->name, to_gpu ? "to" : "from",
+				 T->gpu, cudaGetErrorString(e));
+	return ARK_OK;
+}
+
+int ark_session_write(struct ark_session *s, int t, const void *host_buf)
+{
+	return tensor_copy(s, t, (void *)host_buf, 1);
+}
+
+int ark_session_read(struct ark_session *s, int t, void *host_buf)
+{
+	return tensor_copy(s, t, host_buf, 0);
+}
+
+/* Through the copy engine: a memset kernel might never find room on SMs that the loop occupies. */
+int ark_session_fill(struct ark_session *s, int t, int byte)
+{
+	if (tensor_check(s, t))
+		return ARK_ERR;
+	void *buf = malloc(s->m->tensors[t].bytes ? s->m->tensors[t].bytes : 1);
+	if (!buf)
+		return ark_error("out of memory");
+	memset(buf, byte, s->m->tensors[t].bytes);
+	int rc = tensor_copy(s, t, buf, 1);
+	free(buf);
+	return rc;
+}
+
+/* ---- run and watchdog ------------------------------------------------------------------------- */
+
+/* The wait of task ti on counter c, for the signals it needs this iteration. */
+static const struct ark_wait *task_wait(const struct ark_gpu_plan *p, uint32_t ti, uint32_t c)
+{
+	if (ti >= (uint32_t)p->n_tasks)
+		return NULL;
+	const struct ark_task *t = &p->tasks[ti];
+	for (uint32_t k = 0; k < t->n_wait; k++)
+		if (p->waits[t->wait0 + k].counter == c)
+			return &p->waits[t->wait0 + k];
+	return NULL;
+}
+
+/* Writes into buf the SMs in [0, n) with where == w (for w == ITER: those whose record is of
+ * iteration iter if fin, of another if not); returns how many. */
+static int list_sms(char *buf, size_t size, const struct ark_bell *b, int n, uint32_t w, int fin, uint32_t iter)
+{
+	int k = 0;
+	size_t at = 0;
+	buf[0] = 0;
+	for (int sm = 0; sm < n; sm++) {
+		const struct ark_bell_sm *d = &b->sm[sm];
+		if (d->where != w || (w == ARK_WHERE_ITER && (d->iter == iter) != fin))
+			continue;
+		if (at < size)
+			at += (size_t)snprintf(buf + at, size - at, "%s%d", k ? ", " : "", sm);
+		k++;
+	}
+	return k;
+}
+
+static void diagnose_gpu(FILE *f, struct ark_session *s, int g, uint32_t iter)
+{
+	const struct ark_model *m = s->m;
+	const struct ark_gpu_plan *p = &m->plan[g];
+	const struct ark_bell *b = s->g[g].bell;
+	int shown = 0, hidden = 0;
+	char label[256];
+
+	for (int sm = 0; sm < m->sms; sm++) {
+		const struct ark_bell_sm *d = &b->sm[sm];
+		if (d->where != ARK_WHERE_COUNTER)
+			continue;
+		if (shown >= ARK_DIAG_MAX_SMS) {
+			hidden++;
+			continue;
+		}
+		const struct ark_wait *w = task_wait(p, d->task, d->counter);
+		ark_task_label(m, g, (int)d->task, label, sizeof label);
+		fprintf(f, "  GPU %d SM %d: task %u (vCTA %u, %s) waits on counter %u: want %u, have %u", g, sm,
+			d->task, d->task < (uint32_t)p->n_tasks ? p->tasks[d->task].vcta : 0, label, d->counter,
+			d->want, d->seen);
+		if (w)
+			fprintf(f, " (%d of the %u signals it needs in iteration %u)",
+				(int)(d->seen - (d->iter - 1) * w->per_iter), w->need, d->iter);
+		fputc('\n', f);
+		shown++;
+	}
+	if (hidden)
+		fprintf(f, "  GPU %d: %d more SMs wait on counters\n", g, hidden);
+	const struct ark_bell_sm *d0 = &b->sm[0];
+	if (d0->where == ARK_WHERE_DONE)
+		fprintf(f, "  GPU %d SM 0: waits for every SM to finish: done counter %u, want %u (%d of %d SMs "
+			"finished iteration %u)\n", g, d0->seen, d0->want,
+			(int)(d0->seen - (d0->iter - 1) * (uint32_t)m->sms), m->sms, d0->iter);
+	if (d0->where == ARK_WHERE_SUBMIT)
+		fprintf(f, "  GPU %d SM 0: waits for the host to submit iteration %u (bell has %u)\n", g,
+			d0->want, d0->seen);
+	char list[ARK_MAX_SMS * 6];
+	if (list_sms(list, sizeof list, b, m->sms, ARK_WHERE_ITER, 1, iter))
+		fprintf(f, "  GPU %d SMs that finished iteration %u: %s\n", g, iter, list);
+	if (list_sms(list, sizeof list, b, m->sms, ARK_WHERE_ITER, 0, iter))
+		fprintf(f, "  GPU %d SMs that never saw iteration %u: %s\n", g, iter, list);
+	if (list_sms(list, sizeof list, b, m->sms, ARK_WHERE_NONE, 0, iter))
+		fprintf(f, "  GPU %d SMs without a record (stuck inside a tile?): %s\n", g, list);
+	uint32_t ex = b->exited;
+	if ((int)ex < m->sms)
+		fprintf(f, "  GPU %d: only %u of %d CTAs left after the abort\n", g, ex, m->sms);
+}
+
+static int watchdog(struct ark_session *s, uint32_t iter, int late_gpu, double waited_ms)
+{
+	const struct ark_model *m = s->m;
+	char *text = NULL;
+	size_t n = 0;
+
+	for (int g = 0; g < m->gpus; g++)
+		bell_store(&s->g[g].bell->abort, 1);
+	wait_finished(s, ARK_ABORT_WAIT_MS);
+	s->dead = 1;
+	FILE *f = open_memstream(&text, &n);
+	if (!f)
+		return ark_error("iteration %u did not complete within %.0f ms on GPU %d; aborted", iter,
+				 waited_ms, late_gpu);
+	fprintf(f, "iteration %u did not complete within %.0f ms on GPU %d; the loop kernels were aborted:\n",
+		iter, waited_ms, late_gpu);
+	for (int g = 0; g < m->gpus; g++)
+		diagnose_gpu(f, s, g, iter);
+	fclose(f);
+	if (n && text[n - 1] == '\n')
+		text[n - 1] = 0;
+	free(s->diag);
+	s->diag = text;
+	return ark_error("%s", text);
+}
+
+int ark_session_run_ex(struct ark_session *s, unsigned flags)
+{
+	const struct ark_model *m = s->m;
+	if (s->dead)
+		return ark_error("the loop kernels were aborted: close the session");
+	if (s->iter + 1 >= ARK_ITER_LIMIT)
+		return ark_error("iteration limit reached: open a new session");
+	int trace = (flags & ARK_RUN_TRACE) && s->opts.trace;
+	uint32_t iter = ++s->iter;
+	uint32_t word = iter | (trace ? ARK_SUBMIT_TRACE : 0);
+
+	for (int g = 0; g < m->gpus; g++)
+		bell_store(&s->g[g].bell->submit, word);
+	double t0 = now_ms(), last_query = t0;
+	for (int g = 0; g < m->gpus; g++) {
+		const uint32_t *c = &s->g[g].bell->complete;
+		for (unsigned spins = 1; bell_load(c) != iter; spins++) {
+			if (spins % 1024)
+				continue;
+			double t = now_ms();
+			if (t - last_query > 20) {
+				/* a kernel that faulted never completes: tell it apart from a hang */
+				last_query = t;
+				cudaError_t e = cudaStreamQuery(s->g[g].loop);
+				if (e != cudaErrorNotReady && bell_load(c) != iter) {
+					s->dead = 1;
+					return ark_error("GPU %d: the loop kernel ended during iteration %u: %s", g, iter,
+							 e == cudaSuccess ? "it left (stopped or aborted)"
+									  : cudaGetErrorString(e));
+				}
+			}
+			if (t - t0 > s->opts.timeout_ms)
+				return watchdog(s, iter, g, t - t0);
+		}
+	}
+	s->traced = trace;
+	return ARK_OK;
+}
+
+int ark_session_run(struct ark_session *s)
+{
+	return ark_session_run_ex(s, s->opts.trace ? ARK_RUN_TRACE : 0);
+}
+
+unsigned ark_session_iterations(const struct ark_session *s)
+{
+	return s->iter;
+}
+
+const char *ark_session_diagnosis(const struct ark_session *s)
+{
+	return s->diag ? s->diag : "";
+}
+
+const char *ark_session_gpu_name(const struct ark_session *s, int g)
+{
+	return g >= 0 && g < s->m->gpus ? s->g[g].name : "?";
+}
+
+/* ---- trace ------------------------------------------------------------------------------------ */
+
+int ark_session_trace(struct ark_session *s, const char *path)
+{
+	const struct ark_model *m = s->m;
+	unsigned long long *host[ARK_MAX_GPUS] = {0};
+	int rc = ARK_ERR;
+
+	if (!s->opts.trace)
+		return ark_error("tracing was not enabled when the session was opened");
+	if (!s->traced)
+		return ark_error("no traced iteration to write");
+	for (int g = 0; g < m->gpus; g++) {
+		size_t n = 2 * (size_t)m->plan[g].n_tasks * sizeof **host;
+		host[g] = malloc(n ? n : 1);
+		if (!host[g]) {
+			ark_error("out of memory");
+			goto out;
+		}
+		if (!n)
+			continue;
+		if (CUDA_FAILS(g, cudaSetDevice(g)) ||
+		    CUDA_FAILS(g, cudaMemcpyAsync(host[g], s->g[g].trace, n, cudaMemcpyDeviceToHost, s->g[g].side)) ||
+		    CUDA_FAILS(g, cudaStreamSynchronize(s->g[g].side)))
+			goto out;
+	}
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		ark_error("%s: cannot write: %m", path);
+		goto out;
+	}
+	rc = ark_trace_write(f, m, (const unsigned long long *const *)host);
+	if (fclose(f) && rc == ARK_OK)
+		rc = ark_error("%s: write failed: %m", path);
+out:
+	for (int g = 0; g < m->gpus; g++)
+		free(host[g]);
+	return rc;
+}

@@ -1,0 +1,165 @@
+/* trace.c: names of tasks (op, template, tile) and the Chrome trace JSON of one traced iteration. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ark_session.h"
+
+static const char *const tmpl_names[] = {
+#define X(id) #id,
+	TMPL_LIST(X)
+#undef X
+};
+_Static_assert(sizeof tmpl_names / sizeof *tmpl_names == ARK_T__COUNT, "template names");
+
+static const char *const op_kind_names[] = {
+#define X(id, name, min_in, max_in, n_out, attrs, flags) name,
+	OP_LIST(X)
+#undef X
+};
+_Static_assert(sizeof op_kind_names / sizeof *op_kind_names == ARK_OP__COUNT, "op names");
+
+const char *ark_tmpl_name(int tmpl)
+{
+	return tmpl >= 0 && tmpl < ARK_T__COUNT ? tmpl_names[tmpl] : "?";
+}
+
+const char *ark_op_kind_name(int kind)
+{
+	return kind >= 0 && kind < ARK_OP__COUNT ? op_kind_names[kind] : "?";
+}
+
+int ark_opp_op(const struct ark_model *m, int g, int opp)
+{
+	const struct ark_gpu_plan *p = &m->plan[g];
+	int loose = -1;
+
+	if (opp < 0 || opp >= p->n_opp)
+		return -1;
+	const struct ark_opp *o = &p->opp[opp];
+	/* Memory reuse may give two ops the same output offset: prefer the op of the same kind whose
+	 * output has the [M, N] view's element count. */
+	for (int i = 0; i < m->n_ops; i++) {
+		const struct ark_op *op = &m->ops[i];
+		for (int k = 0; k < op->n_out; k++) {
+			int t = op->out[k];
+			if (t < 0 || t >= m->n_tensors)
+				continue;
+			const struct ark_tensor *T = &m->tensors[t];
+			if (T->gpu != g || T->offset != o->out)
+				continue;
+			if (op->kind == o->kind && ark_tensor_elems(T) == o->M * o->N)
+				return i;
+			if (loose < 0)
+				loose = i;
+		}
+	}
+	return loose;
+}
+
+void ark_task_label(const struct ark_model *m, int g, int ti, char *buf, size_t size)
+{
+	const struct ark_gpu_plan *p = &m->plan[g];
+	if (ti < 0 || ti >= p->n_tasks) {
+		snprintf(buf, size, "task %d of %d", ti, p->n_tasks);
+		return;
+	}
+	const struct ark_task *t = &p->tasks[ti];
+	const char *tmpl = ark_tmpl_name(t->tmpl);
+	if (t->tmpl == ARK_T_BARRIER) {
+		snprintf(buf, size, "%s", tmpl);
+		return;
+	}
+	int op = ark_opp_op(m, g, t->opp);
+	char who[128];
+	if (op >= 0)
+		snprintf(who, sizeof who, "%s", m->ops[op].name);
+	else if (t->opp < p->n_opp)
+		snprintf(who, sizeof who, "%s (op params %u)", ark_op_kind_name(p->opp[t->opp].kind), t->opp);
+	else
+		snprintf(who, sizeof who, "op params %u", t->opp);
+	switch (t->tmpl) {
+	case ARK_T_COPY:
+		snprintf(buf, size, "%s %s [%u:%u]", who, tmpl, t->k0, t->k1);
+		break;
+	case ARK_T_MATMUL_PARTIAL:
+		snprintf(buf, size, "%s %s (%u:%u, %u:%u) k %u:%u", who, tmpl, t->m0, t->m1, t->n0, t->n1, t->k0,
+			 t->k1);
+		break;
+	case ARK_T_SOFTMAX:
+	case ARK_T_LAYERNORM:
+	case ARK_T_RMSNORM:
+		snprintf(buf, size, "%s %s rows %u:%u", who, tmpl, t->m0, t->m1);
+		break;
+	default:
+		snprintf(buf, size, "%s %s (%u:%u, %u:%u)", who, tmpl, t->m0, t->m1, t->n0, t->n1);
+	}
+}
+
+/* A JSON string literal. */
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+int ark_trace_write(FILE *f, const struct ark_model *m, const unsigned long long *const *trace)
+{
+	unsigned long long t0 = 0;
+	char label[256];
+	int first = 1;
+
+	for (int g = 0; g < m->gpus; g++) {
+		if (!trace[g])
+			continue;
+		for (int i = 0; i < m->plan[g].n_tasks; i++) {
+			unsigned long long s = trace[g][2 * i];
+			if (s && (!t0 || s < t0))
+				t0 = s;
+		}
+	}
+	fputs("{\"displayTimeUnit\": \"ns\", \"otherData\": {\"model\": ", f);
+	json_str(f, m->name);
+	fputs("}, \"traceEvents\": [\n", f);
+	for (int g = 0; g < m->gpus; g++) {
+		const struct ark_gpu_plan *p = &m->plan[g];
+		if (!trace[g])
+			continue;
+		snprintf(label, sizeof label, "GPU %d (%s)", g, m->name);
+		fprintf(f, "%s{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, \"args\": {\"name\": ",
+			first ? "" : ",\n", g);
+		json_str(f, label);
+		fputs("}}", f);
+		first = 0;
+		for (int sm = 0; sm < m->sms; sm++)
+			fprintf(f, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, "
+				"\"args\": {\"name\": \"SM %d\"}}", g, sm, sm);
+		for (int sm = 0; sm < m->sms; sm++)
+			for (uint32_t i = p->sm_begin[sm]; i < p->sm_begin[sm + 1]; i++) {
+				const struct ark_task *t = &p->tasks[i];
+				unsigned long long s = trace[g][2 * i], e = trace[g][2 * i + 1];
+				if (!s || e < s)
+					continue; /* not run in the traced iteration */
+				ark_task_label(m, g, (int)i, label, sizeof label);
+				fputs(",\n{\"name\": ", f);
+				json_str(f, label);
+				fprintf(f, ", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, "
+					"\"dur\": %.3f, \"args\": {\"task\": %u, \"vcta\": %u, \"waits\": %u, "
+					"\"signal\": %d}}",
+					ark_tmpl_name(t->tmpl), g, sm, (double)(s - t0) * 1e-3, (double)(e - s) * 1e-3,
+					i, t->vcta, t->n_wait, t->signal);
+			}
+	}
+	fputs("\n]}\n", f);
+	if (ferror(f))
+		return ark_error("trace: write failed");
+	return ARK_OK;
+}
