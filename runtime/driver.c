@@ -1,0 +1,530 @@
+/* driver.c: main() of every generated binary: check against the CPU reference, benchmark, soak,
+ * safetensors I/O and trace, for the model the generated file defines as ark_model_def. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ark.h"
+#include "ark_session.h"
+
+extern const struct ark_model ark_model_def;
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_NO_GPU = 77 };
+
+#define WARMUP 50
+#define SOAK_CHECK_EVERY 1000
+
+struct args {
+	int check, bench, soak, bench_n;
+	long long soak_n;
+	const char *weights, *inputs, *outputs, *trace;
+	int have_seed;
+	uint64_t seed;
+	double tol;   /* < 0: by dtype */
+	int timeout_ms;
+};
+
+/* Host side of one run of the program. */
+struct drv {
+	const struct ark_model *m;
+	struct args a;
+	struct ark_session *s;
+	void **buf;       /* [n_tensors] host copy of every tensor; the reference computes into it */
+	void **got;       /* [n_tensors] outputs read back from the GPU (NULL for other roles) */
+	uint8_t *loaded;  /* [n_tensors] came from --weights / --inputs */
+	uint8_t *poison;  /* [n_tensors] poisoned before a checked iteration */
+};
+
+static void usage(FILE *f, const char *prog, const struct ark_model *m)
+{
+	fprintf(f,
+		"usage: %s [options]\n"
+		"Runs model '%s' (generated from %s by arkgen %s) as one resident loop kernel per GPU on\n"
+		"GPUs 0..%d, %d SMs each; the CPU reference of every op checks the results.\n"
+		"\n"
+		"  --check            two iterations, each on freshly drawn random inputs with every output and\n"
+		"                     activation poisoned (NaN) on the GPU first; every output is compared with\n"
+		"                     the CPU reference. This is what runs when no other action is given.\n"
+		"  --bench [N]        %d warm-up iterations, then N (default 1000) iterations, each timed on the\n"
+		"                     host from doorbell to completion; prints median, p99 and min in us\n"
+		"  --iterations N     soak test: N iterations in a row on the same inputs; the outputs of every\n"
+		"                     %dth iteration and of the last (poisoned first) are compared with the\n"
+		"                     reference\n"
+		"  --weights FILE     weights from a safetensors file (the ones it lacks stay random)\n"
+		"  --inputs FILE      inputs from a safetensors file (the ones it lacks stay random)\n"
+		"  --outputs FILE     run one more iteration and write the outputs to a safetensors file\n"
+		"  --trace FILE       run one more iteration with every task timed and write it as Chrome trace\n"
+		"                     JSON (open in Perfetto or chrome://tracing)\n"
+		"  --seed S           seed of the random weights and inputs (default: from the clock with\n"
+		"                     --check, so every run draws new data; 1 otherwise); always printed\n"
+		"  --tolerance X      relative error ||gpu - ref|| / ||ref|| allowed per output (default by\n"
+		"                     dtype: fp32 1e-4, bf16 3e-2, fp16 1e-2)\n"
+		"  --timeout MS       watchdog: an iteration taking longer is aborted and the SMs, tasks and\n"
+		"                     counters it waits on are printed (default 2000)\n"
+		"  --help             this text\n"
+		"\n"
+		"Random data: uniform in [-1, 1) for inputs and 1-D weights, [-1/sqrt(rows), 1/sqrt(rows)) for\n"
+		"weights of 2 or more dimensions. Actions run in the order check, iterations, bench, outputs,\n"
+		"trace. Exit status: 0 ok, 1 mismatch or runtime failure, 2 usage error, 77 no CUDA device.\n",
+		prog, m->name, m->source ? m->source : "?", m->options ? m->options : "", m->gpus - 1, m->sms,
+		WARMUP, SOAK_CHECK_EVERY);
+}
+
+static int parse_ll(const char *s, long long lo, long long hi, long long *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* Returns -1 after printing a usage error, 1 for --help, 0 to run. */
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	long long v;
+	memset(a, 0, sizeof *a);
+	a->tol = -1;
+	a->bench_n = 1000;
+	a->timeout_ms = 2000;
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i];
+		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED_VALUE()                                                                   \
+	do {                                                                           \
+		if (!val) {                                                            \
+			fprintf(stderr, "%s: option %s needs a value\n", argv[0], o);   \
+			return -1;                                                     \
+		}                                                                      \
+		i++;                                                                   \
+	} while (0)
+		if (!strcmp(o, "--help") || !strcmp(o, "-h"))
+			return 1;
+		else if (!strcmp(o, "--check"))
+			a->check = 1;
+		else if (!strcmp(o, "--bench")) {
+			a->bench = 1;
+			if (val && val[0] != '-') {
+				if (parse_ll(val, 1, 100000000, &v)) {
+					fprintf(stderr, "%s: --bench wants a count of iterations, not '%s'\n", argv[0], val);
+					return -1;
+				}
+				a->bench_n = (int)v;
+				i++;
+			}
+		} else if (!strcmp(o, "--iterations")) {
+			NEED_VALUE();
+			if (parse_ll(val, 1, ARK_ITER_LIMIT - 10000, &v)) {
+				fprintf(stderr, "%s: --iterations wants a count of iterations, not '%s'\n", argv[0], val);
+				return -1;
+			}
+			a->soak = 1;
+			a->soak_n = v;
+		} else if (!strcmp(o, "--weights")) {
+			NEED_VALUE();
+			a->weights = val;
+		} else if (!strcmp(o, "--inputs")) {
+			NEED_VALUE();
+			a->inputs = val;
+		} else if (!strcmp(o, "--outputs")) {
+			NEED_VALUE();
+			a->outputs = val;
+		} else if (!strcmp(o, "--trace")) {
+			NEED_VALUE();
+			a->trace = val;
+		} else if (!strcmp(o, "--seed")) {
+			NEED_VALUE();
+			char *end;
+			errno = 0;
+			a->seed = strtoull(val, &end, 0);
+			if (errno || end == val || *end || val[0] == '-') {
+				fprintf(stderr, "%s: --seed wants an unsigned integer, not '%s'\n", argv[0], val);
+				return -1;
+			}
+			a->have_seed = 1;
+		} else if (!strcmp(o, "--tolerance")) {
+			NEED_VALUE();
+			char *end;
+			a->tol = strtod(val, &end);
+			if (end == val || *end || !(a->tol >= 0) || isinf(a->tol)) {
+				fprintf(stderr, "%s: --tolerance wants a number >= 0, not '%s'\n", argv[0], val);
+				return -1;
+			}
+		} else if (!strcmp(o, "--timeout")) {
+			NEED_VALUE();
+			if (parse_ll(val, 1, 3600000, &v)) {
+				fprintf(stderr, "%s: --timeout wants milliseconds, not '%s'\n", argv[0], val);
+				return -1;
+			}
+			a->timeout_ms = (int)v;
+		} else {
+			fprintf(stderr, "%s: unknown option '%s' (see --help)\n", argv[0], o);
+			return -1;
+		}
+#undef NEED_VALUE
+	}
+	if (!a->check && !a->bench && !a->soak && !a->outputs && !a->trace)
+		a->check = 1;
+	return 0;
+}
+
+static double now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+
+static double tolerance(const struct args *a, int dtype)
+{
+	if (a->tol >= 0)
+		return a->tol;
+	return dtype == ARK_FP32 ? 1e-4 : dtype == ARK_BF16 ? 3e-2 : 1e-2;
+}
+
+/* ---- host data ---------------------------------------------------------------------------------- */
+
+static uint64_t tensor_seed(uint64_t seed, int round, int t)
+{
+	return seed + 0x9e3779b97f4a7c15ull * (1 + (uint64_t)t + ((uint64_t)round << 24));
+}
+
+/* Random fill of the weights (round 0 only) and inputs of round `round` that no file provided. */
+static void fill_random(struct drv *d, int round)
+{
+	const struct ark_model *m = d->m;
+	for (int t = 0; t < m->n_tensors; t++) {
+		const struct ark_tensor *T = &m->tensors[t];
+		float scale = 1.0f;
+		if (d->loaded[t])
+			continue;
+		if (T->role == ARK_ROLE_WEIGHT) {
+			if (round)
+				continue;
+			if (T->ndim >= 2 && T->shape[0] > 0)
+				scale = 1.0f / sqrtf((float)T->shape[0]);
+		} else if (T->role != ARK_ROLE_INPUT)
+			continue;
+		ark_fill_random(d->buf[t], T->dtype, ark_tensor_elems(T), tensor_seed(d->a.seed, round, t), scale);
+	}
+}
+
+/* Marks the tensors of role `role` that a safetensors file holds, and loads them. */
+static int load_file(struct drv *d, const char *path, int role)
+{
+	struct ark_st st;
+	int n = 0;
+	if (ark_st_load(path, d->m, 1u << role, d->buf, &n))
+		return ARK_ERR;
+	if (ark_st_open(&st, path))
+		return ARK_ERR;
+	for (int t = 0; t < d->m->n_tensors; t++)
+		if (d->m->tensors[t].role == role && ark_st_find(&st, d->m->tensors[t].name))
+			d->loaded[t] = 1;
+	ark_st_close(&st);
+	printf("%s: %d %s loaded\n", path, n, role == ARK_ROLE_WEIGHT ? "weights" : "inputs");
+	return ARK_OK;
+}
+
+/* Byte ranges [a0, a0 + an) and [b0, b0 + bn) of one GPU's arena meet. */
+static int overlap(const struct ark_tensor *a, const struct ark_tensor *b)
+{
+	return a->gpu == b->gpu && a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
+}
+
+/* Outputs and activations get poisoned, unless they share memory with data that must survive. */
+static void plan_poison(struct drv *d)
+{
+	const struct ark_model *m = d->m;
+	for (int t = 0; t < m->n_tensors; t++) {
+		int r = m->tensors[t].role;
+		d->poison[t] = r == ARK_ROLE_OUTPUT || r == ARK_ROLE_ACTIVATION;
+		for (int u = 0; u < m->n_tensors && d->poison[t]; u++) {
+			int ru = m->tensors[u].role;
+			if ((ru == ARK_ROLE_WEIGHT || ru == ARK_ROLE_INPUT || ru == ARK_ROLE_INTERNAL) &&
+			    overlap(&m->tensors[t], &m->tensors[u]))
+				d->poison[t] = 0;
+		}
+	}
+}
+
+static int upload_role(struct drv *d, int role)
+{
+	for (int t = 0; t < d->m->n_tensors; t++)
+		if (d->m->tensors[t].role == role && ark_session_write(d->s, t, d->buf[t]))
+			return ARK_ERR;
+	return ARK_OK;
+}
+
+static int poison_all(struct drv *d)
+{
+	for (int t = 0; t < d->m->n_tensors; t++)
+		if (d->poison[t] && ark_session_fill(d->s, t, 0xff))
+			return ARK_ERR;
+	return ARK_OK;
+}
+
+static int read_outputs(struct drv *d)
+{
+	for (int t = 0; t < d->m->n_tensors; t++)
+		if (d->got[t] && ark_session_read(d->s, t, d->got[t]))
+			return ARK_ERR;
+	return ARK_OK;
+}
+
+/* Compares every output with the reference in buf; prints one line per output when verbose.
+ * Returns the number of outputs that mismatch. */
+static int compare(struct drv *d, const char *what, int verbose)
+{
+	const struct ark_model *m = d->m;
+	int bad_outputs = 0;
+	for (int t = 0; t < m->n_tensors; t++) {
+		const struct ark_tensor *T = &m->tensors[t];
+		double rel = 0, tol = tolerance(&d->a, T->dtype);
+		int64_t bad = 0;
+		if (!d->got[t])
+			continue;
+		ark_compare(d->got[t], d->buf[t], T->dtype, ark_tensor_elems(T), &rel, &bad);
+		int ok = !bad && rel <= tol; /* a NaN rel fails too */
+		bad_outputs += !ok;
+		if (verbose || !ok) {
+			printf("%s: output %s: rel err %.1e (tolerance %.0e) %s", what, T->name, rel, tol,
+			       ok ? "ok" : "MISMATCH");
+			if (bad)
+				printf(", %lld NaN/Inf", (long long)bad);
+			printf("\n");
+		}
+	}
+	return bad_outputs;
+}
+
+/* ---- actions ------------------------------------------------------------------------------------ */
+
+static int do_check(struct drv *d)
+{
+	int mismatches = 0;
+	for (int round = 1; round <= 2; round++) {
+		char what[32];
+		if (round == 2)
+			fill_random(d, round);
+		if (poison_all(d) || upload_role(d, ARK_ROLE_INPUT))
+			return ARK_ERR;
+		if (ark_session_run(d->s) || read_outputs(d))
+			return ARK_ERR;
+		if (ark_ref_run(d->m, d->buf))
+			return ARK_ERR;
+		snprintf(what, sizeof what, "check %d", round);
+		mismatches += compare(d, what, 1);
+	}
+	return mismatches ? 1 : 0;
+}
+
+static int do_soak(struct drv *d)
+{
+	long long n = d->a.soak_n, checked = 0;
+	int mismatches = 0;
+	if (upload_role(d, ARK_ROLE_INPUT) || ark_ref_run(d->m, d->buf))
+		return ARK_ERR;
+	double t0 = now_us();
+	for (long long i = 1; i <= n; i++) {
+		int chk = i % SOAK_CHECK_EVERY == 0 || i == n;
+		if (chk && poison_all(d))
+			return ARK_ERR;
+		if (ark_session_run(d->s)) {
+			fprintf(stderr, "soak: iteration %lld of %lld failed\n", i, n);
+			return ARK_ERR;
+		}
+		if (chk) {
+			char what[48];
+			snprintf(what, sizeof what, "soak iteration %lld", i);
+			if (read_outputs(d))
+				return ARK_ERR;
+			mismatches += compare(d, what, i == n);
+			checked++;
+		}
+	}
+	double us = now_us() - t0;
+	printf("soak: %lld iterations in %.2f s (%.1f us each, including the checks), %lld checked, %s\n", n,
+	       us * 1e-6, us / (double)n, checked, mismatches ? "MISMATCH" : "ok");
+	return mismatches ? 1 : 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int do_bench(struct drv *d)
+{
+	int n = d->a.bench_n;
+	double *t = malloc((size_t)n * sizeof *t);
+	if (!t)
+		return ark_error("out of memory");
+	for (int i = 0; i < WARMUP; i++)
+		if (ark_session_run(d->s))
+			goto fail;
+	for (int i = 0; i < n; i++) {
+		double t0 = now_us();
+		if (ark_session_run(d->s))
+			goto fail;
+		t[i] = now_us() - t0;
+	}
+	qsort(t, (size_t)n, sizeof *t, cmp_double);
+	int p99 = (int)ceil(0.99 * n) - 1;
+	printf("bench: %d iterations after %d warm-up: median %.2f us, p99 %.2f us, min %.2f us "
+	       "(predicted %.2f us)\n", n, WARMUP, n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]),
+	       t[p99 < 0 ? 0 : p99], t[0], d->m->predicted_us);
+	free(t);
+	return 0;
+fail:
+	free(t);
+	return ARK_ERR;
+}
+
+static int do_outputs(struct drv *d)
+{
+	void **w = calloc((size_t)d->m->n_tensors, sizeof *w);
+	if (!w)
+		return ark_error("out of memory");
+	int rc = ark_session_run(d->s) || read_outputs(d);
+	for (int t = 0; t < d->m->n_tensors && !rc; t++)
+		w[t] = d->got[t] ? d->got[t] : d->buf[t];
+	if (!rc)
+		rc = ark_st_write(d->a.outputs, d->m, 1u << ARK_ROLE_OUTPUT, w);
+	if (!rc)
+		printf("outputs written to %s\n", d->a.outputs);
+	free(w);
+	return rc ? ARK_ERR : 0;
+}
+
+static int do_trace(struct drv *d)
+{
+	if (ark_session_run_ex(d->s, ARK_RUN_TRACE) || ark_session_trace(d->s, d->a.trace))
+		return ARK_ERR;
+	int n = 0;
+	for (int g = 0; g < d->m->gpus; g++)
+		n += d->m->plan[g].n_tasks;
+	printf("trace: %d tasks of one iteration written to %s\n", n, d->a.trace);
+	return 0;
+}
+
+/* ---- main --------------------------------------------------------------------------------------- */
+
+static void drv_free(struct drv *d)
+{
+	for (int t = 0; d->buf && t < d->m->n_tensors; t++) {
+		free(d->buf[t]);
+		if (d->got)
+			free(d->got[t]);
+	}
+	free(d->buf);
+	free(d->got);
+	free(d->loaded);
+	free(d->poison);
+}
+
+static int drv_alloc(struct drv *d)
+{
+	const struct ark_model *m = d->m;
+	size_t n = (size_t)m->n_tensors;
+	d->buf = calloc(n, sizeof *d->buf);
+	d->got = calloc(n, sizeof *d->got);
+	d->loaded = calloc(n, 1);
+	d->poison = calloc(n, 1);
+	if (!d->buf || !d->got || !d->loaded || !d->poison)
+		return ark_error("out of memory");
+	for (int t = 0; t < m->n_tensors; t++) {
+		size_t b = m->tensors[t].bytes ? m->tensors[t].bytes : 1; /* [elems] of its dtype */
+		d->buf[t] = calloc(1, b);
+		if (!d->buf[t])
+			return ark_error("out of memory for tensor '%s' (%zu bytes)", m->tensors[t].name, b);
+		if (m->tensors[t].role == ARK_ROLE_OUTPUT && !(d->got[t] = calloc(1, b)))
+			return ark_error("out of memory for tensor '%s' (%zu bytes)", m->tensors[t].name, b);
+	}
+	return ARK_OK;
+}
+
+int main(int argc, char **argv)
+{
+	const struct ark_model *m = &ark_model_def;
+	struct drv d;
+	int rc = EXIT_FAIL, r;
+
+	memset(&d, 0, sizeof d);
+	d.m = m;
+	r = parse_args(argc, argv, &d.a);
+	if (r) {
+		if (r > 0)
+			usage(stdout, argv[0], m);
+		return r > 0 ? EXIT_OK : EXIT_USAGE;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (ark_device_count() == 0) {
+		printf("no CUDA device found: nothing to run (the schedule was made for %d SMs; predicted "
+		       "latency %.2f us)\n", m->sms, m->predicted_us);
+		return EXIT_NO_GPU;
+	}
+	if (!d.a.have_seed) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		d.a.seed = d.a.check ? ((uint64_t)ts.tv_sec * 1000000007ull ^ (uint64_t)ts.tv_nsec ^
+					((uint64_t)getpid() << 32)) & 0xffffffffffffull
+				     : 1;
+	}
+	printf("model %s: %d GPU%s x %d SMs; seed %llu (reproduce with --seed %llu)\n", m->name, m->gpus,
+	       m->gpus > 1 ? "s" : "", m->sms, (unsigned long long)d.a.seed, (unsigned long long)d.a.seed);
+	if (drv_alloc(&d))
+		goto fail;
+	if (d.a.weights && load_file(&d, d.a.weights, ARK_ROLE_WEIGHT))
+		goto fail;
+	if (d.a.inputs && load_file(&d, d.a.inputs, ARK_ROLE_INPUT))
+		goto fail;
+	fill_random(&d, 0);
+	plan_poison(&d);
+
+	struct ark_session_opts opts = {.timeout_ms = d.a.timeout_ms, .trace = d.a.trace != NULL};
+	if (ark_session_open(&d.s, m, &opts))
+		goto fail;
+	for (int g = 0; g < m->gpus; g++)
+		printf("GPU %d: %s\n", g, ark_session_gpu_name(d.s, g));
+	if (upload_role(&d, ARK_ROLE_WEIGHT) || upload_role(&d, ARK_ROLE_INPUT))
+		goto fail;
+
+	int mismatch = 0;
+	if (d.a.check && (r = do_check(&d)) != 0) {
+		if (r < 0)
+			goto fail;
+		mismatch = 1;
+	}
+	if (d.a.soak && (r = do_soak(&d)) != 0) {
+		if (r < 0)
+			goto fail;
+		mismatch = 1;
+	}
+	if (d.a.bench && do_bench(&d))
+		goto fail;
+	if (d.a.outputs && do_outputs(&d))
+		goto fail;
+	if (d.a.trace && do_trace(&d))
+		goto fail;
+	rc = mismatch ? EXIT_FAIL : EXIT_OK;
+	if (ark_session_close(d.s)) {
+		d.s = NULL;
+		goto fail;
+	}
+	drv_free(&d);
+	return rc;
+fail:
+	fprintf(stderr, "error: %s\n", ark_last_error());
+	ark_session_close(d.s);
+	drv_free(&d);
+	return EXIT_FAIL;
+}
