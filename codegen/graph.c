@@ -339,8 +339,8 @@ static void report_cycle(const struct graph *g, const int *indeg)
 	int start = pos[cur], m = len - start;
 	int *cyc = xmalloc(sizeof(int) * (size_t)m), *ten = xmalloc(sizeof(int) * (size_t)m);
 	for (int k = 0; k < m; k++) {
-		cyc[k] = walk[len - 1 - k];
-		ten[k] = via[len - 1 - k]; /* written by cyc[k], read by cyc[k+1] */
+		cyc[k] = walk[start + m - 1 - k];
+		ten[k] = via[start + (m - 2 - k + m) % m]; /* written by cyc[k], read by cyc[k+1] */
 	}
 	int first = 0;
 	for (int k = 1; k < m; k++)

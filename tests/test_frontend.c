@@ -1,0 +1,512 @@
+/* test_frontend.c: the model-file reader and graph checks: parsing, IR, shape/dtype/gpu inference, order. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/diag.h"
+#include "codegen/graph.h"
+
+/* Diagnostics of the last load, captured from diag_out. */
+static char *diag_text;
+static size_t diag_len;
+
+static void capture_begin(void)
+{
+	free(diag_text);
+	diag_text = NULL;
+	diag_out = open_memstream(&diag_text, &diag_len);
+	diag_reset();
+}
+
+static void capture_end(void)
+{
+	fclose(diag_out);
+	diag_out = NULL;
+}
+
+/* Parse and check model text; 0 on success. Messages land in diag_text. */
+static int load(struct graph *g, const char *text)
+{
+	capture_begin();
+	int rc = cfg_load_string(g, "t.cfg", text);
+	if (!rc)
+		rc = graph_check(g);
+	capture_end();
+	return rc;
+}
+
+static const struct tensor *T(const struct graph *g, const char *name)
+{
+	int i = graph_find_tensor(g, name);
+	assert_true(i >= 0);
+	return &g->tensors[i];
+}
+
+static const struct op *O(const struct graph *g, const char *name)
+{
+	int i = graph_find_op(g, name);
+	assert_true(i >= 0);
+	return &g->ops[i];
+}
+
+static void assert_shape(const struct tensor *t, int ndim, const int64_t *want)
+{
+	char a[96], b[96];
+	shape_str(a, sizeof a, t->ndim, t->shape);
+	shape_str(b, sizeof b, ndim, want);
+	assert_string_equal(a, b);
+}
+#define SHAPE(t, ...) assert_shape((t), sizeof((int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t), (int64_t[]){ __VA_ARGS__ })
+
+#define HEAD "version = 1; name = \"t\";\n"
+
+static void test_parse_mlp(void **state)
+{
+	struct graph g;
+	capture_begin();
+	assert_int_equal(cfg_load(&g, "models/mlp.cfg"), 0);
+	capture_end();
+	assert_string_equal(g.file, "models/mlp.cfg");
+	assert_string_equal(g.name, "mlp");
+	assert_int_equal(g.dtype, ARK_FP16);
+	assert_int_equal(g.gpus, 1);
+	assert_int_equal(g.n_ops, 3);
+	assert_int_equal(g.n_tensors, 7); /* 5 declared + h and a */
+	const struct tensor *x = T(&g, "x"), *y = T(&g, "y"), *h = T(&g, "h");
+	assert_true(x->declared && x->shape_given && x->role_given);
+	assert_int_equal(x->role, ARK_ROLE_INPUT);
+	SHAPE(x, 8, 1024);
+	assert_int_equal(x->line, 7);
+	assert_int_equal(T(&g, "b1")->role, ARK_ROLE_WEIGHT);
+	assert_int_equal(y->role, ARK_ROLE_OUTPUT);
+	assert_false(y->shape_given);
+	assert_false(h->declared);
+	assert_int_equal(h->role, ARK_ROLE_ACTIVATION);
+	assert_int_equal(h->line, 15); /* the line of fc1, which produces it */
+	const struct op *fc1 = O(&g, "fc1");
+	assert_int_equal(fc1->kind, ARK_OP_MATMUL);
+	assert_int_equal(fc1->line, 15);
+	assert_int_equal(fc1->n_in, 3);
+	assert_int_equal(fc1->n_out, 1);
+	assert_string_equal(g.tensors[fc1->in[2]].name, "b1");
+	assert_string_equal(g.tensors[fc1->out[0]].name, "h");
+	assert_int_equal(graph_find_op(&g, "nope"), -1);
+	assert_int_equal(graph_find_tensor(&g, "nope"), -1);
+
+	capture_begin();
+	assert_int_equal(graph_check(&g), 0);
+	capture_end();
+	assert_string_equal(diag_text, "");
+	SHAPE(h, 8, 4096);
+	SHAPE(y, 8, 1024);
+	assert_int_equal(y->producer, graph_find_op(&g, "fc2"));
+	assert_int_equal(T(&g, "a")->n_readers, 1);
+	assert_int_equal(tensor_bytes(T(&g, "w1")), 1024 * 4096 * 2);
+	/* checking twice gives the same result */
+	capture_begin();
+	assert_int_equal(graph_check(&g), 0);
+	capture_end();
+	SHAPE(h, 8, 4096);
+	assert_int_equal(h->n_readers, 1);
+	graph_free(&g);
+	assert_null(g.tensors);
+}
+
+static void test_attributes_and_defaults(void **state)
+{
+	struct graph g;
+	assert_int_equal(load(&g, HEAD "dtype = \"bf16\"; gpus = 2;\n"
+				  "tensors = ( { name = \"x\"; shape = [4, 16]; role = \"input\"; },\n"
+				  "  { name = \"w\"; shape = [8, 16]; role = \"weight\"; },\n"
+				  "  { name = \"gm\"; shape = [8]; role = \"weight\"; },\n"
+				  "  { name = \"bt\"; shape = [8]; role = \"weight\"; } );\n"
+				  "ops = ( { name = \"m\"; op = \"matmul\"; in = [\"x\", \"w\"]; out = \"h\"; transpose_b = true; },\n"
+				  "  { name = \"s\"; op = \"scale\"; in = [\"h\"]; out = \"s1\"; factor = 3; },\n"
+				  "  { name = \"ln\"; op = \"layernorm\"; in = [\"s1\", \"gm\", \"bt\"]; out = \"l\"; },\n"
+				  "  { name = \"rn\"; op = \"rmsnorm\"; in = [\"l\", \"gm\"]; out = \"r\"; eps = 0.001; },\n"
+				  "  { name = \"c\"; op = \"copy\"; in = [\"r\"]; out = \"c1\"; gpu = 1; transport = \"p2p\"; },\n"
+				  "  { name = \"c2\"; op = \"copy\"; in = [\"r\"]; out = \"c2\"; gpu = 1; } );\n"),
+			 0);
+	assert_int_equal(g.dtype, ARK_BF16);
+	assert_int_equal(g.gpus, 2);
+	assert_int_equal(O(&g, "m")->transpose_b, 1);
+	assert_true(O(&g, "m")->attrs_given & ARK_A(TRANSPOSE_B));
+	assert_true(O(&g, "s")->factor == 3.0);
+	assert_true(O(&g, "ln")->eps == 1e-5);
+	assert_false(O(&g, "ln")->attrs_given & ARK_A(EPS));
+	assert_true(O(&g, "rn")->eps == 0.001);
+	assert_int_equal(O(&g, "c")->transport, ARK_TR_P2P);
+	assert_int_equal(O(&g, "c2")->transport, ARK_TR_AUTO);
+	SHAPE(T(&g, "h"), 4, 8);
+	SHAPE(T(&g, "l"), 4, 8);
+	SHAPE(T(&g, "c1"), 4, 8);
+	assert_int_equal(T(&g, "c1")->gpu, 1); /* copy output lives on the op's gpu */
+	assert_int_equal(T(&g, "r")->gpu, 0);
+	assert_int_equal(T(&g, "c1")->dtype, ARK_BF16);
+	/* c1 and c2 are never read: warnings, not errors */
+	assert_non_null(strstr(diag_text, "t.cfg:11: warning: activation 'c1' is never read and is not an output"));
+	graph_free(&g);
+}
+
+static void test_matmul_shapes(void **state)
+{
+	struct graph g;
+	assert_int_equal(load(&g, HEAD "tensors = ( { name = \"a\"; shape = [2, 3, 8, 64]; role = \"input\"; },\n"
+				  "  { name = \"b\"; shape = [64, 32]; role = \"weight\"; },\n"
+				  "  { name = \"bt\"; shape = [48, 32]; role = \"weight\"; },\n"
+				  "  { name = \"bias\"; shape = [48]; role = \"weight\"; },\n"
+				  "  { name = \"o\"; role = \"output\"; shape = [2, 3, 8, 48]; } );\n"
+				  "ops = ( { name = \"m1\"; op = \"matmul\"; in = [\"a\", \"b\"]; out = \"h\"; },\n"
+				  "  { name = \"m2\"; op = \"matmul\"; in = [\"h\", \"bt\", \"bias\"]; out = \"o\"; transpose_b = true; } );\n"),
+			 0);
+	SHAPE(T(&g, "h"), 2, 3, 8, 32);
+	SHAPE(T(&g, "o"), 2, 3, 8, 48);
+	assert_string_equal(diag_text, "");
+	graph_free(&g);
+
+	/* K mismatch names both shapes */
+	assert_int_equal(load(&g, HEAD "tensors = ( { name = \"a\"; shape = [3, 8, 64]; role = \"input\"; },\n"
+				  "  { name = \"b\"; shape = [32, 64]; role = \"weight\"; } );\n"
+				  "ops = ( { name = \"m\"; op = \"matmul\"; in = [\"a\", \"b\"]; out = \"y\"; } );\n"),
+			 -1);
+	assert_non_null(strstr(diag_text, "t.cfg:4: error: input 'a' of op 'm' has shape [3, 8, 64], expected [*, *, 32]\n"
+					  "t.cfg:3: note: 'b' ([32, 64]) is declared here\n"));
+	assert_int_equal(diag_errors(), 1);
+	graph_free(&g);
+}
+
+/* The shape of `out` after `op` on inputs of shapes sa and sb. */
+static void check_binary(const char *op, const char *sa, const char *sb, const char *want)
+{
+	char text[1024];
+	struct graph g;
+	snprintf(text, sizeof text, HEAD "tensors = ( { name = \"a\"; shape = %s; role = \"input\"; },\n"
+		 "  { name = \"b\"; shape = %s; role = \"input\"; }, { name = \"y\"; role = \"output\"; } );\n"
+		 "ops = ( { name = \"o\"; op = \"%s\"; in = [\"a\", \"b\"]; out = \"y\"; } );\n", sa, sb, op);
+	int rc = load(&g, text);
+	if (!want) {
+		assert_int_equal(rc, -1);
+		assert_non_null(strstr(diag_text, "cannot be broadcast"));
+	} else {
+		assert_int_equal(rc, 0);
+		const struct tensor *y = T(&g, "y");
+		char got[96];
+		assert_string_equal(shape_str(got, sizeof got, y->ndim, y->shape), want);
+	}
+	graph_free(&g);
+}
+
+static void test_broadcasting(void **state)
+{
+	check_binary("add", "[8, 1024]", "[8, 1024]", "[8, 1024]");
+	check_binary("add", "[8, 1024]", "[1024]", "[8, 1024]");
+	check_binary("mul", "[1024]", "[8, 1024]", "[8, 1024]");
+	check_binary("add", "[8, 1, 16]", "[4, 1]", "[8, 4, 16]");
+	check_binary("mul", "[1]", "[3, 5]", "[3, 5]");
+	check_binary("add", "[2, 1, 3, 1]", "[7, 1, 5]", "[2, 7, 3, 5]");
+	check_binary("add", "[8, 1024]", "[512]", NULL);
+	check_binary("mul", "[4, 3]", "[2, 3]", NULL);
+	check_binary("swiglu", "[4, 6]", "[4, 6]", "[4, 6]");
+}
+
+static void test_unary_and_norm_shapes(void **state)
+{
+	struct graph g;
+	assert_int_equal(load(&g, HEAD "dtype = \"fp32\";\n"
+				  "tensors = ( { name = \"x\"; shape = [2, 5, 7]; role = \"input\"; },\n"
+				  "  { name = \"gm\"; shape = [7]; role = \"weight\"; } );\n"
+				  "ops = ( { name = \"a\"; op = \"gelu\"; in = [\"x\"]; out = \"g\"; },\n"
+				  "  { name = \"b\"; op = \"silu\"; in = [\"g\"]; out = \"s\"; },\n"
+				  "  { name = \"c\"; op = \"softmax\"; in = [\"s\"]; out = \"sm\"; },\n"
+				  "  { name = \"d\"; op = \"rmsnorm\"; in = [\"sm\", \"gm\"]; out = \"r\"; },\n"
+				  "  { name = \"e\"; op = \"relu\"; in = [\"r\"]; out = \"y\"; } );\n"),
+			 0);
+	SHAPE(T(&g, "y"), 2, 5, 7);
+	SHAPE(T(&g, "sm"), 2, 5, 7);
+	assert_int_equal(T(&g, "y")->dtype, ARK_FP32);
+	assert_true(O(&g, "d")->eps == 1e-6);
+	assert_int_equal(tensor_bytes(T(&g, "y")), 2 * 5 * 7 * 4);
+	graph_free(&g);
+
+	assert_int_equal(load(&g, HEAD "tensors = ( { name = \"x\"; shape = [2, 7]; role = \"input\"; },\n"
+				  "  { name = \"gm\"; shape = [2]; role = \"weight\"; } );\n"
+				  "ops = ( { name = \"d\"; op = \"rmsnorm\"; in = [\"x\", \"gm\"]; out = \"r\"; } );\n"),
+			 -1);
+	assert_non_null(strstr(diag_text, "t.cfg:4: error: gamma 'gm' of op 'd' (rmsnorm) has shape [2], expected [7]"));
+	graph_free(&g);
+}
+
+static const char *collective(const char *kind, const char *attr)
+{
+	static char text[1024];
+	snprintf(text, sizeof text, HEAD "gpus = 3;\n"
+		 "tensors = ( { name = \"a\"; shape = [4, 16]; role = \"input\"; gpu = 2; },\n"
+		 "  { name = \"b\"; shape = [4, 16]; role = \"input\"; gpu = 0; },\n"
+		 "  { name = \"c\"; shape = [4, 16]; role = \"input\"; gpu = 1; } );\n"
+		 "ops = ( { name = \"ra\"; op = \"relu\"; in = [\"a\"]; out = \"ra\"; gpu = 2; },\n"
+		 "  { name = \"col\"; op = \"%s\"; in = [\"ra\", \"b\", \"c\"]; out = [\"o0\", \"o1\", \"o2\"]; %s } );\n",
+		 kind, attr);
+	return text;
+}
+
+static void test_collectives(void **state)
+{
+	struct graph g;
+	assert_int_equal(load(&g, collective("all_reduce", "transport = \"dma\";")), 0);
+	SHAPE(T(&g, "o0"), 4, 16);
+	assert_int_equal(T(&g, "ra")->gpu, 2);  /* output inherits the op's gpu */
+	assert_int_equal(T(&g, "o0")->gpu, 2);  /* output i lives with input i */
+	assert_int_equal(T(&g, "o1")->gpu, 0);
+	assert_int_equal(T(&g, "o2")->gpu, 1);
+	assert_int_equal(O(&g, "col")->transport, ARK_TR_DMA);
+	graph_free(&g);
+
+	assert_int_equal(load(&g, collective("all_gather", "")), 0);
+	SHAPE(T(&g, "o2"), 4, 48);
+	assert_int_equal(O(&g, "col")->axis, 1); /* -1 normalised */
+	graph_free(&g);
+	assert_int_equal(load(&g, collective("all_gather", "axis = 0;")), 0);
+	SHAPE(T(&g, "o1"), 12, 16);
+	graph_free(&g);
+	assert_int_equal(load(&g, collective("all_gather", "axis = -2;")), 0);
+	SHAPE(T(&g, "o0"), 12, 16);
+	assert_int_equal(O(&g, "col")->axis, 0);
+	graph_free(&g);
+	assert_int_equal(load(&g, collective("all_gather", "axis = -3;")), -1);
+	assert_non_null(strstr(diag_text, "'axis' of op 'col' (all_gather) is -3, expected -2 to 1"));
+	graph_free(&g);
+	assert_int_equal(load(&g, collective("all_reduce", "axis = 0;")), -1);
+	assert_non_null(strstr(diag_text, "op 'col' (all_reduce) has no attribute 'axis'"));
+	graph_free(&g);
+}
+
+static void test_topological_order(void **state)
+{
+	struct graph g;
+	/* file order: c reads b's output, b reads a's; d and e are independent */
+	assert_int_equal(load(&g, HEAD "tensors = ( { name = \"x\"; shape = [4]; role = \"input\"; },\n"
+				  "  { name = \"y\"; role = \"output\"; } );\n"
+				  "ops = ( { name = \"c\"; op = \"add\"; in = [\"tb\", \"td\"]; out = \"y\"; },\n"
+				  "  { name = \"e\"; op = \"relu\"; in = [\"x\"]; out = \"te\"; },\n"
+				  "  { name = \"b\"; op = \"relu\"; in = [\"ta\"]; out = \"tb\"; },\n"
+				  "  { name = \"a\"; op = \"relu\"; in = [\"x\"]; out = \"ta\"; },\n"
+				  "  { name = \"d\"; op = \"mul\"; in = [\"te\", \"te\"]; out = \"td\"; } );\n"),
+			 0);
+	/* Kahn, lowest index first: ready {e=1, a=3} -> e; {a=3, d=4} -> a; {b=2, d=4} -> b; d; c */
+	int want[] = { 1, 3, 2, 4, 0 };
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(g.order[i], want[i]);
+	assert_int_equal(T(&g, "te")->n_readers, 2);
+	graph_free(&g);
+}
+
+static void test_cycle(void **state)
+{
+	struct graph g;
+	assert_int_equal(load(&g, HEAD "tensors = ( { name = \"x\"; shape = [4]; role = \"input\"; } );\n"
+				  "ops = ( { name = \"z\"; op = \"relu\"; in = [\"x\"]; out = \"tz\"; },\n"
+				  "  { name = \"c\"; op = \"add\"; in = [\"tz\", \"tb\"]; out = \"tc\"; },\n"
+				  "  { name = \"a\"; op = \"relu\"; in = [\"tc\"]; out = \"ta\"; },\n"
+				  "  { name = \"b\"; op = \"relu\"; in = [\"ta\"]; out = \"tb\"; } );\n"),
+			 -1);
+	assert_string_equal(diag_text, "t.cfg:4: error: cycle: op 'c' -> op 'a' -> op 'b' -> op 'c'\n"
+				       "t.cfg:4: note: op 'c' writes 'tc', which op 'a' reads\n"
+				       "t.cfg:5: note: op 'a' writes 'ta', which op 'b' reads\n"
+				       "t.cfg:6: note: op 'b' writes 'tb', which op 'c' reads\n"
+				       "hint: dependencies come from tensor names: rename an output to break the cycle\n");
+	assert_null(g.order);
+	graph_free(&g);
+}
+
+static void test_dtype_and_gpu_inheritance(void **state)
+{
+	struct graph g;
+	assert_int_equal(load(&g, HEAD "dtype = \"bf16\"; gpus = 2;\n"
+				  "tensors = ( { name = \"x\"; shape = [4, 8]; role = \"input\"; dtype = \"fp32\"; gpu = 1; },\n"
+				  "  { name = \"w\"; shape = [8, 8]; role = \"weight\"; dtype = \"fp32\"; gpu = 1; },\n"
+				  "  { name = \"v\"; shape = [8]; role = \"input\"; },\n"
+				  "  { name = \"y\"; role = \"output\"; } );\n"
+				  "ops = ( { name = \"m\"; op = \"matmul\"; in = [\"x\", \"w\"]; out = \"h\"; gpu = 1; },\n"
+				  "  { name = \"r\"; op = \"relu\"; in = [\"h\"]; out = \"y\"; gpu = 1; },\n"
+				  "  { name = \"s\"; op = \"silu\"; in = [\"v\"]; out = \"sv\"; } );\n"),
+			 0);
+	assert_int_equal(T(&g, "h")->dtype, ARK_FP32);
+	assert_int_equal(T(&g, "y")->dtype, ARK_FP32);
+	assert_int_equal(T(&g, "sv")->dtype, ARK_BF16);
+	assert_int_equal(T(&g, "v")->dtype, ARK_BF16);
+	assert_int_equal(T(&g, "h")->gpu, 1);
+	assert_int_equal(T(&g, "y")->gpu, 1);
+	assert_int_equal(T(&g, "sv")->gpu, 0);
+	assert_int_equal(tensor_bytes(T(&g, "y")), 4 * 8 * 4);
+	graph_free(&g);
+
+	/* a relu on gpu 0 cannot read a tensor on gpu 1 */
+	assert_int_equal(load(&g, HEAD "gpus = 2;\n"
+				  "tensors = ( { name = \"x\"; shape = [4]; role = \"input\"; gpu = 1; } );\n"
+				  "ops = ( { name = \"r\"; op = \"relu\"; in = [\"x\"]; out = \"y\"; } );\n"),
+			 -1);
+	assert_non_null(strstr(diag_text, "t.cfg:4: error: input 'x' of op 'r' (relu) lives on gpu 1, but the op runs on gpu 0"));
+	graph_free(&g);
+}
+
+static void test_rejections(void **state)
+{
+	static const struct {
+		const char *text, *error;
+	} cases[] = {
+		{ "version = 1;\nname = \"t\"\nbad = ;\n", "t.cfg:3: error: syntax error" },
+		{ HEAD "tensors = ( { name = \"x\"; shape = [4]; role = \"input\"; } );\nops = ( { name = \"r\"; op = \"relu\"; "
+		       "in = [\"x\"]; out = \"y\"; flavor = 1; } );\n",
+		  "t.cfg:3: error: unknown setting 'flavor' in op 'r'" },
+		{ HEAD "tensors = ( { name = \"x\"; shape = [4]; role = \"input\"; } );\nops = ( { name = \"r\"; op = \"scale\"; "
+		       "in = [\"x\"]; out = \"y\"; factor = \"2\"; } );\n",
+		  "t.cfg:3: error: 'factor' of op 'r' must be a number, found a string" },
+		{ HEAD "tensors = ( { name = \"x\"; shape = [4]; role = \"input\"; } );\nops = ( { name = \"r\"; op = \"relu\"; "
+		       "in = [\"x\"]; out = \"x\"; } );\n",
+		  "t.cfg:3: error: op 'r' writes 'x', which is declared as an input" },
+		{ HEAD "tensors = ( { name = \"x\"; shape = [4]; role = \"input\"; shap = [4]; } );\nops = ();\n",
+		  "t.cfg:2: error: unknown setting 'shap' in tensor 'x'\nhint: did you mean 'shape'?" },
+		{ HEAD "tensors = ( { name = \"x\"; shape = [3037000500L, 3037000500L]; role = \"input\"; } );\n"
+		       "ops = ( { name = \"r\"; op = \"relu\"; in = [\"x\"]; out = \"y\"; } );\n",
+		  "t.cfg:2: error: tensor 'x' of shape [3037000500, 3037000500] (fp16) is too large" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct graph g;
+		assert_int_equal(load(&g, cases[i].text), -1);
+		if (!strstr(diag_text, cases[i].error))
+			fail_msg("case %zu: expected '%s' in:\n%s", i, cases[i].error, diag_text);
+		assert_int_equal(diag_errors(), 1);
+		graph_free(&g);
+	}
+}
+
+/* Many ops and tensors: the arrays grow, and a long chain orders correctly. */
+static void test_long_chain(void **state)
+{
+	size_t cap = 1 << 16, n = 0;
+	char *text = malloc(cap);
+	n += (size_t)snprintf(text + n, cap - n, HEAD "tensors = ( { name = \"t0\"; shape = [3, 5]; role = \"input\"; } );\nops = (");
+	for (int i = 0; i < 300; i++)
+		n += (size_t)snprintf(text + n, cap - n, "%s{ name = \"o%d\"; op = \"%s\"; in = [\"t%d\"]; out = \"t%d\"; }\n",
+				      i ? "," : "", 299 - i, i % 2 ? "relu" : "gelu", 299 - i, 300 - i);
+	snprintf(text + n, cap - n, ");\n");
+	/* ops listed last-first: o299 reads t299 ... o0 reads t0 */
+	struct graph g;
+	assert_int_equal(load(&g, text), 0);
+	assert_int_equal(g.n_ops, 300);
+	assert_int_equal(g.n_tensors, 301);
+	for (int i = 0; i < 300; i++)
+		assert_int_equal(g.order[i], 299 - i);
+	SHAPE(T(&g, "t300"), 3, 5);
+	graph_free(&g);
+	free(text);
+}
+
+static void test_dumps(void **state)
+{
+	struct graph g;
+	capture_begin();
+	assert_int_equal(cfg_load(&g, "models/mlp.cfg"), 0);
+	assert_int_equal(graph_check(&g), 0);
+	capture_end();
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	graph_dump(&g, f);
+	fclose(f);
+	assert_non_null(strstr(buf, "graph mlp (models/mlp.cfg): 3 ops, 7 tensors, 1 GPU"));
+	assert_non_null(strstr(buf, "[8, 4096]"));
+	assert_non_null(strstr(buf, "0. fc1 = matmul  gpu 0  line 15"));
+	assert_non_null(strstr(buf, "2. fc2 = matmul"));
+	free(buf);
+	f = open_memstream(&buf, &len);
+	graph_dot(&g, f);
+	fclose(f);
+	assert_memory_equal(buf, "digraph \"mlp\" {", 15);
+	assert_non_null(strstr(buf, "\"op_fc1\" -> \"t_h\";"));
+	assert_non_null(strstr(buf, "\"t_h\" -> \"op_act\";"));
+	free(buf);
+	char s[32];
+	int64_t dims[] = { 2, 3, 4, 5 };
+	assert_string_equal(shape_str(s, sizeof s, 4, dims), "[2, 3, 4, 5]");
+	assert_string_equal(shape_str(s, 6, 4, dims), "[2, 3");
+	graph_free(&g);
+}
+
+static void test_models_load(void **state)
+{
+	glob_t gl;
+	assert_int_equal(glob("models/*.cfg", 0, NULL, &gl), 0);
+	assert_true(gl.gl_pathc >= 4);
+	for (size_t i = 0; i < gl.gl_pathc; i++) {
+		struct graph g;
+		capture_begin();
+		int rc = cfg_load(&g, gl.gl_pathv[i]);
+		if (!rc)
+			rc = graph_check(&g);
+		capture_end();
+		if (rc)
+			fail_msg("%s: %s", gl.gl_pathv[i], diag_text);
+		assert_true(g.n_ops > 0);
+		for (int t = 0; t < g.n_tensors; t++)
+			assert_true(g.tensors[t].ndim > 0);
+		graph_free(&g);
+	}
+	globfree(&gl);
+	/* the named models have the shapes their comments promise */
+	struct graph g;
+	capture_begin();
+	assert_int_equal(cfg_load(&g, "models/branchy.cfg"), 0);
+	assert_int_equal(graph_check(&g), 0);
+	capture_end();
+	assert_int_equal(g.n_ops, 8 * 7 + 7);
+	SHAPE(T(&g, "y"), 1, 1024);
+	assert_int_equal(T(&g, "y")->dtype, ARK_BF16);
+	graph_free(&g);
+	capture_begin();
+	assert_int_equal(cfg_load(&g, "models/chain64.cfg"), 0);
+	assert_int_equal(graph_check(&g), 0);
+	capture_end();
+	assert_int_equal(g.n_ops, 128);
+	assert_true(O(&g, "scale17")->factor == 1.0001);
+	SHAPE(T(&g, "y"), 4096);
+	graph_free(&g);
+	capture_begin();
+	assert_int_equal(cfg_load(&g, "models/mlp8.cfg"), 0);
+	assert_int_equal(graph_check(&g), 0);
+	capture_end();
+	assert_int_equal(g.n_ops, 16);
+	assert_int_equal(g.ops[g.order[15]].kind, ARK_OP_GELU);
+	SHAPE(T(&g, "y"), 1, 4096);
+	graph_free(&g);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_mlp),
+		cmocka_unit_test(test_attributes_and_defaults),
+		cmocka_unit_test(test_matmul_shapes),
+		cmocka_unit_test(test_broadcasting),
+		cmocka_unit_test(test_unary_and_norm_shapes),
+		cmocka_unit_test(test_collectives),
+		cmocka_unit_test(test_topological_order),
+		cmocka_unit_test(test_cycle),
+		cmocka_unit_test(test_dtype_and_gpu_inheritance),
+		cmocka_unit_test(test_rejections),
+		cmocka_unit_test(test_long_chain),
+		cmocka_unit_test(test_dumps),
+		cmocka_unit_test(test_models_load),
+	};
+	cmocka_set_message_output(CM_OUTPUT_TAP);
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	free(diag_text);
+	return rc;
+}
