@@ -280,8 +280,7 @@ int emit_loop(const struct sched *s, const struct schedule *p, const struct emit
 	cstr(f, info->options);
 	out(f, ",\n\t%d, %d, %d, %d, %.3f,\n", g->gpus, sms, info->threads, info->smem, p->sim.latency_us);
 	out(f, "\t%d, tensors, %d, ops,\n", g->n_tensors, g->n_ops);
-	out(f, "\t{{%" PRIu64 "u, %d, tasks_g%d, sm_begin_g%d, %" PRId64 ", waits_g%d, %d, opp_g%d, ARK_CTR__FIRST + "
-	       "%d, %d}},\n",
+	out(f, "\t{{%" PRIu64 "u, %d, tasks_g%d, sm_begin_g%d, %" PRId64 ", waits_g%d, %d, opp_g%d, %d, %d}},\n",
 	    s->arena[gpu], n_tasks, gpu, gpu, n_waits + n_bar, gpu, n_opp, gpu, n_counters, sms);
 	out(f, "\tark_launch,\n\t(const void *)ark_loop_kernel,\n};\n");
 	free(opp_index);

@@ -6,6 +6,10 @@
 #include <stdint.h>
 #include "ark_ops.h"
 
+/* Offset of a tensor that lives only inside a fused vCTA (a matmul's output before its activation):
+ * the CPU reference computes it, the GPU never stores it. */
+#define ARK_NOT_STORED UINT64_MAX
+
 /* One tensor of the model. Row-major, ndim in 1..4. */
 struct ark_tensor {
 	const char *name;
@@ -14,7 +18,7 @@ struct ark_tensor {
 	uint8_t ndim;
 	uint8_t gpu;    /* GPU whose arena holds it */
 	int64_t shape[ARK_MAX_DIMS];
-	uint64_t offset; /* byte offset in its GPU's arena */
+	uint64_t offset; /* byte offset in its GPU's arena, ARK_NOT_STORED if never stored there */
 	uint64_t bytes;
 };
 
