@@ -206,15 +206,17 @@ static void *dispatcher(void *arg)
 		}
 		if (stop)
 			break;
+		stat_add(&e->stats.empty_polls, 1);
 		if (empty++ == 0) {
 			idle_since = now_us();
 			continue;
 		}
 		if (!backoff && empty % CLOCK_EVERY == 0 && now_us() - idle_since >= e->opt.idle_us)
 			backoff = 1;
-		if (backoff)
+		if (backoff) {
+			stat_add(&e->stats.sleeps, 1);
 			sleep_us(e->opt.sleep_us);
-		else
+		} else
 			cpu_relax();
 	}
 	return NULL;
@@ -275,6 +277,8 @@ void dma_engine_stats(struct dma_engine *e, struct dma_stats *st)
 	st->chunks = __atomic_load_n(&e->stats.chunks, __ATOMIC_RELAXED);
 	st->rejected = __atomic_load_n(&e->stats.rejected, __ATOMIC_RELAXED);
 	st->backend_errors = __atomic_load_n(&e->stats.backend_errors, __ATOMIC_RELAXED);
+	st->empty_polls = __atomic_load_n(&e->stats.empty_polls, __ATOMIC_RELAXED);
+	st->sleeps = __atomic_load_n(&e->stats.sleeps, __ATOMIC_RELAXED);
 }
 
 const char *dma_engine_last_error(struct dma_engine *e)

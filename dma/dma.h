@@ -162,6 +162,8 @@ struct dma_stats {
 	uint64_t chunks;         /* copies handed to the backend */
 	uint64_t rejected;       /* invalid requests skipped */
 	uint64_t backend_errors; /* requests the backend failed on (rest of the request skipped) */
+	uint64_t empty_polls;    /* passes over all rings that found nothing */
+	uint64_t sleeps;         /* back-off sleeps (idle for longer than idle_us) */
 };
 
 /* One dispatcher thread over n rings (ring g belongs to GPU g). The caller owns the memory; the

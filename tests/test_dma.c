@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -271,25 +272,39 @@ static void test_wraparound(void **state)
 	fx_free(f);
 }
 
-/* Tickets are 32-bit: crossing 2^32 must neither lose nor replay a request. */
+/* Tickets are 32-bit: crossing 2^32 must neither lose nor replay a request, and the slot of ticket
+ * 0xffffffff (seq 0) must not look valid before it is written. */
 static void test_ticket_wrap(void **state)
 {
 	struct fx *f = fx_new(16, 8 * 1000);
+	struct dma_stats st;
+	uint32_t i;
 
-	assert_int_equal(dma_ring_init_at(&f->rings[1], f->mem[1], 16, 0xfffffe00u), DMA_OK);
+	assert_int_equal(dma_ring_init_at(&f->rings[1], f->mem[1], 16, 0xfffffff8u), DMA_OK);
 	f->b.check_order = 1;
+	/* Tickets 0xfffffff8 .. 0xfffffffe published; 0xffffffff not yet. */
+	for (i = 0; i < 7; i++) {
+		struct dma_req q = req(1, 8ull * i, 0, 8ull * i, 8, 2, i + 1);
+
+		assert_int_equal(dma_ring_try_push(&f->rings[1], &q), DMA_OK);
+	}
 	fx_start(f);
-	for (uint32_t i = 0; i < 1000; i++) {
+	assert_int_equal(dma_engine_stop(&f->e, &st), DMA_OK);
+	assert_int_equal(st.requests, 7);
+	assert_int_equal(st.rejected, 0);
+	assert_int_equal(dma_ring_consumed(&f->rings[1]), 0xffffffffu);
+	fx_start(f);
+	for (; i < 1000; i++) {
 		struct dma_req q = req(1, 8ull * i, 0, 8ull * i, 8, 2, i + 1);
 
 		assert_int_equal(dma_ring_push(&f->rings[1], &q), DMA_OK);
 	}
-	struct dma_stats st;
 	assert_int_equal(dma_engine_stop(&f->e, &st), DMA_OK);
-	assert_int_equal(st.requests, 1000);
+	assert_int_equal(st.requests, 1000 - 7);
+	assert_int_equal(st.rejected, 0);
 	assert_int_equal(f->b.order_errors, 0);
 	assert_int_equal(f->b.flags[0][2], 1000);
-	assert_int_equal(dma_ring_consumed(&f->rings[1]), 0xfffffe00u + 1000);
+	assert_int_equal(dma_ring_consumed(&f->rings[1]), 0xfffffff8u + 1000);
 	assert_memory_equal(f->b.arena[0], f->b.arena[1], 8000);
 	fx_free(f);
 }
@@ -334,7 +349,9 @@ static void test_backpressure_blocks(void **state)
 	fx_start(f);
 	dma_engine_pause(&f->e, 1);
 	start_producers(f, p, 1, 20, 0);
-	sleep_ms(100);
+	for (int i = 0; i < 10000 && __atomic_load_n(&p[0].pushed, __ATOMIC_ACQUIRE) < 8; i++)
+		sleep_ms(1);
+	sleep_ms(50);
 	/* The ring holds 8; the producer waits on the 9th and has overwritten nothing. */
 	assert_int_equal(__atomic_load_n(&p[0].pushed, __ATOMIC_ACQUIRE), 8);
 	assert_int_equal(f->b.copies, 0);
@@ -525,6 +542,35 @@ static void test_backend_failure(void **state)
 	fx_free(f);
 }
 
+/* After idle_us without work the dispatcher sleeps between polls instead of spinning, and still
+ * serves the next request. */
+static void test_idle_backoff(void **state)
+{
+	struct fx *f = fx_new(8, 4096);
+	struct dma_req q = req(0, 0, 1, 0, 64, 1, 31);
+	struct dma_stats s0, s1, st;
+
+	f->opt.idle_us = 2000;
+	fx_start(f);
+	sleep_ms(50);
+	dma_engine_stats(&f->e, &s0);
+	sleep_ms(200);
+	dma_engine_stats(&f->e, &s1);
+	/* Past idle_us every empty poll is followed by a sleep (one may be in progress). */
+	assert_true(s1.sleeps > s0.sleeps);
+	assert_true(s1.empty_polls - s0.empty_polls <= s1.sleeps - s0.sleeps + 1);
+	assert_int_equal(dma_ring_push(&f->rings[0], &q), DMA_OK);
+	for (int i = 0; i < 10000 && __atomic_load_n(&f->b.flags[1][1], __ATOMIC_ACQUIRE) != 31; i++)
+		sleep_ms(1);
+	assert_int_equal(__atomic_load_n(&f->b.flags[1][1], __ATOMIC_ACQUIRE), 31);
+	assert_int_equal(dma_engine_stop(&f->e, &st), DMA_OK);
+	assert_int_equal(st.requests, 1);
+	assert_memory_equal(f->b.arena[1], f->b.arena[0], 64);
+	/* Busy-polled before backing off: at least one clock check's worth of empty polls. */
+	assert_true(st.empty_polls > st.sleeps + 64);
+	fx_free(f);
+}
+
 /* One large request through 1 MiB chunks: data intact, flag raised once per chunk, increasing. */
 static void check_chunked(uint64_t bytes, uint32_t flag_value, uint64_t chunk_opt)
 {
@@ -590,9 +636,12 @@ int main(void)
 		cmocka_unit_test(test_start_stop_under_load),
 		cmocka_unit_test(test_bad_requests),
 		cmocka_unit_test(test_backend_failure),
+		cmocka_unit_test(test_idle_backoff),
 		cmocka_unit_test(test_chunking),
 	};
 
+	/* A lost request shows up as a hang: let the alarm turn it into a failure. */
+	alarm(300);
 	cmocka_set_message_output(CM_OUTPUT_TAP);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
