@@ -35,7 +35,11 @@
  * chunk k (0-based) sets flag_value - (n - 1 - k), so a receiver may start on the first chunk. With
  * DMA_F_SRC_FLAG the sender's flag (src_flag_index on src_gpu) is set to src_flag_value after the
  * last chunk: the source buffer may then be reused. Flag writes are absolute stores (not adds),
- * issued on the same stream as the copies, so they never overtake the data.
+ * issued on the same stream as the copies, so they never overtake the data. Because they are
+ * stores, requests that raise one flag must share a (src_gpu, dst_gpu) pair to stay ordered.
+ * An invalid request (zero bytes, GPU out of range, range beyond the arena or overflowing, unknown
+ * flag bits or flag index) is skipped: nothing is copied and no flag is raised; the engine counts it,
+ * sets engine->failed and keeps its description, and goes on with the next request.
  *
  * Functions return DMA_OK (0), DMA_FULL (try_push on a full ring) or DMA_ERR (-1, message in
  * dma_last_error(), per thread). Rejected requests are reported through the engine instead
@@ -90,7 +94,10 @@ struct dma_ring_shm {
 
 #define DMA_RING_HDR_BYTES 192
 
-#ifndef __cplusplus
+#ifdef __cplusplus
+static_assert(sizeof(struct dma_req) == 64, "dma_req is one cache line");
+static_assert(sizeof(struct dma_ring_shm) == DMA_RING_HDR_BYTES, "ring header layout");
+#else
 _Static_assert(sizeof(struct dma_req) == 64, "dma_req is one cache line");
 _Static_assert(sizeof(struct dma_ring_shm) == DMA_RING_HDR_BYTES, "ring header layout");
 #endif
@@ -186,7 +193,8 @@ struct dma_engine {
 };
 
 /* Starts the dispatcher over rings[0 .. n) (n <= DMA_MAX_GPUS, n = number of GPUs; src_gpu and
- * dst_gpu must be below n). Resets stats, failed and the last error. The rings keep their state
+ * dst_gpu must be below n). e must not be running; start initializes all of it (stats, failed and
+ * the last error start empty), so a zeroed or stopped engine is fine. The rings keep their state
  * between runs, so a restarted engine continues where the previous one stopped. */
 int dma_engine_start(struct dma_engine *e, const struct dma_ring *rings, int n,
 		     const struct dma_backend *be, const struct dma_options *opt);
