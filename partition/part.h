@@ -70,8 +70,40 @@ struct part_sim {
 	double utilisation;    /* busy SM time / (sms * latency) */
 	double compute_us, memory_us, hop_us, wait_us; /* sums over vertices on the critical chain */
 	int critical_len;      /* vertices on the critical chain */
+	double dispatch_us;    /* task_us summed over the critical chain: compute + memory + hop + wait +
+	                        * dispatch = latency_us - doorbell_us */
 };
 int part_simulate(const struct part_dag *dag, const uint8_t *keep, const struct part_placement *pl,
 		  const struct part_gpu *gpu, int barrier_sync, struct part_sim *out);
+
+
+/* ---- helpers shared by the files of this module, usable by callers too ---------------------- */
+
+/* 0 if dag is well formed (n >= 0, xadj monotone from 0, 0 <= u < v < n for every edge u -> v,
+ * successors strictly ascending, costs finite and >= 0); otherwise -1 and a message. */
+int part_check_dag(const struct part_dag *dag, char *err, size_t errlen);
+/* 0 if pl places every vertex of dag exactly once with sm/pos matching the lists; else -1. */
+int part_check_placement(const struct part_dag *dag, const struct part_placement *pl, char *err,
+			 size_t errlen);
+/* Dependency level of every vertex (longest path from a source, in edges; sources are level 0).
+ * level: n ints. Returns the number of levels (0 for an empty DAG), -1 if dag is malformed. */
+int part_levels(const struct part_dag *dag, int *level);
+/* Duration of vertex v on one SM that gets gbps of device-memory bandwidth: task_us + max(compute,
+ * memory) in microseconds. */
+double part_vertex_us(const struct part_dag *dag, const struct part_gpu *gpu, int v, double gbps);
+/* Predecessors as CSR: the predecessors of v are padj[pxadj[v] .. pxadj[v + 1]), ascending, and
+ * peid[k] is the index into dag->adj of edge padj[k] -> v (peid may be NULL). Arrays are malloc'd;
+ * 0, or -1 when out of memory. */
+int part_preds(const struct part_dag *dag, int64_t **pxadj, int **padj, int64_t **peid);
+/* Vertices in an order consistent with the edges (only those with keep[e] != 0 when keep is given)
+ * and with every SM's list. Returns how many vertices it could order: fewer than n means the union has
+ * a cycle, i.e. the placement deadlocks; indeg[v] is then the number of v's unresolved waits.
+ * order, indeg: n ints. */
+int part_hb_order(const struct part_dag *dag, const uint8_t *keep, const struct part_placement *pl,
+		  int *order, int *indeg);
+
+/* Always-on check of internal invariants (never of user input). */
+#define PART_ASSERT(c) ((c) ? (void)0 : part_assert_fail(#c, __FILE__, __LINE__))
+_Noreturn void part_assert_fail(const char *what, const char *file, int line);
 
 #endif
