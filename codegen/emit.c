@@ -54,6 +54,16 @@ static void comment_text(FILE *f, const char *s)
 		fputc(s[0] == '*' && s[1] == '/' ? '+' : *s, f);
 }
 
+/* A float literal that C++ accepts: "0.0f", "1e-05f", "1.0001f". */
+static const char *flit(char *buf, size_t n, double v)
+{
+	snprintf(buf, n - 1, "%.9g", v);
+	if (!strpbrk(buf, ".eEn"))
+		strcat(buf, ".0");
+	strcat(buf, "f");
+	return buf;
+}
+
 static uint64_t off(const struct sched *s, int t) { return t < 0 ? 0 : s->offset[t]; }
 
 /* Element strides of input `in` seen from out's dimensions (right-aligned, 0 where broadcast). */
@@ -110,9 +120,10 @@ static void emit_opp(FILE *f, const struct sched *s, int oi)
 	out(f, "\t {%" PRIu64 "u, %" PRIu64 "u, %" PRIu64 "u}, %" PRIu64 "u, %" PRIu64 "u,\n", off(s, o->in[0]),
 	    off(s, o->n_in > 1 ? o->in[1] : -1), off(s, o->n_in > 2 ? o->in[2] : -1), off(s, outt),
 	    off(s, pl->ws_tensor));
-	out(f, "\t %" PRId64 ", %" PRId64 ", %" PRId64 ", %.9gf, %d, {%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+	char fb[40];
+	out(f, "\t %" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %d, {%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
 	       "},\n",
-	    M, N, K, fval, nd, oshape[0], oshape[1], oshape[2], oshape[3]);
+	    M, N, K, flit(fb, sizeof fb, fval), nd, oshape[0], oshape[1], oshape[2], oshape[3]);
 	out(f, "\t {{%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "}, {%" PRId64 ", %" PRId64 ", %" PRId64
 	       ", %" PRId64 "}}, -1},\n",
 	    ist[0][0], ist[0][1], ist[0][2], ist[0][3], ist[1][0], ist[1][1], ist[1][2], ist[1][3]);
@@ -157,7 +168,8 @@ static void emit_ops(FILE *f, const struct sched *s)
 		out(f, "}, {");
 		for (int i = 0; i < o->n_out; i++)
 			out(f, "%s%d", i ? ", " : "", o->out[i]);
-		out(f, "}, %.9gf, %.9gf, %d},\n", o->factor, o->eps, o->line);
+		char fa[40], fb[40];
+		out(f, "}, %s, %s, %d},\n", flit(fa, sizeof fa, o->factor), flit(fb, sizeof fb, o->eps), o->line);
 	}
 	out(f, "};\n\n");
 }
@@ -255,7 +267,7 @@ int emit_loop(const struct sched *s, const struct schedule *p, const struct emit
 		out(f, "\t{0},\n");
 	out(f, "};\n\nstatic const uint32_t sm_begin_g%d[%d] = {", gpu, sms + 1);
 	for (int sm = 0; sm <= sms; sm++)
-		out(f, "%s%" PRId64, sm % 16 ? ", " : "\n\t", sm_begin[sm]);
+		out(f, "%s%" PRId64, sm == 0 ? "\n\t" : sm % 16 ? ", " : ",\n\t", sm_begin[sm]);
 	out(f, "\n};\n\n");
 
 	out(f, "/* Waits: counter, signals per iteration, signals needed. */\n");

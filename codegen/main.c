@@ -1,10 +1,14 @@
 /* main.c: the arkgen command line: options, then a short list of passes over the model. */
 #include "graph.h"
 #include "diag.h"
+#include "pipeline.h"
+#include "../partition/part.h"
 
 #include <getopt.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Exit statuses: 0 success, 1 the model was rejected, 2 the command line was wrong. */
 enum { EXIT_MODEL = 1, EXIT_USAGE = 2 };
@@ -14,7 +18,14 @@ struct options {
 	const char *model;     /* MODEL.cfg */
 	const char *out;       /* -o: generated CUDA file, NULL for none */
 	const char *dot;       /* --dot: Graphviz file of the op graph, "-" for stdout */
-	char dumps[16];        /* -d letters: G = checked graph */
+	char dumps[16];        /* -d letters: G = checked graph, T = vCTAs, P = placement */
+	int sms, smem;         /* --sms, --smem: the target GPU */
+	int policy;            /* --policy, -1: all */
+	int barrier;           /* --sync barrier */
+	int fuse, reuse;       /* cleared by --no-fuse, --no-reuse */
+	const char *dot_vctas; /* --dot-vctas */
+	const char *schedule;  /* --schedule */
+	char shaping[256];     /* the options that shape the generated code, for its header */
 };
 
 /* -d letters this build knows, with what each dumps. */
@@ -23,6 +34,8 @@ static const struct {
 	const char *what;
 } dump_letters[] = {
 	{ 'G', "the checked graph: tensors with shapes, ops in topological order" },
+	{ 'T', "the vCTAs: template, tile, regions read and written, cost" },
+	{ 'P', "the placement: every SM's list with its waits (w:counter/need) and signals" },
 };
 
 /* Under LeakSanitizer (make SANITIZE=1): libconfig 1.5 leaks the buffer of a string token when a syntax
@@ -38,11 +51,24 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: arkgen [options] MODEL.cfg [-o OUT.cu]\n"
 		"\n"
-		"Reads an operator graph (a libconfig model file, format version 1), checks it and infers every\n"
-		"tensor's shape, dtype and GPU. Without -o it prints a summary of the model.\n"
+		"Reads an operator graph (a libconfig model file, format version 1), checks it, cuts every op into\n"
+		"vCTAs, places them on the SMs, verifies and simulates the schedule and prints a report with the\n"
+		"predicted latency. With -o it writes the persistent loop kernel as one CUDA file.\n"
 		"\n"
 		"options:\n"
-		"  -o, --output FILE  write the generated CUDA loop kernel to FILE (not implemented yet)\n"
+		"  -o, --output FILE  write the generated CUDA loop kernel to FILE\n"
+		"      --sms N        SMs of the target GPU (default 132: H100, H200)\n"
+		"      --smem BYTES   dynamic shared memory per CTA (default 98304)\n"
+		"      --policy P     placement: metis (default), roundrobin, wavefront, critical; 'all' prints\n"
+		"                     one line per policy and emits nothing\n"
+		"      --sync S       counters (default: per-dependency counters) or barrier (a grid barrier\n"
+		"                     between dependency levels, as ARK does)\n"
+		"      --no-fuse      do not run activations in the epilogue of the matmul before them\n"
+		"      --no-reuse     give every activation its own memory\n"
+		"      --schedule FILE  write the schedule (vCTAs, SMs, waits, prediction) as JSON\n"
+		"      --dot-vctas FILE write the vCTA dependency graph in Graphviz format\n"
+		"      --nvcc-flags   print the nvcc flags that build a generated file (include paths,\n"
+		"                     architecture, libraries), like pkg-config, and exit\n"
 		"  -d LETTERS         dump intermediate results to stdout, one letter per pass:\n");
 	for (size_t i = 0; i < sizeof dump_letters / sizeof dump_letters[0]; i++)
 		fprintf(f, "                       -d%c  %s\n", dump_letters[i].letter, dump_letters[i].what);
@@ -54,6 +80,50 @@ static void usage(FILE *f)
 		"exit status: 0 success, 1 the model was rejected (FILE:LINE: error: ...), 2 bad command line.\n");
 }
 
+static int exists(const char *dir, const char *file)
+{
+	char p[PATH_MAX + 64];
+	snprintf(p, sizeof p, "%s/%s", dir, file);
+	return access(p, R_OK) == 0;
+}
+
+/* Flags that build a generated file: from the build tree when arkgen runs from it (build/arkgen next
+ * to build/libarkrt.a, sources one or two levels up), else from the installed prefix. */
+static int print_nvcc_flags(void)
+{
+	char exe[PATH_MAX], root[PATH_MAX + 8];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0) {
+		fprintf(stderr, "arkgen: error: cannot find my own path (/proc/self/exe)\n");
+		return EXIT_MODEL;
+	}
+	exe[n] = 0;
+	*strrchr(exe, '/') = 0; /* the folder of arkgen */
+	const char *arch = "-O3 -std=c++17 -gencode arch=compute_90,code=" ARKGEN_ARCH;
+	for (const char *up = ".."; strlen(up) <= 5; up = strlen(up) == 2 ? "../.." : "../../..") {
+		snprintf(root, sizeof root, "%s/%s", exe, up);
+		char *real = realpath(root, NULL);
+		if (real && exists(real, "templates/ark_loop.cuh") && exists(exe, "libarkrt.a")) {
+			printf("%s -I%s/templates -I%s/runtime -I%s %s/libarkrt.a -lcjson -lcudart\n", arch, real, real,
+			       real, exe);
+			free(real);
+			return 0;
+		}
+		free(real);
+	}
+	snprintf(root, sizeof root, "%s/..", exe);
+	char *pre = realpath(root, NULL);
+	if (pre && exists(pre, "include/arkgen/ark_loop.cuh") && exists(pre, "lib/libarkrt.a")) {
+		printf("%s -I%s/include/arkgen %s/lib/libarkrt.a -lcjson -lcudart\n", arch, pre, pre);
+		free(pre);
+		return 0;
+	}
+	free(pre);
+	fprintf(stderr, "arkgen: error: neither a build tree nor an installation (%s) found beside %s\n",
+		ARKGEN_PREFIX, exe);
+	return EXIT_MODEL;
+}
+
 static int want_dump(const struct options *o, char letter)
 {
 	return strchr(o->dumps, letter) != NULL;
@@ -62,8 +132,18 @@ static int want_dump(const struct options *o, char letter)
 /* Fills o from argv. Returns -1 to exit with `*status` (help, version, usage errors), 0 to go on. */
 static int parse_options(int argc, char **argv, struct options *o, int *status)
 {
-	enum { OPT_DOT = 256 };
+	enum { OPT_DOT = 256, OPT_SMS, OPT_SMEM, OPT_POLICY, OPT_SYNC, OPT_NOFUSE, OPT_NOREUSE, OPT_SCHED,
+	       OPT_DOTV, OPT_NVCC };
 	static const struct option longopts[] = {
+		{ "sms", required_argument, NULL, OPT_SMS },
+		{ "smem", required_argument, NULL, OPT_SMEM },
+		{ "policy", required_argument, NULL, OPT_POLICY },
+		{ "sync", required_argument, NULL, OPT_SYNC },
+		{ "no-fuse", no_argument, NULL, OPT_NOFUSE },
+		{ "no-reuse", no_argument, NULL, OPT_NOREUSE },
+		{ "schedule", required_argument, NULL, OPT_SCHED },
+		{ "dot-vctas", required_argument, NULL, OPT_DOTV },
+		{ "nvcc-flags", no_argument, NULL, OPT_NVCC },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "output", required_argument, NULL, 'o' },
@@ -72,6 +152,9 @@ static int parse_options(int argc, char **argv, struct options *o, int *status)
 	};
 	int c;
 	memset(o, 0, sizeof *o);
+	o->sms = 132;
+	o->smem = 98304;
+	o->fuse = o->reuse = 1;
 	*status = EXIT_USAGE;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":hVo:d:", longopts, NULL)) != -1) {
@@ -90,6 +173,49 @@ static int parse_options(int argc, char **argv, struct options *o, int *status)
 		case OPT_DOT:
 			o->dot = optarg;
 			break;
+		case OPT_SMS:
+		case OPT_SMEM: {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			long hi = c == OPT_SMS ? 1024 : 232448, lo = c == OPT_SMS ? 1 : 0;
+			if (*end || end == optarg || v < lo || v > hi) {
+				fprintf(stderr, "arkgen: error: %s takes an integer from %ld to %ld, not '%s'\n",
+					c == OPT_SMS ? "--sms" : "--smem", lo, hi, optarg);
+				goto bad;
+			}
+			*(c == OPT_SMS ? &o->sms : &o->smem) = (int)v;
+			break;
+		}
+		case OPT_POLICY:
+			o->policy = strcmp(optarg, "all") ? part_policy_parse(optarg) : -1;
+			if (o->policy < 0 && strcmp(optarg, "all")) {
+				fprintf(stderr, "arkgen: error: unknown policy '%s' (metis, roundrobin, wavefront, "
+						"critical, all)\n", optarg);
+				goto bad;
+			}
+			break;
+		case OPT_SYNC:
+			if (strcmp(optarg, "counters") && strcmp(optarg, "barrier")) {
+				fprintf(stderr, "arkgen: error: --sync takes counters or barrier, not '%s'\n", optarg);
+				goto bad;
+			}
+			o->barrier = !strcmp(optarg, "barrier");
+			break;
+		case OPT_NOFUSE:
+			o->fuse = 0;
+			break;
+		case OPT_NOREUSE:
+			o->reuse = 0;
+			break;
+		case OPT_SCHED:
+			o->schedule = optarg;
+			break;
+		case OPT_DOTV:
+			o->dot_vctas = optarg;
+			break;
+		case OPT_NVCC:
+			*status = print_nvcc_flags();
+			return -1;
 		case 'd':
 			for (const char *p = optarg; *p; p++) {
 				size_t i, n = sizeof dump_letters / sizeof dump_letters[0];
@@ -124,6 +250,9 @@ static int parse_options(int argc, char **argv, struct options *o, int *status)
 		goto bad;
 	}
 	o->model = argv[optind];
+	snprintf(o->shaping, sizeof o->shaping, "--sms %d --smem %d --policy %s --sync %s%s%s", o->sms, o->smem,
+		 o->policy < 0 ? "all" : part_policy_name[o->policy], o->barrier ? "barrier" : "counters",
+		 o->fuse ? "" : " --no-fuse", o->reuse ? "" : " --no-reuse");
 	return 0;
 bad:
 	fprintf(stderr, "usage: arkgen [options] MODEL.cfg [-o OUT.cu]; arkgen --help for more\n");
@@ -140,7 +269,7 @@ static void summary(const struct graph *g, FILE *f)
 			weight_bytes += tensor_bytes(&g->tensors[i]);
 	}
 	fprintf(f, "%s: %s checked: %d op%s, %d tensors (%d input%s, %d weight%s, %d output%s, %d activation%s), "
-		"%d GPU%s, default dtype %s, %.2f MiB of weights. No output file requested: use -o OUT.cu to emit code.\n",
+		"%d GPU%s, default dtype %s, %.2f MiB of weights.\n",
 		g->file, g->name, g->n_ops, g->n_ops == 1 ? "" : "s", g->n_tensors, n_role[ARK_ROLE_INPUT],
 		n_role[ARK_ROLE_INPUT] == 1 ? "" : "s", n_role[ARK_ROLE_WEIGHT], n_role[ARK_ROLE_WEIGHT] == 1 ? "" : "s",
 		n_role[ARK_ROLE_OUTPUT], n_role[ARK_ROLE_OUTPUT] == 1 ? "" : "s", n_role[ARK_ROLE_ACTIVATION],
@@ -179,13 +308,19 @@ int main(int argc, char **argv)
 		graph_dump(&g, stdout);
 	if (opt.dot && write_dot(&g, opt.dot))
 		goto out;
-	if (opt.out) {
-		fprintf(stderr, "arkgen: error: code emission is not implemented yet (-o %s)\n", opt.out);
-		status = EXIT_USAGE;
+	if (opt.dot && !strcmp(opt.dot, "-")) { /* keep a Graphviz stdout clean */
+		status = 0;
 		goto out;
 	}
-	if (!(opt.dot && !strcmp(opt.dot, "-"))) /* keep a Graphviz stdout clean */
-		summary(&g, stdout);
+	summary(&g, stdout);
+	struct pipeline_opts po = {
+		.sms = opt.sms, .smem = opt.smem, .threads = 256, .policy = opt.policy, .barrier = opt.barrier,
+		.fuse = opt.fuse, .reuse = opt.reuse, .dump_tiles = want_dump(&opt, 'T'),
+		.dump_place = want_dump(&opt, 'P'), .dot_vcta = opt.dot_vctas, .schedule = opt.schedule,
+		.out = opt.out, .options = opt.shaping,
+	};
+	if (pipeline_run(&g, &po))
+		goto out;
 	status = 0;
 out:
 	graph_free(&g);

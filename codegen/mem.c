@@ -9,6 +9,9 @@
 #include "sched.h"
 
 #define MEM_ALIGN 256
+/* Tensors smaller than this keep space of their own: sharing it would save little and every
+ * sharing pair adds hazards between all their tiles. */
+#define MEM_REUSE_MIN (64u << 10)
 
 static uint64_t align_up(uint64_t x) { return (x + MEM_ALIGN - 1) / MEM_ALIGN * MEM_ALIGN; }
 
@@ -77,12 +80,14 @@ int mem_plan(struct sched *s)
 		uint64_t end = 0;
 		for (int i = 0; i < n; i++) {
 			uint64_t off = 0;
-			if (s->opt.reuse) {
+			if (s->opt.reuse && lv[i].bytes >= MEM_REUSE_MIN) {
 				int moved = 1;
 				while (moved) {
 					moved = 0;
 					for (int j = 0; j < i; j++) {
 						const struct live *o = &lv[j];
+						if (o->bytes < MEM_REUSE_MIN)
+							continue;
 						int overlap_life = !(o->death < lv[i].birth || lv[i].death < o->birth);
 						uint64_t ob = s->offset[o->t] - top;
 						if (overlap_life && off < ob + o->bytes && ob < off + lv[i].bytes) {
@@ -92,7 +97,7 @@ int mem_plan(struct sched *s)
 					}
 				}
 			} else {
-				off = end;
+				off = end; /* space of its own, above everything placed so far */
 			}
 			s->offset[lv[i].t] = top + off;
 			if (align_up(off + lv[i].bytes) > end)

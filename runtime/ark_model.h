@@ -47,7 +47,6 @@ static inline int64_t ark_tensor_elems(const struct ark_tensor *t)
 	return n;
 }
 
-#endif
 
 #include "../templates/ark_task.h"
 
@@ -85,3 +84,5 @@ struct ark_model {
 	int (*launch)(int gpu, const struct ark_kargs *args, void *stream);
 	const void *kernel;     /* the loop kernel function, for occupancy queries */
 };
+
+#endif

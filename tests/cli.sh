@@ -23,10 +23,10 @@ run() {
 }
 has() { grep -q -e "$1" "$2" || { echo "# '$1' not found in $2:"; sed 's/^/#   /' "$2" | head -20; return 1; }; }
 
-echo "1..26"
+echo "1..27"
 check "--help exits 0" run 0 --help
 check "--help shows the usage line" has '^usage: arkgen \[options\] MODEL.cfg' "$tmp/out"
-for opt in --help --version -o --output -dG --dot -h -V; do
+for opt in --help --version -o --output -dG -dT -dP --dot --dot-vctas --sms --smem --policy --sync --no-fuse --no-reuse --schedule --nvcc-flags -h -V; do
 	check "--help mentions $opt" has " $opt" "$tmp/out"
 done
 check "--version exits 0" run 0 --version
@@ -43,6 +43,7 @@ check "-dG prints the shape of x" has '^  x .*\[1, 1024\] *bf16 *input' "$tmp/ou
 check "-dG prints ops with inferred shapes" has 'out y .*\[1, 1024\] bf16' "$tmp/out"
 check "--dot writes a Graphviz file" sh -c "'$ARKGEN' --dot '$tmp/g.dot' models/mlp.cfg >/dev/null && head -n 1 '$tmp/g.dot' | grep -q '^digraph'"
 check "no -o: summary of the model" sh -c "'$ARKGEN' models/mlp.cfg | grep -q '^models/mlp.cfg: mlp checked: 3 ops, 7 tensors .* 1 GPU'"
-check "-o: refused for now, exit 2" run 2 models/mlp.cfg -o "$tmp/mlp.cu"
-check "-o: says emission is not implemented" has 'code emission is not implemented yet' "$tmp/err"
+check "-o: writes the loop file, exit 0" run 0 models/mlp.cfg -o "$tmp/mlp.cu"
+check "-o: the file defines the loop kernel" has '^ARK_DEFINE_LOOP()' "$tmp/mlp.cu"
+check "-o: the report gives the predicted latency" has 'predicted latency [0-9.]* us' "$tmp/out"
 check "bad -d letter: exit 2" run 2 -dQ models/mlp.cfg
