@@ -44,8 +44,8 @@ static void usage(FILE *f, const char *prog, const struct ark_model *m)
 {
 	fprintf(f,
 		"usage: %s [options]\n"
-		"Runs model '%s' (generated from %s by arkgen %s) as one resident loop kernel per GPU on\n"
-		"GPUs 0..%d, %d SMs each; the CPU reference of every op checks the results.\n"
+		"Runs model '%s' (from %s; arkgen options: %s) as one resident loop kernel per GPU\n"
+		"on GPUs 0..%d, %d SMs each; a CPU reference of every op checks the results.\n"
 		"\n"
 		"  --check            two iterations, each on freshly drawn random inputs with every output and\n"
 		"                     activation poisoned (NaN) on the GPU first; every output is compared with\n"

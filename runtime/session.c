@@ -273,9 +273,6 @@ int ark_session_open(struct ark_session **sp, const struct ark_model *m, const s
 		return ark_error("no CUDA device found");
 	if (n_dev < m->gpus)
 		return ark_error("model '%s' needs %d GPUs, this machine has %d", m->name, m->gpus, n_dev);
-	for (int g = 0; g < m->gpus; g++)
-		if (check_plan(m, g))
-			return ARK_ERR;
 
 	s = calloc(1, sizeof *s);
 	if (!s)
@@ -286,7 +283,7 @@ int ark_session_open(struct ark_session **sp, const struct ark_model *m, const s
 	if (s->opts.timeout_ms <= 0)
 		s->opts.timeout_ms = 2000;
 	for (int g = 0; g < m->gpus; g++)
-		if (check_gpu(s, g) || setup_gpu(s, g))
+		if (check_gpu(s, g) || check_plan(m, g) || setup_gpu(s, g))
 			goto fail;
 	enable_peers(s, peer_ok);
 	for (int g = 0; g < m->gpus; g++) {

@@ -235,10 +235,10 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 				ark_tile(a.opp[cur.opp], cur, a.arena, a.peers, ark_smem);
 			__syncthreads();
 			if (tid == 0) {
+				if (trace) /* before the signal: a consumer starts no earlier than this */
+					trace[2 * i + 1] = ark_globaltimer();
 				if (cur.tmpl != ARK_T_BARRIER)
 					ark_signal(a, cur.signal);
-				if (trace)
-					trace[2 * i + 1] = ark_globaltimer();
 			}
 			cur = nxt;
 		}
