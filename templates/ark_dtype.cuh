@@ -1,0 +1,182 @@
+// ark_dtype.cuh: element types of the tile templates: fp32 conversions, activations, 16-byte vectors, cp.async.
+#ifndef ARK_DTYPE_CUH
+#define ARK_DTYPE_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "ark_ops.h"
+#include "ark_task.h"
+
+#ifndef ARK_THREADS
+#define ARK_THREADS 256 /* threads per CTA of the loop kernel */
+#endif
+#ifndef ARK_SMEM_BYTES
+#define ARK_SMEM_BYTES 98304 /* dynamic shared memory per CTA, the most any template may use */
+#endif
+#define ARK_WARPS (ARK_THREADS / 32)
+
+static_assert(ARK_THREADS % 32 == 0 && ARK_THREADS >= 64 && ARK_THREADS <= 1024,
+	      "ARK_THREADS must be a multiple of 32 in 64..1024");
+
+/* Per-type traits: VEC elements per 16-byte vector, conversions to and from fp32. */
+template <typename T> struct ark_dt;
+
+template <> struct ark_dt<float> {
+	static constexpr int vec = 4;
+	static __device__ __forceinline__ float to_f(float x) { return x; }
+	static __device__ __forceinline__ float from_f(float x) { return x; }
+};
+template <> struct ark_dt<__half> {
+	static constexpr int vec = 8;
+	static __device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
+	static __device__ __forceinline__ __half from_f(float x) { return __float2half_rn(x); }
+};
+template <> struct ark_dt<__nv_bfloat16> {
+	static constexpr int vec = 8;
+	static __device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+	static __device__ __forceinline__ __nv_bfloat16 from_f(float x) { return __float2bfloat16_rn(x); }
+};
+
+template <typename T> __device__ __forceinline__ float ark_to_f(T x) { return ark_dt<T>::to_f(x); }
+template <typename T> __device__ __forceinline__ T ark_from_f(float x) { return ark_dt<T>::from_f(x); }
+
+/* A 16-byte vector (ark_dt<T>::vec elements) to fp32 and back. */
+template <typename T> __device__ __forceinline__ void ark_unpack(const uint4 &v, float *f);
+template <> __device__ __forceinline__ void ark_unpack<float>(const uint4 &v, float *f)
+{
+	f[0] = __uint_as_float(v.x);
+	f[1] = __uint_as_float(v.y);
+	f[2] = __uint_as_float(v.z);
+	f[3] = __uint_as_float(v.w);
+}
+template <> __device__ __forceinline__ void ark_unpack<__half>(const uint4 &v, float *f)
+{
+	const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		__half2 h = *reinterpret_cast<const __half2 *>(&w[i]);
+		float2 x = __half22float2(h);
+		f[2 * i] = x.x;
+		f[2 * i + 1] = x.y;
+	}
+}
+template <> __device__ __forceinline__ void ark_unpack<__nv_bfloat16>(const uint4 &v, float *f)
+{
+	const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+	for (int i = 0; i < 4; i++) { /* bf16 -> fp32 is a shift */
+		f[2 * i] = __uint_as_float(w[i] << 16);
+		f[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+	}
+}
+
+template <typename T> __device__ __forceinline__ uint4 ark_pack(const float *f);
+template <> __device__ __forceinline__ uint4 ark_pack<float>(const float *f)
+{
+	return make_uint4(__float_as_uint(f[0]), __float_as_uint(f[1]), __float_as_uint(f[2]),
+			  __float_as_uint(f[3]));
+}
+template <> __device__ __forceinline__ uint4 ark_pack<__half>(const float *f)
+{
+	uint32_t w[4];
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		__half2 h = __floats2half2_rn(f[2 * i], f[2 * i + 1]);
+		w[i] = *reinterpret_cast<uint32_t *>(&h);
+	}
+	return make_uint4(w[0], w[1], w[2], w[3]);
+}
+template <> __device__ __forceinline__ uint4 ark_pack<__nv_bfloat16>(const float *f)
+{
+	uint32_t w[4];
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		__nv_bfloat162 h = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
+		w[i] = *reinterpret_cast<uint32_t *>(&h);
+	}
+	return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+/* Plain (coherent) 16-byte global loads and stores. Never ld.global.nc: activations are written
+ * by other SMs of the same kernel. */
+__device__ __forceinline__ uint4 ark_ld16(const void *p) { return *reinterpret_cast<const uint4 *>(p); }
+__device__ __forceinline__ void ark_st16(void *p, const uint4 &v) { *reinterpret_cast<uint4 *>(p) = v; }
+__device__ __forceinline__ bool ark_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+
+/* ---- activations (fp32) -------------------------------------------------------------------- */
+__device__ __forceinline__ float ark_gelu(float x)
+{ /* tanh approximation */
+	const float c = 0.7978845608028654f; /* sqrt(2 / pi) */
+	return 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x)));
+}
+__device__ __forceinline__ float ark_silu(float x) { return x / (1.0f + expf(-x)); }
+__device__ __forceinline__ float ark_act(float x, int act)
+{
+	switch (act) {
+	case ARK_OP_RELU: return fmaxf(x, 0.0f);
+	case ARK_OP_GELU: return ark_gelu(x);
+	case ARK_OP_SILU: return ark_silu(x);
+	default: return x;
+	}
+}
+
+/* ---- cp.async (global -> shared, 16 bytes, through L2) -------------------------------------- */
+/* Copies src_bytes (0..16) from src and zero-fills the rest of the 16 bytes at dst. src must be
+ * 16-byte aligned and valid even when src_bytes is 0. */
+__device__ __forceinline__ void ark_cp_async16(void *dst, const void *src, int src_bytes)
+{
+	uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes)
+		     : "memory");
+}
+__device__ __forceinline__ void ark_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void ark_cp_wait()
+{
+	asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* ---- block-wide reductions (every thread calls; scratch: ARK_WARPS floats of shared memory) -- */
+__device__ __forceinline__ float ark_warp_sum(float v)
+{
+#pragma unroll
+	for (int o = 16; o > 0; o >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	return v;
+}
+__device__ __forceinline__ float ark_warp_max(float v)
+{
+#pragma unroll
+	for (int o = 16; o > 0; o >>= 1)
+		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+	return v;
+}
+__device__ __forceinline__ float ark_block_sum(float v, float *scratch)
+{
+	v = ark_warp_sum(v);
+	__syncthreads(); /* scratch may still be read by a previous reduction */
+	if ((threadIdx.x & 31) == 0)
+		scratch[threadIdx.x >> 5] = v;
+	__syncthreads();
+	float r = 0.0f;
+#pragma unroll
+	for (int w = 0; w < ARK_WARPS; w++)
+		r += scratch[w];
+	return r;
+}
+__device__ __forceinline__ float ark_block_max(float v, float *scratch)
+{
+	v = ark_warp_max(v);
+	__syncthreads();
+	if ((threadIdx.x & 31) == 0)
+		scratch[threadIdx.x >> 5] = v;
+	__syncthreads();
+	float r = -INFINITY;
+#pragma unroll
+	for (int w = 0; w < ARK_WARPS; w++)
+		r = fmaxf(r, scratch[w]);
+	return r;
+}
+
+#endif

@@ -1,0 +1,50 @@
+// op_copy.cuh: COPY tiles: elements k0:k1 of in[0] (this GPU's arena or a peer's) to out, 16-byte vectors when aligned.
+#ifndef OP_COPY_CUH
+#define OP_COPY_CUH
+
+#include "ark_dtype.cuh"
+
+#define ARK_SMEM_COPY 0
+
+/* Copies bytes [b0, b1) of src to the same byte offsets of dst. */
+__device__ __noinline__ void ark_copy_bytes(const char *src, char *dst, size_t b0, size_t b1)
+{
+	const int tid = threadIdx.x;
+	size_t vb = b1, ve = b1;
+	if ((((uintptr_t)src ^ (uintptr_t)dst) & 15) == 0) { /* same alignment: vectors in the middle */
+		const uintptr_t s0 = (uintptr_t)src + b0;
+		vb = min(b1, b0 + ((16 - (s0 & 15)) & 15));
+		ve = vb + (b1 - vb) / 16 * 16;
+	}
+	/* head and tail: elements of at least 2 bytes never straddle, but bytes keep this dtype-free */
+	const size_t nh = vb - b0, nt = b1 - ve;
+	for (size_t i = tid; i < nh + nt; i += ARK_THREADS) {
+		const size_t o = i < nh ? b0 + i : ve + (i - nh);
+		dst[o] = src[o];
+	}
+	const size_t nv = (ve - vb) / 16;
+	const uint4 *s = reinterpret_cast<const uint4 *>(src + vb);
+	uint4 *d = reinterpret_cast<uint4 *>(dst + vb);
+	size_t i = tid;
+	for (; i + 3 * ARK_THREADS < nv; i += 4 * ARK_THREADS) { /* four loads in flight */
+		uint4 q[4];
+#pragma unroll
+		for (int u = 0; u < 4; u++)
+			q[u] = s[i + u * ARK_THREADS];
+#pragma unroll
+		for (int u = 0; u < 4; u++)
+			d[i + u * ARK_THREADS] = q[u];
+	}
+	for (; i < nv; i += ARK_THREADS)
+		d[i] = s[i];
+}
+
+/* COPY: out[e] = in[0][e] for e in k0:k1; in[0] in peers[p.peer] when p.peer >= 0. */
+__device__ __forceinline__ void ark_copy_tile(const ark_opp &p, const ark_task &t, char *arena, char *const *peers)
+{
+	const size_t es = p.dtype == ARK_FP32 ? 4 : 2;
+	const char *src = (p.peer >= 0 ? peers[p.peer] : arena) + p.in[0];
+	ark_copy_bytes(src, arena + p.out, t.k0 * es, t.k1 * es);
+}
+
+#endif

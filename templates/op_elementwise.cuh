@@ -1,0 +1,158 @@
+// op_elementwise.cuh: ELEMENTWISE tiles (add, mul, scale, relu, gelu, silu, swiglu, copy), same-shape or broadcast.
+#ifndef OP_ELEMENTWISE_CUH
+#define OP_ELEMENTWISE_CUH
+
+#include "ark_dtype.cuh"
+
+#define ARK_SMEM_ELEMENTWISE 0
+
+/* The op on fp32 values: x = in[0], y = in[1] (two-input kinds), f = p.f. */
+template <int KIND> __device__ __forceinline__ float ark_ew_f(float x, float y, float f)
+{
+	if constexpr (KIND == ARK_OP_ADD)
+		return x + y;
+	else if constexpr (KIND == ARK_OP_MUL)
+		return x * y;
+	else if constexpr (KIND == ARK_OP_SCALE)
+		return x * f;
+	else if constexpr (KIND == ARK_OP_RELU)
+		return fmaxf(x, 0.0f);
+	else if constexpr (KIND == ARK_OP_GELU)
+		return ark_gelu(x);
+	else if constexpr (KIND == ARK_OP_SILU)
+		return ark_silu(x);
+	else if constexpr (KIND == ARK_OP_SWIGLU)
+		return ark_silu(x) * y;
+	else
+		return x; /* COPY */
+}
+template <int KIND> struct ark_ew_arity {
+	static constexpr int n = KIND == ARK_OP_ADD || KIND == ARK_OP_MUL || KIND == ARK_OP_SWIGLU ? 2 : 1;
+};
+
+/* out[e] = op(x[e], y[e]) for e in [e0, e1), a contiguous range; 16-byte vectors where aligned. */
+template <typename T, int KIND>
+__device__ void ark_ew_range(const T *x, const T *y, T *o, size_t e0, size_t e1, float f)
+{
+	constexpr int VEC = ark_dt<T>::vec, NIN = ark_ew_arity<KIND>::n;
+	const int tid = threadIdx.x;
+	size_t vb = e1, ve = e1; /* vector range [vb, ve) */
+	if (ark_aligned16(x) && ark_aligned16(o) && (NIN == 1 || ark_aligned16(y))) {
+		vb = min(e1, (e0 + VEC - 1) / VEC * VEC);
+		ve = vb + (e1 - vb) / VEC * VEC;
+	}
+	/* scalar head [e0, vb) and tail [ve, e1) */
+	const size_t nh = vb - e0, nt = e1 - ve;
+	for (size_t i = tid; i < nh + nt; i += ARK_THREADS) {
+		const size_t e = i < nh ? e0 + i : ve + (i - nh);
+		const float yv = NIN == 2 ? ark_to_f(y[e]) : 0.0f;
+		o[e] = ark_from_f<T>(ark_ew_f<KIND>(ark_to_f(x[e]), yv, f));
+	}
+	const size_t nv = (ve - vb) / VEC;
+	const T *xv = x + vb, *yv = NIN == 2 ? y + vb : nullptr;
+	T *ov = o + vb;
+	size_t i = tid;
+	for (; i + 3 * ARK_THREADS < nv; i += 4 * ARK_THREADS) { /* four vectors in flight */
+		uint4 qx[4], qy[4];
+#pragma unroll
+		for (int u = 0; u < 4; u++) {
+			qx[u] = ark_ld16(xv + (i + u * ARK_THREADS) * VEC);
+			if (NIN == 2)
+				qy[u] = ark_ld16(yv + (i + u * ARK_THREADS) * VEC);
+		}
+#pragma unroll
+		for (int u = 0; u < 4; u++) {
+			float a[VEC], bv[VEC];
+			ark_unpack<T>(qx[u], a);
+			if (NIN == 2)
+				ark_unpack<T>(qy[u], bv);
+#pragma unroll
+			for (int j = 0; j < VEC; j++)
+				a[j] = ark_ew_f<KIND>(a[j], NIN == 2 ? bv[j] : 0.0f, f);
+			ark_st16(ov + (i + u * ARK_THREADS) * VEC, ark_pack<T>(a));
+		}
+	}
+	for (; i < nv; i += ARK_THREADS) {
+		float a[VEC], bv[VEC];
+		ark_unpack<T>(ark_ld16(xv + i * VEC), a);
+		if (NIN == 2)
+			ark_unpack<T>(ark_ld16(yv + i * VEC), bv);
+#pragma unroll
+		for (int j = 0; j < VEC; j++)
+			a[j] = ark_ew_f<KIND>(a[j], NIN == 2 ? bv[j] : 0.0f, f);
+		ark_st16(ov + i * VEC, ark_pack<T>(a));
+	}
+}
+
+/* Broadcasting: element e of out (row-major over oshape[0:ndim]) reads in[i] at sum_d idx_d * istride[i][d]. */
+template <typename T, int KIND>
+__device__ void ark_ew_bcast(const ark_opp &p, const T *x, const T *y, T *o, int m0, int m1, int n0, int n1)
+{
+	constexpr int NIN = ark_ew_arity<KIND>::n;
+	const int nd = p.ndim;
+	int64_t shp[4], sx[4], sy[4];
+#pragma unroll
+	for (int d = 0; d < 4; d++) {
+		shp[d] = d < nd ? p.oshape[d] : 1;
+		sx[d] = d < nd ? p.istride[0][d] : 0;
+		sy[d] = d < nd ? p.istride[1][d] : 0;
+	}
+	const int64_t N = p.N;
+	const float f = p.f;
+	const int tn = n1 - n0, cnt = (m1 - m0) * tn;
+	for (int q = threadIdx.x; q < cnt; q += ARK_THREADS) {
+		uint64_t e = (uint64_t)(m0 + q / tn) * N + n0 + q % tn;
+		const uint64_t oe = e;
+		int64_t ix = 0, iy = 0;
+#pragma unroll
+		for (int d = 3; d >= 0; d--) {
+			if (d < nd) {
+				const uint64_t idx = e % (uint64_t)shp[d];
+				e /= (uint64_t)shp[d];
+				ix += (int64_t)idx * sx[d];
+				iy += (int64_t)idx * sy[d];
+			}
+		}
+		const float yv = NIN == 2 ? ark_to_f(y[iy]) : 0.0f;
+		o[oe] = ark_from_f<T>(ark_ew_f<KIND>(ark_to_f(x[ix]), yv, f));
+	}
+}
+
+/* rows m0:m1, cols n0:n1 of out's 2-D view [M, N] (N = p.N). */
+template <typename T, int KIND>
+__device__ __noinline__ void ark_ew_kind(const ark_opp &p, size_t m0, size_t m1, size_t n0, size_t n1, char *arena)
+{
+	const T *x = reinterpret_cast<const T *>(arena + p.in[0]);
+	const T *y = ark_ew_arity<KIND>::n == 2 ? reinterpret_cast<const T *>(arena + p.in[1]) : nullptr;
+	T *o = reinterpret_cast<T *>(arena + p.out);
+	const size_t N = p.N;
+	if (!(p.flags & ARK_OPP_SAME_SHAPE)) {
+		ark_ew_bcast<T, KIND>(p, x, y, o, m0, m1, n0, n1);
+		return;
+	}
+	const float f = p.f;
+	if (n0 == 0 && n1 == N) { /* whole rows: one contiguous range */
+		ark_ew_range<T, KIND>(x, y, o, m0 * N, m1 * N, f);
+		return;
+	}
+	for (size_t m = m0; m < m1; m++)
+		ark_ew_range<T, KIND>(x, y, o, m * N + n0, m * N + n1, f);
+}
+
+template <typename T>
+__device__ __forceinline__ void ark_elementwise_tile(const ark_opp &p, const ark_task &t, char *arena)
+{
+	switch (p.kind) {
+	case ARK_OP_ADD: ark_ew_kind<T, ARK_OP_ADD>(p, t.m0, t.m1, t.n0, t.n1, arena); break;
+	case ARK_OP_MUL: ark_ew_kind<T, ARK_OP_MUL>(p, t.m0, t.m1, t.n0, t.n1, arena); break;
+	case ARK_OP_SCALE: ark_ew_kind<T, ARK_OP_SCALE>(p, t.m0, t.m1, t.n0, t.n1, arena); break;
+	case ARK_OP_RELU: ark_ew_kind<T, ARK_OP_RELU>(p, t.m0, t.m1, t.n0, t.n1, arena); break;
+	case ARK_OP_GELU: ark_ew_kind<T, ARK_OP_GELU>(p, t.m0, t.m1, t.n0, t.n1, arena); break;
+	case ARK_OP_SILU: ark_ew_kind<T, ARK_OP_SILU>(p, t.m0, t.m1, t.n0, t.n1, arena); break;
+	case ARK_OP_SWIGLU: ark_ew_kind<T, ARK_OP_SWIGLU>(p, t.m0, t.m1, t.n0, t.n1, arena); break;
+	case ARK_OP_COPY: ark_ew_kind<T, ARK_OP_COPY>(p, t.m0, t.m1, t.n0, t.n1, arena); break;
+	default: break;
+	}
+}
+
+#endif

@@ -1,0 +1,634 @@
+// op_matmul.cuh: MATMUL, MATMUL_PARTIAL and REDUCE tiles: weight streaming for small M, mma.sync tensor cores for large M.
+#ifndef OP_MATMUL_CUH
+#define OP_MATMUL_CUH
+
+#include "ark_dtype.cuh"
+
+/* Paths, chosen per tile (mm_sub below):
+ *  stream_kn / stream_nk  rows <= ARK_MM_SMALL_M, b 16-byte aligned: b's tile is streamed once with
+ *                         16-byte cp.async into a per-thread ring in shared memory (many loads in
+ *                         flight, no barrier in the loop), a's rows staged in shared memory, fp32 FMA.
+ *  mma                    fp16/bf16, rows > ARK_MM_SMALL_M, 16-byte aligned rows: 128x128x32 tiles,
+ *                         3-stage cp.async pipeline, ldmatrix + mma.sync.m16n8k16, fp32 accumulators.
+ *  simt                   everything else (fp32, odd K or N, misaligned): 128x128x16 smem tiles, FMA. */
+
+#ifndef ARK_MM_SMALL_M
+#define ARK_MM_SMALL_M 16 /* tiles with at most this many rows use the streaming path */
+#endif
+#ifndef ARK_MM_RING_BYTES
+#define ARK_MM_RING_BYTES 65536 /* streaming: cp.async ring (per-thread 16-byte slots) */
+#endif
+#ifndef ARK_MM_A_BYTES
+#define ARK_MM_A_BYTES (ARK_THREADS * 64 > 16384 ? ARK_THREADS * 64 : 16384) /* streaming: chunk of a */
+#endif
+#define ARK_MM_TC 4 /* stream_nk: output columns one warp computes at once */
+#define ARK_MM_SACC_BYTES (128 * ARK_MM_SMALL_M * 4) /* stream_nk: fp32 sums [MB][tn] */
+#define ARK_MM_STREAM_SMEM (ARK_MM_RING_BYTES + ARK_MM_A_BYTES + ARK_MM_SACC_BYTES)
+
+#define ARK_MM_BM 128
+#define ARK_MM_BN 128
+#define ARK_MM_BK 32
+#define ARK_MM_STAGES 3
+#define ARK_MM_LDA (ARK_MM_BK + 8)  /* smem row stride (elements) of [rows][BK] tiles */
+#define ARK_MM_LDB (ARK_MM_BN + 8)  /* smem row stride of the [BK][BN] tile of b */
+#define ARK_MM_A_STAGE (ARK_MM_BM * ARK_MM_LDA * 2)
+#define ARK_MM_B_STAGE (ARK_MM_BN * ARK_MM_LDA * 2 > ARK_MM_BK * ARK_MM_LDB * 2 ? ARK_MM_BN * ARK_MM_LDA * 2 : ARK_MM_BK * ARK_MM_LDB * 2)
+#define ARK_MM_MMA_SMEM (ARK_MM_STAGES * (ARK_MM_A_STAGE + ARK_MM_B_STAGE))
+
+#define ARK_MM_SIMT_BK 16
+#define ARK_MM_SIMT_LD 129
+#define ARK_MM_SIMT_SMEM (2 * ARK_MM_SIMT_BK * ARK_MM_SIMT_LD * 4)
+
+#define ARK_MAX3_(a, b, c) ((a) > (b) ? ((a) > (c) ? (a) : (c)) : ((b) > (c) ? (b) : (c)))
+/* Shared memory the MATMUL and MATMUL_PARTIAL templates need (bytes). */
+#define ARK_SMEM_MATMUL ARK_MAX3_(ARK_MM_STREAM_SMEM, ARK_MM_MMA_SMEM, ARK_MM_SIMT_SMEM)
+#define ARK_SMEM_REDUCE 0
+
+static_assert(ARK_THREADS >= 256, "the matmul templates need at least 256 threads");
+static_assert(ARK_MM_RING_BYTES / (16 * ARK_MM_TC * ARK_THREADS) >= 2, "ARK_MM_RING_BYTES too small");
+static_assert(ARK_MM_RING_BYTES >= ARK_THREADS * 8 * 4, "ARK_MM_RING_BYTES too small for the reduction");
+
+/* One matmul tile's operands. */
+struct ark_mm {
+	const char *a, *b;  /* a [M, K]; b [K, N], or [N, K] if tb */
+	const char *bias;   /* [N] or null */
+	char *out;          /* [M, N] */
+	float *ws;          /* partial: fp32 [M, N] slice of this split, else null */
+	int64_t M, N, K;
+	int act;
+	bool tb;
+};
+
+/* Epilogue of one output element (global m, n): partial store, or bias + activation + convert. */
+template <typename T> __device__ __forceinline__ void ark_mm_store(const ark_mm &g, int m, int n, float v)
+{
+	if (g.ws) {
+		g.ws[(size_t)m * g.N + n] = v;
+		return;
+	}
+	if (g.bias)
+		v += ark_to_f(reinterpret_cast<const T *>(g.bias)[n]);
+	reinterpret_cast<T *>(g.out)[(size_t)m * g.N + n] = ark_from_f<T>(ark_act(v, g.act));
+}
+
+/* ---- streaming, b [K, N] ------------------------------------------------------------------------
+ * tile (m1-m0 <= MB, n1-n0 <= 128) of out over k0:k1. Thread = (k-lane kl, column vector cv): at step i
+ * it reads the 16-byte vector of b row k0 + i*KL + kl at columns n0 + cv*VEC, so a step reads KL whole
+ * rows of the tile, coalesced. Partial sums [MB][VEC] per thread, reduced over the k-lanes in smem.
+ * Needs N % VEC == 0, n0 % VEC == 0, b 16-byte aligned. */
+template <typename T, int MB>
+__device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+{
+	constexpr int VEC = ark_dt<T>::vec;
+	constexpr int S = ARK_MM_RING_BYTES / (16 * ARK_THREADS); /* ring slots per thread */
+	uint4 *ring = reinterpret_cast<uint4 *>(smem);            /* [S][ARK_THREADS] */
+	float *a_s = reinterpret_cast<float *>(smem + ARK_MM_RING_BYTES); /* [KC][MB] chunk of a, fp32 */
+	const T *a = reinterpret_cast<const T *>(g.a);
+	const T *b = reinterpret_cast<const T *>(g.b);
+	const int tid = threadIdx.x;
+	const int tn = n1 - n0, nv = (tn + VEC - 1) / VEC;
+	const int KL = ARK_THREADS / nv; /* k-lanes */
+	const int kl = tid / nv, cv = tid - kl * nv;
+	const bool active = kl < KL;
+	const int nsteps = (k1 - k0 + KL - 1) / KL;
+	const int spc = (ARK_MM_A_BYTES / (4 * MB)) / KL; /* steps per chunk of a (>= 1) */
+	const T *bcol = b + n0 + cv * VEC;
+
+	float acc[MB][VEC];
+#pragma unroll
+	for (int m = 0; m < MB; m++)
+#pragma unroll
+		for (int j = 0; j < VEC; j++)
+			acc[m][j] = 0.0f;
+
+	auto issue = [&](int i) {
+		const int k = k0 + i * KL + kl;
+		if (active && k < k1)
+			ark_cp_async16(&ring[(i % S) * ARK_THREADS + tid], bcol + (size_t)k * g.N, 16);
+		ark_cp_commit();
+	};
+#pragma unroll
+	for (int s = 0; s < S - 1; s++)
+		issue(s);
+
+	int chunk0 = 0, chunk_end = 0; /* steps [chunk0, chunk_end) use the staged chunk of a */
+	for (int i = 0; i < nsteps; i++) {
+		if (i == chunk_end) { /* uniform: stage a[m0:m1, kc0:kc0+kcn] as fp32 [kk][m] */
+			const int kc0 = k0 + i * KL;
+			const int kcn = min(spc * KL, k1 - kc0);
+			__syncthreads();
+			for (int e = tid; e < kcn * MB; e += ARK_THREADS) {
+				const int kk = e / MB, m = e % MB;
+				a_s[e] = m0 + m < m1 ? ark_to_f(a[(size_t)(m0 + m) * g.K + kc0 + kk]) : 0.0f;
+			}
+			__syncthreads();
+			chunk0 = i;
+			chunk_end = i + spc;
+		}
+		ark_cp_wait<S - 2>(); /* this thread's step i has landed */
+		issue(i + S - 1);     /* refills the slot read at step i - 1 */
+		const int k = k0 + i * KL + kl;
+		if (active && k < k1) {
+			float bf[VEC];
+			ark_unpack<T>(ring[(i % S) * ARK_THREADS + tid], bf);
+			const float *ap = a_s + ((i - chunk0) * KL + kl) * MB;
+			float av[MB];
+			if constexpr (MB % 4 == 0) {
+#pragma unroll
+				for (int m = 0; m < MB; m += 4) {
+					const float4 q = *reinterpret_cast<const float4 *>(ap + m);
+					av[m] = q.x, av[m + 1] = q.y, av[m + 2] = q.z, av[m + 3] = q.w;
+				}
+			} else {
+#pragma unroll
+				for (int m = 0; m < MB; m++)
+					av[m] = ap[m];
+			}
+#pragma unroll
+			for (int m = 0; m < MB; m++)
+#pragma unroll
+				for (int j = 0; j < VEC; j++)
+					acc[m][j] = fmaf(av[m], bf[j], acc[m][j]);
+		}
+	}
+	ark_cp_wait<0>();
+	__syncthreads();
+
+	/* Reduction over the k-lanes: red [mc][KL][nv * VEC] fp32, aliasing the ring. */
+	float *red = reinterpret_cast<float *>(smem);
+	const int rowf = KL * nv * VEC;
+	const int mc = min(MB, (ARK_MM_RING_BYTES / 4) / rowf);
+	const int rows = m1 - m0;
+	for (int mr = 0; mr < rows; mr += mc) {
+		if (active) {
+#pragma unroll
+			for (int m = 0; m < MB; m++) {
+				if (m >= mr && m < mr + mc) {
+					float4 *d = reinterpret_cast<float4 *>(red + ((m - mr) * KL + kl) * nv * VEC + cv * VEC);
+#pragma unroll
+					for (int j = 0; j < VEC; j += 4)
+						d[j / 4] = make_float4(acc[m][j], acc[m][j + 1], acc[m][j + 2], acc[m][j + 3]);
+				}
+			}
+		}
+		__syncthreads();
+		const int cnt = min(mc, rows - mr) * tn;
+		for (int o = tid; o < cnt; o += ARK_THREADS) {
+			const int mm = o / tn, c = o - mm * tn;
+			const float *r = red + mm * rowf + c;
+			float s = 0.0f;
+			for (int q = 0; q < KL; q++)
+				s += r[q * nv * VEC];
+			ark_mm_store<T>(g, m0 + mr + mm, n0 + c, s);
+		}
+		__syncthreads();
+	}
+}
+
+/* ---- streaming, b [N, K] ------------------------------------------------------------------------
+ * tile (m1-m0 <= MB, n1-n0 <= 128) of out over k0:k1. A work item is (group of TC columns, k-slice);
+ * warps take items, lanes take consecutive 16-byte vectors along K (one warp step = 32 vectors of each
+ * of TC rows of b, coalesced); per-lane sums [TC][MB] are reduced with shuffles and added into
+ * sacc [MB][tn] in smem. a is staged as [MB][KC] in its own type. Needs K % VEC == 0, k0 % VEC == 0,
+ * a and b 16-byte aligned. */
+template <typename T, int MB>
+__device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+{
+	constexpr int VEC = ark_dt<T>::vec, C = ARK_MM_TC;
+	constexpr int S = ARK_MM_RING_BYTES / (16 * C * ARK_THREADS);    /* ring slots per thread */
+	constexpr int KC = (ARK_MM_A_BYTES / (MB * (int)sizeof(T))) / (32 * VEC) * (32 * VEC); /* k per chunk */
+	static_assert(KC >= 32 * VEC, "ARK_MM_A_BYTES too small");
+	uint4 *ring = reinterpret_cast<uint4 *>(smem);                   /* [S][C][ARK_THREADS] */
+	T *a_s = reinterpret_cast<T *>(smem + ARK_MM_RING_BYTES);        /* [MB][KC] */
+	float *sacc = reinterpret_cast<float *>(smem + ARK_MM_RING_BYTES + ARK_MM_A_BYTES); /* [MB][tn] */
+	const T *a = reinterpret_cast<const T *>(g.a);
+	const T *b = reinterpret_cast<const T *>(g.b);
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const int tn = n1 - n0, rows = m1 - m0;
+	const int groups = (tn + C - 1) / C;
+
+	for (int e = tid; e < MB * tn; e += ARK_THREADS)
+		sacc[e] = 0.0f;
+	for (int kc0 = k0; kc0 < k1; kc0 += KC) { /* uniform */
+		const int kce = min(kc0 + KC, k1);
+		const int kvn = (kce - kc0 + VEC - 1) / VEC; /* vectors per row in this chunk */
+		const int nks = (kvn + 31) / 32;             /* warp steps per row */
+		__syncthreads();
+		for (int e = tid; e < MB * nks * 32; e += ARK_THREADS) {
+			const int m = e / (nks * 32), v = e - m * (nks * 32);
+			const int k = kc0 + v * VEC;
+			uint4 q = make_uint4(0, 0, 0, 0);
+			if (m < rows && k < kce) {
+				q = ark_ld16(a + (size_t)(m0 + m) * g.K + k);
+				if (k + VEC > kce) { /* zero what lies past the chunk */
+					float x[VEC];
+					ark_unpack<T>(q, x);
+#pragma unroll
+					for (int j = 0; j < VEC; j++)
+						if (k + j >= kce)
+							x[j] = 0.0f;
+					q = ark_pack<T>(x);
+				}
+			}
+			*reinterpret_cast<uint4 *>(a_s + m * KC + v * VEC) = q;
+		}
+		__syncthreads();
+
+		/* items: (group, k-slice); enough slices that every warp has work when groups are few */
+		int ks_n = 1;
+		if (groups < 2 * ARK_WARPS)
+			ks_n = min(nks, (2 * ARK_WARPS + groups - 1) / groups);
+		const int spi = (nks + ks_n - 1) / ks_n; /* steps per item */
+		const int items = groups * ks_n;
+		const int my_items = warp < items ? (items - warp + ARK_WARPS - 1) / ARK_WARPS : 0;
+		const int nflat = my_items * spi;
+
+		auto issue = [&](int f) {
+			if (f < nflat) {
+				const int it = warp + (f / spi) * ARK_WARPS, s = f % spi;
+				const int grp = it % groups, step = (it / groups) * spi + s;
+				const int k = kc0 + (step * 32 + lane) * VEC;
+				if (step < nks && k < kce) {
+					const int nb = (kce - k) * (int)sizeof(T);
+#pragma unroll
+					for (int c = 0; c < C; c++) {
+						const int n = n0 + grp * C + c;
+						uint4 *dst = &ring[((f % S) * C + c) * ARK_THREADS + tid];
+						if (n < n1)
+							ark_cp_async16(dst, b + (size_t)n * g.K + k, nb < 16 ? nb : 16);
+						else
+							ark_cp_async16(dst, b, 0);
+					}
+				}
+			}
+			ark_cp_commit();
+		};
+#pragma unroll
+		for (int s = 0; s < S - 1; s++)
+			issue(s);
+
+		float acc[C][MB];
+#pragma unroll
+		for (int c = 0; c < C; c++)
+#pragma unroll
+			for (int m = 0; m < MB; m++)
+				acc[c][m] = 0.0f;
+		for (int f = 0; f < nflat; f++) { /* uniform within the warp */
+			ark_cp_wait<S - 2>();
+			issue(f + S - 1);
+			const int it = warp + (f / spi) * ARK_WARPS, s = f % spi;
+			const int grp = it % groups, step = (it / groups) * spi + s;
+			const int v = step * 32 + lane;
+			if (step < nks && v < kvn) {
+				float bf[C][VEC];
+#pragma unroll
+				for (int c = 0; c < C; c++)
+					ark_unpack<T>(ring[((f % S) * C + c) * ARK_THREADS + tid], bf[c]);
+#pragma unroll
+				for (int m = 0; m < MB; m++) {
+					float av[VEC];
+					ark_unpack<T>(*reinterpret_cast<const uint4 *>(a_s + m * KC + v * VEC), av);
+#pragma unroll
+					for (int c = 0; c < C; c++)
+#pragma unroll
+						for (int j = 0; j < VEC; j++)
+							acc[c][m] = fmaf(av[j], bf[c][j], acc[c][m]);
+				}
+			}
+			if (s == spi - 1) { /* item done: warp sums into sacc */
+#pragma unroll
+				for (int c = 0; c < C; c++) {
+#pragma unroll
+					for (int m = 0; m < MB; m++) {
+						const float x = ark_warp_sum(acc[c][m]);
+						acc[c][m] = 0.0f;
+						const int nl = grp * C + c;
+						if (lane == ((c * MB + m) & 31) && m < rows && nl < tn)
+							atomicAdd(&sacc[m * tn + nl], x);
+					}
+				}
+			}
+		}
+		ark_cp_wait<0>(); /* no copy may land in the ring after the next chunk's */
+	}
+	__syncthreads();
+	for (int o = tid; o < rows * tn; o += ARK_THREADS) {
+		const int m = o / tn, c = o - m * tn;
+		ark_mm_store<T>(g, m0 + m, n0 + c, sacc[o]);
+	}
+	__syncthreads();
+}
+
+/* ---- tensor cores (fp16 / bf16) -----------------------------------------------------------------
+ * tile (128, 128) of out over k0:k1 in steps of 32; warps 2 x 4, warp tile (64, 32) = 4 x 4 mma
+ * m16n8k16. Needs K % 8 == 0, k0 % 8 == 0, a 16-byte aligned; b: [K,N] N % 8 == 0, n0 % 8 == 0, or
+ * [N,K] (K % 8 == 0); b 16-byte aligned. */
+__device__ __forceinline__ void ark_ldsm_x4(uint32_t *r, const void *p)
+{
+	const uint32_t s = (uint32_t)__cvta_generic_to_shared(p);
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+		     : "r"(s)
+		     : "memory");
+}
+__device__ __forceinline__ void ark_ldsm_x4_t(uint32_t *r, const void *p)
+{
+	const uint32_t s = (uint32_t)__cvta_generic_to_shared(p);
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+		     : "r"(s)
+		     : "memory");
+}
+template <typename T> __device__ __forceinline__ void ark_mma16816(float *d, const uint32_t *a, const uint32_t *b);
+template <> __device__ __forceinline__ void ark_mma16816<__half>(float *d, const uint32_t *a, const uint32_t *b)
+{
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+		     "{%8, %9}, {%0, %1, %2, %3};\n"
+		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+template <>
+__device__ __forceinline__ void ark_mma16816<__nv_bfloat16>(float *d, const uint32_t *a, const uint32_t *b)
+{
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+		     "{%8, %9}, {%0, %1, %2, %3};\n"
+		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+template <typename T, bool TB>
+__device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+{
+	constexpr int BM = ARK_MM_BM, BN = ARK_MM_BN, BK = ARK_MM_BK, ST = ARK_MM_STAGES;
+	constexpr int LDA = ARK_MM_LDA, LDB = ARK_MM_LDB;
+	const T *a = reinterpret_cast<const T *>(g.a);
+	const T *b = reinterpret_cast<const T *>(g.b);
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const int wm = (warp >> 2) & 1, wn = warp & 3; /* warp tile (64, 32) at (wm * 64, wn * 32) */
+	const bool computes = warp < 8;
+	const int ktiles = (k1 - k0 + BK - 1) / BK;
+
+	auto as_of = [&](int st) { return reinterpret_cast<T *>(smem + st * (ARK_MM_A_STAGE + ARK_MM_B_STAGE)); };
+	auto bs_of = [&](int st) {
+		return reinterpret_cast<T *>(smem + st * (ARK_MM_A_STAGE + ARK_MM_B_STAGE) + ARK_MM_A_STAGE);
+	};
+	auto load = [&](int st, int kb) { /* tile kb:kb+BK of a (BM rows) and b into stage st */
+		T *as = as_of(st), *bs = bs_of(st);
+		for (int v = tid; v < BM * BK / 8; v += ARK_THREADS) {
+			const int r = v / (BK / 8), kv = (v % (BK / 8)) * 8;
+			const int m = m0 + r, k = kb + kv;
+			const bool ok = m < m1 && k < k1;
+			ark_cp_async16(as + r * LDA + kv, ok ? a + (size_t)m * g.K + k : a, ok ? min(16, (k1 - k) * 2) : 0);
+		}
+		if (!TB) { /* [BK][BN] */
+			for (int v = tid; v < BK * BN / 8; v += ARK_THREADS) {
+				const int r = v / (BN / 8), nv = (v % (BN / 8)) * 8;
+				const int k = kb + r, n = n0 + nv;
+				const bool ok = k < k1 && n < n1;
+				ark_cp_async16(bs + r * LDB + nv, ok ? b + (size_t)k * g.N + n : b, ok ? min(16, (n1 - n) * 2) : 0);
+			}
+		} else { /* [BN][BK] */
+			for (int v = tid; v < BN * BK / 8; v += ARK_THREADS) {
+				const int r = v / (BK / 8), kv = (v % (BK / 8)) * 8;
+				const int n = n0 + r, k = kb + kv;
+				const bool ok = n < n1 && k < k1;
+				ark_cp_async16(bs + r * LDA + kv, ok ? b + (size_t)n * g.K + k : b, ok ? min(16, (k1 - k) * 2) : 0);
+			}
+		}
+	};
+
+	float acc[4][4][4];
+#pragma unroll
+	for (int i = 0; i < 4; i++)
+#pragma unroll
+		for (int j = 0; j < 4; j++)
+#pragma unroll
+			for (int e = 0; e < 4; e++)
+				acc[i][j][e] = 0.0f;
+
+#pragma unroll
+	for (int s = 0; s < ST - 1; s++) {
+		if (s < ktiles)
+			load(s, k0 + s * BK);
+		ark_cp_commit();
+	}
+	for (int kt = 0; kt < ktiles; kt++) {
+		ark_cp_wait<ST - 2>();
+		__syncthreads(); /* stage kt landed for all; stage kt-1 free */
+		if (kt + ST - 1 < ktiles)
+			load((kt + ST - 1) % ST, k0 + (kt + ST - 1) * BK);
+		ark_cp_commit();
+		if (!computes)
+			continue;
+		const T *as = as_of(kt % ST), *bs = bs_of(kt % ST);
+#pragma unroll
+		for (int kk = 0; kk < BK; kk += 16) {
+			uint32_t af[4][4], bfr[4][2];
+#pragma unroll
+			for (int mt = 0; mt < 4; mt++)
+				ark_ldsm_x4(af[mt], as + (wm * 64 + mt * 16 + (lane & 15)) * LDA + kk + (lane >> 4) * 8);
+#pragma unroll
+			for (int np = 0; np < 2; np++) {
+				uint32_t r[4];
+				if (!TB)
+					ark_ldsm_x4_t(r, bs + (kk + (lane & 7) + ((lane >> 3) & 1) * 8) * LDB + wn * 32 + np * 16 +
+								 (lane >> 4) * 8);
+				else
+					ark_ldsm_x4(r, bs + (wn * 32 + np * 16 + (lane & 7) + (lane >> 4) * 8) * LDA + kk +
+							       ((lane >> 3) & 1) * 8);
+				bfr[2 * np][0] = r[0], bfr[2 * np][1] = r[1];
+				bfr[2 * np + 1][0] = r[2], bfr[2 * np + 1][1] = r[3];
+			}
+#pragma unroll
+			for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+				for (int nt = 0; nt < 4; nt++)
+					ark_mma16816<T>(acc[mt][nt], af[mt], bfr[nt]);
+		}
+	}
+	ark_cp_wait<0>();
+	__syncthreads();
+	if (!computes)
+		return;
+#pragma unroll
+	for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+		for (int nt = 0; nt < 4; nt++)
+#pragma unroll
+			for (int h = 0; h < 2; h++) {
+				const int m = m0 + wm * 64 + mt * 16 + (lane >> 2) + h * 8;
+				const int n = n0 + wn * 32 + nt * 8 + (lane & 3) * 2;
+				if (m < m1) {
+					if (n < n1)
+						ark_mm_store<T>(g, m, n, acc[mt][nt][2 * h]);
+					if (n + 1 < n1)
+						ark_mm_store<T>(g, m, n + 1, acc[mt][nt][2 * h + 1]);
+				}
+			}
+}
+
+/* ---- generic FMA path ---------------------------------------------------------------------------
+ * tile (128, 128) of out over k0:k1 in steps of 16, any alignment; thread (ty, tx) of 16 x 16 computes
+ * rows ty + 16 i, cols tx + 16 j (i, j < 8). */
+template <typename T, bool TB>
+__device__ __noinline__ void ark_mm_simt(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+{
+	constexpr int BK = ARK_MM_SIMT_BK, LD = ARK_MM_SIMT_LD;
+	float *As = reinterpret_cast<float *>(smem); /* [BK][LD]: a tile, k-major */
+	float *Bs = As + BK * LD;                    /* [BK][LD] */
+	const T *a = reinterpret_cast<const T *>(g.a);
+	const T *b = reinterpret_cast<const T *>(g.b);
+	const int tid = threadIdx.x, tx = tid & 15, ty = (tid >> 4) & 15;
+	const bool computes = tid < 256;
+	float acc[8][8];
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+			acc[i][j] = 0.0f;
+	for (int kb = k0; kb < k1; kb += BK) {
+		__syncthreads();
+		for (int e = tid; e < 128 * BK; e += ARK_THREADS) {
+			const int r = e / BK, kk = e % BK;
+			const int m = m0 + r, k = kb + kk;
+			As[kk * LD + r] = m < m1 && k < k1 ? ark_to_f(a[(size_t)m * g.K + k]) : 0.0f;
+		}
+		for (int e = tid; e < 128 * BK; e += ARK_THREADS) {
+			int c, kk;
+			if (!TB)
+				kk = e / 128, c = e % 128;
+			else
+				c = e / BK, kk = e % BK;
+			const int n = n0 + c, k = kb + kk;
+			float x = 0.0f;
+			if (n < n1 && k < k1)
+				x = ark_to_f(TB ? b[(size_t)n * g.K + k] : b[(size_t)k * g.N + n]);
+			Bs[kk * LD + c] = x;
+		}
+		__syncthreads();
+		if (computes) {
+#pragma unroll 4
+			for (int kk = 0; kk < BK; kk++) {
+				float ar[8], br[8];
+#pragma unroll
+				for (int i = 0; i < 8; i++)
+					ar[i] = As[kk * LD + ty + 16 * i];
+#pragma unroll
+				for (int j = 0; j < 8; j++)
+					br[j] = Bs[kk * LD + tx + 16 * j];
+#pragma unroll
+				for (int i = 0; i < 8; i++)
+#pragma unroll
+					for (int j = 0; j < 8; j++)
+						acc[i][j] = fmaf(ar[i], br[j], acc[i][j]);
+			}
+		}
+	}
+	__syncthreads();
+	if (!computes)
+		return;
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+#pragma unroll
+		for (int j = 0; j < 8; j++) {
+			const int m = m0 + ty + 16 * i, n = n0 + tx + 16 * j;
+			if (m < m1 && n < n1)
+				ark_mm_store<T>(g, m, n, acc[i][j]);
+		}
+}
+
+/* ---- dispatch ----------------------------------------------------------------------------------- */
+template <typename T, int MB>
+__device__ void ark_mm_stream(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+{
+	if (g.tb)
+		ark_mm_stream_nk<T, MB>(g, m0, m1, n0, n1, k0, k1, smem);
+	else
+		ark_mm_stream_kn<T, MB>(g, m0, m1, n0, n1, k0, k1, smem);
+}
+
+/* One sub-tile of at most 128 x 128. */
+template <typename T>
+__device__ void ark_mm_sub(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+{
+	constexpr int VEC = ark_dt<T>::vec;
+	const int rows = m1 - m0;
+	if (rows <= ARK_MM_SMALL_M) {
+		const bool ok = ark_aligned16(g.b) &&
+				(g.tb ? g.K % VEC == 0 && k0 % VEC == 0 && ark_aligned16(g.a) : g.N % VEC == 0 && n0 % VEC == 0);
+		if (ok) {
+			if (rows <= 1)
+				ark_mm_stream<T, 1>(g, m0, m1, n0, n1, k0, k1, smem);
+			else if (rows <= 2)
+				ark_mm_stream<T, 2>(g, m0, m1, n0, n1, k0, k1, smem);
+			else if (rows <= 4)
+				ark_mm_stream<T, 4>(g, m0, m1, n0, n1, k0, k1, smem);
+			else if (rows <= 8)
+				ark_mm_stream<T, 8>(g, m0, m1, n0, n1, k0, k1, smem);
+			else
+				ark_mm_stream<T, ARK_MM_SMALL_M>(g, m0, m1, n0, n1, k0, k1, smem);
+			return;
+		}
+	} else if constexpr (sizeof(T) == 2) {
+		const bool ok = ark_aligned16(g.a) && ark_aligned16(g.b) && k0 % 8 == 0 && g.K % 8 == 0 &&
+				(g.tb || (g.N % 8 == 0 && n0 % 8 == 0));
+		if (ok) {
+			if (g.tb)
+				ark_mm_mma<T, true>(g, m0, m1, n0, n1, k0, k1, smem);
+			else
+				ark_mm_mma<T, false>(g, m0, m1, n0, n1, k0, k1, smem);
+			return;
+		}
+	}
+	if (g.tb)
+		ark_mm_simt<T, true>(g, m0, m1, n0, n1, k0, k1, smem);
+	else
+		ark_mm_simt<T, false>(g, m0, m1, n0, n1, k0, k1, smem);
+}
+
+/* MATMUL (partial == false: k over 0:K, bias, activation) and MATMUL_PARTIAL (k0:k1, fp32 into the
+ * workspace slice `split`). tile (m0:m1, n0:n1) of out, cut into 128 x 128 sub-tiles if larger. */
+template <typename T>
+__device__ __noinline__ void ark_matmul_tile(const ark_opp &p, int m0, int m1, int n0, int n1, int k0, int k1,
+					     uint32_t split, char *arena, char *smem, bool partial)
+{
+	ark_mm g;
+	g.a = arena + p.in[0];
+	g.b = arena + p.in[1];
+	g.bias = !partial && (p.flags & ARK_OPP_BIAS) ? arena + p.in[2] : nullptr;
+	g.out = arena + p.out;
+	g.ws = partial ? reinterpret_cast<float *>(arena + p.ws) + (size_t)split * p.M * p.N : nullptr;
+	g.M = p.M, g.N = p.N, g.K = p.K;
+	g.act = partial ? ARK_ACT_NONE : p.act;
+	g.tb = (p.flags & ARK_OPP_TRANSPOSE_B) != 0;
+	if (!partial)
+		k0 = 0, k1 = (int)p.K;
+	for (int mb = m0; mb < m1; mb += 128)
+		for (int nb = n0; nb < n1; nb += 128)
+			ark_mm_sub<T>(g, mb, min(mb + 128, m1), nb, min(nb + 128, n1), k0, k1, smem);
+}
+
+/* REDUCE: tile (m0:m1, n0:n1) of out = act(sum over s < splits of ws[s] + bias). */
+template <typename T>
+__device__ __noinline__ void ark_reduce_tile(const ark_opp &p, int m0, int m1, int n0, int n1, char *arena)
+{
+	const float *ws = reinterpret_cast<const float *>(arena + p.ws); /* [splits, M, N] */
+	const T *bias = p.flags & ARK_OPP_BIAS ? reinterpret_cast<const T *>(arena + p.in[2]) : nullptr;
+	T *out = reinterpret_cast<T *>(arena + p.out);
+	const size_t mn = (size_t)p.M * p.N, N = p.N;
+	const uint32_t splits = p.splits;
+	const int act = p.act;
+	const int tn = n1 - n0, cnt = (m1 - m0) * tn;
+	for (int o = threadIdx.x; o < cnt; o += ARK_THREADS) {
+		const int m = m0 + o / tn, n = n0 + o % tn;
+		const size_t e = (size_t)m * N + n;
+		float s = 0.0f;
+		for (uint32_t q = 0; q < splits; q++)
+			s += ws[q * mn + e];
+		if (bias)
+			s += ark_to_f(bias[n]);
+		out[e] = ark_from_f<T>(ark_act(s, act));
+	}
+}
+
+#endif

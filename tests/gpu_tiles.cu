@@ -1,0 +1,547 @@
+// gpu_tiles.cu: every tile template x dtype on the GPU against the CPU reference (TAP); skips without a GPU.
+#include <cuda_runtime.h>
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <string>
+#include <vector>
+
+#include "ark.h"
+#include "ark_tiles.cuh"
+
+#define CUDA_CHECK(call) cuda_check((call), #call, __FILE__, __LINE__)
+static void cuda_check(cudaError_t e, const char *call, const char *file, int line)
+{
+	if (e == cudaSuccess)
+		return;
+	printf("Bail out! %s:%d: %s: %s\n", file, line, call, cudaGetErrorString(e));
+	exit(1);
+}
+
+/* Block b runs tasks[b]. */
+__global__ void __launch_bounds__(ARK_THREADS, 1)
+	tiles_kernel(const ark_opp *opp, const ark_task *tasks, char *arena, char *const *peers)
+{
+	extern __shared__ __align__(16) char smem[];
+	const ark_task t = tasks[blockIdx.x];
+	ark_tile(opp[t.opp], t, arena, peers, smem);
+}
+
+/* ---- harness ---------------------------------------------------------------------------------- */
+
+#define ARENA_BYTES (64u << 20)
+#define GUARD 64 /* poisoned bytes on each side of every tensor, checked after the run */
+
+static char *g_arena;          /* device arena */
+static char **g_peers;         /* device array: peers[0] = g_arena */
+static ark_opp *g_opp;         /* device: one op */
+static ark_task *g_tasks;      /* device: tasks */
+static int g_max_tasks = 1 << 16;
+static uint64_t g_seed;
+static int g_n, g_failed;
+
+static const char *const dt_name[] = {"fp16", "bf16", "fp32"};
+
+struct tcase {
+	std::string desc;
+	std::vector<ark_tensor> t;
+	std::vector<std::vector<unsigned char>> host; /* inputs: random; outputs: GPU result */
+	std::vector<int> is_out;
+	uint64_t cursor = 256;
+
+	/* Adds a tensor at the next 256-byte boundary plus `skew` bytes; returns its index. */
+	int add(const char *name, int dtype, std::vector<int64_t> shape, bool out, int skew = 0)
+	{
+		ark_tensor x;
+		memset(&x, 0, sizeof x);
+		x.name = name;
+		x.dtype = (uint8_t)dtype;
+		x.role = out ? ARK_ROLE_OUTPUT : ARK_ROLE_INPUT;
+		x.ndim = (uint8_t)shape.size();
+		for (size_t d = 0; d < shape.size(); d++)
+			x.shape[d] = shape[d];
+		x.bytes = (uint64_t)ark_tensor_elems(&x) * ark_dtype_size(dtype);
+		x.offset = (cursor + GUARD + 255) / 256 * 256 + skew;
+		cursor = x.offset + x.bytes + GUARD;
+		t.push_back(x);
+		host.emplace_back(x.bytes ? x.bytes : 1);
+		is_out.push_back(out);
+		return (int)t.size() - 1;
+	}
+	/* Reserves raw arena bytes (the split-K workspace); poisoned like an output. */
+	uint64_t reserve(uint64_t bytes)
+	{
+		uint64_t off = (cursor + GUARD + 255) / 256 * 256;
+		cursor = off + bytes + GUARD;
+		return off;
+	}
+};
+
+static void ok(bool pass, const std::string &desc, const char *fmt = "", ...)
+{
+	g_n++;
+	printf("%s %d - %s\n", pass ? "ok" : "not ok", g_n, desc.c_str());
+	if (!pass)
+		g_failed++;
+	if (*fmt) {
+		char buf[512];
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(buf, sizeof buf, fmt, ap);
+		va_end(ap);
+		printf("# %s\n", buf);
+	}
+	fflush(stdout);
+}
+
+/* Fills inputs, poisons the whole used arena (0xFF: NaN in every dtype), uploads the inputs. */
+static void upload(tcase &c, float scale)
+{
+	if (c.cursor > ARENA_BYTES) {
+		printf("Bail out! case '%s' needs %llu arena bytes\n", c.desc.c_str(), (unsigned long long)c.cursor);
+		exit(1);
+	}
+	CUDA_CHECK(cudaMemset(g_arena, 0xff, c.cursor));
+	for (size_t i = 0; i < c.t.size(); i++) {
+		if (c.is_out[i])
+			continue;
+		ark_fill_random(c.host[i].data(), c.t[i].dtype, ark_tensor_elems(&c.t[i]), ++g_seed, scale);
+		CUDA_CHECK(cudaMemcpy(g_arena + c.t[i].offset, c.host[i].data(), c.t[i].bytes, cudaMemcpyHostToDevice));
+	}
+}
+
+/* Runs the tasks (one launch; several launches run in order when given as groups). */
+static void launch(const ark_opp &p, const std::vector<ark_task> &tasks)
+{
+	if ((int)tasks.size() > g_max_tasks) {
+		printf("Bail out! %zu tasks\n", tasks.size());
+		exit(1);
+	}
+	if (tasks.empty())
+		return;
+	CUDA_CHECK(cudaMemcpy(g_opp, &p, sizeof p, cudaMemcpyHostToDevice));
+	CUDA_CHECK(cudaMemcpy(g_tasks, tasks.data(), tasks.size() * sizeof(ark_task), cudaMemcpyHostToDevice));
+	tiles_kernel<<<(unsigned)tasks.size(), ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers);
+	CUDA_CHECK(cudaGetLastError());
+	CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+/* Downloads the outputs and checks their guards; returns false (with a message) on a clobbered guard. */
+static bool download(tcase &c, std::string &why)
+{
+	bool good = true;
+	for (size_t i = 0; i < c.t.size(); i++) {
+		unsigned char g[2][GUARD];
+		CUDA_CHECK(cudaMemcpy(g[0], g_arena + c.t[i].offset - GUARD, GUARD, cudaMemcpyDeviceToHost));
+		CUDA_CHECK(cudaMemcpy(g[1], g_arena + c.t[i].offset + c.t[i].bytes, GUARD, cudaMemcpyDeviceToHost));
+		for (int s = 0; s < 2; s++)
+			for (int b = 0; b < GUARD; b++)
+				if (g[s][b] != 0xff && good) {
+					good = false;
+					why += "write outside '" + std::string(c.t[i].name) + "' ";
+				}
+		if (c.is_out[i])
+			CUDA_CHECK(cudaMemcpy(c.host[i].data(), g_arena + c.t[i].offset, c.t[i].bytes,
+					      cudaMemcpyDeviceToHost));
+	}
+	return good;
+}
+
+/* Compares output tensor `o` (GPU result in c.host[o]) with want: relative L2 error <= tol, no NaN
+ * (every element written), and every element within tol * max|want| (a single wrong element fails). */
+static void verdict(tcase &c, int o, const void *want, double tol, bool guards_ok, const std::string &why)
+{
+	const ark_tensor &T = c.t[o];
+	const int64_t n = ark_tensor_elems(&T);
+	double rel = 0, maxw = 0, maxd = 0;
+	int64_t bad = 0, worst = 0;
+	ark_compare(c.host[o].data(), want, T.dtype, n, &rel, &bad);
+	for (int64_t i = 0; i < n; i++)
+		maxw = fmax(maxw, fabs(ark_get(want, T.dtype, i)));
+	for (int64_t i = 0; i < n; i++) {
+		double d = fabs(ark_get(c.host[o].data(), T.dtype, i) - ark_get(want, T.dtype, i));
+		if (!(d <= maxd)) {
+			maxd = d;
+			worst = i;
+		}
+	}
+	const bool pass = guards_ok && bad == 0 && rel <= tol && maxd <= tol * maxw;
+	ok(pass, c.desc, pass ? "" : "rel %.2e max|diff| %.2e at %lld (got %g want %g) max|want| %.2e tol %.0e, %lld NaN %s",
+	   rel, maxd, (long long)worst, ark_get(c.host[o].data(), T.dtype, worst), ark_get(want, T.dtype, worst), maxw,
+	   tol, (long long)bad, why.c_str());
+}
+
+static ark_opp opp_base(int kind, int dtype)
+{
+	ark_opp p;
+	memset(&p, 0, sizeof p);
+	p.kind = (uint16_t)kind;
+	p.dtype = (uint8_t)dtype;
+	p.act = ARK_ACT_NONE;
+	p.splits = 1;
+	p.peer = -1;
+	return p;
+}
+
+static ark_task task(int tmpl, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t k0, int64_t k1,
+		     uint32_t split = 0)
+{
+	ark_task t;
+	memset(&t, 0, sizeof t);
+	t.tmpl = (uint8_t)tmpl;
+	t.signal = -1;
+	t.split = split;
+	t.m0 = (uint32_t)m0, t.m1 = (uint32_t)m1, t.n0 = (uint32_t)n0, t.n1 = (uint32_t)n1;
+	t.k0 = (uint32_t)k0, t.k1 = (uint32_t)k1;
+	return t;
+}
+
+static ark_op op_base(int kind, std::vector<int> in, int out)
+{
+	ark_op op;
+	memset(&op, 0, sizeof op);
+	op.name = "op";
+	op.kind = (uint16_t)kind;
+	op.n_in = (uint8_t)in.size();
+	op.n_out = 1;
+	for (size_t i = 0; i < in.size(); i++)
+		op.in[i] = in[i];
+	op.out[0] = out;
+	op.eps = 1e-5f;
+	return op;
+}
+
+static void ref_or_bail(const ark_op &op, tcase &c, std::vector<void *> &bufs)
+{
+	if (ark_ref_op(&op, c.t.data(), bufs.data())) {
+		printf("Bail out! CPU reference: %s\n", ark_last_error());
+		exit(1);
+	}
+}
+
+static const char *act_name(int act)
+{
+	return act == ARK_OP_RELU ? "relu" : act == ARK_OP_GELU ? "gelu" : act == ARK_OP_SILU ? "silu" : "none";
+}
+
+/* ---- matmul ----------------------------------------------------------------------------------- */
+
+/* out [M, N] = act(a [M, K] . b + bias) in tiles (tm, tn); splits > 1: MATMUL_PARTIAL over equal K
+ * ranges (a multiple of 8), then REDUCE in a second launch. */
+static void case_matmul(int dt, int64_t M, int64_t N, int64_t K, bool tb, bool bias, int act, int tm, int tn,
+			int splits = 1, int skew = 0)
+{
+	char d[256];
+	snprintf(d, sizeof d, "matmul %s M=%lld N=%lld K=%lld%s%s act=%s tile %dx%d%s%s", dt_name[dt], (long long)M,
+		 (long long)N, (long long)K, tb ? " transpose_b" : "", bias ? " bias" : "", act_name(act), tm, tn,
+		 splits > 1 ? " split-K" : "", skew ? " misaligned" : "");
+	tcase c;
+	c.desc = d;
+	int ia = c.add("a", dt, {M, K}, false, skew);
+	int ib = c.add("b", dt, tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, false);
+	int ibias = bias ? c.add("bias", dt, {N}, false) : -1;
+	int io = c.add("out", dt, {M, N}, true);
+	uint64_t ws = splits > 1 ? c.reserve((uint64_t)splits * M * N * 4) : 0;
+	upload(c, 1.0f);
+
+	ark_opp p = opp_base(ARK_OP_MATMUL, dt);
+	p.flags = (tb ? ARK_OPP_TRANSPOSE_B : 0) | (bias ? ARK_OPP_BIAS : 0);
+	p.act = (uint16_t)act;
+	p.splits = (uint32_t)splits;
+	p.in[0] = c.t[ia].offset, p.in[1] = c.t[ib].offset, p.in[2] = bias ? c.t[ibias].offset : 0;
+	p.out = c.t[io].offset;
+	p.ws = ws;
+	p.M = M, p.N = N, p.K = K;
+	std::vector<ark_task> tasks, red;
+	const int64_t kstep = splits > 1 ? ((K + splits - 1) / splits + 7) / 8 * 8 : K;
+	for (int64_t m0 = 0; m0 < M; m0 += tm)
+		for (int64_t n0 = 0; n0 < N; n0 += tn) {
+			const int64_t m1 = m0 + tm < M ? m0 + tm : M, n1 = n0 + tn < N ? n0 + tn : N;
+			if (splits == 1) {
+				tasks.push_back(task(ARK_T_MATMUL, m0, m1, n0, n1, 0, K));
+				continue;
+			}
+			for (int s = 0; s < splits; s++) {
+				const int64_t k0 = s * kstep < K ? s * kstep : K;
+				const int64_t k1 = k0 + kstep < K ? k0 + kstep : K;
+				tasks.push_back(task(ARK_T_MATMUL_PARTIAL, m0, m1, n0, n1, k0, k1, (uint32_t)s));
+			}
+			red.push_back(task(ARK_T_REDUCE, m0, m1, n0, n1, 0, K));
+		}
+	launch(p, tasks);
+	launch(p, red);
+	std::string why;
+	bool guards = download(c, why);
+
+	/* reference: matmul (+ bias), then the activation as its own op */
+	std::vector<unsigned char> want(c.t[io].bytes), want2(c.t[io].bytes);
+	int itmp = c.add("act_out", dt, {M, N}, true);
+	std::vector<void *> bufs;
+	for (auto &h : c.host)
+		bufs.push_back(h.data());
+	bufs[io] = want.data();
+	bufs[itmp] = want2.data();
+	std::vector<int> ins = {ia, ib};
+	if (bias)
+		ins.push_back(ibias);
+	ark_op op = op_base(ARK_OP_MATMUL, ins, io);
+	op.transpose_b = tb;
+	ref_or_bail(op, c, bufs);
+	const void *w = want.data();
+	if (act != ARK_ACT_NONE) {
+		ref_or_bail(op_base(act, {io}, itmp), c, bufs);
+		w = want2.data();
+	}
+	verdict(c, io, w, dt == ARK_FP32 ? 1e-5 : 1e-2, guards, why);
+}
+
+/* ---- elementwise ------------------------------------------------------------------------------ */
+
+/* Element strides of input shape `in` broadcast to `out` (right-aligned, 0 where broadcast). */
+static void bcast_strides(const std::vector<int64_t> &in, const std::vector<int64_t> &out, int64_t *st)
+{
+	int64_t stride = 1;
+	const int off = (int)(out.size() - in.size());
+	for (int d = (int)out.size() - 1; d >= 0; d--) {
+		const int td = d - off;
+		st[d] = 0;
+		if (td < 0)
+			continue;
+		st[d] = in[td] == 1 ? 0 : stride;
+		stride *= in[td];
+	}
+}
+
+/* out = kind(a, b) with out viewed as [rows, N] (N = last dim), tiles of (tm rows, tn cols). */
+static void case_ew(int dt, int kind, std::vector<int64_t> sa, std::vector<int64_t> sb, int tm, int tn, int skew = 0)
+{
+	const bool two = kind == ARK_OP_ADD || kind == ARK_OP_MUL || kind == ARK_OP_SWIGLU;
+	const bool copy = kind == ARK_OP_COPY;
+	std::vector<int64_t> so = sa;
+	if (two) { /* broadcast shape */
+		so.assign(sa.size() > sb.size() ? sa.size() : sb.size(), 1);
+		for (size_t d = 0; d < so.size(); d++) {
+			const int64_t x = d + sa.size() >= so.size() ? sa[d + sa.size() - so.size()] : 1;
+			const int64_t y = d + sb.size() >= so.size() ? sb[d + sb.size() - so.size()] : 1;
+			so[d] = x > y ? x : y;
+		}
+	}
+	static const char *const kname[] = {"matmul", "add", "mul", "scale", "relu", "gelu", "silu", "swiglu",
+					    "softmax", "layernorm", "rmsnorm", "copy"};
+	auto shp = [](const std::vector<int64_t> &s) {
+		std::string r = "[";
+		for (size_t i = 0; i < s.size(); i++)
+			r += (i ? "," : "") + std::to_string(s[i]);
+		return r + "]";
+	};
+	const bool same = !two || sa == sb;
+	tcase c;
+	c.desc = std::string("elementwise ") + kname[kind] + " " + dt_name[dt] + " " + shp(sa) + (two ? "+" + shp(sb) : "") +
+		 (same ? " same-shape" : " broadcast") + " tile " + std::to_string(tm) + "x" + std::to_string(tn) +
+		 (skew ? " misaligned" : "");
+	const int ia = c.add("a", dt, sa, false, skew);
+	const int ib = two ? c.add("b", dt, sb, false, skew) : -1;
+	const int io = c.add("out", dt, so, true, skew);
+	upload(c, 3.0f);
+
+	ark_opp p = opp_base(kind, dt);
+	p.flags = same ? ARK_OPP_SAME_SHAPE : 0;
+	p.f = 0.37f;
+	p.in[0] = c.t[ia].offset;
+	p.in[1] = two ? c.t[ib].offset : 0;
+	p.out = c.t[io].offset;
+	const int64_t N = so.back(), M = ark_tensor_elems(&c.t[io]) / N;
+	p.M = M, p.N = N;
+	p.ndim = (int32_t)so.size();
+	for (size_t d = 0; d < so.size(); d++)
+		p.oshape[d] = so[d];
+	bcast_strides(sa, so, p.istride[0]);
+	if (two)
+		bcast_strides(sb, so, p.istride[1]);
+	std::vector<ark_task> tasks;
+	for (int64_t m0 = 0; m0 < M; m0 += tm)
+		for (int64_t n0 = 0; n0 < N; n0 += tn)
+			tasks.push_back(task(ARK_T_ELEMENTWISE, m0, m0 + tm < M ? m0 + tm : M, n0, n0 + tn < N ? n0 + tn : N, 0, 0));
+	launch(p, tasks);
+	std::string why;
+	bool guards = download(c, why);
+
+	std::vector<unsigned char> want(c.t[io].bytes);
+	if (copy) {
+		memcpy(want.data(), c.host[ia].data(), want.size());
+	} else {
+		std::vector<void *> bufs;
+		for (auto &h : c.host)
+			bufs.push_back(h.data());
+		bufs[io] = want.data();
+		ark_op op = op_base(kind, two ? std::vector<int>{ia, ib} : std::vector<int>{ia}, io);
+		op.factor = p.f;
+		ref_or_bail(op, c, bufs);
+	}
+	verdict(c, io, want.data(), dt == ARK_FP32 ? 1e-5 : 1e-2, guards, why);
+}
+
+/* ---- softmax, layernorm, rmsnorm -------------------------------------------------------------- */
+
+static void case_rows(int dt, int tmpl, int64_t M, int64_t N, int rows_per_task)
+{
+	const int kind = tmpl == ARK_T_SOFTMAX ? ARK_OP_SOFTMAX : tmpl == ARK_T_LAYERNORM ? ARK_OP_LAYERNORM : ARK_OP_RMSNORM;
+	const char *name = tmpl == ARK_T_SOFTMAX ? "softmax" : tmpl == ARK_T_LAYERNORM ? "layernorm" : "rmsnorm";
+	char d[160];
+	snprintf(d, sizeof d, "%s %s [%lld, %lld] %d rows per task", name, dt_name[dt], (long long)M, (long long)N,
+		 rows_per_task);
+	tcase c;
+	c.desc = d;
+	const int ia = c.add("a", dt, {M, N}, false);
+	const int ig = tmpl != ARK_T_SOFTMAX ? c.add("gamma", dt, {N}, false) : -1;
+	const int ibeta = tmpl == ARK_T_LAYERNORM ? c.add("beta", dt, {N}, false) : -1;
+	const int io = c.add("out", dt, {M, N}, true);
+	upload(c, 4.0f);
+	ark_opp p = opp_base(kind, dt);
+	p.in[0] = c.t[ia].offset;
+	p.in[1] = ig >= 0 ? c.t[ig].offset : 0;
+	p.in[2] = ibeta >= 0 ? c.t[ibeta].offset : 0;
+	p.out = c.t[io].offset;
+	p.M = M, p.N = N;
+	p.f = 1e-5f;
+	std::vector<ark_task> tasks;
+	for (int64_t m0 = 0; m0 < M; m0 += rows_per_task)
+		tasks.push_back(task(tmpl, m0, m0 + rows_per_task < M ? m0 + rows_per_task : M, 0, N, 0, 0));
+	launch(p, tasks);
+	std::string why;
+	bool guards = download(c, why);
+
+	std::vector<unsigned char> want(c.t[io].bytes);
+	std::vector<void *> bufs;
+	for (auto &h : c.host)
+		bufs.push_back(h.data());
+	bufs[io] = want.data();
+	std::vector<int> ins = {ia};
+	if (ig >= 0)
+		ins.push_back(ig);
+	if (ibeta >= 0)
+		ins.push_back(ibeta);
+	ark_op op = op_base(kind, ins, io);
+	op.eps = p.f;
+	ref_or_bail(op, c, bufs);
+	verdict(c, io, want.data(), dt == ARK_FP32 ? 1e-5 : 1e-2, guards, why);
+}
+
+/* ---- copy ------------------------------------------------------------------------------------- */
+
+static void case_copy(int dt, int64_t n, int64_t chunk, int peer, int skew_in, int skew_out)
+{
+	char d[160];
+	snprintf(d, sizeof d, "copy %s %lld elements in chunks of %lld, %s%s", dt_name[dt], (long long)n,
+		 (long long)chunk, peer >= 0 ? "from peers[0]" : "local", skew_in != skew_out ? " misaligned" : "");
+	tcase c;
+	c.desc = d;
+	const int ia = c.add("a", dt, {n}, false, skew_in);
+	const int io = c.add("out", dt, {n}, true, skew_out);
+	upload(c, 1.0f);
+	ark_opp p = opp_base(ARK_OP_COPY, dt);
+	p.in[0] = c.t[ia].offset;
+	p.out = c.t[io].offset;
+	p.M = 1, p.N = n;
+	p.peer = peer;
+	std::vector<ark_task> tasks;
+	for (int64_t k0 = 0; k0 < n; k0 += chunk)
+		tasks.push_back(task(ARK_T_COPY, 0, 1, 0, 1, k0, k0 + chunk < n ? k0 + chunk : n));
+	launch(p, tasks);
+	std::string why;
+	bool guards = download(c, why);
+	const bool same = memcmp(c.host[io].data(), c.host[ia].data(), c.t[io].bytes) == 0;
+	if (!same)
+		why += "bytes differ ";
+	verdict(c, io, c.host[ia].data(), 0.0, guards && same, why);
+}
+
+/* ---- main ------------------------------------------------------------------------------------- */
+
+int main(void)
+{
+	int ndev = 0;
+	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+		printf("1..0 # SKIP no CUDA device\n");
+		return 0;
+	}
+	const char *s = getenv("ARK_TEST_SEED");
+	g_seed = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL) * 1000003u;
+	if (!g_seed)
+		g_seed = 1;
+	printf("# seed %llu (ARK_TEST_SEED to repeat), %d threads, %d bytes of shared memory\n",
+	       (unsigned long long)g_seed, ARK_THREADS, (int)ARK_TILES_SMEM_BYTES);
+	CUDA_CHECK(cudaFuncSetAttribute(tiles_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, ARK_TILES_SMEM_BYTES));
+	CUDA_CHECK(cudaMalloc(&g_arena, ARENA_BYTES));
+	CUDA_CHECK(cudaMalloc(&g_peers, sizeof(char *)));
+	CUDA_CHECK(cudaMemcpy(g_peers, &g_arena, sizeof(char *), cudaMemcpyHostToDevice));
+	CUDA_CHECK(cudaMalloc(&g_opp, sizeof(ark_opp)));
+	CUDA_CHECK(cudaMalloc(&g_tasks, (size_t)g_max_tasks * sizeof(ark_task)));
+
+	for (int dt = 0; dt < ARK_DTYPE__COUNT; dt++) {
+		const int skew = dt == ARK_FP32 ? 4 : 2;
+		/* batch 1 and small M: weight streaming ([K,N] and [N,K]), a chunked over K, edge tiles */
+		case_matmul(dt, 1, 1000, 777, false, false, ARK_ACT_NONE, 128, 128);
+		case_matmul(dt, 1, 1000, 1024, true, true, ARK_OP_GELU, 128, 128);
+		case_matmul(dt, 1, 256, 5000, false, true, ARK_OP_SILU, 1, 64);
+		case_matmul(dt, 1, 200, 9000, true, false, ARK_ACT_NONE, 1, 8);
+		case_matmul(dt, 3, 1000, 777, true, false, ARK_ACT_NONE, 128, 128);
+		case_matmul(dt, 3, 1000, 1024, false, true, ARK_OP_RELU, 128, 100);
+		case_matmul(dt, 3, 512, 1024, true, true, ARK_OP_RELU, 3, 128);
+		case_matmul(dt, 8, 384, 2048, false, false, ARK_OP_GELU, 8, 128);
+		case_matmul(dt, 16, 512, 2048, false, true, ARK_OP_SILU, 16, 128);
+		case_matmul(dt, 16, 512, 2048, true, true, ARK_OP_SILU, 16, 128);
+		case_matmul(dt, 5, 777, 100, false, true, ARK_ACT_NONE, 128, 128);
+		case_matmul(dt, 5, 777, 100, true, true, ARK_ACT_NONE, 128, 128);
+		case_matmul(dt, 2, 256, 512, true, false, ARK_ACT_NONE, 128, 128, 1, skew);
+		/* larger M: tensor cores (fp16/bf16) or FMA tiles, edges in M, N, K */
+		case_matmul(dt, 64, 1000, 777, false, true, ARK_ACT_NONE, 128, 128);
+		case_matmul(dt, 64, 1000, 768, false, true, ARK_OP_GELU, 128, 128);
+		case_matmul(dt, 64, 1000, 768, true, false, ARK_ACT_NONE, 64, 128);
+		case_matmul(dt, 135, 1000, 777, false, false, ARK_ACT_NONE, 128, 128);
+		case_matmul(dt, 135, 1000, 777, true, true, ARK_OP_RELU, 128, 128);
+		case_matmul(dt, 135, 384, 512, false, true, ARK_OP_GELU, 128, 128);
+		case_matmul(dt, 135, 384, 520, true, true, ARK_OP_SILU, 128, 96);
+		case_matmul(dt, 100, 256, 512, false, false, ARK_ACT_NONE, 128, 128, 1, skew);
+		/* split K: partials then reduce */
+		case_matmul(dt, 1, 1024, 4096, false, true, ARK_OP_SILU, 1, 128, 4);
+		case_matmul(dt, 1, 1000, 3000, true, false, ARK_ACT_NONE, 1, 128, 3);
+		case_matmul(dt, 64, 256, 1000, true, true, ARK_OP_GELU, 64, 128, 3);
+		case_matmul(dt, 135, 200, 777, false, false, ARK_ACT_NONE, 128, 128, 2);
+
+		/* elementwise */
+		case_ew(dt, ARK_OP_ADD, {37, 1000}, {37, 1000}, 8, 1000);
+		case_ew(dt, ARK_OP_MUL, {33, 999}, {33, 999}, 5, 500);
+		case_ew(dt, ARK_OP_SCALE, {7, 4097}, {}, 2, 4097);
+		case_ew(dt, ARK_OP_RELU, {7, 4097}, {}, 3, 1500);
+		case_ew(dt, ARK_OP_GELU, {7, 4097}, {}, 7, 4097);
+		case_ew(dt, ARK_OP_SILU, {1, 3}, {}, 1, 3);
+		case_ew(dt, ARK_OP_SWIGLU, {9, 2048}, {9, 2048}, 4, 2048);
+		case_ew(dt, ARK_OP_COPY, {5, 777}, {}, 2, 700);
+		case_ew(dt, ARK_OP_ADD, {4, 3, 5}, {3, 1}, 5, 3);
+		case_ew(dt, ARK_OP_MUL, {64, 100}, {100}, 16, 64);
+		case_ew(dt, ARK_OP_ADD, {2, 1, 6}, {3, 1}, 2, 6);
+		case_ew(dt, ARK_OP_SWIGLU, {3, 1001}, {3, 1001}, 3, 1001, skew);
+		case_ew(dt, ARK_OP_ADD, {16, 64}, {16, 64}, 16, 40, skew);
+
+		/* row ops */
+		const int64_t ns[] = {1, 7, 1024, 4097};
+		for (int tmpl : {ARK_T_SOFTMAX, ARK_T_LAYERNORM, ARK_T_RMSNORM})
+			for (int64_t n : ns)
+				case_rows(dt, tmpl, 9, n, n >= 1024 ? 2 : 4);
+		case_rows(dt, ARK_T_RMSNORM, 64, 256, 64);
+		case_rows(dt, ARK_T_SOFTMAX, 1, 2048, 1);
+
+		/* copy */
+		case_copy(dt, 100003, 4099, -1, 0, 0);
+		case_copy(dt, 100003, 65536, 0, 0, 0);
+		case_copy(dt, 9999, 1000, 0, skew, 0);
+	}
+	printf("1..%d\n", g_n);
+	return g_failed ? 1 : 0;
+}
