@@ -186,19 +186,28 @@ static __device__ __forceinline__ void ark_signal(const struct ark_kargs &a, int
 
 static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 {
-	__shared__ uint32_t s_word;  /* iteration word, broadcast by thread 0 */
-	__shared__ int s_leave;      /* thread 0 saw the abort flag */
+	__shared__ struct ark_task s_task[2]; /* the current task's descriptor and the next one */
+	__shared__ uint32_t s_word;           /* iteration word, broadcast by thread 0 */
+	__shared__ int s_leave;               /* thread 0 saw the abort flag */
 	const int tid = threadIdx.x, sm = blockIdx.x;
 	const uint32_t beg = a.sm_begin[sm], end = a.sm_begin[sm + 1];
 	uint32_t iter = 0;
 	int aborted = 0; /* thread 0 only */
 
+	/* Thread 0 fetches descriptors one task ahead into registers and stores them to s_task after the
+	 * wait, so the loads overlap the wait and no thread holds a descriptor across a tile. s_task[b]
+	 * is rewritten only after the barrier that ends the tile that read it. */
 	for (;;) {
-		/* Idle until the next iteration. */
+		/* Idle until the next iteration; the first descriptor is loaded meanwhile. */
 		if (tid == 0) {
+			struct ark_task first;
+			if (beg < end)
+				first = a.tasks[beg];
 			uint32_t w = ARK_ITER_ABORT;
 			if (!aborted)
 				w = sm == 0 ? ark_wait_submit(a, iter) : ark_wait_iter(a, iter);
+			if (beg < end)
+				s_task[0] = first;
 			s_word = w;
 		}
 		__syncthreads();
@@ -209,20 +218,19 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 		iter = word & ARK_ITER_MASK;
 		unsigned long long *const trace = (word & ARK_SUBMIT_TRACE) ? a.trace : NULL;
 
-		/* This SM's tasks, the next descriptor loaded while the current one waits and runs. */
-		struct ark_task cur = {}, nxt = {};
-		if (beg < end)
-			cur = a.tasks[beg];
 		for (uint32_t i = beg; i < end; i++) {
-			if (i + 1 < end) {
-				nxt = a.tasks[i + 1];
-				if (tid == 0)
-					ark_prefetch_l2(&a.opp[nxt.opp]);
-			}
+			const struct ark_task &cur = s_task[(i - beg) & 1];
 			if (tid == 0) {
+				struct ark_task nxt;
+				if (i + 1 < end) {
+					nxt = a.tasks[i + 1];
+					ark_prefetch_l2(&a.opp[nxt.opp]);
+				}
 				if (cur.tmpl == ARK_T_BARRIER) /* grid barrier: arrive, then wait for the level */
 					ark_signal(a, cur.signal);
 				s_leave = ark_wait_task(a, cur, i, iter);
+				if (i + 1 < end)
+					s_task[(i + 1 - beg) & 1] = nxt;
 			}
 			__syncthreads();
 			if (s_leave) {
@@ -240,7 +248,6 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 				if (cur.tmpl != ARK_T_BARRIER)
 					ark_signal(a, cur.signal);
 			}
-			cur = nxt;
 		}
 		if (aborted)
 			break; /* every thread saw s_leave */
