@@ -50,6 +50,10 @@ unsigned ark_session_iterations(const struct ark_session *s);
 const char *ark_session_diagnosis(const struct ark_session *s);
 /* Name of GPU g of the session ("NVIDIA H100 80GB HBM3"). */
 const char *ark_session_gpu_name(const struct ark_session *s, int g);
+/* Device addresses of GPU g's arena and counter array (ARK_CTR__FIRST + n_counters), for transports
+ * that write data and raise counters from outside the kernel. */
+char *ark_session_arena(const struct ark_session *s, int g);
+uint32_t *ark_session_counters(const struct ark_session *s, int g);
 /* Writes the last traced iteration as Chrome trace JSON (Perfetto, chrome://tracing). */
 int ark_session_trace(struct ark_session *s, const char *path);
 

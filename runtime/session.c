@@ -602,6 +602,16 @@ const char *ark_session_gpu_name(const struct ark_session *s, int g)
 	return g >= 0 && g < s->m->gpus ? s->g[g].name : "?";
 }
 
+char *ark_session_arena(const struct ark_session *s, int g)
+{
+	return g >= 0 && g < s->m->gpus ? s->g[g].arena : NULL;
+}
+
+uint32_t *ark_session_counters(const struct ark_session *s, int g)
+{
+	return g >= 0 && g < s->m->gpus ? s->g[g].counters : NULL;
+}
+
 /* ---- trace ------------------------------------------------------------------------------------ */
 
 int ark_session_trace(struct ark_session *s, const char *path)
