@@ -151,9 +151,10 @@ static __device__ uint32_t ark_wait_iter(const struct ark_kargs &a, uint32_t ite
 	const uint32_t *p = a.counters + ARK_CTR_ITER;
 	for (uint32_t spins = 1;; spins++) {
 		uint32_t v = ark_ld_acquire_gpu(p);
-		if (v == ARK_ITER_STOP || v == ARK_ITER_ABORT || (v & ARK_ITER_MASK) != iter)
+		if (v == ARK_ITER_STOP || (v != ARK_ITER_ABORT && (v & ARK_ITER_MASK) != iter))
 			return v;
-		if (spins % ARK_ABORT_EVERY == 0 && ark_ld_relaxed_sys(&a.bell->abort)) {
+		if (v == ARK_ITER_ABORT ||
+		    (spins % ARK_ABORT_EVERY == 0 && ark_ld_relaxed_sys(&a.bell->abort))) {
 			ark_diag(a.bell, blockIdx.x, ARK_WHERE_ITER, iter, 0, ARK_CTR_ITER, iter + 1, v);
 			return ARK_ITER_ABORT;
 		}
