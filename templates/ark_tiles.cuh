@@ -8,6 +8,18 @@
 #include "op_matmul.cuh"
 #include "op_rows.cuh"
 
+/* Which dtypes get templates: a generated file may set the ones its model does not use to 0 (each
+ * dtype costs about a third of the compile time). */
+#ifndef ARK_TILES_FP16
+#define ARK_TILES_FP16 1
+#endif
+#ifndef ARK_TILES_BF16
+#define ARK_TILES_BF16 1
+#endif
+#ifndef ARK_TILES_FP32
+#define ARK_TILES_FP32 1
+#endif
+
 /* Dynamic shared memory (bytes) a template needs; ARK_TILES_SMEM_BYTES is the most any needs. Plain
  * constant expressions of ARK_THREADS, usable in host code and in #if. */
 #define ARK_TILES_SMEM_BYTES ARK_MAX3_(ARK_SMEM_MATMUL, ARK_SMEM_ROWS, ARK_SMEM_ELEMENTWISE)
@@ -52,9 +64,15 @@ static __device__ __forceinline__ void ark_tile(const ark_opp &p, const ark_task
 		return;
 	}
 	switch (p.dtype) {
+#if ARK_TILES_FP16
 	case ARK_FP16: ark_tile_t<__half>(p, t, arena, smem); break;
+#endif
+#if ARK_TILES_BF16
 	case ARK_BF16: ark_tile_t<__nv_bfloat16>(p, t, arena, smem); break;
+#endif
+#if ARK_TILES_FP32
 	case ARK_FP32: ark_tile_t<float>(p, t, arena, smem); break;
+#endif
 	default: break;
 	}
 }

@@ -84,64 +84,105 @@ __device__ void ark_ew_range(const T *x, const T *y, T *o, size_t e0, size_t e1,
 	}
 }
 
-/* Broadcasting: element e of out (row-major over oshape[0:ndim]) reads in[i] at sum_d idx_d * istride[i][d]. */
-template <typename T, int KIND>
-__device__ void ark_ew_bcast(const ark_opp &p, const T *x, const T *y, T *o, int m0, int m1, int n0, int n1)
+/* The op with the kind known only at run time (the broadcasting path, one copy per dtype). */
+__device__ __forceinline__ float ark_ew_rt(int kind, float x, float y, float f)
 {
-	constexpr int NIN = ark_ew_arity<KIND>::n;
-	const int nd = p.ndim;
-	int64_t shp[4], sx[4], sy[4];
+	switch (kind) {
+	case ARK_OP_ADD: return x + y;
+	case ARK_OP_MUL: return x * y;
+	case ARK_OP_SCALE: return x * f;
+	case ARK_OP_RELU: return fmaxf(x, 0.0f);
+	case ARK_OP_GELU: return ark_gelu(x);
+	case ARK_OP_SILU: return ark_silu(x);
+	case ARK_OP_SWIGLU: return ark_silu(x) * y;
+	default: return x; /* COPY */
+	}
+}
+
+/* Broadcasting: rows m0:m1, cols n0:n1 of out's [M, N] view; element e = m * N + n of out (row-major
+ * over oshape[0:ndim]) reads in[i] at sum_d idx_d * istride[i][d]. */
+template <typename T>
+__device__ __noinline__ void ark_ew_bcast(const ark_opp &p, size_t m0, size_t m1, size_t n0, size_t n1, char *arena)
+{
+	const int kind = p.kind, nd = p.ndim;
+	const bool two = kind == ARK_OP_ADD || kind == ARK_OP_MUL || kind == ARK_OP_SWIGLU;
+	const T *x = reinterpret_cast<const T *>(arena + p.in[0]);
+	const T *y = reinterpret_cast<const T *>(arena + p.in[1]);
+	T *o = reinterpret_cast<T *>(arena + p.out);
+	uint64_t shp[4];
+	int64_t sx[4], sy[4];
 #pragma unroll
 	for (int d = 0; d < 4; d++) {
 		shp[d] = d < nd ? p.oshape[d] : 1;
 		sx[d] = d < nd ? p.istride[0][d] : 0;
 		sy[d] = d < nd ? p.istride[1][d] : 0;
 	}
-	const int64_t N = p.N;
+	const size_t N = p.N, tn = n1 - n0, cnt = (m1 - m0) * tn;
 	const float f = p.f;
-	const int tn = n1 - n0, cnt = (m1 - m0) * tn;
-	for (int q = threadIdx.x; q < cnt; q += ARK_THREADS) {
-		uint64_t e = (uint64_t)(m0 + q / tn) * N + n0 + q % tn;
-		const uint64_t oe = e;
+	for (size_t q = threadIdx.x; q < cnt; q += ARK_THREADS) {
+		const size_t r = q / tn;
+		const uint64_t oe = (m0 + r) * N + n0 + (q - r * tn);
+		uint64_t e = oe;
 		int64_t ix = 0, iy = 0;
 #pragma unroll
 		for (int d = 3; d >= 0; d--) {
 			if (d < nd) {
-				const uint64_t idx = e % (uint64_t)shp[d];
-				e /= (uint64_t)shp[d];
-				ix += (int64_t)idx * sx[d];
-				iy += (int64_t)idx * sy[d];
+				const uint64_t i = e % shp[d];
+				e /= shp[d];
+				ix += (int64_t)i * sx[d];
+				iy += (int64_t)i * sy[d];
 			}
 		}
-		const float yv = NIN == 2 ? ark_to_f(y[iy]) : 0.0f;
-		o[oe] = ark_from_f<T>(ark_ew_f<KIND>(ark_to_f(x[ix]), yv, f));
+		const float yv = two ? ark_to_f(y[iy]) : 0.0f;
+		o[oe] = ark_from_f<T>(ark_ew_rt(kind, ark_to_f(x[ix]), yv, f));
 	}
 }
 
-/* rows m0:m1, cols n0:n1 of out's 2-D view [M, N] (N = p.N). */
+/* Same shape: rows m0:m1, cols n0:n1 of out's 2-D view [M, N] (N = p.N), input element e at e. */
 template <typename T, int KIND>
 __device__ __noinline__ void ark_ew_kind(const ark_opp &p, size_t m0, size_t m1, size_t n0, size_t n1, char *arena)
 {
+	constexpr int VEC = ark_dt<T>::vec, NIN = ark_ew_arity<KIND>::n;
 	const T *x = reinterpret_cast<const T *>(arena + p.in[0]);
-	const T *y = ark_ew_arity<KIND>::n == 2 ? reinterpret_cast<const T *>(arena + p.in[1]) : nullptr;
+	const T *y = NIN == 2 ? reinterpret_cast<const T *>(arena + p.in[1]) : nullptr;
 	T *o = reinterpret_cast<T *>(arena + p.out);
 	const size_t N = p.N;
-	if (!(p.flags & ARK_OPP_SAME_SHAPE)) {
-		ark_ew_bcast<T, KIND>(p, x, y, o, m0, m1, n0, n1);
-		return;
-	}
 	const float f = p.f;
 	if (n0 == 0 && n1 == N) { /* whole rows: one contiguous range */
 		ark_ew_range<T, KIND>(x, y, o, m0 * N, m1 * N, f);
 		return;
 	}
-	for (size_t m = m0; m < m1; m++)
-		ark_ew_range<T, KIND>(x, y, o, m * N + n0, m * N + n1, f);
+	/* a column band: (row, vector) pairs spread over the threads */
+	const size_t tn = n1 - n0;
+	const bool vec = N % VEC == 0 && n0 % VEC == 0 && tn % VEC == 0 && ark_aligned16(x) && ark_aligned16(o) &&
+			 (NIN == 1 || ark_aligned16(y));
+	const size_t w = vec ? VEC : 1, per_row = tn / w, cnt = (m1 - m0) * per_row;
+	for (size_t q = threadIdx.x; q < cnt; q += ARK_THREADS) {
+		const size_t r = q / per_row;
+		const size_t e = (m0 + r) * N + n0 + (q - r * per_row) * w;
+		if (vec) {
+			float a[VEC], bv[VEC];
+			ark_unpack<T>(ark_ld16(x + e), a);
+			if (NIN == 2)
+				ark_unpack<T>(ark_ld16(y + e), bv);
+#pragma unroll
+			for (int j = 0; j < VEC; j++)
+				a[j] = ark_ew_f<KIND>(a[j], NIN == 2 ? bv[j] : 0.0f, f);
+			ark_st16(o + e, ark_pack<T>(a));
+		} else {
+			const float yv = NIN == 2 ? ark_to_f(y[e]) : 0.0f;
+			o[e] = ark_from_f<T>(ark_ew_f<KIND>(ark_to_f(x[e]), yv, f));
+		}
+	}
 }
 
 template <typename T>
 __device__ __forceinline__ void ark_elementwise_tile(const ark_opp &p, const ark_task &t, char *arena)
 {
+	if (!(p.flags & ARK_OPP_SAME_SHAPE)) {
+		ark_ew_bcast<T>(p, t.m0, t.m1, t.n0, t.n1, arena);
+		return;
+	}
 	switch (p.kind) {
 	case ARK_OP_ADD: ark_ew_kind<T, ARK_OP_ADD>(p, t.m0, t.m1, t.n0, t.n1, arena); break;
 	case ARK_OP_MUL: ark_ew_kind<T, ARK_OP_MUL>(p, t.m0, t.m1, t.n0, t.n1, arena); break;

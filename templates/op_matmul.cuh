@@ -117,9 +117,17 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
 			const int kc0 = k0 + i * KL;
 			const int kcn = min(spc * KL, k1 - kc0);
 			__syncthreads();
-			for (int e = tid; e < kcn * MB; e += ARK_THREADS) {
-				const int kk = e / MB, m = e % MB;
-				a_s[e] = m0 + m < m1 ? ark_to_f(a[(size_t)(m0 + m) * g.K + kc0 + kk]) : 0.0f;
+			for (int e0 = 0; e0 < kcn * MB; e0 += 8 * ARK_THREADS) { /* 8 loads in flight */
+				float x[8];
+#pragma unroll
+				for (int u = 0; u < 8; u++) {
+					const int e = e0 + u * ARK_THREADS + tid, kk = e / MB, m = e % MB;
+					x[u] = e < kcn * MB && m0 + m < m1 ? ark_to_f(a[(size_t)(m0 + m) * g.K + kc0 + kk]) : 0.0f;
+				}
+#pragma unroll
+				for (int u = 0; u < 8; u++)
+					if (e0 + u * ARK_THREADS + tid < kcn * MB)
+						a_s[e0 + u * ARK_THREADS + tid] = x[u];
 			}
 			__syncthreads();
 			chunk0 = i;
@@ -214,23 +222,35 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 		const int kvn = (kce - kc0 + VEC - 1) / VEC; /* vectors per row in this chunk */
 		const int nks = (kvn + 31) / 32;             /* warp steps per row */
 		__syncthreads();
-		for (int e = tid; e < MB * nks * 32; e += ARK_THREADS) {
-			const int m = e / (nks * 32), v = e - m * (nks * 32);
-			const int k = kc0 + v * VEC;
-			uint4 q = make_uint4(0, 0, 0, 0);
-			if (m < rows && k < kce) {
-				q = ark_ld16(a + (size_t)(m0 + m) * g.K + k);
-				if (k + VEC > kce) { /* zero what lies past the chunk */
-					float x[VEC];
-					ark_unpack<T>(q, x);
+		for (int e0 = 0; e0 < MB * nks * 32; e0 += 4 * ARK_THREADS) { /* 4 loads in flight */
+			uint4 q[4];
 #pragma unroll
-					for (int j = 0; j < VEC; j++)
-						if (k + j >= kce)
-							x[j] = 0.0f;
-					q = ark_pack<T>(x);
+			for (int u = 0; u < 4; u++) {
+				const int e = e0 + u * ARK_THREADS + tid;
+				const int m = e / (nks * 32), v = e - m * (nks * 32);
+				const int k = kc0 + v * VEC;
+				q[u] = make_uint4(0, 0, 0, 0);
+				if (m < rows && k < kce)
+					q[u] = ark_ld16(a + (size_t)(m0 + m) * g.K + k);
+			}
+#pragma unroll
+			for (int u = 0; u < 4; u++) {
+				const int e = e0 + u * ARK_THREADS + tid;
+				const int m = e / (nks * 32), v = e - m * (nks * 32);
+				const int k = kc0 + v * VEC;
+				if (m < MB) {
+					if (k + VEC > kce) { /* zero what lies past the chunk */
+						float x[VEC];
+						ark_unpack<T>(q[u], x);
+#pragma unroll
+						for (int j = 0; j < VEC; j++)
+							if (k + j >= kce)
+								x[j] = 0.0f;
+						q[u] = ark_pack<T>(x);
+					}
+					*reinterpret_cast<uint4 *>(a_s + m * KC + v * VEC) = q[u];
 				}
 			}
-			*reinterpret_cast<uint4 *>(a_s + m * KC + v * VEC) = q;
 		}
 		__syncthreads();
 
@@ -243,29 +263,47 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 		const int my_items = warp < items ? (items - warp + ARK_WARPS - 1) / ARK_WARPS : 0;
 		const int nflat = my_items * spi;
 
-		auto issue = [&](int f) {
-			if (f < nflat) {
-				const int it = warp + (f / spi) * ARK_WARPS, s = f % spi;
-				const int grp = it % groups, step = (it / groups) * spi + s;
-				const int k = kc0 + (step * 32 + lane) * VEC;
-				if (step < nks && k < kce) {
-					const int nb = (kce - k) * (int)sizeof(T);
+		/* a warp walks its items' steps in order: (item it, step s of spi), it = warp + j * ARK_WARPS;
+		 * item it is column group it % groups, steps (it / groups) * spi + [0, spi) */
+		struct cursor {
+			int f, s, it, grp, step0;
+		};
+		auto start = [&](cursor &c) {
+			c.f = 0, c.s = 0, c.it = warp, c.grp = warp % groups, c.step0 = warp / groups * spi;
+		};
+		auto advance = [&](cursor &c) {
+			c.f++;
+			if (++c.s == spi) {
+				c.s = 0;
+				c.it += ARK_WARPS;
+				c.grp = c.it % groups;
+				c.step0 = c.it / groups * spi;
+			}
+		};
+		cursor ic, cc; /* issue and compute cursors */
+		start(ic);
+		start(cc);
+		auto issue = [&]() {
+			const int step = ic.step0 + ic.s;
+			const int k = kc0 + (step * 32 + lane) * VEC;
+			if (ic.f < nflat && step < nks && k < kce) {
+				const int nb = (kce - k) * (int)sizeof(T);
 #pragma unroll
-					for (int c = 0; c < C; c++) {
-						const int n = n0 + grp * C + c;
-						uint4 *dst = &ring[((f % S) * C + c) * ARK_THREADS + tid];
-						if (n < n1)
-							ark_cp_async16(dst, b + (size_t)n * g.K + k, nb < 16 ? nb : 16);
-						else
-							ark_cp_async16(dst, b, 0);
-					}
+				for (int c = 0; c < C; c++) {
+					const int n = n0 + ic.grp * C + c;
+					uint4 *dst = &ring[((ic.f % S) * C + c) * ARK_THREADS + tid];
+					if (n < n1)
+						ark_cp_async16(dst, b + (size_t)n * g.K + k, nb < 16 ? nb : 16);
+					else
+						ark_cp_async16(dst, b, 0);
 				}
 			}
 			ark_cp_commit();
+			advance(ic);
 		};
 #pragma unroll
 		for (int s = 0; s < S - 1; s++)
-			issue(s);
+			issue();
 
 		float acc[C][MB];
 #pragma unroll
@@ -273,11 +311,10 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 #pragma unroll
 			for (int m = 0; m < MB; m++)
 				acc[c][m] = 0.0f;
-		for (int f = 0; f < nflat; f++) { /* uniform within the warp */
+		for (; cc.f < nflat; advance(cc)) { /* uniform within the warp */
 			ark_cp_wait<S - 2>();
-			issue(f + S - 1);
-			const int it = warp + (f / spi) * ARK_WARPS, s = f % spi;
-			const int grp = it % groups, step = (it / groups) * spi + s;
+			issue();
+			const int f = cc.f, s = cc.s, grp = cc.grp, step = cc.step0 + cc.s;
 			const int v = step * 32 + lane;
 			if (step < nks && v < kvn) {
 				float bf[C][VEC];
@@ -507,7 +544,7 @@ __device__ __noinline__ void ark_mm_simt(const ark_mm g, int m0, int m1, int n0,
 		}
 		__syncthreads();
 		if (computes) {
-#pragma unroll 4
+#pragma unroll 2
 			for (int kk = 0; kk < BK; kk++) {
 				float ar[8], br[8];
 #pragma unroll
@@ -553,6 +590,8 @@ __device__ void ark_mm_sub(const ark_mm &g, int m0, int m1, int n0, int n1, int 
 {
 	constexpr int VEC = ark_dt<T>::vec;
 	const int rows = m1 - m0;
+	if (rows <= 0 || n1 <= n0)
+		return;
 	if (rows <= ARK_MM_SMALL_M) {
 		const bool ok = ark_aligned16(g.b) &&
 				(g.tb ? g.K % VEC == 0 && k0 % VEC == 0 && ark_aligned16(g.a) : g.N % VEC == 0 && n0 % VEC == 0);

@@ -528,6 +528,7 @@ int main(void)
 		case_ew(dt, ARK_OP_ADD, {2, 1, 6}, {3, 1}, 2, 6);
 		case_ew(dt, ARK_OP_SWIGLU, {3, 1001}, {3, 1001}, 3, 1001, skew);
 		case_ew(dt, ARK_OP_ADD, {16, 64}, {16, 64}, 16, 40, skew);
+		case_ew(dt, ARK_OP_SWIGLU, {16, 256}, {16, 256}, 4, 64);
 
 		/* row ops */
 		const int64_t ns[] = {1, 7, 1024, 4097};
@@ -535,6 +536,8 @@ int main(void)
 			for (int64_t n : ns)
 				case_rows(dt, tmpl, 9, n, n >= 1024 ? 2 : 4);
 		case_rows(dt, ARK_T_RMSNORM, 64, 256, 64);
+		case_rows(dt, ARK_T_LAYERNORM, 16, 1024, 16);
+		case_rows(dt, ARK_T_SOFTMAX, 12, 1000, 12);
 		case_rows(dt, ARK_T_SOFTMAX, 1, 2048, 1);
 
 		/* copy */
