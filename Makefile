@@ -47,6 +47,7 @@ GPU_TESTS   := $(if $(filter 1,$(SANITIZE)),,$(patsubst tests/%.cu,$(B)/tests/%,
 BENCHES     := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
 .PHONY: all deps run test fuzz install clean golden bench
+
 all: $(B)/arkgen $(B)/libarkrt.a
 
 # Missing Debian packages are installed by one script, shared with .ci/run.
@@ -88,9 +89,14 @@ run: deps all
 	@B=$(B) NVCC=$(NVCC) scripts/run-default.sh $(MODEL)
 
 test: deps all $(TESTS) $(GPU_TESTS)
-	@B=$(B) ARKGEN=$(B)/arkgen NVCC=$(NVCC) prove -f $(TESTS) $(GPU_TESTS) $(wildcard tests/*.sh)
+	@B=$(B) ARKGEN=$(B)/arkgen NVCC=$(NVCC) ARK_SKIP_NVCC=$(SANITIZE) prove -f $(TESTS) $(GPU_TESTS) $(wildcard tests/*.sh)
 
 bench: deps all $(BENCHES)
+
+# Golden files of the emitter, regenerated only on request.
+GOLDEN := mlp chain64
+golden: $(B)/arkgen
+	@for m in $(GOLDEN); do $(B)/arkgen models/$$m.cfg -o tests/golden/$$m.cu > /dev/null || exit 1; done
 
 # Coverage-guided fuzzing of the front end (libFuzzer), seeded with models/.
 FUZZ_SRC := codegen/cfg.c codegen/graph.c codegen/diag.c codegen/optab.c tests/fuzz_frontend.c

@@ -99,7 +99,7 @@ struct schedule {
 	int n_counters;
 	uint32_t *per_iter;           /* per counter: signals per iteration */
 	int64_t *wait0;               /* per vCTA: its waits are waits[wait0[v] .. wait0[v + 1]) */
-	struct ark_wait *waits;       /* counters numbered from 0 (the loop adds its reserved ones) */
+	struct ark_wait *waits;       /* model counters numbered from 0; the emitter adds ARK_CTR__FIRST */
 	int n_levels;
 	int *level;                   /* per vCTA: dependency level (barrier mode) */
 	struct part_sim sim;

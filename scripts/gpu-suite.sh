@@ -1,0 +1,32 @@
+#!/bin/sh
+# gpu-suite.sh [DIR]: on the GPU machine, runs every GPU test and benchmark of a bundle made by
+# gpu-bundle.sh, writing logs to $OUT (default ./gpu-out) and a summary table last.
+set -u
+D=${1:-.devcarry}
+OUT=${OUT:-gpu-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$PWD/$D/lib:${LD_LIBRARY_PATH:-}"
+nvidia-smi -L | tee "$OUT/gpu.txt"
+echo "== GPU tests"
+prove -v "$D"/tests/gpu_* > "$OUT/gpu_tests.log" 2>&1; echo "prove exit $?"; grep -E "^not ok|^ok|^Result|SKIP" "$OUT/gpu_tests.log" | tail -80
+echo "== models: --check (two iterations, fresh inputs, poisoned outputs)"
+for b in "$D"/gen/*_counters "$D"/gen/*_barrier; do
+	case "$b" in *.report) continue ;; esac
+	timeout 120 "$b" --check > "$OUT/check_$(basename "$b").log" 2>&1; rc=$?
+	echo "$(basename "$b"): check exit $rc: $(grep -E 'rel err|MISMATCH|error' "$OUT/check_$(basename "$b").log" | tr '\n' ' ' | cut -c1-300)"
+done
+echo "== models: --bench 1000"
+for b in "$D"/gen/*_counters "$D"/gen/*_barrier; do
+	case "$b" in *.report) continue ;; esac
+	timeout 120 "$b" --bench 1000 > "$OUT/bench_$(basename "$b").log" 2>&1
+	echo "$(basename "$b"): $(grep -iE 'median|error' "$OUT/bench_$(basename "$b").log" | tr '\n' ' ' | cut -c1-300)"
+done
+echo "== soak: 100000 iterations"
+timeout 300 "$D/gen/mlp_counters" --iterations 100000 > "$OUT/soak.log" 2>&1; echo "soak exit $?: $(tail -3 "$OUT/soak.log" | tr '\n' ' ')"
+echo "== trace"
+"$D/gen/mlp_counters" --trace "$OUT/mlp_trace.json" > "$OUT/trace.log" 2>&1; echo "trace exit $?: $(wc -c < "$OUT/mlp_trace.json") bytes"
+echo "== compute-sanitizer"
+for tool in memcheck racecheck; do
+	timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$D/gen/mlp_counters" --check > "$OUT/sanitizer_$tool.log" 2>&1
+	echo "$tool exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_$tool.log" | tr '\n' ' ')"
+done
