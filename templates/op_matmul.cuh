@@ -221,39 +221,7 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 		const int kce = min(kc0 + KC, k1);
 		const int kvn = (kce - kc0 + VEC - 1) / VEC; /* vectors per row in this chunk */
 		const int nks = (kvn + 31) / 32;             /* warp steps per row */
-		__syncthreads();
-		for (int e0 = 0; e0 < MB * nks * 32; e0 += 4 * ARK_THREADS) { /* 4 loads in flight */
-			uint4 q[4];
-#pragma unroll
-			for (int u = 0; u < 4; u++) {
-				const int e = e0 + u * ARK_THREADS + tid;
-				const int m = e / (nks * 32), v = e - m * (nks * 32);
-				const int k = kc0 + v * VEC;
-				q[u] = make_uint4(0, 0, 0, 0);
-				if (m < rows && k < kce)
-					q[u] = ark_ld16(a + (size_t)(m0 + m) * g.K + k);
-			}
-#pragma unroll
-			for (int u = 0; u < 4; u++) {
-				const int e = e0 + u * ARK_THREADS + tid;
-				const int m = e / (nks * 32), v = e - m * (nks * 32);
-				const int k = kc0 + v * VEC;
-				if (m < MB) {
-					if (k + VEC > kce) { /* zero what lies past the chunk */
-						float x[VEC];
-						ark_unpack<T>(q[u], x);
-#pragma unroll
-						for (int j = 0; j < VEC; j++)
-							if (k + j >= kce)
-								x[j] = 0.0f;
-						q[u] = ark_pack<T>(x);
-					}
-					*reinterpret_cast<uint4 *>(a_s + m * KC + v * VEC) = q[u];
-				}
-			}
-		}
-		__syncthreads();
-
+		__syncthreads();                             /* a_s of the previous chunk read by all */
 		/* items: (group, k-slice); enough slices that every warp has work when groups are few */
 		int ks_n = 1;
 		if (groups < 2 * ARK_WARPS)
@@ -304,6 +272,39 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 #pragma unroll
 		for (int s = 0; s < S - 1; s++)
 			issue();
+
+		/* stage a[m0:m1, kc0:kce] while the first steps of b are in flight */
+		for (int e0 = 0; e0 < MB * nks * 32; e0 += 4 * ARK_THREADS) { /* 4 loads in flight */
+			uint4 q[4];
+#pragma unroll
+			for (int u = 0; u < 4; u++) {
+				const int e = e0 + u * ARK_THREADS + tid;
+				const int m = e / (nks * 32), v = e - m * (nks * 32);
+				const int k = kc0 + v * VEC;
+				q[u] = make_uint4(0, 0, 0, 0);
+				if (m < rows && k < kce)
+					q[u] = ark_ld16(a + (size_t)(m0 + m) * g.K + k);
+			}
+#pragma unroll
+			for (int u = 0; u < 4; u++) {
+				const int e = e0 + u * ARK_THREADS + tid;
+				const int m = e / (nks * 32), v = e - m * (nks * 32);
+				const int k = kc0 + v * VEC;
+				if (m < MB) {
+					if (k + VEC > kce) { /* zero what lies past the chunk */
+						float x[VEC];
+						ark_unpack<T>(q[u], x);
+#pragma unroll
+						for (int j = 0; j < VEC; j++)
+							if (k + j >= kce)
+								x[j] = 0.0f;
+						q[u] = ark_pack<T>(x);
+					}
+					*reinterpret_cast<uint4 *>(a_s + m * KC + v * VEC) = q[u];
+				}
+			}
+		}
+		__syncthreads();
 
 		float acc[C][MB];
 #pragma unroll

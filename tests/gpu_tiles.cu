@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -23,18 +24,29 @@ static void cuda_check(cudaError_t e, const char *call, const char *file, int li
 	exit(1);
 }
 
-/* Block b runs tasks[b]. */
+/* Block b runs tasks[b]; with ns, it also writes the time spent in ark_tile (%globaltimer, ns). */
 __global__ void __launch_bounds__(ARK_THREADS, 1)
-	tiles_kernel(const ark_opp *opp, const ark_task *tasks, char *arena, char *const *peers)
+	tiles_kernel(const ark_opp *opp, const ark_task *tasks, char *arena, char *const *peers, unsigned long long *ns)
 {
 	extern __shared__ __align__(16) char smem[];
 	const ark_task t = tasks[blockIdx.x];
+	unsigned long long t0 = 0, t1 = 0;
+	if (ns) {
+		__syncthreads();
+		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+	}
 	ark_tile(opp[t.opp], t, arena, peers, smem);
+	if (ns) {
+		__syncthreads();
+		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+		if (threadIdx.x == 0)
+			ns[blockIdx.x] = t1 - t0;
+	}
 }
 
 /* ---- harness ---------------------------------------------------------------------------------- */
 
-#define ARENA_BYTES (64u << 20)
+#define ARENA_BYTES (192u << 20)
 #define GUARD 64 /* poisoned bytes on each side of every tensor, checked after the run */
 
 static char *g_arena;          /* device arena */
@@ -126,7 +138,7 @@ static void launch(const ark_opp &p, const std::vector<ark_task> &tasks)
 		return;
 	CUDA_CHECK(cudaMemcpy(g_opp, &p, sizeof p, cudaMemcpyHostToDevice));
 	CUDA_CHECK(cudaMemcpy(g_tasks, tasks.data(), tasks.size() * sizeof(ark_task), cudaMemcpyHostToDevice));
-	tiles_kernel<<<(unsigned)tasks.size(), ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers);
+	tiles_kernel<<<(unsigned)tasks.size(), ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers, nullptr);
 	CUDA_CHECK(cudaGetLastError());
 	CUDA_CHECK(cudaDeviceSynchronize());
 }
@@ -461,6 +473,47 @@ static void case_copy(int dt, int64_t n, int64_t chunk, int peer, int skew_in, i
 	verdict(c, io, c.host[ia].data(), 0.0, guards && same, why);
 }
 
+/* ---- streaming rate (diagnostic, not a test) ---------------------------------------------------- */
+
+/* Batch 1: one task per SM, each streaming a (K x 128) tile of b; prints the median per-SM rate. */
+static void stream_rate(int dt, bool tb, int64_t K)
+{
+	int sms = 0;
+	CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+	const int64_t N = 128 * (int64_t)sms, es = ark_dtype_size(dt);
+	const uint64_t boff = 1u << 20, bbytes = (uint64_t)N * K * es;
+	if (boff + bbytes + (1u << 20) > ARENA_BYTES)
+		return;
+	ark_opp p = opp_base(ARK_OP_MATMUL, dt);
+	p.flags = tb ? ARK_OPP_TRANSPOSE_B : 0;
+	p.in[0] = 0;                   /* a [1, K] */
+	p.in[1] = boff;                /* b */
+	p.out = boff + bbytes;         /* out [1, N] */
+	p.M = 1, p.N = N, p.K = K;
+	CUDA_CHECK(cudaMemset(g_arena, 0, boff + bbytes + N * es));
+	std::vector<ark_task> tasks;
+	for (int s = 0; s < sms; s++)
+		tasks.push_back(task(ARK_T_MATMUL, 0, 1, 128 * s, 128 * s + 128, 0, K));
+	CUDA_CHECK(cudaMemcpy(g_opp, &p, sizeof p, cudaMemcpyHostToDevice));
+	CUDA_CHECK(cudaMemcpy(g_tasks, tasks.data(), tasks.size() * sizeof(ark_task), cudaMemcpyHostToDevice));
+	unsigned long long *ns;
+	CUDA_CHECK(cudaMalloc(&ns, sms * sizeof *ns));
+	std::vector<unsigned long long> h(sms);
+	for (int rep = 0; rep < 3; rep++) { /* the last one counts */
+		tiles_kernel<<<sms, ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers, ns);
+		CUDA_CHECK(cudaGetLastError());
+		CUDA_CHECK(cudaDeviceSynchronize());
+	}
+	CUDA_CHECK(cudaMemcpy(h.data(), ns, sms * sizeof *ns, cudaMemcpyDeviceToHost));
+	CUDA_CHECK(cudaFree(ns));
+	std::sort(h.begin(), h.end());
+	const double tile = (double)K * 128 * es, med = (double)h[sms / 2], worst = (double)h[sms - 1];
+	printf("# stream %s %s M=1, tile 1x128, K=%lld (%.0f KiB per SM): median %.1f us = %.1f GB/s per SM, "
+	       "slowest %.1f us: %.2f TB/s over %d SMs\n",
+	       dt_name[dt], tb ? "[N,K]" : "[K,N]", (long long)K, tile / 1024, med / 1e3, tile / med, worst / 1e3,
+	       tile * sms / worst / 1e3, sms);
+}
+
 /* ---- main ------------------------------------------------------------------------------------- */
 
 int main(void)
@@ -545,6 +598,9 @@ int main(void)
 		case_copy(dt, 100003, 65536, 0, 0, 0);
 		case_copy(dt, 9999, 1000, 0, skew, 0);
 	}
+	for (int dt = 0; dt < ARK_DTYPE__COUNT; dt++)
+		for (bool tb : {false, true})
+			stream_rate(dt, tb, dt == ARK_FP32 ? 2048 : 4096);
 	printf("1..%d\n", g_n);
 	return g_failed ? 1 : 0;
 }
