@@ -43,13 +43,18 @@ static int same_consumers(const struct sched *s, const uint8_t *need, int a, int
 	}
 }
 
+/* Producers of one op with the same successors in the reduced DAG share a counter: a layer whose
+ * tiles all feed the next layer's tiles gets one counter, whatever placement later prunes. A
+ * consumer then waits on the whole group of each producer it still needs, which are all its
+ * predecessors in the reduced DAG, so the wait cannot deadlock a placement that respects the DAG. */
 static void assign_counters(const struct sched *s, struct schedule *p)
 {
 	int n = s->n_vcta;
+	const uint8_t *grp = p->barrier ? p->need : s->keep; /* barrier mode: no counters at all */
 	p->signal = xmalloc((size_t)n * sizeof *p->signal + 1);
 	p->per_iter = xmalloc((size_t)n * sizeof *p->per_iter + 1);
 	p->n_counters = 0;
-	/* Open-addressing table of consumer sets. */
+	/* Open-addressing table of successor sets. */
 	size_t cap = 16;
 	while (cap < 2 * (size_t)n)
 		cap *= 2;
@@ -57,19 +62,18 @@ static void assign_counters(const struct sched *s, struct schedule *p)
 	for (size_t i = 0; i < cap; i++)
 		tab[i].u = -1;
 	for (int u = 0; u < n; u++) {
-		int any = 0;
-		for (int64_t e = s->xadj[u]; e < s->xadj[u + 1] && !any; e++)
-			any = p->need[e];
-		if (!any) {
+		/* Signal only when some consumer still waits on this producer's group. */
+		int waited = 0;
+		for (int64_t e = s->xadj[u]; e < s->xadj[u + 1] && !waited; e++)
+			waited = grp[e];
+		if (!waited) {
 			p->signal[u] = -1;
 			continue;
 		}
-		uint64_t h = hash_consumers(s, p->need, u);
-		/* Only producers of one op share: a counter then stands for "these tiles of op X". */
-		h ^= (uint64_t)s->v[u].op * 0xff51afd7ed558ccdull;
+		uint64_t h = hash_consumers(s, grp, u) ^ (uint64_t)s->v[u].op * 0xff51afd7ed558ccdull;
 		size_t i = h & (cap - 1);
 		while (tab[i].u >= 0 && !(tab[i].hash == h && s->v[tab[i].u].op == s->v[u].op &&
-					   same_consumers(s, p->need, tab[i].u, u)))
+					   same_consumers(s, grp, tab[i].u, u)))
 			i = (i + 1) & (cap - 1);
 		if (tab[i].u < 0) {
 			tab[i] = (struct cset){h, u, p->n_counters};
@@ -79,6 +83,22 @@ static void assign_counters(const struct sched *s, struct schedule *p)
 		p->per_iter[tab[i].counter]++;
 	}
 	free(tab);
+	/* Drop counters nobody waits on (program order covers all their consumers), renumbering. */
+	int *waited = xcalloc((size_t)p->n_counters + 1, sizeof *waited);
+	for (int u = 0; u < n; u++)
+		for (int64_t e = s->xadj[u]; e < s->xadj[u + 1]; e++)
+			if (p->need[e])
+				waited[p->signal[u]] = 1;
+	int nc = 0;
+	for (int c = 0; c < p->n_counters; c++) {
+		p->per_iter[nc] = p->per_iter[c];
+		waited[c] = waited[c] ? nc++ : -1;
+	}
+	for (int u = 0; u < n; u++)
+		if (p->signal[u] >= 0)
+			p->signal[u] = waited[p->signal[u]];
+	p->n_counters = nc;
+	free(waited);
 }
 
 static int cmp_wait(const void *a, const void *b)

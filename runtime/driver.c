@@ -236,6 +236,8 @@ static int load_file(struct drv *d, const char *path, int role)
 /* Byte ranges [a0, a0 + an) and [b0, b0 + bn) of one GPU's arena meet. */
 static int overlap(const struct ark_tensor *a, const struct ark_tensor *b)
 {
+	if (a->offset == ARK_NOT_STORED || b->offset == ARK_NOT_STORED)
+		return 0;
 	return a->gpu == b->gpu && a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
 }
 
@@ -245,7 +247,7 @@ static void plan_poison(struct drv *d)
 	const struct ark_model *m = d->m;
 	for (int t = 0; t < m->n_tensors; t++) {
 		int r = m->tensors[t].role;
-		d->poison[t] = r == ARK_ROLE_OUTPUT || r == ARK_ROLE_ACTIVATION;
+		d->poison[t] = (r == ARK_ROLE_OUTPUT || r == ARK_ROLE_ACTIVATION) && m->tensors[t].offset != ARK_NOT_STORED;
 		for (int u = 0; u < m->n_tensors && d->poison[t]; u++) {
 			int ru = m->tensors[u].role;
 			if ((ru == ARK_ROLE_WEIGHT || ru == ARK_ROLE_INPUT || ru == ARK_ROLE_INTERNAL) &&

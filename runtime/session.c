@@ -149,7 +149,7 @@ static int check_plan(const struct ark_model *m, int g)
 	}
 	for (int t = 0; t < m->n_tensors; t++) {
 		const struct ark_tensor *T = &m->tensors[t];
-		if (T->gpu == g && T->offset + T->bytes > p->arena_bytes)
+		if (T->gpu == g && T->offset != ARK_NOT_STORED && T->offset + T->bytes > p->arena_bytes)
 			return ark_error("model '%s': tensor '%s' ends at byte %llu of GPU %d's arena of %llu",
 					 m->name, T->name, (unsigned long long)(T->offset + T->bytes), g,
 					 (unsigned long long)p->arena_bytes);
@@ -397,9 +397,9 @@ static int tensor_copy(struct ark_session *s, int t, void *host, int to_gpu)
 		return ARK_ERR;
 	const struct ark_tensor *T = &s->m->tensors[t];
 	struct ark_gpu *G = &s->g[T->gpu];
-	char *dev = G->arena + T->offset;
-	if (!T->bytes)
+	if (!T->bytes || T->offset == ARK_NOT_STORED) /* computed inside a fused vCTA: nothing on the GPU */
 		return ARK_OK;
+	char *dev = G->arena + T->offset;
 	if (CUDA_FAILS(T->gpu, cudaSetDevice(T->gpu)))
 		return ARK_ERR;
 	cudaError_t e = to_gpu ? cudaMemcpyAsync(dev, host, T->bytes, cudaMemcpyHostToDevice, G->side)
@@ -427,6 +427,8 @@ int ark_session_fill(struct ark_session *s, int t, int byte)
 {
 	if (tensor_check(s, t))
 		return ARK_ERR;
+	if (s->m->tensors[t].offset == ARK_NOT_STORED)
+		return ARK_OK;
 	void *buf = malloc(s->m->tensors[t].bytes ? s->m->tensors[t].bytes : 1);
 	if (!buf)
 		return ark_error("out of memory");
