@@ -10,12 +10,11 @@
 #include "pipeline.h"
 #include "sched.h"
 
-static FILE *open_out(const struct graph *g, const char *path)
+static FILE *open_out(const char *path)
 {
 	FILE *f = fopen(path, "w");
 	if (!f)
 		diag_error(path, 0, "cannot write: %s", strerror(errno));
-	(void)g;
 	return f;
 }
 
@@ -87,7 +86,7 @@ int pipeline_run(struct graph *g, const struct pipeline_opts *o)
 	if (o->dump_tiles)
 		tile_dump(&s, stdout);
 	if (o->dot_vcta) {
-		FILE *f = open_out(g, o->dot_vcta);
+		FILE *f = open_out(o->dot_vcta);
 		if (!f)
 			goto out_sched;
 		tile_dot(&s, f);
@@ -114,13 +113,13 @@ int pipeline_run(struct graph *g, const struct pipeline_opts *o)
 	if (!o->quiet)
 		report(&s, &p, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
 	if (o->schedule) {
-		FILE *f = open_out(g, o->schedule);
+		FILE *f = open_out(o->schedule);
 		if (!f || emit_schedule_json(&s, &p, f) < 0 || close_out(f, o->schedule) < 0)
 			goto out_plan;
 	}
 	if (o->out) {
 		struct emit_info info = {.options = o->options, .threads = o->threads, .smem = o->smem};
-		FILE *f = open_out(g, o->out);
+		FILE *f = open_out(o->out);
 		if (!f)
 			goto out_plan;
 		if (emit_loop(&s, &p, &info, f) < 0) {

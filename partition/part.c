@@ -40,8 +40,8 @@ _Noreturn void part_assert_fail(const char *what, const char *file, int line)
 	abort();
 }
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
+/* Writes a message into err (if any) and returns -1. */
+int part_fail(char *err, size_t errlen, const char *fmt, ...)
 {
 	if (err && errlen) {
 		va_list ap;
@@ -55,27 +55,27 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 int part_check_dag(const struct part_dag *dag, char *err, size_t errlen)
 {
 	if (!dag)
-		return fail(err, errlen, "no DAG");
+		return part_fail(err, errlen, "no DAG");
 	if (dag->n < 0)
-		return fail(err, errlen, "DAG has a negative vertex count (%d)", dag->n);
+		return part_fail(err, errlen, "DAG has a negative vertex count (%d)", dag->n);
 	if (dag->n == 0)
 		return 0;
 	if (!dag->xadj || (dag->xadj[dag->n] > 0 && !dag->adj))
-		return fail(err, errlen, "DAG has no adjacency arrays");
+		return part_fail(err, errlen, "DAG has no adjacency arrays");
 	if (dag->xadj[0] != 0)
-		return fail(err, errlen, "DAG adjacency does not start at 0 (xadj[0] = %lld)",
+		return part_fail(err, errlen, "DAG adjacency does not start at 0 (xadj[0] = %lld)",
 			    (long long)dag->xadj[0]);
 	for (int u = 0; u < dag->n; u++) {
 		if (dag->xadj[u + 1] < dag->xadj[u])
-			return fail(err, errlen, "DAG adjacency of vertex %d has negative length", u);
+			return part_fail(err, errlen, "DAG adjacency of vertex %d has negative length", u);
 		int prev = u;
 		for (int64_t e = dag->xadj[u]; e < dag->xadj[u + 1]; e++) {
 			int v = dag->adj[e];
 			if (v <= u || v >= dag->n)
-				return fail(err, errlen, "edge %d -> %d is not u < v < n = %d (vertices must be "
+				return part_fail(err, errlen, "edge %d -> %d is not u < v < n = %d (vertices must be "
 					    "numbered in topological order)", u, v, dag->n);
 			if (v <= prev && prev != u)
-				return fail(err, errlen, "successors of vertex %d are not strictly ascending "
+				return part_fail(err, errlen, "successors of vertex %d are not strictly ascending "
 					    "(%d after %d)", u, v, prev);
 			prev = v;
 		}
@@ -83,12 +83,12 @@ int part_check_dag(const struct part_dag *dag, char *err, size_t errlen)
 	for (int v = 0; v < dag->n; v++) {
 		double f = dag->flops ? dag->flops[v] : 0.0, b = dag->bytes ? dag->bytes[v] : 0.0;
 		if (!isfinite(f) || f < 0 || !isfinite(b) || b < 0)
-			return fail(err, errlen, "vertex %d has an invalid cost (flops %g, bytes %g)", v, f, b);
+			return part_fail(err, errlen, "vertex %d has an invalid cost (flops %g, bytes %g)", v, f, b);
 	}
 	if (dag->ebytes)
 		for (int64_t e = 0; e < dag->xadj[dag->n]; e++)
 			if (dag->ebytes[e] < 0)
-				return fail(err, errlen, "edge %lld carries a negative byte count",
+				return part_fail(err, errlen, "edge %lld carries a negative byte count",
 					    (long long)e);
 	return 0;
 }
@@ -98,21 +98,21 @@ int part_check_placement(const struct part_dag *dag, const struct part_placement
 {
 	int n = dag->n;
 	if (!pl || pl->sms < 1)
-		return fail(err, errlen, "placement has no SMs");
+		return part_fail(err, errlen, "placement has no SMs");
 	if (n > 0 && (!pl->sm || !pl->pos || !pl->begin || !pl->list))
-		return fail(err, errlen, "placement has no arrays");
+		return part_fail(err, errlen, "placement has no arrays");
 	if (pl->begin[0] != 0 || pl->begin[pl->sms] != n)
-		return fail(err, errlen, "placement lists hold %d vertices, the DAG has %d",
+		return part_fail(err, errlen, "placement lists hold %d vertices, the DAG has %d",
 			    pl->begin[pl->sms] - pl->begin[0], n);
 	for (int s = 0; s < pl->sms; s++) {
 		if (pl->begin[s + 1] < pl->begin[s])
-			return fail(err, errlen, "list of SM %d has negative length", s);
+			return part_fail(err, errlen, "list of SM %d has negative length", s);
 		for (int i = pl->begin[s]; i < pl->begin[s + 1]; i++) {
 			int v = pl->list[i];
 			if (v < 0 || v >= n)
-				return fail(err, errlen, "SM %d list holds vertex %d, out of range", s, v);
+				return part_fail(err, errlen, "SM %d list holds vertex %d, out of range", s, v);
 			if (pl->sm[v] != s || pl->pos[v] != i - pl->begin[s])
-				return fail(err, errlen, "vCTA %d is listed on SM %d pos %d but placed on SM "
+				return part_fail(err, errlen, "vCTA %d is listed on SM %d pos %d but placed on SM "
 					    "%d pos %d (placed twice?)", v, s, i - pl->begin[s], pl->sm[v],
 					    pl->pos[v]);
 		}

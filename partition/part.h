@@ -102,6 +102,9 @@ int part_preds(const struct part_dag *dag, int64_t **pxadj, int **padj, int64_t 
 int part_hb_order(const struct part_dag *dag, const uint8_t *keep, const struct part_placement *pl,
 		  int *order, int *indeg);
 
+/* Writes a printf-style message into err (when err and errlen are set) and returns -1. */
+int part_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Always-on check of internal invariants (never of user input). */
 #define PART_ASSERT(c) ((c) ? (void)0 : part_assert_fail(#c, __FILE__, __LINE__))
 _Noreturn void part_assert_fail(const char *what, const char *file, int line);

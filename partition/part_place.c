@@ -17,18 +17,6 @@
 #define AFFINITY_FANIN 8
 #define MAX_CON 8        /* dependency waves are grouped into at most this many METIS constraints */
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
-
 /* ---- a binary min-heap of (key, id), ties broken by the smaller id ----------------------------- */
 
 struct hitem {
@@ -633,14 +621,14 @@ int part_place(const struct part_dag *dag, const struct part_gpu *gpu, enum part
 	       struct part_placement *pl, char *err, size_t errlen)
 {
 	if (!pl)
-		return fail(err, errlen, "no placement to fill");
+		return part_fail(err, errlen, "no placement to fill");
 	memset(pl, 0, sizeof *pl);
 	if (!gpu || gpu->sms < 1)
-		return fail(err, errlen, "the GPU must have at least one SM (sms = %d)", gpu ? gpu->sms : 0);
+		return part_fail(err, errlen, "the GPU must have at least one SM (sms = %d)", gpu ? gpu->sms : 0);
 	if (part_check_dag(dag, err, errlen) < 0)
 		return -1;
 	if ((int)policy < 0 || policy >= PART__COUNT)
-		return fail(err, errlen, "unknown placement policy %d", (int)policy);
+		return part_fail(err, errlen, "unknown placement policy %d", (int)policy);
 	int n = dag->n, sms = gpu->sms, rc = -1;
 	int *sm = malloc(((size_t)n + 1) * sizeof *sm), *order = malloc(((size_t)n + 1) * sizeof *order);
 	if (!sm || !order)
@@ -681,5 +669,5 @@ int part_place(const struct part_dag *dag, const struct part_gpu *gpu, enum part
 oom:
 	free(sm);
 	free(order);
-	return fail(err, errlen, "out of memory placing %d vCTAs on %d SMs", n, sms);
+	return part_fail(err, errlen, "out of memory placing %d vCTAs on %d SMs", n, sms);
 }

@@ -5,18 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
-
 /* Appends to err (bounded). */
 static void append(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void append(char *err, size_t errlen, const char *fmt, ...)
@@ -44,7 +32,7 @@ static void report_cycle(const struct part_dag *dag, const uint8_t *keep, const 
 	uint8_t *how = malloc((size_t)n);                 /* 1: reached through program order */
 	if (!seen || !walk || !how) {
 		free(seen), free(walk), free(how);
-		fail(err, errlen, "deadlock: the SM lists and the waits form a cycle");
+		part_fail(err, errlen, "deadlock: the SM lists and the waits form a cycle");
 		return;
 	}
 	int x = 0;
@@ -69,7 +57,7 @@ static void report_cycle(const struct part_dag *dag, const uint8_t *keep, const 
 	}
 	/* walk[seen[x] - 1 .. len - 1] is the cycle; walk[i] waits for walk[i + 1]. */
 	int first = seen[x] - 1;
-	fail(err, errlen, "deadlock: cycle of %d waits:", len - first);
+	part_fail(err, errlen, "deadlock: cycle of %d waits:", len - first);
 	for (int i = first; i < len; i++) {
 		int v = walk[i], u = i + 1 < len ? walk[i + 1] : walk[first];
 		if (how[i])
@@ -88,14 +76,14 @@ int part_verify(const struct part_dag *dag, const uint8_t *keep, const struct pa
 	if (part_check_dag(dag, err, errlen) < 0 || part_check_placement(dag, pl, err, errlen) < 0)
 		return -1;
 	if (n_hazards < 0 || (n_hazards > 0 && (!hu || !hv)))
-		return fail(err, errlen, "invalid hazard list");
+		return part_fail(err, errlen, "invalid hazard list");
 	int n = dag->n, sms = pl->sms, rc = -1;
 	int *order = malloc(((size_t)n + 1) * sizeof *order), *indeg = malloc(((size_t)n + 1) * sizeof *indeg);
 	int32_t *vc = malloc(((size_t)n * sms + 1) * sizeof *vc); /* (n, sms) */
 	int64_t *px = NULL, *pe = NULL;
 	int *pa = NULL;
 	if (!order || !indeg || !vc || part_preds(dag, &px, &pa, &pe) < 0) {
-		fail(err, errlen, "out of memory verifying %d vCTAs", n);
+		part_fail(err, errlen, "out of memory verifying %d vCTAs", n);
 		goto out;
 	}
 	if (part_hb_order(dag, keep, pl, order, indeg) < n) {
@@ -127,14 +115,14 @@ int part_verify(const struct part_dag *dag, const uint8_t *keep, const struct pa
 	for (int64_t i = 0; i < n_hazards; i++) {
 		int u = hu[i], v = hv[i];
 		if (u < 0 || u >= n || v < 0 || v >= n) {
-			fail(err, errlen, "hazard %lld names vCTA %d -> vCTA %d, out of range (%d vCTAs)",
+			part_fail(err, errlen, "hazard %lld names vCTA %d -> vCTA %d, out of range (%d vCTAs)",
 			     (long long)i, u, v, n);
 			goto out;
 		}
 		if (u == v)
 			continue;
 		if (vc[(size_t)v * sms + pl->sm[u]] < pl->pos[u]) {
-			fail(err, errlen, "hazard vCTA %d -> vCTA %d is not ordered (vCTA %d on SM %d pos %d, "
+			part_fail(err, errlen, "hazard vCTA %d -> vCTA %d is not ordered (vCTA %d on SM %d pos %d, "
 			     "vCTA %d on SM %d pos %d)", u, v, u, pl->sm[u], pl->pos[u], v, pl->sm[v], pl->pos[v]);
 			goto out;
 		}
