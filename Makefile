@@ -116,3 +116,6 @@ clean:
 	rm -rf build
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
+
+# Benchmarks with their own rules (CUDA programs, multi-GPU): bench/*.mk.
+-include $(wildcard bench/*.mk)
