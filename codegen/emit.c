@@ -306,6 +306,55 @@ int emit_loop(const struct sched *s, const struct schedule *p, const struct emit
 	return ferror(f) ? -1 : 0;
 }
 
+/* The checked graph, for tools that rebuild the model elsewhere: "tensors" and "ops" (topological). */
+static void json_graph(const struct graph *g, FILE *f)
+{
+	out(f, "  \"tensors\": [\n");
+	for (int i = 0; i < g->n_tensors; i++) {
+		const struct tensor *t = &g->tensors[i];
+		out(f, "    {\"name\": ");
+		cstr(f, t->name);
+		out(f, ", \"shape\": [");
+		for (int d = 0; d < t->ndim; d++)
+			out(f, "%s%" PRId64, d ? ", " : "", t->shape[d]);
+		out(f, "], \"dtype\": \"%s\", \"role\": \"%s\", \"gpu\": %d}%s\n", dtype_name[t->dtype],
+		    role_name[t->role], t->gpu,
+		    i + 1 < g->n_tensors ? "," : "");
+	}
+	out(f, "  ],\n  \"ops\": [\n");
+	for (int k = 0; k < g->n_ops; k++) {
+		const struct op *o = &g->ops[g->order[k]];
+		const unsigned a = op_info[o->kind].attrs;
+		out(f, "    {\"name\": ");
+		cstr(f, o->name);
+		out(f, ", \"kind\": \"%s\", \"gpu\": %d, \"line\": %d, \"in\": [", op_info[o->kind].name, o->gpu,
+		    o->line);
+		for (int j = 0; j < o->n_in; j++) {
+			out(f, j ? ", " : "");
+			cstr(f, g->tensors[o->in[j]].name);
+		}
+		out(f, "], \"out\": [");
+		for (int j = 0; j < o->n_out; j++) {
+			out(f, j ? ", " : "");
+			cstr(f, g->tensors[o->out[j]].name);
+		}
+		out(f, "], \"attrs\": {");
+		const char *sep = "";
+		if (a & ARK_A(TRANSPOSE_B))
+			out(f, "%s\"transpose_b\": %s", sep, o->transpose_b ? "true" : "false"), sep = ", ";
+		if (a & ARK_A(FACTOR))
+			out(f, "%s\"factor\": %.17g", sep, o->factor), sep = ", ";
+		if (a & ARK_A(EPS))
+			out(f, "%s\"eps\": %.17g", sep, o->eps), sep = ", ";
+		if (a & ARK_A(AXIS))
+			out(f, "%s\"axis\": %d", sep, o->axis), sep = ", ";
+		if (a & ARK_A(TRANSPORT))
+			out(f, "%s\"transport\": \"%s\"", sep, transport_name[o->transport]);
+		out(f, "}}%s\n", k + 1 < g->n_ops ? "," : "");
+	}
+	out(f, "  ],\n");
+}
+
 int emit_schedule_json(const struct sched *s, const struct schedule *p, FILE *f)
 {
 	const struct graph *g = s->g;
@@ -317,7 +366,9 @@ int emit_schedule_json(const struct sched *s, const struct schedule *p, FILE *f)
 	    p->barrier ? "barrier" : "counters", p->pl.sms);
 	out(f, "  \"predicted_us\": %.3f,\n  \"critical_us\": %.3f,\n  \"utilisation\": %.4f,\n", p->sim.latency_us,
 	    p->sim.critical_us, p->sim.utilisation);
-	out(f, "  \"counters\": %d,\n  \"vctas\": [\n", p->n_counters);
+	out(f, "  \"counters\": %d,\n", p->n_counters);
+	json_graph(g, f);
+	out(f, "  \"vctas\": [\n");
 	for (int v = 0; v < s->n_vcta; v++) {
 		const struct vcta *t = &s->v[v];
 		out(f, "    {\"id\": %d, \"op\": ", v);
