@@ -18,6 +18,7 @@ struct ark_session_opts {
 };
 
 #define ARK_RUN_TRACE 1u /* ark_session_run_ex: time every task of this iteration */
+#define ARK_RUN_EMPTY 2u /* ark_session_run_ex: run no task (the doorbell round trip through the kernel) */
 
 struct ark_session; /* opaque */
 

@@ -20,7 +20,7 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_NO_GPU = 77 };
 #define SOAK_CHECK_EVERY 1000
 
 struct args {
-	int check, bench, soak, bench_n;
+	int check, bench, soak, bench_n, empty_n; /* empty_n > 0: --bench-empty */
 	long long soak_n;
 	const char *weights, *inputs, *outputs, *trace;
 	int have_seed;
@@ -52,6 +52,8 @@ static void usage(FILE *f, const char *prog, const struct ark_model *m)
 		"                     the CPU reference. This is what runs when no other action is given.\n"
 		"  --bench [N]        %d warm-up iterations, then N (default 1000) iterations, each timed on the\n"
 		"                     host from doorbell to completion; prints median, p99 and min in us\n"
+		"  --bench-empty [N]  the same for empty iterations: the doorbell round trip through the loop\n"
+		"                     kernel with no task run (the fixed cost of every iteration)\n"
 		"  --iterations N     soak test: N iterations in a row on the same inputs; the outputs of every\n"
 		"                     %dth iteration and of the last (poisoned first) are compared with the\n"
 		"                     reference\n"
@@ -69,8 +71,8 @@ static void usage(FILE *f, const char *prog, const struct ark_model *m)
 		"  --help             this text\n"
 		"\n"
 		"Random data: uniform in [-1, 1) for inputs and 1-D weights, [-1/sqrt(rows), 1/sqrt(rows)) for\n"
-		"weights of 2 or more dimensions. Actions run in the order check, iterations, bench, outputs,\n"
-		"trace. Exit status: 0 ok, 1 mismatch or runtime failure, 2 usage error, 77 no CUDA device.\n",
+		"weights of 2 or more dimensions. Actions run in the order check, iterations, bench, bench-empty,\n"
+		"outputs, trace. Exit status: 0 ok, 1 mismatch or runtime failure, 2 usage error, 77 no CUDA device.\n",
 		prog, m->name, m->source ? m->source : "?", m->options ? m->options : "", m->gpus - 1, m->sms,
 		WARMUP, SOAK_CHECK_EVERY);
 }
@@ -117,6 +119,17 @@ static int parse_args(int argc, char **argv, struct args *a)
 					return -1;
 				}
 				a->bench_n = (int)v;
+				i++;
+			}
+		} else if (!strcmp(o, "--bench-empty")) {
+			a->empty_n = 1000;
+			if (val && val[0] != '-') {
+				if (parse_ll(val, 1, 100000000, &v)) {
+					fprintf(stderr, "%s: --bench-empty wants a count of iterations, not '%s'\n", argv[0],
+						val);
+					return -1;
+				}
+				a->empty_n = (int)v;
 				i++;
 			}
 		} else if (!strcmp(o, "--iterations")) {
@@ -170,7 +183,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		}
 #undef NEED_VALUE
 	}
-	if (!a->check && !a->bench && !a->soak && !a->outputs && !a->trace)
+	if (!a->check && !a->bench && !a->empty_n && !a->soak && !a->outputs && !a->trace)
 		a->check = 1;
 	return 0;
 }
@@ -364,26 +377,28 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int do_bench(struct drv *d)
+/* --bench (flags 0) and --bench-empty (ARK_RUN_EMPTY): n timed iterations after the warm-up. */
+static int do_bench(struct drv *d, int n, unsigned flags)
 {
-	int n = d->a.bench_n;
 	double *t = malloc((size_t)n * sizeof *t);
 	if (!t)
 		return ark_error("out of memory");
 	for (int i = 0; i < WARMUP; i++)
-		if (ark_session_run(d->s))
+		if (ark_session_run_ex(d->s, flags))
 			goto fail;
 	for (int i = 0; i < n; i++) {
 		double t0 = now_us();
-		if (ark_session_run(d->s))
+		if (ark_session_run_ex(d->s, flags))
 			goto fail;
 		t[i] = now_us() - t0;
 	}
 	qsort(t, (size_t)n, sizeof *t, cmp_double);
 	int p99 = (int)ceil(0.99 * n) - 1;
-	printf("bench: %d iterations after %d warm-up: median %.2f us, p99 %.2f us, min %.2f us "
-	       "(predicted %.2f us)\n", n, WARMUP, n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]),
-	       t[p99 < 0 ? 0 : p99], t[0], d->m->predicted_us);
+	printf("%s: %d iterations after %d warm-up: median %.2f us, p99 %.2f us, min %.2f us",
+	       flags ? "bench-empty" : "bench", n, WARMUP, n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]), t[p99 < 0 ? 0 : p99], t[0]);
+	if (!flags)
+		printf(" (predicted %.2f us)", d->m->predicted_us);
+	printf("\n");
 	free(t);
 	return 0;
 fail:
@@ -511,7 +526,9 @@ int main(int argc, char **argv)
 			goto fail;
 		mismatch = 1;
 	}
-	if (d.a.bench && do_bench(&d))
+	if (d.a.bench && do_bench(&d, d.a.bench_n, 0))
+		goto fail;
+	if (d.a.empty_n && do_bench(&d, d.a.empty_n, ARK_RUN_EMPTY))
 		goto fail;
 	if (d.a.outputs && do_outputs(&d))
 		goto fail;

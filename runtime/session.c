@@ -80,13 +80,22 @@ int ark_device_count(void)
 	return n;
 }
 
+/* CTAs of GPU g's loop kernel that have left. */
+static int exited(const struct ark_session *s, int g)
+{
+	int n = 0;
+	for (int i = 0; i < s->m->sms; i++)
+		n += bell_load(&s->g[g].bell->sm[i].left) != 0;
+	return n;
+}
+
 /* The kernel of GPU g has left: every CTA counted itself out, or the stream is idle or failed. */
 static int gpu_finished(const struct ark_session *s, int g)
 {
 	const struct ark_gpu *G = &s->g[g];
 	if (!G->launched)
 		return 1;
-	if ((int)bell_load(&G->bell->exited) >= s->m->sms)
+	if (exited(s, g) >= s->m->sms)
 		return 1;
 	return cudaStreamQuery(G->loop) != cudaErrorNotReady;
 }
@@ -369,7 +378,7 @@ int ark_session_close(struct ark_session *s)
 			/* Still running after stop and abort (stuck inside a tile): freeing would wait for
 			 * it forever. Leave its memory to the end of the process. */
 			rc = ark_error("GPU %d: the loop kernel did not stop (%u of %d CTAs left); its memory is "
-				       "released when the process ends", g, bell_load(&s->g[g].bell->exited), m->sms);
+				       "released when the process ends", g, exited(s, g), m->sms);
 			continue;
 		}
 		free_gpu(&s->g[g], g);
@@ -514,9 +523,9 @@ static void diagnose_gpu(FILE *f, struct ark_session *s, int g, uint32_t iter)
 		fprintf(f, "  GPU %d SMs that never saw iteration %u: %s\n", g, iter, list);
 	if (list_sms(list, sizeof list, b, m->sms, ARK_WHERE_NONE, 0, iter))
 		fprintf(f, "  GPU %d SMs without a record (stuck inside a tile?): %s\n", g, list);
-	uint32_t ex = b->exited;
-	if ((int)ex < m->sms)
-		fprintf(f, "  GPU %d: only %u of %d CTAs left after the abort\n", g, ex, m->sms);
+	int ex = exited(s, g);
+	if (ex < m->sms)
+		fprintf(f, "  GPU %d: only %d of %d CTAs left after the abort\n", g, ex, m->sms);
 }
 
 static int watchdog(struct ark_session *s, uint32_t iter, int late_gpu, double waited_ms)
@@ -552,9 +561,10 @@ int ark_session_run_ex(struct ark_session *s, unsigned flags)
 		return ark_error("the loop kernels were aborted: close the session");
 	if (s->iter + 1 >= ARK_ITER_LIMIT)
 		return ark_error("iteration limit reached: open a new session");
-	int trace = (flags & ARK_RUN_TRACE) && s->opts.trace;
+	int empty = (flags & ARK_RUN_EMPTY) != 0;
+	int trace = !empty && (flags & ARK_RUN_TRACE) && s->opts.trace;
 	uint32_t iter = ++s->iter;
-	uint32_t word = iter | (trace ? ARK_SUBMIT_TRACE : 0);
+	uint32_t word = iter | (trace ? ARK_SUBMIT_TRACE : 0) | (empty ? ARK_SUBMIT_EMPTY : 0);
 
 	for (int g = 0; g < m->gpus; g++)
 		bell_store(&s->g[g].bell->submit, word);
@@ -580,7 +590,8 @@ int ark_session_run_ex(struct ark_session *s, unsigned flags)
 				return watchdog(s, iter, g, t - t0);
 		}
 	}
-	s->traced = trace;
+	if (!empty)
+		s->traced = trace;
 	return ARK_OK;
 }
 

@@ -161,12 +161,13 @@ static __device__ uint32_t ark_wait_iter(const struct ark_kargs &a, uint32_t ite
 	}
 }
 
-/* Waits of task `ti` of iteration `iter`: returns 1 on abort. */
-static __device__ int ark_wait_task(const struct ark_kargs &a, const struct ark_task &t, uint32_t ti, uint32_t iter)
+/* Waits of task `ti` of iteration `iter`, the `run`-th non-empty one: returns 1 on abort. */
+static __device__ int ark_wait_task(const struct ark_kargs &a, const struct ark_task &t, uint32_t ti, uint32_t iter,
+				    uint32_t run)
 {
 	for (uint32_t k = 0; k < t.n_wait; k++) {
 		const struct ark_wait w = a.waits[t.wait0 + k];
-		uint32_t want = (iter - 1) * w.per_iter + w.need;
+		uint32_t want = (run - 1) * w.per_iter + w.need;
 		if (ark_wait_counter(a, w.counter, want, ARK_WHERE_COUNTER, iter, ti))
 			return 1;
 	}
@@ -192,7 +193,7 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 	__shared__ int s_leave;               /* thread 0 saw the abort flag */
 	const int tid = threadIdx.x, sm = blockIdx.x;
 	const uint32_t beg = a.sm_begin[sm], end = a.sm_begin[sm + 1];
-	uint32_t iter = 0;
+	uint32_t iter = 0, run = 0; /* iterations seen; non-empty ones (the counters' iterations) */
 	int aborted = 0; /* thread 0 only */
 
 	/* Thread 0 fetches descriptors one task ahead into registers and stores them to s_task after the
@@ -218,19 +219,21 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 			break;
 		iter = word & ARK_ITER_MASK;
 		unsigned long long *const trace = (word & ARK_SUBMIT_TRACE) ? a.trace : NULL;
+		const uint32_t lend = (word & ARK_SUBMIT_EMPTY) ? beg : end;
+		run += lend > beg;
 
-		for (uint32_t i = beg; i < end; i++) {
+		for (uint32_t i = beg; i < lend; i++) {
 			const struct ark_task &cur = s_task[(i - beg) & 1];
 			if (tid == 0) {
 				struct ark_task nxt;
-				if (i + 1 < end) {
+				if (i + 1 < lend) {
 					nxt = a.tasks[i + 1];
 					ark_prefetch_l2(&a.opp[nxt.opp]);
 				}
 				if (cur.tmpl == ARK_T_BARRIER) /* grid barrier: arrive, then wait for the level */
 					ark_signal(a, cur.signal);
-				s_leave = ark_wait_task(a, cur, i, iter);
-				if (i + 1 < end)
+				s_leave = ark_wait_task(a, cur, i, iter, run);
+				if (i + 1 < lend)
 					s_task[(i + 1 - beg) & 1] = nxt;
 			}
 			__syncthreads();
@@ -267,8 +270,8 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 		}
 	}
 	if (tid == 0) {
-		__threadfence_system();
-		atomicAdd_system(&a.bell->exited, 1u);
+		struct ark_bell_sm *d = &a.bell->sm[sm];
+		ark_st_release_sys(&d->left, 1);
 	}
 }
 

@@ -2,7 +2,7 @@
  * mapped pinned memory, the kernel arguments and the reserved counters. Plain C, host and device.
  *
  * One iteration i (i = 1, 2, ...; below 2^31 - 16):
- *   host:   bell->submit = i (| ARK_SUBMIT_TRACE)             release store, mapped host memory
+ *   host:   bell->submit = i (| ARK_SUBMIT_TRACE | ARK_SUBMIT_EMPTY)  release store, mapped memory
  *   SM 0:   sees it (ld.acquire.sys), publishes it in counters[ARK_CTR_ITER] (st.release.gpu)
  *   SM s:   sees a new value there (ld.acquire.gpu), walks tasks[sm_begin[s] .. sm_begin[s + 1]),
  *           each task waiting on its counters and signalling its own, then adds 1 to
@@ -11,7 +11,10 @@
  *   host:   sees complete == i.
  * Stop: the host sets bell->stop while the kernel is idle; SM 0 publishes ARK_ITER_STOP and every CTA
  * leaves. Abort: the host sets bell->abort; every spin loop checks it, the CTA records where it was
- * in bell->sm[its SM] and leaves. Every CTA that leaves adds 1 to bell->exited. */
+ * in bell->sm[its SM] and leaves. Every CTA that leaves sets bell->sm[its SM].left to 1 (a
+ * system-scope store: atomics on host memory are not portable over PCIe).
+ * An empty iteration (ARK_SUBMIT_EMPTY) runs no task: every SM only counts itself done. It is the
+ * doorbell round trip through the loop kernel. Task waits count the non-empty iterations only. */
 #ifndef ARK_PROTO_H
 #define ARK_PROTO_H
 
@@ -35,11 +38,12 @@ enum {
 };
 
 /* Values of bell->submit and counters[ARK_CTR_ITER]: the iteration, with the trace flag on top. */
-#define ARK_ITER_MASK 0x7fffffffu
+#define ARK_ITER_MASK 0x3fffffffu
 #define ARK_SUBMIT_TRACE 0x80000000u /* time every task of this iteration into kargs.trace */
+#define ARK_SUBMIT_EMPTY 0x40000000u /* run no task (measures the doorbell round trip) */
 #define ARK_ITER_STOP 0xffffffffu    /* published by SM 0: leave */
 #define ARK_ITER_ABORT 0xfffffffeu   /* published by SM 0: leave, aborted */
-#define ARK_ITER_LIMIT 0x7ffffff0u   /* the host never submits this iteration or later */
+#define ARK_ITER_LIMIT 0x3ffffff0u   /* the host never submits this iteration or later */
 
 /* Where a CTA was when it saw the abort flag (bell->sm[].where). */
 enum ark_where {
@@ -58,7 +62,8 @@ struct ark_bell_sm {
 	uint32_t counter; /* counter index it was spinning on */
 	uint32_t want;    /* value that would have satisfied the wait */
 	uint32_t seen;    /* value it last read */
-	uint32_t pad_[2];
+	uint32_t left;    /* 1 once this CTA has left the loop kernel (the bell is zeroed before launch) */
+	uint32_t pad_;
 };
 
 /* The doorbell of one GPU: mapped pinned host memory (cudaHostAlloc mapped | portable), page-aligned.
@@ -71,9 +76,8 @@ struct ark_bell {
 	uint32_t abort;    /* nonzero: leave now, recording where */
 	uint32_t pad0_[13];
 	/* written by the device */
-	uint32_t complete; /* last completed iteration (without the trace flag) */
-	uint32_t exited;   /* CTAs that have left (atomicAdd_system) */
-	uint32_t pad1_[14];
+	uint32_t complete; /* last completed iteration (without the flags) */
+	uint32_t pad1_[15];
 	struct ark_bell_sm sm[ARK_MAX_SMS];
 };
 
