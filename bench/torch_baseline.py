@@ -1,0 +1,426 @@
+#!/usr/bin/env python3
+"""torch_baseline.py: runs the graph of an arkgen schedule JSON as PyTorch ops on one GPU and times one
+forward in four ways: eager, one captured CUDA graph, torch.compile (default mode) and torch.compile
+(mode "reduce-overhead", which replays CUDA graphs).
+
+usage: torch_baseline.py SCHEDULE.json [--iters 1000] [--warmup 100] [--json OUT] [--seed 1]
+                         [--variants eager,graph,compile,compile_ro] [--pipelined] [--plan]
+
+The schedule is what `arkgen MODEL.cfg --schedule SCHEDULE.json` writes; its "tensors" and "ops" arrays
+describe the graph. Every op of the single-GPU catalog runs as the matching PyTorch op in the tensors'
+dtypes; inputs and weights are drawn as the generated binaries draw them (uniform in [-1, 1), weights of
+2 or more dimensions scaled by 1/sqrt(rows)), seeded. Each forward is timed by CUDA events recorded
+around it; by default the host waits for every forward before starting the next (latency, as the
+arkgen binary's --bench measures it), --pipelined leaves the forwards queued back to back instead.
+Every variant is checked against eager on freshly drawn inputs (relative error of the outputs).
+--plan checks the graph and prints it with the inferred shapes, without torch or a GPU.
+
+Exit status: 0 ok, 1 bad schedule or a failure of the eager run, 2 usage error, 77 no CUDA device.
+"""
+
+import argparse
+import json
+import math
+import sys
+import time
+
+DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+# op kind -> (fewest inputs, most inputs)
+ARITY = {
+	"matmul": (2, 3), "add": (2, 2), "mul": (2, 2), "scale": (1, 1), "relu": (1, 1), "gelu": (1, 1),
+	"silu": (1, 1), "swiglu": (2, 2), "softmax": (1, 1), "layernorm": (3, 3), "rmsnorm": (2, 2),
+	"copy": (1, 1),
+}
+MULTI_GPU_OPS = ("all_reduce", "all_gather")
+DEFAULT_EPS = {"layernorm": 1e-5, "rmsnorm": 1e-6}
+VARIANTS = ("eager", "graph", "compile", "compile_ro")
+# relative error of a variant against eager above which it is flagged (the binaries' --check defaults)
+TOLERANCE = {"fp32": 1e-4, "bf16": 3e-2, "fp16": 1e-2}
+
+
+class GraphError(Exception):
+	"""The schedule does not describe a graph this script can run."""
+
+
+# ---- the graph, in plain Python (no torch needed) ------------------------------------------------
+
+def _shape_str(s):
+	return "[" + ", ".join(str(d) for d in s) + "]"
+
+
+def _broadcast(a, b, where):
+	n = max(len(a), len(b))
+	out = []
+	for x, y in zip([1] * (n - len(a)) + list(a), [1] * (n - len(b)) + list(b)):
+		if x != y and x != 1 and y != 1:
+			raise GraphError("%s: shapes %s and %s do not broadcast" % (where, _shape_str(a), _shape_str(b)))
+		out.append(max(x, y))
+	return out
+
+
+def _infer(kind, shapes, attrs, where):
+	"""Output shape of one op from its input shapes; also says whether b of a matmul is [N, K]."""
+	a = shapes[0]
+	if kind == "matmul":
+		b = shapes[1]
+		if len(a) < 1 or len(b) != 2:
+			raise GraphError("%s: matmul of %s by %s, expected [..., M, K] by [K, N]" %
+					 (where, _shape_str(a), _shape_str(b)))
+		k = a[-1]
+		tb = bool(attrs.get("transpose_b", False))
+		if "transpose_b" not in attrs and b[0] != k and b[1] == k:
+			tb = True  # [N, K] weight without the attribute: the only reading that fits
+		n = b[0] if tb else b[1]
+		if (b[1] if tb else b[0]) != k:
+			raise GraphError("%s: matmul of %s by %s%s: inner dimensions differ" %
+					 (where, _shape_str(a), _shape_str(b), " (transposed)" if tb else ""))
+		if len(shapes) == 3 and list(shapes[2]) != [n]:
+			raise GraphError("%s: bias %s, expected [%d]" % (where, _shape_str(shapes[2]), n))
+		return list(a[:-1]) + [n], tb
+	if kind in ("add", "mul"):
+		return _broadcast(a, shapes[1], where), False
+	if kind == "swiglu" and list(shapes[1]) != list(a):
+		raise GraphError("%s: swiglu of %s and %s, expected equal shapes" %
+				 (where, _shape_str(a), _shape_str(shapes[1])))
+	if kind in ("layernorm", "rmsnorm"):
+		for s in shapes[1:]:
+			if list(s) != [a[-1]]:
+				raise GraphError("%s: %s parameter %s, expected [%d]" % (where, kind, _shape_str(s), a[-1]))
+	return list(a), False
+
+
+def load_graph(doc):
+	"""Checks the "tensors" and "ops" of a schedule document and returns the graph as a dict:
+	tensors {name: {"shape", "dtype", "role"}}, inputs, weights, outputs (names, in file order) and
+	steps: one (kind, input names, output name, attrs) per op, in the file's topological order."""
+	if not isinstance(doc, dict) or "tensors" not in doc or "ops" not in doc:
+		raise GraphError("the schedule has no \"tensors\" and \"ops\" arrays (written by an older arkgen?)")
+	if int(doc.get("gpus", 1)) != 1:
+		raise GraphError("model '%s' runs on %s GPUs: this baseline times single-GPU models only" %
+				 (doc.get("model", "?"), doc.get("gpus")))
+	tensors = {}
+	for t in doc["tensors"]:
+		role = t.get("role", "activation")
+		if role == "internal":
+			continue
+		name = t["name"]
+		if t.get("dtype", "fp16") not in DTYPES:
+			raise GraphError("tensor '%s': dtype '%s' is not one of %s" % (name, t.get("dtype"), ", ".join(DTYPES)))
+		if int(t.get("gpu", 0)) != 0:
+			raise GraphError("tensor '%s' lives on GPU %s: this baseline times single-GPU models only" %
+					 (name, t.get("gpu")))
+		tensors[name] = {"shape": [int(d) for d in t["shape"]], "dtype": t.get("dtype", "fp16"), "role": role}
+	inputs = [n for n, t in tensors.items() if t["role"] == "input"]
+	weights = [n for n, t in tensors.items() if t["role"] == "weight"]
+	outputs = [n for n, t in tensors.items() if t["role"] == "output"]
+	if not outputs:
+		raise GraphError("the graph has no output tensor")
+
+	have = {n: tensors[n]["shape"] for n in inputs + weights}
+	steps = []
+	for op in doc["ops"]:
+		kind, name = op["kind"], op["name"]
+		where = "op '%s' (%s%s)" % (name, kind, ", line %d" % op["line"] if "line" in op else "")
+		if kind in MULTI_GPU_OPS or int(op.get("gpu", 0)) != 0:
+			raise GraphError("%s: a multi-GPU communication op; this baseline times single-GPU models only" % where)
+		if kind not in ARITY:
+			raise GraphError("%s: no PyTorch equivalent for op kind '%s'" % (where, kind))
+		ins, outs = list(op["in"]), list(op["out"]) if isinstance(op["out"], list) else [op["out"]]
+		lo, hi = ARITY[kind]
+		if not lo <= len(ins) <= hi or len(outs) != 1:
+			raise GraphError("%s: %d inputs and %d outputs, expected %s inputs and one output" %
+					 (where, len(ins), len(outs), lo if lo == hi else "%d to %d" % (lo, hi)))
+		for i in ins:
+			if i not in have:
+				raise GraphError("%s: input '%s' is neither an input, a weight nor made by an earlier op" % (where, i))
+		out = outs[0]
+		if out in have:
+			raise GraphError("%s: output '%s' is already an input, a weight or made by an earlier op" % (where, out))
+		attrs = dict(op.get("attrs", {}))
+		if kind == "scale" and "factor" not in attrs:
+			raise GraphError("%s: scale without a factor" % where)
+		if kind in DEFAULT_EPS:
+			attrs.setdefault("eps", DEFAULT_EPS[kind])
+		shape, tb = _infer(kind, [have[i] for i in ins], attrs, where)
+		if tb:
+			attrs["transpose_b"] = True
+		if out in tensors:
+			if tensors[out]["shape"] != shape:
+				raise GraphError("%s: output '%s' is declared %s, the op makes %s" %
+						 (where, out, _shape_str(tensors[out]["shape"]), _shape_str(shape)))
+		else:  # not declared: the dtype of the first input
+			tensors[out] = {"shape": shape, "dtype": tensors[ins[0]]["dtype"], "role": "activation"}
+		have[out] = shape
+		steps.append((kind, tuple(ins), out, attrs))
+	for o in outputs:
+		if o not in have:
+			raise GraphError("output '%s' is made by no op" % o)
+	return {"model": doc.get("model", "?"), "tensors": tensors, "inputs": inputs, "weights": weights,
+		"outputs": outputs, "steps": steps}
+
+
+def print_plan(g):
+	print("model %s: %d inputs, %d weights, %d ops, outputs %s" % (g["model"], len(g["inputs"]),
+	      len(g["weights"]), len(g["steps"]), ", ".join(g["outputs"])))
+	for kind, ins, out, attrs in g["steps"]:
+		t = g["tensors"][out]
+		extra = "".join(" %s=%s" % (k, v) for k, v in sorted(attrs.items()))
+		print("  %-9s %s -> %s %s %s%s" % (kind, ", ".join(ins), out, _shape_str(t["shape"]), t["dtype"], extra))
+
+
+# ---- the graph as a torch module ----------------------------------------------------------------
+
+def build_module(torch, g, device, gen):
+	"""An nn.Module whose forward(*inputs) runs g's steps and returns g's outputs; weights are buffers."""
+	F = torch.nn.functional
+	tdt = {n: getattr(torch, DTYPES[t["dtype"]]) for n, t in g["tensors"].items()}
+	rms_norm = getattr(F, "rms_norm", None)
+
+	def run_op(kind, a, attrs, odt):
+		x = a[0]
+		if kind == "matmul":
+			w = a[1].t() if attrs.get("transpose_b") else a[1]  # w [K, N]
+			if w.dtype != x.dtype:
+				x, w = x.float(), w.float()
+			x2 = x.reshape(-1, x.shape[-1])  # [M', K]
+			if len(a) == 3:
+				y = torch.addmm(a[2].to(x2.dtype), x2, w)
+			else:
+				y = torch.mm(x2, w)
+			y = y.reshape(tuple(x.shape[:-1]) + (w.shape[1],))
+		elif kind == "add":
+			y = torch.add(x, a[1])
+		elif kind == "mul":
+			y = torch.mul(x, a[1])
+		elif kind == "scale":
+			y = x * attrs["factor"]
+		elif kind == "relu":
+			y = torch.relu(x)
+		elif kind == "gelu":
+			y = F.gelu(x, approximate="tanh")  # runtime/ref.c uses the tanh form
+		elif kind == "silu":
+			y = F.silu(x)
+		elif kind == "swiglu":
+			y = F.silu(x) * a[1]
+		elif kind == "softmax":
+			y = torch.softmax(x, dim=-1)
+		elif kind == "layernorm":
+			y = F.layer_norm(x, (x.shape[-1],), a[1].to(x.dtype), a[2].to(x.dtype), attrs["eps"])
+		elif kind == "rmsnorm":
+			if rms_norm is not None:
+				y = rms_norm(x, (x.shape[-1],), a[1].to(x.dtype), attrs["eps"])
+			else:
+				xf = x.float()
+				y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + attrs["eps"]) * a[1].float()
+		elif kind == "copy":
+			y = x.clone()
+		else:
+			raise GraphError("no PyTorch equivalent for op kind '%s'" % kind)
+		return y if y.dtype == odt else y.to(odt)
+
+	class GraphModule(torch.nn.Module):
+		def __init__(self):
+			super().__init__()
+			self.buf_of = {}
+			for i, n in enumerate(g["weights"]):
+				self.buf_of[n] = "w%d" % i
+				self.register_buffer("w%d" % i, random_tensor(torch, g["tensors"][n], device, gen, True))
+			self.steps = [(k, ins, out, attrs, tdt[out]) for k, ins, out, attrs in g["steps"]]
+			self.input_names = list(g["inputs"])
+			self.output_names = list(g["outputs"])
+
+		def forward(self, *xs):
+			env = dict(zip(self.input_names, xs))
+			for n, b in self.buf_of.items():
+				env[n] = getattr(self, b)
+			for kind, ins, out, attrs, odt in self.steps:
+				env[out] = run_op(kind, [env[i] for i in ins], attrs, odt)
+			return tuple(env[o] for o in self.output_names)
+
+	return GraphModule().eval()
+
+
+def random_tensor(torch, t, device, gen, is_weight):
+	"""Uniform in [-1, 1), scaled by 1/sqrt(rows) for weights of 2 or more dimensions (as the binaries)."""
+	shape = tuple(t["shape"])
+	x = torch.rand(shape, generator=gen, device=device, dtype=torch.float32) * 2 - 1
+	if is_weight and len(shape) >= 2:
+		x *= 1.0 / math.sqrt(shape[0])
+	x = x.to(getattr(torch, DTYPES[t["dtype"]]))
+	if x.numel() and not bool(x.abs().max() > 0):
+		raise GraphError("random tensor of shape %s came out all zeros" % _shape_str(shape))
+	return x
+
+
+# ---- timing -------------------------------------------------------------------------------------
+
+def percentile(sorted_v, q):
+	"""The value at rank ceil(q * n) (1-based), as the binaries' --bench computes p99."""
+	i = max(0, int(math.ceil(q * len(sorted_v))) - 1)
+	return sorted_v[i]
+
+
+def median(sorted_v):
+	n = len(sorted_v)
+	return sorted_v[n // 2] if n % 2 else 0.5 * (sorted_v[n // 2 - 1] + sorted_v[n // 2])
+
+
+def time_forward(torch, fn, iters, warmup, pipelined):
+	"""Per-forward times in us: CUDA events around each call, and (unless pipelined) the host clock
+	from before the start event to the end event's completion."""
+	for _ in range(warmup):
+		fn()
+	torch.cuda.synchronize()
+	starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+	ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+	host = []
+	for i in range(iters):
+		t0 = time.perf_counter()
+		starts[i].record()
+		fn()
+		ends[i].record()
+		if not pipelined:
+			ends[i].synchronize()
+			host.append((time.perf_counter() - t0) * 1e6)
+	torch.cuda.synchronize()
+	dev = sorted(s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends))
+	r = {"median_us": median(dev), "p99_us": percentile(dev, 0.99), "min_us": dev[0], "iters": iters}
+	if host:
+		host.sort()
+		r["host_median_us"] = median(host)
+		r["host_p99_us"] = percentile(host, 0.99)
+	return r
+
+
+def rel_err(torch, got, ref):
+	"""max over outputs of ||got - ref|| / ||ref|| in float64; inf when a value is not finite."""
+	worst = 0.0
+	for a, b in zip(got, ref):
+		a, b = a.double(), b.double()
+		if not bool(torch.isfinite(a).all()):
+			return float("inf")
+		den = float(torch.linalg.vector_norm(b))
+		num = float(torch.linalg.vector_norm(a - b))
+		worst = max(worst, num / den if den > 0 else num)
+	return worst
+
+
+def fail_reason(e):
+	line = (str(e).strip().splitlines() or [""])[0]
+	s = "%s: %s" % (type(e).__name__, line) if line else type(e).__name__
+	return s if len(s) <= 160 else s[:157] + "..."
+
+
+def main(argv):
+	ap = argparse.ArgumentParser(description="PyTorch baselines of a model from arkgen's schedule JSON")
+	ap.add_argument("schedule", help="JSON written by arkgen MODEL.cfg --schedule FILE")
+	ap.add_argument("--iters", type=int, default=1000, help="timed forwards per variant (default 1000)")
+	ap.add_argument("--warmup", type=int, default=100, help="untimed forwards first (default 100)")
+	ap.add_argument("--json", metavar="OUT", help="write the results as JSON to OUT")
+	ap.add_argument("--seed", type=int, default=1, help="seed of the random inputs and weights (default 1)")
+	ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of " + ",".join(VARIANTS))
+	ap.add_argument("--pipelined", action="store_true", help="do not wait for each forward before the next")
+	ap.add_argument("--plan", action="store_true", help="check the graph, print it and exit (no torch needed)")
+	a = ap.parse_args(argv)
+	variants = [v for v in a.variants.split(",") if v]
+	bad = [v for v in variants if v not in VARIANTS]
+	if bad or a.iters < 1 or a.warmup < 0:
+		ap.error("bad --variants %s or --iters/--warmup" % ",".join(bad) if bad else "--iters >= 1, --warmup >= 0")
+	if "eager" not in variants:
+		variants.insert(0, "eager")  # the reference of every check
+
+	try:
+		with open(a.schedule) as f:
+			doc = json.load(f)
+		g = load_graph(doc)
+	except (OSError, ValueError, KeyError, TypeError, GraphError) as e:
+		print("torch_baseline: %s: %s" % (a.schedule, e if not isinstance(e, KeyError) else "missing key %s" % e),
+		      file=sys.stderr)
+		return 1
+	if a.plan:
+		print_plan(g)
+		return 0
+
+	try:
+		import torch
+	except ImportError:
+		print("torch_baseline: no torch in this python: nothing timed", file=sys.stderr)
+		return 77
+	if not torch.cuda.is_available():
+		print("torch_baseline: no CUDA device: nothing timed", file=sys.stderr)
+		return 77
+	dev = torch.device("cuda:0")
+	gpu = torch.cuda.get_device_name(dev)
+	gen = torch.Generator(device=dev)
+	gen.manual_seed(a.seed)
+	print("torch_baseline: model %s (%d ops) on %s, torch %s; %d forwards after %d warm-up per variant, %s" %
+	      (g["model"], len(g["steps"]), gpu, torch.__version__, a.iters, a.warmup,
+	       "queued back to back" if a.pipelined else "each waited for"))
+
+	tol = max(TOLERANCE[g["tensors"][o]["dtype"]] for o in g["outputs"])
+	results = {"meta": {"model": g["model"], "gpu": gpu, "torch": torch.__version__, "iters": a.iters,
+			    "warmup": a.warmup, "seed": a.seed, "pipelined": a.pipelined, "ops": len(g["steps"])}}
+	with torch.no_grad():
+		try:
+			model = build_module(torch, g, dev, gen)
+			xs = [random_tensor(torch, g["tensors"][n], dev, gen, False) for n in g["inputs"]]
+			model(*xs)
+			torch.cuda.synchronize()
+		except Exception as e:  # noqa: BLE001 (the eager model is the reference: its failure is fatal)
+			print("torch_baseline: the eager model failed: %s" % fail_reason(e), file=sys.stderr)
+			return 1
+
+		def fresh_check(fn):
+			for x, n in zip(xs, g["inputs"]):
+				x.copy_(random_tensor(torch, g["tensors"][n], dev, gen, False))
+			ref = [o.clone() for o in model(*xs)]
+			got = [o.clone() for o in fn()]
+			torch.cuda.synchronize()
+			return rel_err(torch, got, ref)
+
+		for v in VARIANTS:
+			if v not in variants:
+				continue
+			try:
+				if v == "eager":
+					fn = lambda: model(*xs)  # noqa: E731
+				elif v == "graph":
+					s = torch.cuda.Stream()
+					s.wait_stream(torch.cuda.current_stream())
+					with torch.cuda.stream(s):  # warm-up off the capture, as torch.cuda.graphs asks
+						for _ in range(3):
+							model(*xs)
+					torch.cuda.current_stream().wait_stream(s)
+					graph = torch.cuda.CUDAGraph()
+					with torch.cuda.graph(graph):
+						static_out = model(*xs)
+					fn = lambda: (graph.replay(), static_out)[1]  # noqa: E731
+				else:
+					torch._dynamo.reset()
+					cm = torch.compile(model, mode=None if v == "compile" else "reduce-overhead")
+					for _ in range(3):  # compiles here, so a failure is caught before timing
+						cm(*xs)
+					torch.cuda.synchronize()
+					fn = lambda: cm(*xs)  # noqa: E731
+				r = time_forward(torch, fn, a.iters, a.warmup, a.pipelined)
+				r["rel_err_vs_eager"] = fresh_check(fn)
+			except Exception as e:  # noqa: BLE001 (reported as n/a, the other variants still run)
+				results[v] = {"median_us": None, "p99_us": None, "error": fail_reason(e)}
+				print("%-11s n/a (%s)" % (v + ":", results[v]["error"]))
+				continue
+			results[v] = r
+			host = ", host-timed median %.2f us" % r["host_median_us"] if "host_median_us" in r else ""
+			err = r["rel_err_vs_eager"]
+			r["matches_eager"] = err <= tol
+			verdict = "" if err <= tol else "  MISMATCH (tolerance %.0e)" % tol
+			print("%-11s median %.2f us, p99 %.2f us, min %.2f us (events%s); rel err vs eager %.1e%s" %
+			      (v + ":", r["median_us"], r["p99_us"], r["min_us"], host, err, verdict))
+	if a.json:
+		with open(a.json, "w") as f:
+			json.dump(results, f, indent=1)
+			f.write("\n")
+	return 0
+
+
+if __name__ == "__main__":
+	sys.exit(main(sys.argv[1:]))
