@@ -60,12 +60,16 @@ struct side_diag {                 /* the first wait of one GPU that timed out *
 	uint32_t timed_out, where, iter, index, seen, want, cta, pad;
 };
 
+struct side_bad {                  /* checksum mismatches seen by one GPU (only its CTA 0 checks) */
+	uint32_t n, iter;          /* count, round trip of the first */
+	unsigned long long got, want;
+};
+
 struct bench_ctl {
 	uint32_t abort;            /* set by the host (timeout) or by a kernel whose wait timed out */
 	uint32_t pad0[31];
 	struct side_diag side[2];
-	uint32_t n_bad, bad_side, bad_iter, pad1;      /* checksum mismatches seen by the kernels */
-	unsigned long long bad_got, bad_want;
+	struct side_bad bad[2];
 };
 
 /* Arguments of the persistent kernels (one per GPU). */
@@ -201,19 +205,21 @@ static __device__ unsigned long long block_checksum(const char *p, uint64_t byte
 	return s;
 }
 
-/* The whole CTA verifies the received buffer; thread 0 records a mismatch. */
+/* The whole CTA verifies the received buffer; thread 0 records a mismatch. One CTA per GPU checks,
+ * so the record of a side has one writer (no atomics on mapped memory). The host reads it after the
+ * kernel ended. */
 static __device__ void check_recv(const pp_args &a, uint32_t iter)
 {
 	unsigned long long s = block_checksum(a.recv, a.bytes);
 	if (threadIdx.x == 0 && s != a.want_sum) {
-		struct bench_ctl *c = a.ctl;
-		if (atomicAdd(&c->n_bad, 1u) == 0) {
-			c->bad_side = a.side;
-			c->bad_iter = iter;
-			c->bad_got = s;
-			c->bad_want = a.want_sum;
-			__threadfence_system();
+		volatile struct side_bad *b = &a.ctl->bad[a.side];
+		if (b->n == 0) {
+			b->iter = iter;
+			b->got = s;
+			b->want = a.want_sum;
 		}
+		b->n = b->n + 1;
+		__threadfence_system();
 	}
 }
 
@@ -572,12 +578,18 @@ static void verify_recv(const char *what, int g, uint64_t bytes)
 static void check_kernel_checks(const char *what, uint64_t bytes)
 {
 	char sz[32];
-	uint32_t n = __atomic_load_n(&ctl->n_bad, __ATOMIC_ACQUIRE);
-	if (n == 0)
+	int bad = 0;
+	for (int g = 0; g < 2; g++) {
+		const struct side_bad *b = &ctl->bad[g];
+		if (__atomic_load_n(&b->n, __ATOMIC_ACQUIRE) == 0)
+			continue;
+		fprintf(stderr, "FAIL: %s, %s: GPU %d saw %u wrong messages; first at round trip %u: checksum "
+			"%016llx, expected %016llx\n", what, size_str(bytes, sz, sizeof(sz)), g, b->n, b->iter,
+			b->got, b->want);
+		bad = 1;
+	}
+	if (!bad)
 		return;
-	fprintf(stderr, "FAIL: %s, %s: %u checksum mismatches; first on GPU %u at round trip %u: got %016llx, "
-		"expected %016llx\n", what, size_str(bytes, sz, sizeof(sz)), n, ctl->bad_side, ctl->bad_iter,
-		ctl->bad_got, ctl->bad_want);
 	printf("FAIL: %s: checksum mismatch\n", what);
 	exit(1);
 }
@@ -990,10 +1002,13 @@ static void print_header(void)
 		printf("# GPU %d: %s, %d SMs, %.1f GiB, PCI %04x:%02x:%02x\n", g, gp[g].prop.name,
 		       gp[g].prop.multiProcessorCount, gp[g].prop.totalGlobalMem / (double)(1 << 30),
 		       gp[g].prop.pciDomainID, gp[g].prop.pciBusID, gp[g].prop.pciDeviceID);
-	int rank = 0, atom = 0;
+	int rank = 0, atom = 0, host_atom = 0;
 	CK(cudaDeviceGetP2PAttribute(&rank, cudaDevP2PAttrPerformanceRank, 0, 1));
 	CK(cudaDeviceGetP2PAttribute(&atom, cudaDevP2PAttrNativeAtomicSupported, 0, 1));
-	printf("# peer access 0 <-> 1: yes, performance rank %d, native atomics %s\n", rank, atom ? "yes" : "no");
+	CK(cudaDeviceGetAttribute(&host_atom, cudaDevAttrHostNativeAtomicSupported, 0));
+	printf("# peer access 0 <-> 1: yes, performance rank %d, native peer atomics %s; host-native atomics "
+	       "(DMA ring head is an atomicAdd on mapped memory) %s\n", rank, atom ? "yes" : "no",
+	       host_atom ? "yes" : "no");
 	printf("# %%globaltimer resolution on GPU 0: %.0f ns; DMA chunk %" PRIu64 " bytes; (c) grid: one CTA "
 	       "per 16 KiB, at most %d, %d threads each\n", timer_res_ns, opt.chunk, opt.max_ctas, THREADS);
 }

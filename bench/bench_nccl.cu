@@ -1,7 +1,7 @@
 // bench_nccl.cu: ncclAllReduce (sum, fp32 and bf16) latency on every visible GPU in one process
 // (ncclCommInitAll, one stream per GPU), per message size: median of host-timed iterations, the
-// back-to-back average, and CUDA-graph replays; every size checked against a host sum of random
-// inputs. NVLink multicast (NVLS) stays off: NCCL_NVLS_ENABLE must be 0.
+// back-to-back average, and (with --graph) CUDA-graph replays; every size checked against a host sum
+// of random inputs. NVLink multicast (NVLS) stays off: NCCL_NVLS_ENABLE must be 0.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <vector>
@@ -73,6 +75,37 @@ static double now_s(void)
 	return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
+/* ---- watchdog: a call that blocks inside NCCL or CUDA (which sync_all cannot bound) ends the
+ * program after WATCHDOG_S seconds without progress, naming the phase. */
+#define WATCHDOG_S 120
+static const char *volatile phase = "start";
+static double progress_at;     /* now_s() of the last progress, under __atomic */
+
+static void progress(const char *what)
+{
+	phase = what;
+	double t = now_s();
+	__atomic_store(&progress_at, &t, __ATOMIC_RELEASE);
+}
+
+static void *watchdog(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		double last;
+		sleep(1);
+		__atomic_load(&progress_at, &last, __ATOMIC_ACQUIRE);
+		if (now_s() - last > WATCHDOG_S) {
+			fprintf(stderr, "TIMEOUT: no progress for %d s in phase '%s' (a blocked NCCL or CUDA call)\n",
+				WATCHDOG_S, phase);
+			printf("FAIL: watchdog timeout in %s\n", phase);
+			fflush(stdout);
+			_exit(1);
+		}
+	}
+	return NULL;
+}
+
 static const char *size_str(uint64_t b, char *buf, size_t n)
 {
 	if (b >= MiB && b % MiB == 0)
@@ -123,6 +156,7 @@ static void fill_random(void *p, int t, size_t n, uint64_t seed)
 static void sync_all(const char *what)
 {
 	double t0 = now_s();
+	progress(what);
 	for (int g = 0; g < ndev; g++) {
 		for (;;) {
 			cudaError_t e = cudaStreamQuery(streams[g]);
@@ -351,17 +385,42 @@ static int nvls_off(void)
 	return 0;
 }
 
+static void print_table(int graph)
+{
+	char sz[32];
+
+	printf("\n## ncclAllReduce sum, %d GPUs, out of place%s\n", ndev, graph ? ", CUDA graph replays" : "");
+	printf("%-5s | %-7s | %9s %9s %9s | %9s | %9s | %8s | %5s\n", "dtype", "size", "median us", "p10", "p90",
+	       "b2b us", "graph us", "busbw", "iters");
+	for (int t = 0; t < N_TYPES; t++)
+		for (size_t si = 0; si < N_SIZES; si++) {
+			const struct result *r = &res[t][si];
+			char gr[32];
+			double busbw = sizes[si] / (r->b2b_us * 1e3) * 2.0 * (ndev - 1) / ndev;
+			if (r->graph_us >= 0)
+				snprintf(gr, sizeof(gr), "%9.2f", r->graph_us);
+			else
+				snprintf(gr, sizeof(gr), "%9s", graph ? "n/a" : "-");
+			printf("%-5s | %-7s | %9.2f %9.2f %9.2f | %9.2f | %s | %8.1f | %5u\n", type_name[t],
+			       size_str(sizes[si], sz, sizeof(sz)), r->med_us, r->p10_us, r->p90_us, r->b2b_us, gr,
+			       busbw, r->iters);
+		}
+}
+
 int main(int argc, char **argv)
 {
-	int no_graph = 0;
+	int graph = 0;
 	char sz[32], why[256] = "";
+	pthread_t wd;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--no-graph"))
-			no_graph = 1;
+		if (!strcmp(argv[i], "--graph"))
+			graph = 1;
 		else {
-			fprintf(stderr, "usage: bench_nccl [--no-graph]\n");
+			fprintf(stderr, "usage: bench_nccl [--graph]\n"
+					"  --graph  also time CUDA-graph replays (NCCL warns that graphs with several GPUs\n"
+					"           driven by one thread may deadlock; the watchdog ends such a run)\n");
 			return 2;
 		}
 	}
@@ -377,6 +436,12 @@ int main(int argc, char **argv)
 	}
 	if (ndev > MAX_GPUS)
 		ndev = MAX_GPUS;
+	progress("init");
+	if (pthread_create(&wd, NULL, watchdog, NULL) != 0) {
+		fprintf(stderr, "FAIL: cannot start the watchdog thread\n");
+		return 1;
+	}
+	pthread_detach(wd);
 
 	int ver = 0, devs[MAX_GPUS];
 	NC(ncclGetVersion(&ver));
@@ -388,6 +453,7 @@ int main(int argc, char **argv)
 		printf("# GPU %d: %s, %d SMs\n", g, p.name, p.multiProcessorCount);
 		devs[g] = g;
 	}
+	progress("ncclCommInitAll");
 	NC(ncclCommInitAll(comms, ndev, devs));
 	for (int g = 0; g < ndev; g++) {
 		CK(cudaSetDevice(g));
@@ -402,41 +468,36 @@ int main(int argc, char **argv)
 	printf("# seed %" PRIu64 "\n", seed);
 	for (int t = 0; t < N_TYPES; t++)
 		for (size_t si = 0; si < N_SIZES; si++) {
+			progress("eager allreduce");
 			run_eager(t, (int)si, seed + 100 * t + si);
+			res[t][si].graph_us = -1;
 			printf("# %s %-7s eager median %.2f us\n", type_name[t], size_str(sizes[si], sz, sizeof(sz)),
 			       res[t][si].med_us);
 		}
-	/* Graphs last: a capture that NCCL refuses cannot disturb the eager figures. */
-	for (int t = 0; t < N_TYPES && !no_graph; t++)
-		for (size_t si = 0; si < N_SIZES && !no_graph; si++)
-			if (run_graph(t, (int)si, seed + 100 * t + si + 50, why, sizeof(why)) != 0) {
-				printf("# CUDA graph variant not measured: %s\n", why);
-				no_graph = 1;
-			}
-
 	printf("\n# us: host time from launching the allreduce on every GPU (one group) to every stream done,\n"
 	       "#   median (p10, p90) over the iterations, each followed by a sync; b2b: the same number of\n"
 	       "#   allreduces back to back, total / count; graph: one captured allreduce per GPU replayed\n"
-	       "#   per iteration, median; busbw = bytes / b2b * 2 (n - 1) / n (as nccl-tests), GB/s = 1e9 B/s.\n"
-	       "#   Warm-up %d; every size checked on every GPU against the host sum (first call and last).\n",
-	       WARMUP);
-	printf("\n## ncclAllReduce sum, %d GPUs, out of place\n", ndev);
-	printf("%-5s | %-7s | %9s %9s %9s | %9s | %9s | %8s | %5s\n", "dtype", "size", "median us", "p10", "p90",
-	       "b2b us", "graph us", "busbw", "iters");
-	for (int t = 0; t < N_TYPES; t++)
-		for (size_t si = 0; si < N_SIZES; si++) {
-			const struct result *r = &res[t][si];
-			char gr[32];
-			double busbw = sizes[si] / (r->b2b_us * 1e3) * 2.0 * (ndev - 1) / ndev;
-			if (r->graph_us >= 0)
-				snprintf(gr, sizeof(gr), "%9.2f", r->graph_us);
-			else
-				snprintf(gr, sizeof(gr), "%9s", "n/a");
-			printf("%-5s | %-7s | %9.2f %9.2f %9.2f | %9.2f | %s | %8.1f | %5u\n", type_name[t],
-			       size_str(sizes[si], sz, sizeof(sz)), r->med_us, r->p10_us, r->p90_us, r->b2b_us, gr,
-			       busbw, r->iters);
-		}
+	       "#   per iteration, median (only with --graph); busbw = bytes / b2b * 2 (n - 1) / n (as\n"
+	       "#   nccl-tests), GB/s = 1e9 B/s. Warm-up %d; every size checked on every GPU against the host\n"
+	       "#   sum (first call and last).\n", WARMUP);
+	print_table(0);
 
+	/* Graphs last, after the eager table is out: a capture that NCCL refuses, or a replay that
+	 * blocks, cannot spoil the eager figures. */
+	if (graph) {
+		for (int t = 0; t < N_TYPES && graph; t++)
+			for (size_t si = 0; si < N_SIZES && graph; si++) {
+				progress("graph capture and replay");
+				if (run_graph(t, (int)si, seed + 100 * t + si + 50, why, sizeof(why)) != 0) {
+					printf("# CUDA graph variant not measured: %s\n", why);
+					graph = 0;
+				}
+			}
+		if (graph)
+			print_table(1);
+	}
+
+	progress("teardown");
 	for (int g = 0; g < ndev; g++) {
 		NC(ncclCommDestroy(comms[g]));
 		CK(cudaSetDevice(g));

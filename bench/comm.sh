@@ -45,6 +45,7 @@ run() {
 }
 export NCCL_NVLS_ENABLE="${NCCL_NVLS_ENABLE:-0}"
 run "$B/bench/bench_comm" "$@"
-run "$B/bench/bench_nccl"
+# shellcheck disable=SC2086 # NCCL_ARGS is a list of options
+run "$B/bench/bench_nccl" ${NCCL_ARGS:-}
 echo "comm.sh: log in $LOG" >&2
 exit "$status"
