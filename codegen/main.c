@@ -58,7 +58,7 @@ static void usage(FILE *f)
 		"options:\n"
 		"  -o, --output FILE  write the generated CUDA loop kernel to FILE\n"
 		"      --sms N        SMs of the target GPU (default 132: H100, H200)\n"
-		"      --smem BYTES   dynamic shared memory per CTA (default 98304)\n"
+		"      --smem BYTES   dynamic shared memory per CTA (default 131072; the templates need 106496)\n"
 		"      --policy P     placement: metis (default), roundrobin, wavefront, critical; 'all' prints\n"
 		"                     one line per policy and emits nothing\n"
 		"      --sync S       counters (default: per-dependency counters) or barrier (a grid barrier\n"
@@ -153,7 +153,7 @@ static int parse_options(int argc, char **argv, struct options *o, int *status)
 	int c;
 	memset(o, 0, sizeof *o);
 	o->sms = 132;
-	o->smem = 98304;
+	o->smem = 131072;
 	o->fuse = o->reuse = 1;
 	*status = EXIT_USAGE;
 	opterr = 0;

@@ -13,7 +13,7 @@
 #define ARK_THREADS 256 /* threads per CTA of the loop kernel */
 #endif
 #ifndef ARK_SMEM_BYTES
-#define ARK_SMEM_BYTES 98304 /* dynamic shared memory per CTA, the most any template may use */
+#define ARK_SMEM_BYTES 131072 /* dynamic shared memory per CTA, the most any template may use */
 #endif
 #define ARK_WARPS (ARK_THREADS / 32)
 

@@ -19,7 +19,7 @@
 #define ARK_MM_RING_BYTES 65536 /* streaming: cp.async ring (per-thread 16-byte slots) */
 #endif
 #ifndef ARK_MM_A_BYTES
-#define ARK_MM_A_BYTES (ARK_THREADS * 64 > 16384 ? ARK_THREADS * 64 : 16384) /* streaming: chunk of a */
+#define ARK_MM_A_BYTES (ARK_THREADS * 128 > 32768 ? ARK_THREADS * 128 : 32768) /* streaming: chunk of a */
 #endif
 #define ARK_MM_TC 4 /* stream_nk: output columns one warp computes at once */
 #define ARK_MM_SACC_BYTES (128 * ARK_MM_SMALL_M * 4) /* stream_nk: fp32 sums [MB][tn] */
@@ -71,6 +71,55 @@ template <typename T> __device__ __forceinline__ void ark_mm_store(const ark_mm 
 	reinterpret_cast<T *>(g.out)[(size_t)m * g.N + n] = ark_from_f<T>(ark_act(v, g.act));
 }
 
+/* stream_kn: stages a[m0:m1, kc0:kc0+kcn] into a_s as fp32 [kcn][MB], rows past m1 zero. All threads. */
+template <typename T, int MB>
+__device__ __noinline__ void ark_mm_stage_a_kn(const T *a, int64_t K, int m0, int m1, int kc0, int kcn, float *a_s,
+						bool avec)
+{
+	constexpr int VEC = ark_dt<T>::vec;
+	const int tid = threadIdx.x;
+	if (avec) { /* every 16-byte vector of the chunk in flight at once */
+		constexpr int AV = (ARK_MM_A_BYTES / 4 + VEC * ARK_THREADS - 1) / (VEC * ARK_THREADS);
+		const int rv = (kcn + VEC - 1) / VEC, nv_a = (m1 - m0) * rv; /* vectors per row, all */
+		uint4 q[AV];
+#pragma unroll
+		for (int u = 0; u < AV; u++) {
+			const int e = u * ARK_THREADS + tid, m = e / rv, kv = e - m * rv;
+			q[u] = e < nv_a ? ark_ld16(a + (size_t)(m0 + m) * K + kc0 + kv * VEC) : make_uint4(0, 0, 0, 0);
+		}
+#pragma unroll
+		for (int u = 0; u < AV; u++) {
+			const int e = u * ARK_THREADS + tid, m = e / rv, kv = e - m * rv;
+			if (e < nv_a) {
+				float x[VEC];
+				ark_unpack<T>(q[u], x);
+#pragma unroll
+				for (int j = 0; j < VEC; j++)
+					if (kv * VEC + j < kcn)
+						a_s[(kv * VEC + j) * MB + m] = x[j];
+			}
+		}
+		/* rows m1 - m0 .. MB - 1 are read but not used: zero them once per chunk */
+		for (int e = tid; e < kcn * (MB - (m1 - m0)); e += ARK_THREADS) {
+			const int kk = e / (MB - (m1 - m0)), m = (m1 - m0) + e % (MB - (m1 - m0));
+			a_s[kk * MB + m] = 0.0f;
+		}
+	} else {
+		for (int e0 = 0; e0 < kcn * MB; e0 += 8 * ARK_THREADS) { /* 8 loads in flight */
+			float x[8];
+#pragma unroll
+			for (int u = 0; u < 8; u++) {
+				const int e = e0 + u * ARK_THREADS + tid, kk = e / MB, m = e % MB;
+				x[u] = e < kcn * MB && m0 + m < m1 ? ark_to_f(a[(size_t)(m0 + m) * K + kc0 + kk]) : 0.0f;
+			}
+#pragma unroll
+			for (int u = 0; u < 8; u++)
+				if (e0 + u * ARK_THREADS + tid < kcn * MB)
+					a_s[e0 + u * ARK_THREADS + tid] = x[u];
+		}
+	}
+}
+
 /* ---- streaming, b [K, N] ------------------------------------------------------------------------
  * tile (m1-m0 <= MB, n1-n0 <= 128) of out over k0:k1. Thread = (k-lane kl, column vector cv): at step i
  * it reads the 16-byte vector of b row k0 + i*KL + kl at columns n0 + cv*VEC, so a step reads KL whole
@@ -93,6 +142,8 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
 	const int nsteps = (k1 - k0 + KL - 1) / KL;
 	const int spc = (ARK_MM_A_BYTES / (4 * MB)) / KL; /* steps per chunk of a (>= 1) */
 	const T *bcol = b + n0 + cv * VEC;
+	/* a's chunks start at k0 + a multiple of spc * KL: 16-byte vectors when those are aligned */
+	const bool avec = ark_aligned16(g.a) && g.K % VEC == 0 && k0 % VEC == 0 && (spc * KL) % VEC == 0;
 
 	float acc[MB][VEC];
 #pragma unroll
@@ -117,18 +168,7 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
 			const int kc0 = k0 + i * KL;
 			const int kcn = min(spc * KL, k1 - kc0);
 			__syncthreads();
-			for (int e0 = 0; e0 < kcn * MB; e0 += 8 * ARK_THREADS) { /* 8 loads in flight */
-				float x[8];
-#pragma unroll
-				for (int u = 0; u < 8; u++) {
-					const int e = e0 + u * ARK_THREADS + tid, kk = e / MB, m = e % MB;
-					x[u] = e < kcn * MB && m0 + m < m1 ? ark_to_f(a[(size_t)(m0 + m) * g.K + kc0 + kk]) : 0.0f;
-				}
-#pragma unroll
-				for (int u = 0; u < 8; u++)
-					if (e0 + u * ARK_THREADS + tid < kcn * MB)
-						a_s[e0 + u * ARK_THREADS + tid] = x[u];
-			}
+			ark_mm_stage_a_kn<T, MB>(a, g.K, m0, m1, kc0, kcn, a_s, avec);
 			__syncthreads();
 			chunk0 = i;
 			chunk_end = i + spc;
