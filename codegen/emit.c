@@ -66,6 +66,15 @@ static const char *flit(char *buf, size_t n, double v)
 
 static uint64_t off(const struct sched *s, int t) { return t < 0 ? 0 : s->offset[t]; }
 
+/* Arena offset of tensor t as a C literal (buf: 32 bytes); intermediates of a fused group have none. */
+static const char *offstr(char *buf, const struct sched *s, int t)
+{
+	if (t >= 0 && s->offset[t] == UINT64_MAX)
+		return "ARK_NOT_STORED";
+	snprintf(buf, 32, "%" PRIu64 "u", off(s, t));
+	return buf;
+}
+
 /* Element strides of input `in` seen from out's dimensions (right-aligned, 0 where broadcast). */
 static void bcast_strides(const struct tensor *in, const struct tensor *o, int64_t *st)
 {
@@ -81,14 +90,14 @@ static void bcast_strides(const struct tensor *in, const struct tensor *o, int64
 	}
 }
 
-static void emit_opp(FILE *f, const struct sched *s, int oi)
+static void emit_opp(FILE *f, const struct sched *s, int oi, unsigned extra_flags)
 {
 	const struct graph *g = s->g;
 	const struct op *o = &g->ops[oi];
 	const struct op_plan *pl = &s->plan[oi];
 	int outt = pl->out_tensor;
 	const struct tensor *T = &g->tensors[outt];
-	unsigned flags = 0;
+	unsigned flags = extra_flags;
 	int64_t M = s->rows[outt], N = s->cols[outt], K = 0;
 	int64_t oshape[4] = {0}, ist[2][4] = {{0}};
 	double fval = 0;
@@ -111,15 +120,16 @@ static void emit_opp(FILE *f, const struct sched *s, int oi)
 	} else if (o->kind == ARK_OP_LAYERNORM || o->kind == ARK_OP_RMSNORM) {
 		fval = o->eps;
 	}
-	out(f, "\t/* %s: %s (%s:%d)", o->name, op_info[o->kind].name, g->file, o->line);
+	out(f, "\t/* %s%s: %s (%s:%d)", extra_flags & ARK_OPP_CHAIN_IN1 ? "chained value in[1]: " : "", o->name,
+	    op_info[o->kind].name, g->file, o->line);
 	if (pl->act != ARK_ACT_NONE)
 		out(f, " + %s fused", op_info[pl->act].name);
 	out(f, " */\n");
 	out(f, "\t{%s, %s, 0x%x, %s, 0, %d,\n", op_enum[o->kind], dtype_enum[g->tensors[o->in[0]].dtype], flags,
 	    pl->act == ARK_ACT_NONE ? "ARK_ACT_NONE" : op_enum[pl->act], pl->splits);
-	out(f, "\t {%" PRIu64 "u, %" PRIu64 "u, %" PRIu64 "u}, %" PRIu64 "u, %" PRIu64 "u,\n", off(s, o->in[0]),
-	    off(s, o->n_in > 1 ? o->in[1] : -1), off(s, o->n_in > 2 ? o->in[2] : -1), off(s, outt),
-	    off(s, pl->ws_tensor));
+	char o0[32], o1[32], o2[32], o3[32], o4[32];
+	out(f, "\t {%s, %s, %s}, %s, %s,\n", offstr(o0, s, o->in[0]), offstr(o1, s, o->n_in > 1 ? o->in[1] : -1),
+	    offstr(o2, s, o->n_in > 2 ? o->in[2] : -1), offstr(o3, s, outt), offstr(o4, s, pl->ws_tensor));
 	char fb[40];
 	out(f, "\t %" PRId64 ", %" PRId64 ", %" PRId64 ", %s, %d, {%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
 	       "},\n",
@@ -127,6 +137,30 @@ static void emit_opp(FILE *f, const struct sched *s, int oi)
 	out(f, "\t {{%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "}, {%" PRId64 ", %" PRId64 ", %" PRId64
 	       ", %" PRId64 "}}, -1},\n",
 	    ist[0][0], ist[0][1], ist[0][2], ist[0][3], ist[1][0], ist[1][1], ist[1][2], ist[1][3]);
+}
+
+/* A chain of elementwise ops (tile.c: plan_chains): its descriptor (dtype, first input, last output,
+ * number of steps), then every op's own params, in order. */
+static void emit_chain_opp(FILE *f, const struct sched *s, int head)
+{
+	const struct graph *g = s->g;
+	const struct op_plan *pl = &s->plan[head];
+	const struct op *h = &g->ops[head];
+	int outt = pl->out_tensor;
+	out(f, "\t/* chain of %d elementwise ops, %s (%s:%d) to %s, in registers: %s -> %s */\n", pl->chain_len,
+	    h->name, g->file, h->line, g->ops[g->tensors[outt].producer].name, g->tensors[h->in[0]].name,
+	    g->tensors[outt].name);
+	out(f, "\t{%s, %s, 0x0, ARK_ACT_NONE, 0, %d,\n", op_enum[h->kind], dtype_enum[g->tensors[outt].dtype],
+	    pl->chain_len);
+	out(f, "\t {%" PRIu64 "u, 0u, 0u}, %" PRIu64 "u, 0u,\n", off(s, h->in[0]), off(s, outt));
+	out(f, "\t %" PRId64 ", %" PRId64 ", 0, 0.0f, 0, {0, 0, 0, 0},\n", s->rows[outt], s->cols[outt]);
+	out(f, "\t {{0, 0, 0, 0}, {0, 0, 0, 0}}, -1},\n");
+	int prev_out = -1;
+	for (int x = head; x >= 0; x = s->plan[x].chain_next) {
+		const struct op *o = &g->ops[x];
+		emit_opp(f, s, x, prev_out >= 0 && o->n_in > 1 && o->in[1] == prev_out ? ARK_OPP_CHAIN_IN1 : 0);
+		prev_out = o->out[0];
+	}
 }
 
 static void emit_tensors(FILE *f, const struct sched *s)
@@ -238,8 +272,14 @@ int emit_loop(const struct sched *s, const struct schedule *p, const struct emit
 		opp_index[oi] = -1;
 		if (s->plan[oi].fused_into >= 0 || s->plan[oi].n_vcta == 0)
 			continue;
-		opp_index[oi] = n_opp++;
-		emit_opp(f, s, oi);
+		opp_index[oi] = n_opp;
+		if (s->plan[oi].chain_len) {
+			emit_chain_opp(f, s, oi);
+			n_opp += 1 + s->plan[oi].chain_len;
+		} else {
+			emit_opp(f, s, oi, 0);
+			n_opp++;
+		}
 	}
 	if (!n_opp)
 		out(f, "\t{0},\n");

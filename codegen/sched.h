@@ -41,6 +41,8 @@ struct op_plan {
 	int ws_tensor;        /* matmul split-K workspace tensor, -1 */
 	int tm, tn;           /* tile shape of out */
 	int first_vcta, n_vcta;
+	int chain_next;       /* elementwise chain: the next op of the chain, -1 */
+	int chain_len;        /* head of a chain: its number of ops (>= 2), else 0 */
 };
 
 struct tile_opts {

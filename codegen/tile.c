@@ -85,6 +85,95 @@ static void plan_fusion(struct sched *s)
 	}
 }
 
+/* Every input of elementwise op o has its output's shape and dtype (no broadcasting). */
+static int ew_plain(const struct graph *g, const struct op *o)
+{
+	if (!(op_info[o->kind].flags & ARK_OPF_ELEMENTWISE))
+		return 0;
+	const struct tensor *to = &g->tensors[o->out[0]];
+	for (int i = 0; i < o->n_in; i++) {
+		const struct tensor *ti = &g->tensors[o->in[i]];
+		if (ti->dtype != to->dtype || ti->ndim != to->ndim ||
+		    memcmp(ti->shape, to->shape, sizeof(int64_t) * (size_t)to->ndim))
+			return 0;
+	}
+	return 1;
+}
+
+/* Input of chain step `oi` that is not the chained value `t` (-1: none). */
+static int chain_operand(const struct op *o, int t)
+{
+	if (o->n_in < 2)
+		return -1;
+	return o->in[0] == t ? o->in[1] : o->in[0];
+}
+
+/* Chains of elementwise ops without broadcasting where each intermediate is read once, by the next op
+ * of the chain, and is no output: one vCTA runs the whole chain on a range of elements, values staying
+ * in registers, so the intermediates are never stored. The head owns the vCTAs; the others are fused
+ * into it. A chain stops before it would read more distinct tensors than a vCTA can record. */
+static void plan_chains(struct sched *s)
+{
+	struct graph *g = s->g;
+	int *reader = xmalloc((size_t)g->n_tensors * sizeof *reader), *prev = xmalloc((size_t)g->n_ops * sizeof *prev);
+	for (int t = 0; t < g->n_tensors; t++)
+		reader[t] = -1;
+	for (int i = 0; i < g->n_ops; i++) {
+		prev[i] = -1;
+		for (int j = 0; j < g->ops[i].n_in; j++)
+			reader[g->ops[i].in[j]] = i;
+	}
+	for (int k = 0; k < g->n_ops; k++) {
+		int oi = g->order[k];
+		const struct op *o = &g->ops[oi];
+		if (s->plan[oi].fused_into >= 0 || !ew_plain(g, o))
+			continue;
+		const struct tensor *t = &g->tensors[o->out[0]];
+		int r = reader[o->out[0]];
+		if (t->n_readers != 1 || t->role == ARK_ROLE_OUTPUT || r < 0 || prev[r] >= 0)
+			continue;
+		const struct op *ro = &g->ops[r];
+		if (ro->gpu != o->gpu || s->plan[r].fused_into >= 0 || !ew_plain(g, ro) ||
+		    (ro->n_in > 1 && ro->in[0] == ro->in[1]))
+			continue;
+		s->plan[oi].chain_next = r;
+		prev[r] = oi;
+	}
+	for (int k = 0; k < g->n_ops; k++) {
+		int head = g->order[k];
+		if (prev[head] >= 0 || s->plan[head].chain_next < 0)
+			continue;
+		/* distinct tensors read: the head's inputs, then every later step's operand */
+		int reads[VCTA_MAX_READS], n_reads = 0, len = 1, last = head;
+		const struct op *h = &g->ops[head];
+		for (int j = 0; j < h->n_in; j++)
+			if (!(j == 1 && h->in[1] == h->in[0]))
+				reads[n_reads++] = h->in[j];
+		for (int x = s->plan[head].chain_next; x >= 0; x = s->plan[x].chain_next) {
+			int opnd = chain_operand(&g->ops[x], g->ops[last].out[0]), seen = opnd < 0;
+			for (int j = 0; j < n_reads && !seen; j++)
+				seen = reads[j] == opnd;
+			if (!seen && n_reads == VCTA_MAX_READS)
+				break;
+			if (!seen)
+				reads[n_reads++] = opnd;
+			s->plan[x].fused_into = head;
+			len++;
+			last = x;
+		}
+		int cut = s->plan[last].chain_next;
+		s->plan[last].chain_next = -1;
+		if (cut >= 0)
+			prev[cut] = -1; /* a new chain may start there: it is later in the order */
+		if (len < 2)
+			continue;
+		s->plan[head].chain_len = len;
+		s->plan[head].out_tensor = g->ops[last].out[0];
+	}
+	free(reader);
+	free(prev);
+}
+
 /* Tile width for the output of a matmul: the widest that still gives about one tile per SM,
  * never narrower than 32 bytes of a row (one memory sector). */
 static int pick_tn(int64_t mt, int64_t N, int64_t sms, int64_t min_tn)
@@ -102,14 +191,45 @@ static int pick_tn(int64_t mt, int64_t N, int64_t sms, int64_t min_tn)
 	return (int)imin(tn, imax(N, 1));
 }
 
-static void tile_matmul(struct sched *s, int oi)
+/* SMs each matmul can count on: the GPU's SMs shared among the matmuls of its dependency level on
+ * its GPU (level: longest path from the graph's inputs, in ops), so that independent branches get
+ * about one tile per SM between them instead of each cutting itself for the whole GPU. */
+static int *matmul_shares(const struct graph *g, int sms)
+{
+	int *level = xcalloc((size_t)g->n_ops, sizeof *level), *share = xcalloc((size_t)g->n_ops, sizeof *share);
+	int max_level = 0;
+	for (int k = 0; k < g->n_ops; k++) {
+		int oi = g->order[k];
+		const struct op *o = &g->ops[oi];
+		for (int j = 0; j < o->n_in; j++) {
+			int p = g->tensors[o->in[j]].producer;
+			if (p >= 0 && level[p] + 1 > level[oi])
+				level[oi] = level[p] + 1;
+		}
+		if (level[oi] > max_level)
+			max_level = level[oi];
+	}
+	int *width = xcalloc((size_t)(max_level + 1) * ARK_MAX_GPUS, sizeof *width);
+	for (int i = 0; i < g->n_ops; i++)
+		if (g->ops[i].kind == ARK_OP_MATMUL)
+			width[level[i] * ARK_MAX_GPUS + g->ops[i].gpu]++;
+	for (int i = 0; i < g->n_ops; i++) {
+		int w = width[level[i] * ARK_MAX_GPUS + g->ops[i].gpu];
+		share[i] = w > 1 ? (sms + w - 1) / w : sms;
+	}
+	free(level);
+	free(width);
+	return share;
+}
+
+static void tile_matmul(struct sched *s, int oi, int share)
 {
 	struct graph *g = s->g;
 	struct op *o = &g->ops[oi];
 	struct op_plan *pl = &s->plan[oi];
 	int a = o->in[0], b = o->in[1], bias = o->n_in > 2 ? o->in[2] : -1, out = pl->out_tensor;
 	int64_t M = s->rows[a], K = s->cols[a], N = s->cols[out];
-	int64_t es = esize(s, a), sms = s->opt.sms;
+	int64_t es = esize(s, a), sms = share;
 	int tm = M <= 16 ? (int)M : M <= 256 ? 64 : 128;
 	int64_t mt = cdiv(M, tm);
 	int tn = pick_tn(mt, N, sms, es == 4 ? 8 : 16);
@@ -228,6 +348,44 @@ static void tile_elementwise(struct sched *s, int oi)
 	pl->n_vcta = s->n_vcta - pl->first_vcta;
 }
 
+/* A chain (plan_chains) over element ranges of its output: 4 vectors of 16 bytes per thread of a
+ * 256-thread CTA at least, about one range per SM for large tensors. */
+static void tile_chain(struct sched *s, int head)
+{
+	struct graph *g = s->g;
+	struct op_plan *pl = &s->plan[head];
+	int out = pl->out_tensor;
+	int64_t C = s->cols[out], E = s->rows[out] * C, es = esize(s, out), vec = 16 / es;
+	int64_t unit = 256 * vec, chunk = imax(4 * unit, cdiv(cdiv(E, s->opt.sms), unit) * unit);
+	pl->tm = 1;
+	pl->tn = (int)imin(chunk, INT32_MAX);
+	pl->first_vcta = s->n_vcta;
+	for (int64_t e0 = 0; e0 < E; e0 += chunk) {
+		int64_t e1 = imin(E, e0 + chunk), r0 = e0 / C, r1 = cdiv(e1, C);
+		struct vcta *v = new_vcta(s, head, head, ARK_T_EW_CHAIN);
+		v->k0 = (uint32_t)e0, v->k1 = (uint32_t)e1;
+		v->m0 = (uint32_t)r0, v->m1 = (uint32_t)r1, v->n0 = 0, v->n1 = (uint32_t)C;
+		/* whole rows touched by the element range, of every tensor read */
+		int last = head;
+		const struct op *h = &g->ops[head];
+		for (int j = 0; j < h->n_in; j++)
+			if (!(j == 1 && h->in[1] == h->in[0]))
+				add_read(v, h->in[j], r0, r1, 0, C);
+		for (int x = pl->chain_next; x >= 0; x = s->plan[x].chain_next) {
+			int opnd = chain_operand(&g->ops[x], g->ops[last].out[0]), seen = opnd < 0;
+			for (int j = 0; j < v->n_reads && !seen; j++)
+				seen = v->reads[j].tensor == opnd;
+			if (!seen)
+				add_read(v, opnd, r0, r1, 0, C);
+			last = x;
+		}
+		v->write = (struct region){out, r0, r1, 0, C};
+		v->flops = (double)(pl->chain_len * (e1 - e0));
+		v->bytes = (double)((v->n_reads + 1) * es * (e1 - e0));
+	}
+	pl->n_vcta = s->n_vcta - pl->first_vcta;
+}
+
 static void tile_rows(struct sched *s, int oi, enum ark_tmpl tmpl)
 {
 	struct graph *g = s->g;
@@ -290,6 +448,7 @@ int tile_graph(struct sched *s, struct graph *g, const struct tile_opts *opt)
 		s->plan[i].out_tensor = g->ops[i].out[0];
 		s->plan[i].splits = 1;
 		s->plan[i].ws_tensor = -1;
+		s->plan[i].chain_next = -1;
 	}
 	for (int i = 0; i < g->n_ops; i++) {
 		const struct op *o = &g->ops[i];
@@ -302,8 +461,10 @@ int tile_graph(struct sched *s, struct graph *g, const struct tile_opts *opt)
 			return -1;
 		}
 	}
-	if (opt->fuse)
+	if (opt->fuse) {
 		plan_fusion(s);
+		plan_chains(s);
+	}
 	/* 2-D views; the workspace tensors added below get theirs as they are made. */
 	int cap = g->n_tensors + g->n_ops;
 	s->rows = xcalloc((size_t)cap, sizeof *s->rows);
@@ -315,13 +476,18 @@ int tile_graph(struct sched *s, struct graph *g, const struct tile_opts *opt)
 		for (int d = 0; d < T->ndim - 1; d++)
 			s->rows[t] *= T->shape[d];
 	}
+	int *share = matmul_shares(g, s->opt.sms);
 	for (int k = 0; k < g->n_ops; k++) {
 		int oi = g->order[k];
 		if (s->plan[oi].fused_into >= 0)
 			continue;
 		int nt = g->n_tensors;
+		if (s->plan[oi].chain_len) {
+			tile_chain(s, oi);
+			continue;
+		}
 		switch (g->ops[oi].kind) {
-		case ARK_OP_MATMUL: tile_matmul(s, oi); break;
+		case ARK_OP_MATMUL: tile_matmul(s, oi, share[oi]); break;
 		case ARK_OP_SOFTMAX: tile_rows(s, oi, ARK_T_SOFTMAX); break;
 		case ARK_OP_LAYERNORM: tile_rows(s, oi, ARK_T_LAYERNORM); break;
 		case ARK_OP_RMSNORM: tile_rows(s, oi, ARK_T_RMSNORM); break;
@@ -336,6 +502,7 @@ int tile_graph(struct sched *s, struct graph *g, const struct tile_opts *opt)
 			s->cols[t] = g->tensors[t].shape[1];
 		}
 	}
+	free(share);
 	/* Each vCTA's cost, in the form partition/ reads. */
 	s->flops = xmalloc((size_t)s->n_vcta * sizeof *s->flops);
 	s->bytes = xmalloc((size_t)s->n_vcta * sizeof *s->bytes);

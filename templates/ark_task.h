@@ -11,6 +11,7 @@
 	X(MATMUL_PARTIAL) /* tile (m0:m1, n0:n1) over k0:k1, fp32 partial into ws slice `split` */  \
 	X(REDUCE)         /* tile (m0:m1, n0:n1): sum of the splits' partials + bias -> out */      \
 	X(ELEMENTWISE)    /* rows m0:m1, cols n0:n1 of the 2-D view of out */                       \
+	X(EW_CHAIN)       /* elements k0:k1 of out through a chain of same-shape elementwise ops */ \
 	X(SOFTMAX)        /* rows m0:m1 of out, each row whole */                                   \
 	X(LAYERNORM)      /* rows m0:m1 */                                                          \
 	X(RMSNORM)        /* rows m0:m1 */                                                          \
@@ -48,6 +49,7 @@ struct ark_wait {
 #define ARK_OPP_TRANSPOSE_B 1u /* B is [N, K] */
 #define ARK_OPP_BIAS 2u        /* in[2] is a bias [N] */
 #define ARK_OPP_SAME_SHAPE 4u  /* elementwise: every input has out's shape (no broadcasting) */
+#define ARK_OPP_CHAIN_IN1 8u   /* chain step: the chained value is the op's in[1] (in[0]: the operand) */
 #define ARK_ACT_NONE 0xffffu
 
 /* Device parameters of one op, as the templates see it. Offsets are bytes into the arena of the
@@ -58,7 +60,8 @@ struct ark_opp {
 	uint8_t flags;    /* ARK_OPP_* */
 	uint16_t act;     /* matmul: ARK_OP_RELU/GELU/SILU applied after the bias, ARK_ACT_NONE: none */
 	uint16_t pad_;
-	uint32_t splits;  /* matmul split-K slices (1: none) */
+	uint32_t splits;  /* matmul split-K slices (1: none); EW_CHAIN: number of steps, which are the
+			   * params of the chain's ops, in order, in the entries right after this one */
 	uint64_t in[3];   /* inputs: matmul a, b, bias; elementwise a, b; norms a, gamma, beta */
 	uint64_t out;
 	uint64_t ws;      /* matmul split-K workspace: fp32 [splits, M, N] */

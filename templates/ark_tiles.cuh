@@ -29,7 +29,7 @@ __host__ __device__ constexpr int ark_tmpl_smem_bytes(int tmpl)
 {
 	return tmpl == ARK_T_MATMUL || tmpl == ARK_T_MATMUL_PARTIAL ? ARK_SMEM_MATMUL
 	       : tmpl == ARK_T_REDUCE                               ? ARK_SMEM_REDUCE
-	       : tmpl == ARK_T_ELEMENTWISE                          ? ARK_SMEM_ELEMENTWISE
+	       : tmpl == ARK_T_ELEMENTWISE || tmpl == ARK_T_EW_CHAIN ? ARK_SMEM_ELEMENTWISE
 	       : tmpl == ARK_T_COPY                                 ? ARK_SMEM_COPY
 								    : ARK_SMEM_ROWS;
 }
@@ -45,6 +45,7 @@ __device__ __forceinline__ void ark_tile_t(const ark_opp &p, const ark_task &t, 
 		break;
 	case ARK_T_REDUCE: ark_reduce_tile<T>(p, t.m0, t.m1, t.n0, t.n1, arena); break;
 	case ARK_T_ELEMENTWISE: ark_elementwise_tile<T>(p, t, arena); break;
+	case ARK_T_EW_CHAIN: ark_ew_chain_tile<T>(p, t, arena); break;
 	case ARK_T_SOFTMAX: ark_rows_tile<T, ARK_T_SOFTMAX>(p, t.m0, t.m1, arena, smem); break;
 	case ARK_T_LAYERNORM: ark_rows_tile<T, ARK_T_LAYERNORM>(p, t.m0, t.m1, arena, smem); break;
 	case ARK_T_RMSNORM: ark_rows_tile<T, ARK_T_RMSNORM>(p, t.m0, t.m1, arena, smem); break;

@@ -176,6 +176,69 @@ __device__ __noinline__ void ark_ew_kind(const ark_opp &p, size_t m0, size_t m1,
 	}
 }
 
+/* EW_CHAIN: elements k0:k1 of out = the chain's ops applied in turn to p.in[0], every intermediate
+ * rounded to T as if it had been stored. p.splits steps follow p in the op-params table; step s is op
+ * s's own params: kind, f, and its other input (in[1], or in[0] with ARK_OPP_CHAIN_IN1). Each thread
+ * keeps U vectors in registers and walks the steps once for all of them, so one step costs one load
+ * latency of the operand, not U. Every tensor of a chain has the same shape. */
+template <typename T>
+__device__ __noinline__ void ark_ew_chain_tile(const ark_opp &p, const ark_task &t, char *arena)
+{
+	constexpr int VEC = ark_dt<T>::vec, U = 4;
+	const ark_opp *steps = &p + 1;
+	const int n = (int)p.splits;
+	const T *x = reinterpret_cast<const T *>(arena + p.in[0]);
+	T *o = reinterpret_cast<T *>(arena + p.out);
+	const size_t e0 = t.k0, e1 = t.k1;
+	/* the emitter keeps every tensor 16-byte aligned; a range start off a vector takes the scalar path */
+	const bool vec = e0 % VEC == 0 && ark_aligned16(x) && ark_aligned16(o);
+	for (size_t base = e0; base < e1; base += (size_t)U * VEC * ARK_THREADS) {
+		float v[U][VEC];
+		/* element of (u, j): base + (u * ARK_THREADS + tid) * VEC + j */
+		auto at = [&](int u, int j) { return base + ((size_t)u * ARK_THREADS + threadIdx.x) * VEC + j; };
+		auto load = [&](const T *src, float (&dst)[U][VEC]) {
+#pragma unroll
+			for (int u = 0; u < U; u++) {
+				if (vec && at(u, VEC - 1) < e1) {
+					ark_unpack<T>(ark_ld16(src + at(u, 0)), dst[u]);
+				} else {
+#pragma unroll
+					for (int j = 0; j < VEC; j++)
+						dst[u][j] = at(u, j) < e1 ? ark_to_f(src[at(u, j)]) : 0.0f;
+				}
+			}
+		};
+		load(x, v);
+		for (int s = 0; s < n; s++) {
+			const ark_opp &q = steps[s];
+			const int kind = q.kind;
+			const float f = q.f;
+			const bool in1 = q.flags & ARK_OPP_CHAIN_IN1;
+			float y[U][VEC] = {};
+			if (kind == ARK_OP_ADD || kind == ARK_OP_MUL || kind == ARK_OP_SWIGLU)
+				load(reinterpret_cast<const T *>(arena + (in1 ? q.in[0] : q.in[1])), y);
+#pragma unroll
+			for (int u = 0; u < U; u++)
+#pragma unroll
+				for (int j = 0; j < VEC; j++) {
+					const float r = in1 ? ark_ew_rt(kind, y[u][j], v[u][j], f) : ark_ew_rt(kind, v[u][j], y[u][j], f);
+					v[u][j] = ark_to_f(ark_from_f<T>(r));
+				}
+		}
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			if (vec && at(u, VEC - 1) < e1) {
+				ark_st16(o + at(u, 0), ark_pack<T>(v[u]));
+			} else {
+#pragma unroll
+				for (int j = 0; j < VEC; j++)
+					if (at(u, j) < e1)
+						o[at(u, j)] = ark_from_f<T>(v[u][j]);
+			}
+		}
+	}
+}
+
 template <typename T>
 __device__ __forceinline__ void ark_elementwise_tile(const ark_opp &p, const ark_task &t, char *arena)
 {

@@ -1,0 +1,179 @@
+/* test_tile.c: the tiler's fusion decisions: chains of elementwise ops (which ops join a chain, where
+ * a chain must stop, what its vCTAs read and write) and the share of SMs independent matmuls get. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/graph.h"
+#include "codegen/sched.h"
+
+static struct graph g;
+static struct sched s;
+
+/* Loads and tiles a model (tensors and ops given as libconfig text); fails the test on error. */
+static void tile_text(const char *tensors, const char *ops)
+{
+	char text[8192];
+	snprintf(text, sizeof text, "version = 1; name = \"t\"; dtype = \"fp32\";\ntensors = (%s);\nops = (%s);\n",
+		 tensors, ops);
+	memset(&g, 0, sizeof g);
+	assert_int_equal(cfg_load_string(&g, "t.cfg", text), 0);
+	assert_int_equal(graph_check(&g), 0);
+	struct tile_opts opt = {.sms = 132, .smem = 131072, .fuse = 1, .reuse = 1};
+	assert_int_equal(tile_graph(&s, &g, &opt), 0);
+}
+
+static void done(void)
+{
+	sched_free(&s);
+	graph_free(&g);
+}
+
+static int op(const char *name)
+{
+	int i = graph_find_op(&g, name);
+	assert_true(i >= 0);
+	return i;
+}
+
+static int tensor(const char *name)
+{
+	int t = graph_find_tensor(&g, name);
+	assert_true(t >= 0);
+	return t;
+}
+
+static int reads(const struct vcta *v, const char *name)
+{
+	for (int i = 0; i < v->n_reads; i++)
+		if (v->reads[i].tensor == tensor(name))
+			return 1;
+	return 0;
+}
+
+/* scale -> add (chained value second) -> relu -> swiglu: one chain, one vCTA per range, the chained
+ * intermediates never read from memory. */
+static void test_chain_whole(void **state)
+{
+	(void)state;
+	tile_text("{ name = \"x\"; shape = [4, 3000]; role = \"input\"; },"
+		  "{ name = \"v\"; shape = [4, 3000]; role = \"weight\"; },"
+		  "{ name = \"u\"; shape = [4, 3000]; role = \"weight\"; },"
+		  "{ name = \"y\"; role = \"output\"; }",
+		  "{ name = \"s\"; op = \"scale\"; in = [\"x\"]; out = \"a\"; factor = 2.0; },"
+		  "{ name = \"p\"; op = \"add\"; in = [\"v\", \"a\"]; out = \"b\"; },"
+		  "{ name = \"r\"; op = \"relu\"; in = [\"b\"]; out = \"c\"; },"
+		  "{ name = \"w\"; op = \"swiglu\"; in = [\"c\", \"u\"]; out = \"y\"; }");
+	int head = op("s");
+	assert_int_equal(s.plan[head].chain_len, 4);
+	assert_int_equal(s.plan[head].out_tensor, tensor("y"));
+	assert_int_equal(s.plan[op("p")].fused_into, head);
+	assert_int_equal(s.plan[op("r")].fused_into, head);
+	assert_int_equal(s.plan[op("w")].fused_into, head);
+	assert_int_equal(s.plan[head].chain_next, op("p"));
+	assert_int_equal(s.plan[op("w")].chain_next, -1);
+	/* 12000 fp32 elements: ranges of 4096 (4 vectors of 16 bytes per thread) */
+	assert_int_equal(s.n_vcta, 3);
+	uint32_t covered = 0;
+	for (int i = 0; i < s.n_vcta; i++) {
+		const struct vcta *v = &s.v[i];
+		assert_int_equal(v->tmpl, ARK_T_EW_CHAIN);
+		assert_int_equal(v->k0, covered);
+		covered = v->k1;
+		assert_int_equal(v->n_reads, 3);
+		assert_true(reads(v, "x") && reads(v, "v") && reads(v, "u"));
+		assert_false(reads(v, "a") || reads(v, "b") || reads(v, "c"));
+		assert_int_equal(v->write.tensor, tensor("y"));
+		/* whole rows of the [4, 3000] view around the range */
+		assert_int_equal(v->write.r0, v->k0 / 3000);
+		assert_int_equal(v->write.r1, (v->k1 + 2999) / 3000);
+	}
+	assert_int_equal(covered, 12000);
+	done();
+}
+
+/* A chain stops at an output, at an intermediate read twice and at broadcasting; a matmul keeps its
+ * activation in the epilogue. */
+static void test_chain_stops(void **state)
+{
+	(void)state;
+	tile_text("{ name = \"x\"; shape = [8, 64]; role = \"input\"; },"
+		  "{ name = \"w\"; shape = [64, 64]; role = \"weight\"; },"
+		  "{ name = \"g\"; shape = [64]; role = \"weight\"; },"
+		  "{ name = \"o1\"; role = \"output\"; },"
+		  "{ name = \"y\"; role = \"output\"; }",
+		  "{ name = \"m\"; op = \"matmul\"; in = [\"x\", \"w\"]; out = \"h\"; },"
+		  "{ name = \"act\"; op = \"relu\"; in = [\"h\"]; out = \"a\"; },"
+		  "{ name = \"s1\"; op = \"scale\"; in = [\"a\"]; out = \"b\"; factor = 0.5; },"
+		  "{ name = \"s2\"; op = \"scale\"; in = [\"b\"]; out = \"o1\"; factor = 3.0; },"
+		  "{ name = \"s3\"; op = \"scale\"; in = [\"o1\"]; out = \"c\"; factor = 2.0; },"
+		  "{ name = \"twice\"; op = \"add\"; in = [\"c\", \"c\"]; out = \"d\"; },"
+		  "{ name = \"bc\"; op = \"mul\"; in = [\"d\", \"g\"]; out = \"y\"; }");
+	assert_int_equal(s.plan[op("act")].fused_into, op("m"));
+	/* s1 -> s2 chain ends at the output o1 */
+	assert_int_equal(s.plan[op("s1")].chain_len, 2);
+	assert_int_equal(s.plan[op("s2")].fused_into, op("s1"));
+	/* s3's result is read twice by one op: no chain into 'twice'; 'bc' broadcasts g */
+	assert_int_equal(s.plan[op("s3")].chain_len, 0);
+	assert_int_equal(s.plan[op("s3")].fused_into, -1);
+	assert_int_equal(s.plan[op("twice")].fused_into, -1);
+	assert_int_equal(s.plan[op("twice")].chain_len, 0);
+	assert_int_equal(s.plan[op("bc")].fused_into, -1);
+	int n_chain = 0, n_ew = 0;
+	for (int i = 0; i < s.n_vcta; i++) {
+		n_chain += s.v[i].tmpl == ARK_T_EW_CHAIN;
+		n_ew += s.v[i].tmpl == ARK_T_ELEMENTWISE;
+	}
+	assert_int_equal(n_chain, 1);
+	assert_true(n_ew >= 3);
+	done();
+}
+
+/* Eight independent [1, 1024] x [1024, 1024] matmuls share the SMs: each gets 16 tiles of 64 columns,
+ * no split-K; alone, one such matmul is cut for the whole GPU. */
+static void test_matmul_share(void **state)
+{
+	(void)state;
+	char tensors[4096] = "{ name = \"x\"; shape = [1, 1024]; role = \"input\"; }";
+	char ops[4096] = "";
+	for (int b = 0; b < 8; b++) {
+		size_t n = strlen(tensors), m = strlen(ops);
+		snprintf(tensors + n, sizeof tensors - n,
+			 ", { name = \"w%d\"; shape = [1024, 1024]; role = \"weight\"; },"
+			 "{ name = \"y%d\"; role = \"output\"; }", b, b);
+		snprintf(ops + m, sizeof ops - m, "%s{ name = \"m%d\"; op = \"matmul\"; in = [\"x\", \"w%d\"]; out = \"y%d\"; }",
+			 b ? ", " : "", b, b, b);
+	}
+	tile_text(tensors, ops);
+	for (int b = 0; b < 8; b++) {
+		char name[8];
+		snprintf(name, sizeof name, "m%d", b);
+		const struct op_plan *pl = &s.plan[op(name)];
+		assert_int_equal(pl->tn, 64);
+		assert_int_equal(pl->splits, 1);
+		assert_int_equal(pl->n_vcta, 16);
+	}
+	done();
+	tile_text("{ name = \"x\"; shape = [1, 1024]; role = \"input\"; },"
+		  "{ name = \"w\"; shape = [1024, 1024]; role = \"weight\"; }, { name = \"y\"; role = \"output\"; }",
+		  "{ name = \"m\"; op = \"matmul\"; in = [\"x\", \"w\"]; out = \"y\"; }");
+	assert_true(s.plan[0].n_vcta >= 100);
+	done();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_chain_whole),
+		cmocka_unit_test(test_chain_stops),
+		cmocka_unit_test(test_matmul_share),
+	};
+	cmocka_set_message_output(CM_OUTPUT_TAP);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
