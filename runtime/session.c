@@ -509,10 +509,6 @@ static void diagnose_gpu(FILE *f, struct ark_session *s, int g, uint32_t iter)
 	if (hidden)
 		fprintf(f, "  GPU %d: %d more SMs wait on counters\n", g, hidden);
 	const struct ark_bell_sm *d0 = &b->sm[0];
-	if (d0->where == ARK_WHERE_DONE)
-		fprintf(f, "  GPU %d SM 0: waits for every SM to finish: done counter %u, want %u (%d of %d SMs "
-			"finished iteration %u)\n", g, d0->seen, d0->want,
-			(int)(d0->seen - (d0->iter - 1) * (uint32_t)m->sms), m->sms, d0->iter);
 	if (d0->where == ARK_WHERE_SUBMIT)
 		fprintf(f, "  GPU %d SM 0: waits for the host to submit iteration %u (bell has %u)\n", g,
 			d0->want, d0->seen);

@@ -79,6 +79,16 @@ static __device__ __forceinline__ void ark_red_release_gpu_add(uint32_t *p, uint
 		     : "memory");
 }
 
+static __device__ __forceinline__ uint32_t ark_atom_acq_rel_gpu_add(uint32_t *p, uint32_t v)
+{
+	uint32_t old;
+	asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;"
+		     : "=r"(old)
+		     : "l"(__cvta_generic_to_global(p)), "r"(v)
+		     : "memory");
+	return old;
+}
+
 static __device__ __forceinline__ unsigned long long ark_globaltimer(void)
 {
 	unsigned long long t;
@@ -161,14 +171,13 @@ static __device__ uint32_t ark_wait_iter(const struct ark_kargs &a, uint32_t ite
 	}
 }
 
-/* Waits of task `ti` of iteration `iter`, the `run`-th non-empty one: returns 1 on abort. */
-static __device__ int ark_wait_task(const struct ark_kargs &a, const struct ark_task &t, uint32_t ti, uint32_t iter,
-				    uint32_t run)
+/* Waits of task `ti` in the `run`-th non-empty iteration: returns 1 on abort. */
+static __device__ int ark_wait_task(const struct ark_kargs &a, const struct ark_task &t, uint32_t ti, uint32_t run)
 {
 	for (uint32_t k = 0; k < t.n_wait; k++) {
 		const struct ark_wait w = a.waits[t.wait0 + k];
 		uint32_t want = (run - 1) * w.per_iter + w.need;
-		if (ark_wait_counter(a, w.counter, want, ARK_WHERE_COUNTER, iter, ti))
+		if (ark_wait_counter(a, w.counter, want, ARK_WHERE_COUNTER, run, ti))
 			return 1;
 	}
 	return 0;
@@ -232,7 +241,7 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 				}
 				if (cur.tmpl == ARK_T_BARRIER) /* grid barrier: arrive, then wait for the level */
 					ark_signal(a, cur.signal);
-				s_leave = ark_wait_task(a, cur, i, iter, run);
+				s_leave = ark_wait_task(a, cur, i, run);
 				if (i + 1 < lend)
 					s_task[(i + 1 - beg) & 1] = nxt;
 			}
@@ -256,17 +265,12 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 		if (aborted)
 			break; /* every thread saw s_leave */
 
-		/* The list is done: count this SM; SM 0 waits for all of them and completes the iteration. */
+		/* The list is done: count this SM; the last one to finish completes the iteration (its
+		 * acq_rel add follows every other SM's release add, so all their writes are visible to it). */
 		if (tid == 0) {
 			__threadfence();
-			ark_red_release_gpu_add(a.counters + ARK_CTR_DONE, 1);
-			if (sm == 0) {
-				uint32_t want = iter * (uint32_t)gridDim.x;
-				if (ark_wait_counter(a, ARK_CTR_DONE, want, ARK_WHERE_DONE, iter, 0))
-					aborted = 1; /* leaves at the top of the loop */
-				else
-					ark_st_release_sys(&a.bell->complete, iter);
-			}
+			if (ark_atom_acq_rel_gpu_add(a.counters + ARK_CTR_DONE, 1) == iter * (uint32_t)gridDim.x - 1)
+				ark_st_release_sys(&a.bell->complete, iter);
 		}
 	}
 	if (tid == 0) {

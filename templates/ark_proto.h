@@ -6,8 +6,8 @@
  *   SM 0:   sees it (ld.acquire.sys), publishes it in counters[ARK_CTR_ITER] (st.release.gpu)
  *   SM s:   sees a new value there (ld.acquire.gpu), walks tasks[sm_begin[s] .. sm_begin[s + 1]),
  *           each task waiting on its counters and signalling its own, then adds 1 to
- *           counters[ARK_CTR_DONE]
- *   SM 0:   waits for DONE to reach i * n_sms, then bell->complete = i (st.release.sys)
+ *           counters[ARK_CTR_DONE] (atom.acq_rel.gpu)
+ *   the SM whose add brings DONE to i * n_sms: bell->complete = i (st.release.sys)
  *   host:   sees complete == i.
  * Stop: the host sets bell->stop while the kernel is idle; SM 0 publishes ARK_ITER_STOP and every CTA
  * leaves. Abort: the host sets bell->abort; every spin loop checks it, the CTA records where it was
@@ -50,8 +50,8 @@ enum ark_where {
 	ARK_WHERE_NONE = 0,    /* no record: the CTA had not seen the abort (or never started) */
 	ARK_WHERE_SUBMIT = 1,  /* SM 0, idle: waiting for the host to submit an iteration */
 	ARK_WHERE_ITER = 2,    /* other SMs, idle: waiting for SM 0 to publish the iteration */
-	ARK_WHERE_COUNTER = 3, /* waiting on a counter before running task `task` */
-	ARK_WHERE_DONE = 4     /* SM 0: waiting for every SM to finish the iteration */
+	ARK_WHERE_COUNTER = 3  /* waiting on a counter before running task `task` (iter: the counters'
+				* iteration, which counts the non-empty iterations only) */
 };
 
 /* Per-SM diagnosis, written by the CTA on abort. want and seen are raw counter values. */

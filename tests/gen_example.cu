@@ -8,7 +8,7 @@
 //   SM 0: relu 0, relu 4, add 1      SM 1: relu 1, relu 5, add 2
 //   SM 2: relu 2, relu 6, add 3      SM 3: relu 3, relu 7, add 0
 #define ARK_THREADS 256
-#define ARK_SMEM_BYTES 98304
+#define ARK_SMEM_BYTES 131072
 #define ARK_SMS 4
 #include "ark_tiles.cuh"
 #include "ark_loop.cuh"
