@@ -1,27 +1,42 @@
 #!/bin/sh
 # gpu-bundle.sh [DIR]: builds, on a machine with nvcc but perhaps no GPU, everything the GPU suite
-# runs (generated binaries of every model, with counters and with grid barriers, and the GPU tests)
-# into DIR (default .devcarry), with the shared libraries they need, to be run by gpu-suite.sh.
+# runs into DIR (default .devcarry), with the shared libraries they need, to be run by gpu-suite.sh:
+# the generated binaries of every model in models/ and tests/models/, with counters and with grid
+# barriers (DIR/gen/NAME_SYNC, with the schedule as NAME_SYNC.json), the GPU tests, and the benchmark
+# programs. The nvcc jobs run in parallel (JOBS, default: the number of CPUs).
 set -eu
 D=${1:-.devcarry}
 B=${B:-build}
 NVCC=${NVCC:-nvcc}
+JOBS=${JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}
 rm -rf "$D"
-mkdir -p "$D/gen" "$D/tests" "$D/lib"
+mkdir -p "$D/gen" "$D/tests" "$D/lib" "$D/bench"
 cp -L /usr/lib/x86_64-linux-gnu/libcjson.so.1 "$D/lib/"
-for m in models/*.cfg; do
+flags=$("$B/arkgen" --nvcc-flags)
+running=0
+for m in models/*.cfg tests/models/*.cfg; do
 	n=$(basename "$m" .cfg)
 	for sync in counters barrier; do
 		out="$D/gen/${n}_$sync"
-		"$B/arkgen" "$m" --sync "$sync" -o "$out.cu" > "$out.report"
-		# shellcheck disable=SC2046
-		"$NVCC" $("$B/arkgen" --nvcc-flags) -cudart shared "$out.cu" -o "$out"
-		rm "$out.cu"
+		"$B/arkgen" "$m" --sync "$sync" --schedule "$out.json" -o "$out.cu" > "$out.report"
+		# shellcheck disable=SC2086
+		(if "$NVCC" $flags -cudart shared "$out.cu" -o "$out" 2> "$out.nvcc.log"; then rm -f "$out.cu" "$out.nvcc.log"; \
+		 else echo "nvcc failed on $out.cu: see $out.nvcc.log" >&2; fi) &
+		running=$((running + 1))
+		if [ "$running" -ge "$JOBS" ]; then
+			wait
+			running=0
+		fi
 	done
 done
+wait
+ls "$D"/gen/*.nvcc.log >/dev/null 2>&1 && { echo "gpu-bundle: an nvcc job failed" >&2; exit 1; }
 for t in "$B"/tests/gpu_*; do
 	case "$t" in *.d) continue ;; esac
 	cp "$t" "$D/tests/"
 done
-strip "$D"/gen/* "$D"/tests/* 2>/dev/null || true
+for t in "$B"/bench/bench_comm "$B"/bench/bench_nccl "$B"/bench/stream_probe; do
+	[ -x "$t" ] && cp "$t" "$D/bench/"
+done
+strip "$D"/gen/*_counters "$D"/gen/*_barrier "$D"/tests/* "$D"/bench/* 2>/dev/null || true
 du -sh "$D"
