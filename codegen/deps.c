@@ -110,8 +110,13 @@ static void tensor_hazards(const struct sched *s, const struct index *wr, const 
 		for (int64_t j = rd->start[t]; j < rd->start[t + 1]; j++)
 			for (int64_t k = wr->start[t]; k < wr->start[t + 1]; k++) {
 				struct access a = rd->acc[j], w = wr->acc[k];
-				if (w.v >= a.v)
+				if (w.v >= a.v) {
+					/* vCTAs are in a topological order and a tensor is written once: no
+					 * write at or after a read may overlap it */
+					for (; k < wr->start[t + 1]; k++)
+						ARK_ASSERT(!overlap(reg(s, a), reg(s, wr->acc[k])));
 					break;
+				}
 				int64_t n = overlap(reg(s, a), reg(s, w));
 				if (n)
 					push(ps, w.v, a.v, n * es);

@@ -479,13 +479,16 @@ int tile_graph(struct sched *s, struct graph *g, const struct tile_opts *opt)
 	int *share = matmul_shares(g, s->opt.sms);
 	for (int k = 0; k < g->n_ops; k++) {
 		int oi = g->order[k];
-		if (s->plan[oi].fused_into >= 0)
+		int into = s->plan[oi].fused_into;
+		/* A chain's vCTAs come at the place of its last op in the order, after every op that makes
+		 * one of its operands: vCTAs stay in a topological order. */
+		if (into >= 0 && s->plan[into].chain_len && s->plan[oi].chain_next < 0)
+			tile_chain(s, into);
+		if (into >= 0)
 			continue;
 		int nt = g->n_tensors;
-		if (s->plan[oi].chain_len) {
-			tile_chain(s, oi);
+		if (s->plan[oi].chain_len) /* a chain's head: tiled where its last op is */
 			continue;
-		}
 		switch (g->ops[oi].kind) {
 		case ARK_OP_MATMUL: tile_matmul(s, oi, share[oi]); break;
 		case ARK_OP_SOFTMAX: tile_rows(s, oi, ARK_T_SOFTMAX); break;

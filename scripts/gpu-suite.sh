@@ -21,12 +21,22 @@ for b in "$D"/gen/*_counters "$D"/gen/*_barrier; do
 	timeout 120 "$b" --bench 1000 > "$OUT/bench_$(basename "$b").log" 2>&1
 	echo "$(basename "$b"): $(grep -iE 'median|error' "$OUT/bench_$(basename "$b").log" | tr '\n' ' ' | cut -c1-300)"
 done
+for b in mlp_counters chain64_counters; do
+	timeout 60 "$D/gen/$b" --bench-empty 1000 > "$OUT/empty_$b.log" 2>&1
+	echo "$b: $(grep -iE 'median|error' "$OUT/empty_$b.log" | tr '\n' ' ' | cut -c1-300)"
+done
 echo "== soak: 100000 iterations"
 timeout 300 "$D/gen/mlp_counters" --iterations 100000 > "$OUT/soak.log" 2>&1; echo "soak exit $?: $(tail -3 "$OUT/soak.log" | tr '\n' ' ')"
 echo "== trace"
 "$D/gen/mlp_counters" --trace "$OUT/mlp_trace.json" > "$OUT/trace.log" 2>&1; echo "trace exit $?: $(wc -c < "$OUT/mlp_trace.json") bytes"
 echo "== compute-sanitizer"
-for tool in memcheck racecheck; do
-	timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$D/gen/mlp_counters" --check > "$OUT/sanitizer_$tool.log" 2>&1
-	echo "$tool exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_$tool.log" | tr '\n' ' ')"
+for m in mlp chain64 chains; do
+	for tool in memcheck racecheck; do
+		timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$D/gen/${m}_counters" --check > "$OUT/sanitizer_${m}_$tool.log" 2>&1
+		echo "$m $tool exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_${m}_$tool.log" | tr '\n' ' ')"
+	done
 done
+if [ -x "$D/bench/stream_probe" ]; then
+	echo "== weight-streaming probe"
+	"$D/bench/stream_probe" | tee "$OUT/stream_probe.log"
+fi

@@ -176,64 +176,101 @@ __device__ __noinline__ void ark_ew_kind(const ark_opp &p, size_t m0, size_t m1,
 	}
 }
 
+/* One chain step on a thread's values: v = op(v, y) (op(y, v) with in1), rounded to T as if stored. */
+template <typename T, int KIND, int U, int VEC>
+__device__ __forceinline__ void ark_chain_apply(float (&v)[U][VEC], const float (&y)[U][VEC], float f, bool in1)
+{
+#pragma unroll
+	for (int u = 0; u < U; u++)
+#pragma unroll
+		for (int j = 0; j < VEC; j++) {
+			const float r = in1 ? ark_ew_f<KIND>(y[u][j], v[u][j], f) : ark_ew_f<KIND>(v[u][j], y[u][j], f);
+			v[u][j] = ark_to_f(ark_from_f<T>(r));
+		}
+}
+
+#define ARK_CHAIN_BLOCK 256 /* steps whose descriptors sit in shared memory at once */
+
 /* EW_CHAIN: elements k0:k1 of out = the chain's ops applied in turn to p.in[0], every intermediate
  * rounded to T as if it had been stored. p.splits steps follow p in the op-params table; step s is op
- * s's own params: kind, f, and its other input (in[1], or in[0] with ARK_OPP_CHAIN_IN1). Each thread
- * keeps U vectors in registers and walks the steps once for all of them, so one step costs one load
- * latency of the operand, not U. Every tensor of a chain has the same shape. */
+ * s's own params: kind, f, and its other input (in[1], or in[0] with ARK_OPP_CHAIN_IN1). The steps'
+ * descriptors are loaded into shared memory together (one latency, not one per step); each thread keeps
+ * U vectors in registers and walks the steps once for all of them. Every tensor of a chain has the
+ * same shape. */
 template <typename T>
 __device__ __noinline__ void ark_ew_chain_tile(const ark_opp &p, const ark_task &t, char *arena)
 {
 	constexpr int VEC = ark_dt<T>::vec, U = 4;
+	__shared__ uint64_t s_opnd[ARK_CHAIN_BLOCK]; /* operand's arena offset */
+	__shared__ float s_f[ARK_CHAIN_BLOCK];
+	__shared__ uint16_t s_kind[ARK_CHAIN_BLOCK];
+	__shared__ uint8_t s_in1[ARK_CHAIN_BLOCK];
 	const ark_opp *steps = &p + 1;
-	const int n = (int)p.splits;
+	const int n = (int)p.splits, tid = threadIdx.x;
 	const T *x = reinterpret_cast<const T *>(arena + p.in[0]);
 	T *o = reinterpret_cast<T *>(arena + p.out);
 	const size_t e0 = t.k0, e1 = t.k1;
-	/* the emitter keeps every tensor 16-byte aligned; a range start off a vector takes the scalar path */
+	/* the emitter keeps every tensor 256-byte aligned; a range start off a vector takes the scalar path */
 	const bool vec = e0 % VEC == 0 && ark_aligned16(x) && ark_aligned16(o);
-	for (size_t base = e0; base < e1; base += (size_t)U * VEC * ARK_THREADS) {
+	for (size_t base = e0; base < e1; base += (size_t)U * VEC * ARK_THREADS) { /* uniform */
+		/* element (u, j) of this thread: base + (u * ARK_THREADS + tid) * VEC + j */
+		const size_t mine = base + (size_t)tid * VEC, stride = (size_t)ARK_THREADS * VEC;
 		float v[U][VEC];
-		/* element of (u, j): base + (u * ARK_THREADS + tid) * VEC + j */
-		auto at = [&](int u, int j) { return base + ((size_t)u * ARK_THREADS + threadIdx.x) * VEC + j; };
 		auto load = [&](const T *src, float (&dst)[U][VEC]) {
 #pragma unroll
 			for (int u = 0; u < U; u++) {
-				if (vec && at(u, VEC - 1) < e1) {
-					ark_unpack<T>(ark_ld16(src + at(u, 0)), dst[u]);
+				const size_t e = mine + u * stride;
+				if (vec && e + VEC <= e1) {
+					ark_unpack<T>(ark_ld16(src + e), dst[u]);
 				} else {
 #pragma unroll
 					for (int j = 0; j < VEC; j++)
-						dst[u][j] = at(u, j) < e1 ? ark_to_f(src[at(u, j)]) : 0.0f;
+						dst[u][j] = e + j < e1 ? ark_to_f(src[e + j]) : 0.0f;
 				}
 			}
 		};
 		load(x, v);
-		for (int s = 0; s < n; s++) {
-			const ark_opp &q = steps[s];
-			const int kind = q.kind;
-			const float f = q.f;
-			const bool in1 = q.flags & ARK_OPP_CHAIN_IN1;
-			float y[U][VEC] = {};
-			if (kind == ARK_OP_ADD || kind == ARK_OP_MUL || kind == ARK_OP_SWIGLU)
-				load(reinterpret_cast<const T *>(arena + (in1 ? q.in[0] : q.in[1])), y);
-#pragma unroll
-			for (int u = 0; u < U; u++)
-#pragma unroll
-				for (int j = 0; j < VEC; j++) {
-					const float r = in1 ? ark_ew_rt(kind, y[u][j], v[u][j], f) : ark_ew_rt(kind, v[u][j], y[u][j], f);
-					v[u][j] = ark_to_f(ark_from_f<T>(r));
+		for (int b0 = 0; b0 < n; b0 += ARK_CHAIN_BLOCK) { /* uniform */
+			const int bn = min(ARK_CHAIN_BLOCK, n - b0);
+			__syncthreads(); /* the previous block's descriptors are read by all */
+			for (int s = tid; s < bn; s += ARK_THREADS) {
+				const ark_opp &q = steps[b0 + s];
+				const bool in1 = q.flags & ARK_OPP_CHAIN_IN1;
+				s_kind[s] = q.kind;
+				s_f[s] = q.f;
+				s_in1[s] = in1;
+				s_opnd[s] = in1 ? q.in[0] : q.in[1];
+			}
+			__syncthreads();
+			for (int s = 0; s < bn; s++) {
+				const int kind = s_kind[s];
+				const float f = s_f[s];
+				const bool in1 = s_in1[s];
+				float y[U][VEC];
+				if (kind == ARK_OP_ADD || kind == ARK_OP_MUL || kind == ARK_OP_SWIGLU)
+					load(reinterpret_cast<const T *>(arena + s_opnd[s]), y);
+				switch (kind) {
+				case ARK_OP_ADD: ark_chain_apply<T, ARK_OP_ADD>(v, y, f, in1); break;
+				case ARK_OP_MUL: ark_chain_apply<T, ARK_OP_MUL>(v, y, f, in1); break;
+				case ARK_OP_SCALE: ark_chain_apply<T, ARK_OP_SCALE>(v, y, f, in1); break;
+				case ARK_OP_RELU: ark_chain_apply<T, ARK_OP_RELU>(v, y, f, in1); break;
+				case ARK_OP_GELU: ark_chain_apply<T, ARK_OP_GELU>(v, y, f, in1); break;
+				case ARK_OP_SILU: ark_chain_apply<T, ARK_OP_SILU>(v, y, f, in1); break;
+				case ARK_OP_SWIGLU: ark_chain_apply<T, ARK_OP_SWIGLU>(v, y, f, in1); break;
+				default: break;
 				}
+			}
 		}
 #pragma unroll
 		for (int u = 0; u < U; u++) {
-			if (vec && at(u, VEC - 1) < e1) {
-				ark_st16(o + at(u, 0), ark_pack<T>(v[u]));
+			const size_t e = mine + u * stride;
+			if (vec && e + VEC <= e1) {
+				ark_st16(o + e, ark_pack<T>(v[u]));
 			} else {
 #pragma unroll
 				for (int j = 0; j < VEC; j++)
-					if (at(u, j) < e1)
-						o[at(u, j)] = ark_from_f<T>(v[u][j]);
+					if (e + j < e1)
+						o[e + j] = ark_from_f<T>(v[u][j]);
 			}
 		}
 	}

@@ -135,6 +135,35 @@ static void test_chain_stops(void **state)
 	done();
 }
 
+/* s0 = p0 + p1, s1 = p2 + p3, y = s0 + s1: the chain s0 -> y reads s1, made by an op after the
+ * chain's head in the order; the chain's vCTA must come after s1's writer (vCTAs in topological order,
+ * which the dependency pass relies on). */
+static void test_chain_order(void **state)
+{
+	(void)state;
+	tile_text("{ name = \"p0\"; shape = [1024]; role = \"input\"; },"
+		  "{ name = \"p1\"; shape = [1024]; role = \"input\"; },"
+		  "{ name = \"p2\"; shape = [1024]; role = \"input\"; },"
+		  "{ name = \"p3\"; shape = [1024]; role = \"input\"; },"
+		  "{ name = \"y\"; role = \"output\"; }",
+		  "{ name = \"a0\"; op = \"add\"; in = [\"p0\", \"p1\"]; out = \"s0\"; },"
+		  "{ name = \"a1\"; op = \"add\"; in = [\"p2\", \"p3\"]; out = \"s1\"; },"
+		  "{ name = \"a2\"; op = \"add\"; in = [\"s0\", \"s1\"]; out = \"y\"; }");
+	assert_int_equal(s.plan[op("a0")].chain_len, 2);
+	assert_int_equal(s.plan[op("a2")].fused_into, op("a0"));
+	int writer = -1, chain = -1;
+	for (int i = 0; i < s.n_vcta; i++) {
+		if (s.v[i].write.tensor == tensor("s1"))
+			writer = i;
+		if (s.v[i].tmpl == ARK_T_EW_CHAIN)
+			chain = i;
+	}
+	assert_true(writer >= 0 && chain >= 0);
+	assert_true(writer < chain);
+	assert_true(reads(&s.v[chain], "s1"));
+	done();
+}
+
 /* Eight independent [1, 1024] x [1024, 1024] matmuls share the SMs: each gets 16 tiles of 64 columns,
  * no split-K; alone, one such matmul is cut for the whole GPU. */
 static void test_matmul_share(void **state)
@@ -172,6 +201,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chain_whole),
 		cmocka_unit_test(test_chain_stops),
+		cmocka_unit_test(test_chain_order),
 		cmocka_unit_test(test_matmul_share),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
