@@ -223,6 +223,7 @@ void sched_dag(const struct sched *s, struct part_dag *dag)
 		.flops = s->flops,
 		.bytes = s->bytes,
 		.tc = s->tc,
+		.lat_us = s->lat_us,
 		.group = s->group,
 	};
 }

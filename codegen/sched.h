@@ -29,6 +29,7 @@ struct vcta {
 	struct region reads[VCTA_MAX_READS];
 	struct region write;
 	double flops, bytes;  /* cost */
+	double lat_us;        /* latency floor of its arithmetic (a chain's dependent steps), 0: none */
 	uint8_t tc;           /* arithmetic on tensor cores */
 };
 
@@ -73,7 +74,7 @@ struct sched {
 	uint64_t *offset;             /* per tensor, byte offset in its GPU's arena */
 	uint64_t arena[ARK_MAX_GPUS], arena_noreuse[ARK_MAX_GPUS];
 	/* DAG view for partition/ */
-	double *flops, *bytes;
+	double *flops, *bytes, *lat_us;
 	uint8_t *tc;
 	int *group;
 };

@@ -348,39 +348,63 @@ static void tile_elementwise(struct sched *s, int oi)
 	pl->n_vcta = s->n_vcta - pl->first_vcta;
 }
 
-/* A chain (plan_chains) over element ranges of its output: 4 vectors of 16 bytes per thread of a
- * 256-thread CTA at least, about one range per SM for large tensors. */
+/* A chain (plan_chains) over element ranges of its output: one 16-byte vector per thread of a
+ * 256-thread CTA at least (a chain step is latency-bound: more SMs in parallel, fewer values each),
+ * about one range per SM for large tensors. */
+#define CHAIN_STEP_US 0.17
+
+/* The box of a [rows, C] view that holds elements e0..e1 of it: exact within one row or for whole
+ * rows, else the whole rows touched (a superset, which only adds hazards). */
+static struct region range_box(int tensor, int64_t e0, int64_t e1, int64_t C)
+{
+	int64_t r0 = e0 / C, r1 = (e1 + C - 1) / C;
+	if (r1 - r0 == 1)
+		return (struct region){tensor, r0, r1, e0 - r0 * C, e1 - r0 * C};
+	return (struct region){tensor, r0, r1, 0, C};
+}
+
 static void tile_chain(struct sched *s, int head)
 {
 	struct graph *g = s->g;
 	struct op_plan *pl = &s->plan[head];
 	int out = pl->out_tensor;
 	int64_t C = s->cols[out], E = s->rows[out] * C, es = esize(s, out), vec = 16 / es;
-	int64_t unit = 256 * vec, chunk = imax(4 * unit, cdiv(cdiv(E, s->opt.sms), unit) * unit);
+	int64_t unit = 256 * vec, chunk = imax(unit, cdiv(cdiv(E, s->opt.sms), unit) * unit);
 	pl->tm = 1;
 	pl->tn = (int)imin(chunk, INT32_MAX);
 	pl->first_vcta = s->n_vcta;
-	for (int64_t e0 = 0; e0 < E; e0 += chunk) {
-		int64_t e1 = imin(E, e0 + chunk), r0 = e0 / C, r1 = cdiv(e1, C);
+	/* Ranges never straddle a row boundary partly, so each is an exact box of the [rows, C] view
+	 * (a box rounded out to whole rows would make neighbouring ranges depend on each other): whole
+	 * rows when rows are shorter than a range, else pieces of one row. */
+	int64_t rows_per = C >= chunk ? 0 : chunk / C;
+	for (int64_t e0 = 0, e1; e0 < E; e0 = e1) {
+		if (rows_per)
+			e1 = imin(E, e0 + rows_per * C);
+		else
+			e1 = imin(e0 / C * C + C, e0 + chunk);
 		struct vcta *v = new_vcta(s, head, head, ARK_T_EW_CHAIN);
+		const struct region box = range_box(out, e0, e1, C);
 		v->k0 = (uint32_t)e0, v->k1 = (uint32_t)e1;
-		v->m0 = (uint32_t)r0, v->m1 = (uint32_t)r1, v->n0 = 0, v->n1 = (uint32_t)C;
-		/* whole rows touched by the element range, of every tensor read */
+		v->m0 = (uint32_t)box.r0, v->m1 = (uint32_t)box.r1, v->n0 = (uint32_t)box.c0, v->n1 = (uint32_t)box.c1;
+		/* the same box of every tensor read (they all have out's shape) */
 		int last = head;
 		const struct op *h = &g->ops[head];
 		for (int j = 0; j < h->n_in; j++)
 			if (!(j == 1 && h->in[1] == h->in[0]))
-				add_read(v, h->in[j], r0, r1, 0, C);
+				add_read(v, h->in[j], box.r0, box.r1, box.c0, box.c1);
 		for (int x = pl->chain_next; x >= 0; x = s->plan[x].chain_next) {
 			int opnd = chain_operand(&g->ops[x], g->ops[last].out[0]), seen = opnd < 0;
 			for (int j = 0; j < v->n_reads && !seen; j++)
 				seen = v->reads[j].tensor == opnd;
 			if (!seen)
-				add_read(v, opnd, r0, r1, 0, C);
+				add_read(v, opnd, box.r0, box.r1, box.c0, box.c1);
 			last = x;
 		}
-		v->write = (struct region){out, r0, r1, 0, C};
+		v->write = box;
 		v->flops = (double)(pl->chain_len * (e1 - e0));
+		/* each step waits for the one before: ~0.17 us a step per pass of one vector per thread
+		 * (measured on H200, bench/chain_probe.cu) */
+		v->lat_us = CHAIN_STEP_US * pl->chain_len * (double)cdiv(e1 - e0, unit);
 		v->bytes = (double)((v->n_reads + 1) * es * (e1 - e0));
 	}
 	pl->n_vcta = s->n_vcta - pl->first_vcta;
@@ -509,11 +533,13 @@ int tile_graph(struct sched *s, struct graph *g, const struct tile_opts *opt)
 	/* Each vCTA's cost, in the form partition/ reads. */
 	s->flops = xmalloc((size_t)s->n_vcta * sizeof *s->flops);
 	s->bytes = xmalloc((size_t)s->n_vcta * sizeof *s->bytes);
+	s->lat_us = xmalloc((size_t)s->n_vcta * sizeof *s->lat_us);
 	s->tc = xmalloc((size_t)s->n_vcta);
 	s->group = xmalloc((size_t)s->n_vcta * sizeof *s->group);
 	for (int i = 0; i < s->n_vcta; i++) {
 		s->flops[i] = s->v[i].flops;
 		s->bytes[i] = s->v[i].bytes;
+		s->lat_us[i] = s->v[i].lat_us;
 		s->tc[i] = s->v[i].tc;
 		s->group[i] = s->v[i].op;
 	}
@@ -557,6 +583,7 @@ void sched_free(struct sched *s)
 	free(s->offset);
 	free(s->flops);
 	free(s->bytes);
+	free(s->lat_us);
 	free(s->tc);
 	free(s->group);
 	memset(s, 0, sizeof *s);

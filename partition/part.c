@@ -82,8 +82,10 @@ int part_check_dag(const struct part_dag *dag, char *err, size_t errlen)
 	}
 	for (int v = 0; v < dag->n; v++) {
 		double f = dag->flops ? dag->flops[v] : 0.0, b = dag->bytes ? dag->bytes[v] : 0.0;
-		if (!isfinite(f) || f < 0 || !isfinite(b) || b < 0)
-			return part_fail(err, errlen, "vertex %d has an invalid cost (flops %g, bytes %g)", v, f, b);
+		double l = dag->lat_us ? dag->lat_us[v] : 0.0;
+		if (!isfinite(f) || f < 0 || !isfinite(b) || b < 0 || !isfinite(l) || l < 0)
+			return part_fail(err, errlen, "vertex %d has an invalid cost (flops %g, bytes %g, latency %g us)",
+					 v, f, b, l);
 	}
 	if (dag->ebytes)
 		for (int64_t e = 0; e < dag->xadj[dag->n]; e++)
@@ -146,6 +148,8 @@ double part_vertex_us(const struct part_dag *dag, const struct part_gpu *gpu, in
 	double tflops = (dag->tc && dag->tc[v] ? gpu->tc_tflops : gpu->fp32_tflops) / gpu->sms;
 	double comp = fl > 0 ? fl / (tflops * 1e6) : 0.0; /* flop / (Tflop/s) = ps; /1e6 = us */
 	double mem = by > 0 ? by / (gbps * 1e3) : 0.0;    /* byte / (GB/s) = ns; /1e3 = us */
+	if (dag->lat_us && dag->lat_us[v] > comp)
+		comp = dag->lat_us[v];
 	return gpu->task_us + (comp > mem ? comp : mem);
 }
 

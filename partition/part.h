@@ -15,6 +15,8 @@ struct part_dag {
 	const double *flops;   /* per vertex: arithmetic */
 	const double *bytes;   /* per vertex: bytes moved to or from device memory */
 	const uint8_t *tc;     /* per vertex: 1 if the arithmetic runs on tensor cores (may be NULL) */
+	const double *lat_us;  /* per vertex: latency floor of its arithmetic, us, e.g. a chain of dependent
+				* steps, whatever its size (may be NULL: none) */
 	const int *group;      /* per vertex: vertices of one group (one op) may share a counter (may be NULL) */
 };
 

@@ -24,7 +24,8 @@ static double compute_us(const struct part_dag *dag, const struct part_gpu *gpu,
 {
 	double fl = dag->flops ? dag->flops[v] : 0.0;
 	double tflops = (dag->tc && dag->tc[v] ? gpu->tc_tflops : gpu->fp32_tflops) / gpu->sms;
-	return fl > 0 ? fl / (tflops * 1e6) : 0.0;
+	double comp = fl > 0 ? fl / (tflops * 1e6) : 0.0;
+	return dag->lat_us && dag->lat_us[v] > comp ? dag->lat_us[v] : comp;
 }
 
 /* Longest path by cost alone: every vertex at the bandwidth one SM gets alone, no hops. */

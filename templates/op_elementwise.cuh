@@ -191,20 +191,30 @@ __device__ __forceinline__ void ark_chain_apply(float (&v)[U][VEC], const float 
 
 #define ARK_CHAIN_BLOCK 256 /* steps whose descriptors sit in shared memory at once */
 
+/* A chain step as the template keeps it in shared memory (16 bytes: one load). */
+struct ark_chain_step {
+	uint64_t opnd;   /* arena offset of the operand (two-input kinds) */
+	float f;         /* scale factor */
+	uint16_t kind;   /* enum ark_op_kind */
+	uint8_t in1;     /* the chained value is the op's second input */
+	uint8_t binary;  /* the op reads an operand */
+};
+/* 16-byte vectors per thread and pass of a chain: a step costs each warp about 70 instructions and
+ * 400 cycles with 4 (measured on H200); with 1 the chain's latency is spread over more SMs instead
+ * (codegen/tile.c cuts chains into ranges of ARK_THREADS vectors). */
+#define ARK_CHAIN_U 1
+
 /* EW_CHAIN: elements k0:k1 of out = the chain's ops applied in turn to p.in[0], every intermediate
  * rounded to T as if it had been stored. p.splits steps follow p in the op-params table; step s is op
  * s's own params: kind, f, and its other input (in[1], or in[0] with ARK_OPP_CHAIN_IN1). The steps'
  * descriptors are loaded into shared memory together (one latency, not one per step); each thread keeps
- * U vectors in registers and walks the steps once for all of them. Every tensor of a chain has the
- * same shape. */
+ * U vectors in registers and walks the steps once for all of them, operands loaded a step ahead. Every
+ * tensor of a chain has the same shape. */
 template <typename T>
 __device__ __noinline__ void ark_ew_chain_tile(const ark_opp &p, const ark_task &t, char *arena)
 {
-	constexpr int VEC = ark_dt<T>::vec, U = 4;
-	__shared__ uint64_t s_opnd[ARK_CHAIN_BLOCK]; /* operand's arena offset */
-	__shared__ float s_f[ARK_CHAIN_BLOCK];
-	__shared__ uint16_t s_kind[ARK_CHAIN_BLOCK];
-	__shared__ uint8_t s_in1[ARK_CHAIN_BLOCK];
+	constexpr int VEC = ark_dt<T>::vec, U = ARK_CHAIN_U;
+	__shared__ ark_chain_step s_step[ARK_CHAIN_BLOCK];
 	const ark_opp *steps = &p + 1;
 	const int n = (int)p.splits, tid = threadIdx.x;
 	const T *x = reinterpret_cast<const T *>(arena + p.in[0]);
@@ -216,18 +226,32 @@ __device__ __noinline__ void ark_ew_chain_tile(const ark_opp &p, const ark_task 
 		/* element (u, j) of this thread: base + (u * ARK_THREADS + tid) * VEC + j */
 		const size_t mine = base + (size_t)tid * VEC, stride = (size_t)ARK_THREADS * VEC;
 		float v[U][VEC];
-		auto load = [&](const T *src, float (&dst)[U][VEC]) {
+		/* raw: all U vectors requested at once (predicated loads, nothing uses them yet); expand:
+		 * into fp32, with the elements past the range or off the vector grid read one by one */
+		auto raw = [&](const T *src, uint4 (&q)[U]) {
+#pragma unroll
+			for (int u = 0; u < U; u++) {
+				const size_t e = mine + u * stride;
+				q[u] = vec && e + VEC <= e1 ? ark_ld16(src + e) : make_uint4(0, 0, 0, 0);
+			}
+		};
+		auto expand = [&](const T *src, const uint4 (&q)[U], float (&dst)[U][VEC]) {
 #pragma unroll
 			for (int u = 0; u < U; u++) {
 				const size_t e = mine + u * stride;
 				if (vec && e + VEC <= e1) {
-					ark_unpack<T>(ark_ld16(src + e), dst[u]);
+					ark_unpack<T>(q[u], dst[u]);
 				} else {
 #pragma unroll
 					for (int j = 0; j < VEC; j++)
 						dst[u][j] = e + j < e1 ? ark_to_f(src[e + j]) : 0.0f;
 				}
 			}
+		};
+		auto load = [&](const T *src, float (&dst)[U][VEC]) {
+			uint4 q[U];
+			raw(src, q);
+			expand(src, q, dst);
 		};
 		load(x, v);
 		for (int b0 = 0; b0 < n; b0 += ARK_CHAIN_BLOCK) { /* uniform */
@@ -236,29 +260,37 @@ __device__ __noinline__ void ark_ew_chain_tile(const ark_opp &p, const ark_task 
 			for (int s = tid; s < bn; s += ARK_THREADS) {
 				const ark_opp &q = steps[b0 + s];
 				const bool in1 = q.flags & ARK_OPP_CHAIN_IN1;
-				s_kind[s] = q.kind;
-				s_f[s] = q.f;
-				s_in1[s] = in1;
-				s_opnd[s] = in1 ? q.in[0] : q.in[1];
+				const int kind = q.kind;
+				s_step[s] = {in1 ? q.in[0] : q.in[1], q.f, (uint16_t)kind, (uint8_t)in1,
+					     (uint8_t)(kind == ARK_OP_ADD || kind == ARK_OP_MUL || kind == ARK_OP_SWIGLU)};
 			}
 			__syncthreads();
+			/* the next step's descriptor and operand are fetched while this step computes: the only
+			 * dependent chain from step to step is the arithmetic on v */
+			ark_chain_step cur = s_step[0];
+			float y[U][VEC] = {};
+			if (cur.binary)
+				load(reinterpret_cast<const T *>(arena + cur.opnd), y);
 			for (int s = 0; s < bn; s++) {
-				const int kind = s_kind[s];
-				const float f = s_f[s];
-				const bool in1 = s_in1[s];
-				float y[U][VEC];
-				if (kind == ARK_OP_ADD || kind == ARK_OP_MUL || kind == ARK_OP_SWIGLU)
-					load(reinterpret_cast<const T *>(arena + s_opnd[s]), y);
-				switch (kind) {
-				case ARK_OP_ADD: ark_chain_apply<T, ARK_OP_ADD>(v, y, f, in1); break;
-				case ARK_OP_MUL: ark_chain_apply<T, ARK_OP_MUL>(v, y, f, in1); break;
-				case ARK_OP_SCALE: ark_chain_apply<T, ARK_OP_SCALE>(v, y, f, in1); break;
-				case ARK_OP_RELU: ark_chain_apply<T, ARK_OP_RELU>(v, y, f, in1); break;
-				case ARK_OP_GELU: ark_chain_apply<T, ARK_OP_GELU>(v, y, f, in1); break;
-				case ARK_OP_SILU: ark_chain_apply<T, ARK_OP_SILU>(v, y, f, in1); break;
-				case ARK_OP_SWIGLU: ark_chain_apply<T, ARK_OP_SWIGLU>(v, y, f, in1); break;
+				const ark_chain_step nxt = s_step[s + 1 < bn ? s + 1 : s];
+				const bool more = s + 1 < bn && nxt.binary;
+				const T *src = reinterpret_cast<const T *>(arena + nxt.opnd);
+				uint4 qn[U];
+				if (more)
+					raw(src, qn);
+				switch (cur.kind) {
+				case ARK_OP_ADD: ark_chain_apply<T, ARK_OP_ADD>(v, y, cur.f, cur.in1); break;
+				case ARK_OP_MUL: ark_chain_apply<T, ARK_OP_MUL>(v, y, cur.f, cur.in1); break;
+				case ARK_OP_SCALE: ark_chain_apply<T, ARK_OP_SCALE>(v, y, cur.f, cur.in1); break;
+				case ARK_OP_RELU: ark_chain_apply<T, ARK_OP_RELU>(v, y, cur.f, cur.in1); break;
+				case ARK_OP_GELU: ark_chain_apply<T, ARK_OP_GELU>(v, y, cur.f, cur.in1); break;
+				case ARK_OP_SILU: ark_chain_apply<T, ARK_OP_SILU>(v, y, cur.f, cur.in1); break;
+				case ARK_OP_SWIGLU: ark_chain_apply<T, ARK_OP_SWIGLU>(v, y, cur.f, cur.in1); break;
 				default: break;
 				}
+				if (more)
+					expand(src, qn, y);
+				cur = nxt;
 			}
 		}
 #pragma unroll
