@@ -32,7 +32,7 @@ echo "== trace"
 echo "== compute-sanitizer"
 for m in mlp chain64 chains; do
 	for tool in memcheck racecheck; do
-		timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 "$D/gen/${m}_counters" --check > "$OUT/sanitizer_${m}_$tool.log" 2>&1
+		timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 "$D/gen/${m}_counters" --check > "$OUT/sanitizer_${m}_$tool.log" 2>&1
 		echo "$m $tool exit $?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer_${m}_$tool.log" | tr '\n' ' ')"
 	done
 done
