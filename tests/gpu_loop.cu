@@ -223,7 +223,8 @@ int main(void)
 			    strstr(ark_last_error(), "SM 1: task 5 "),
 		    "the diagnosis names SM 1, task 5 and %s", want);
 		diag(d);
-		tap(strstr(d, "GPU 0 SM 0: waits for every SM to finish") != NULL, "and SM 0 waiting for the others");
+		tap(strstr(d, "SMs that finished iteration 1: 2, 3") != NULL && strstr(d, "SM 0: waits for the host") != NULL,
+		    "and the SMs that finished (2, 3) and SM 0, done with its list, waiting for the host");
 		tap(ark_session_run(s) != 0, "an aborted session refuses to run");
 		tap(ark_session_close(s) == 0, "close after the abort");
 	}
