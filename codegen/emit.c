@@ -393,7 +393,10 @@ int emit_schedule_json(const struct sched *s, const struct schedule *p, FILE *f)
 	out(f, "  \"counters\": %d,\n  \"vctas\": [\n", p->n_counters);
 	for (int v = 0; v < s->n_vcta; v++) {
 		const struct vcta *t = &s->v[v];
-		out(f, "    {\"id\": %d, \"op\": ", v);
+		out(f, "    {\"id\": %d, ", v);
+		if (g->gpus > 1)
+			out(f, "\"gpu\": %d, ", t->gpu);
+		out(f, "\"op\": ");
 		cstr(f, g->ops[t->op].name);
 		out(f, ", \"template\": \"%s\", \"rows\": [%u, %u], \"cols\": [%u, %u], \"k\": [%u, %u], "
 		       "\"sm\": %d, \"pos\": %d, \"flops\": %.0f, \"bytes\": %.0f, \"signal\": %d, \"waits\": [",

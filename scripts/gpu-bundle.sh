@@ -11,6 +11,8 @@ mkdir -p "$D/gen" "$D/tests" "$D/lib"
 cp -L /usr/lib/x86_64-linux-gnu/libcjson.so.1 "$D/lib/"
 for m in models/*.cfg; do
 	n=$(basename "$m" .cfg)
+	# models on several GPUs: built below by tests/gpu_comm.sh, run by gpu-suite-multi.sh
+	grep -qE '^ *gpus *= *[2-9]' "$m" && continue
 	for sync in counters barrier; do
 		out="$D/gen/${n}_$sync"
 		"$B/arkgen" "$m" --sync "$sync" -o "$out.cu" > "$out.report"
@@ -19,9 +21,12 @@ for m in models/*.cfg; do
 		rm "$out.cu"
 	done
 done
+ARKGEN="$B/arkgen" NVCC="$NVCC" tests/gpu_comm.sh --build "$D/gen-multi"
+rm -f "$D"/gen-multi/*.cu
+cp tests/gpu_comm.sh "$D/"
 for t in "$B"/tests/gpu_*; do
 	case "$t" in *.d) continue ;; esac
 	cp "$t" "$D/tests/"
 done
-strip "$D"/gen/* "$D"/tests/* 2>/dev/null || true
+strip "$D"/gen/* "$D"/gen-multi/* "$D"/tests/* 2>/dev/null || true
 du -sh "$D"
