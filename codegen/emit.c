@@ -134,22 +134,41 @@ static const char *const xtmpl_what[] = {
 	[ARK_T_NOP] = "receive",
 };
 
+void emit_xopp_params(const struct sched *s, int x, struct ark_opp *o)
+{
+	const struct graph *g = s->g;
+	const struct xopp *X = &s->xo[x];
+	const struct op *op = &g->ops[X->op];
+	memset(o, 0, sizeof *o);
+	o->kind = (uint16_t)op->kind;
+	o->dtype = (uint8_t)g->tensors[op->in[0]].dtype;
+	o->flags = (uint8_t)X->flags;
+	o->act = ARK_ACT_NONE;
+	o->splits = X->splits;
+	o->in[0] = off(s, X->in0);
+	o->in[1] = off(s, X->in1);
+	o->in[2] = X->in2;
+	o->out = X->out < 0 ? 0 : off(s, X->out) + X->out_add;
+	o->M = X->M, o->N = X->N, o->K = X->K;
+	o->peer = X->peer;
+}
+
 /* Op params of a communication vCTA. */
 static void emit_xopp(FILE *f, const struct sched *s, int x)
 {
 	const struct graph *g = s->g;
 	const struct xopp *X = &s->xo[x];
 	const struct op *o = &g->ops[X->op];
+	struct ark_opp p;
+	emit_xopp_params(s, x, &p);
 	out(f, "\t/* %s: %s (%s:%d), %s", o->name, op_info[o->kind].name, g->file, o->line, xtmpl_what[X->tmpl]);
 	if (X->peer >= 0)
 		out(f, " to GPU %d", X->peer);
 	out(f, " */\n");
-	out(f, "\t{%s, %s, 0x%x, ARK_ACT_NONE, 0, %u,\n", op_enum[o->kind], dtype_enum[g->tensors[o->in[0]].dtype],
-	    X->flags, X->splits);
-	out(f, "\t {%" PRIu64 "u, %" PRIu64 "u, %" PRIu64 "u}, %" PRIu64 "u, 0,\n", off(s, X->in0), off(s, X->in1),
-	    X->in2, X->out < 0 ? 0 : off(s, X->out) + X->out_add);
-	out(f, "\t %" PRId64 ", %" PRId64 ", %" PRId64 ", 0.0f, 0, {0, 0, 0, 0},\n", X->M, X->N, X->K);
-	out(f, "\t {{0, 0, 0, 0}, {0, 0, 0, 0}}, %d},\n", X->peer);
+	out(f, "\t{%s, %s, 0x%x, ARK_ACT_NONE, 0, %u,\n", op_enum[p.kind], dtype_enum[p.dtype], p.flags, p.splits);
+	out(f, "\t {%" PRIu64 "u, %" PRIu64 "u, %" PRIu64 "u}, %" PRIu64 "u, 0,\n", p.in[0], p.in[1], p.in[2], p.out);
+	out(f, "\t %" PRId64 ", %" PRId64 ", %" PRId64 ", 0.0f, 0, {0, 0, 0, 0},\n", p.M, p.N, p.K);
+	out(f, "\t {{0, 0, 0, 0}, {0, 0, 0, 0}}, %d},\n", p.peer);
 }
 
 static void emit_tensors(FILE *f, const struct sched *s)
