@@ -254,8 +254,9 @@ static int setup_gpu(struct ark_session *s, int g)
 }
 
 /* Peer access between every pair of GPUs: the loop kernels store into their peers' arenas and raise
- * their counters, the DMA engine writes its flags there. A model on several GPUs needs every pair. */
-static int enable_peers(struct ark_session *s, int peer_ok[ARK_MAX_GPUS][ARK_MAX_GPUS])
+ * their counters, the DMA engine writes its flags there. A model on several GPUs needs every pair,
+ * and native peer atomics where a loop kernel raises a peer's counter (p2p sends). */
+static int enable_peers(struct ark_session *s, int peer_ok[ARK_MAX_GPUS][ARK_MAX_GPUS], int atomics)
 {
 	int n = s->m->gpus;
 	for (int i = 0; i < n; i++)
@@ -269,6 +270,14 @@ static int enable_peers(struct ark_session *s, int peer_ok[ARK_MAX_GPUS][ARK_MAX
 				return ark_error("GPU %d (%s) cannot access GPU %d (%s) as a peer: model '%s' sends data "
 						 "between them (NVLink or PCIe peer-to-peer is required)", i, s->g[i].name,
 						 j, s->g[j].name, s->m->name);
+			}
+			int at = 0;
+			if (atomics && (cudaDeviceGetP2PAttribute(&at, cudaDevP2PAttrNativeAtomicSupported, i, j) !=
+					cudaSuccess || !at)) {
+				cudaGetLastError();
+				return ark_error("GPU %d cannot do atomics on GPU %d's memory (peer link without native "
+						 "atomics): the p2p sends of model '%s' need them; regenerate with "
+						 "--p2p-max 0 (and transport \"dma\" where an op asks for p2p)", i, j, s->m->name);
 			}
 			if (CUDA_FAILS(i, cudaSetDevice(i)))
 				return ARK_ERR;
@@ -344,11 +353,15 @@ int ark_session_open(struct ark_session **sp, const struct ark_model *m, const s
 	for (int g = 0; g < m->gpus; g++)
 		if (check_gpu(s, g) || check_plan(m, g) || setup_gpu(s, g))
 			goto fail;
-	if (enable_peers(s, peer_ok))
-		goto fail;
+	int remote_adds = 0;
 	for (int g = 0; g < m->gpus; g++)
-		for (int i = 0; i < m->plan[g].n_tasks; i++)
-			s->use_dma |= m->plan[g].tasks[i].tmpl == ARK_T_DMA;
+		for (int i = 0; i < m->plan[g].n_tasks; i++) {
+			const struct ark_task *t = &m->plan[g].tasks[i];
+			s->use_dma |= t->tmpl == ARK_T_DMA;
+			remote_adds |= t->sig_peer && t->tmpl != ARK_T_DMA;
+		}
+	if (enable_peers(s, peer_ok, remote_adds))
+		goto fail;
 	if (s->use_dma && start_dma(s))
 		goto fail;
 	for (int g = 0; g < m->gpus; g++) {
