@@ -54,7 +54,7 @@ struct ark_wait {
 #define ARK_OPP_TRANSPOSE_B 1u /* B is [N, K] */
 #define ARK_OPP_BIAS 2u        /* in[2] is a bias [N] */
 #define ARK_OPP_SAME_SHAPE 4u  /* elementwise: every input has out's shape (no broadcasting) */
-#define ARK_OPP_PUSH 8u        /* COPY: out is in peers[peer] (stores over NVLink/PCIe), in[0] here */
+#define ARK_OPP_PUSH 16u       /* COPY: out is in peers[peer] (stores over NVLink/PCIe), in[0] here */
 #define ARK_ACT_NONE 0xffffu
 /* Bytes per copy of the DMA dispatcher (dma_options.chunk_bytes): a request of b bytes raises its
  * flag ceil(b / ARK_DMA_CHUNK_BYTES) times, which arkgen counts as the flag's signals per iteration. */

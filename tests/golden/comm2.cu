@@ -51,12 +51,12 @@ static const struct ark_opp opp_g0[] = {
 	 4, 64, 64, 0.0f, 0, {0, 0, 0, 0},
 	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, -1},
 	/* cpx: copy (models/comm2.cfg:19), p2p send to GPU 1 */
-	{ARK_OP_COPY, ARK_FP16, 0x8, ARK_ACT_NONE, 0, 0,
+	{ARK_OP_COPY, ARK_FP16, 0x10, ARK_ACT_NONE, 0, 0,
 	 {0u, 0u, 0u}, 9216u, 0,
 	 0, 0, 0, 0.0f, 0, {0, 0, 0, 0},
 	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, 1},
 	/* ar: all_reduce (models/comm2.cfg:22), p2p send to GPU 1 */
-	{ARK_OP_ALL_REDUCE, ARK_FP16, 0x8, ARK_ACT_NONE, 0, 0,
+	{ARK_OP_ALL_REDUCE, ARK_FP16, 0x10, ARK_ACT_NONE, 0, 0,
 	 {9728u, 0u, 0u}, 10752u, 0,
 	 0, 0, 0, 0.0f, 0, {0, 0, 0, 0},
 	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, 1},
@@ -66,7 +66,7 @@ static const struct ark_opp opp_g0[] = {
 	 0, 0, 1, 0.0f, 0, {0, 0, 0, 0},
 	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, -1},
 	/* ar: all_reduce (models/comm2.cfg:22), p2p send to GPU 1 */
-	{ARK_OP_ALL_REDUCE, ARK_FP16, 0x8, ARK_ACT_NONE, 0, 0,
+	{ARK_OP_ALL_REDUCE, ARK_FP16, 0x10, ARK_ACT_NONE, 0, 0,
 	 {10240u, 0u, 0u}, 10240u, 0,
 	 0, 0, 0, 0.0f, 0, {0, 0, 0, 0},
 	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, 1},
@@ -272,7 +272,7 @@ static const struct ark_opp opp_g1[] = {
 	 0, 0, 0, 0.0f, 0, {0, 0, 0, 0},
 	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, -1},
 	/* ar: all_reduce (models/comm2.cfg:22), p2p send to GPU 0 */
-	{ARK_OP_ALL_REDUCE, ARK_FP16, 0x8, ARK_ACT_NONE, 0, 0,
+	{ARK_OP_ALL_REDUCE, ARK_FP16, 0x10, ARK_ACT_NONE, 0, 0,
 	 {9728u, 0u, 0u}, 10752u, 0,
 	 0, 0, 0, 0.0f, 0, {0, 0, 0, 0},
 	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, 0},
@@ -282,7 +282,7 @@ static const struct ark_opp opp_g1[] = {
 	 0, 0, 1, 0.0f, 0, {0, 0, 0, 0},
 	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, -1},
 	/* ar: all_reduce (models/comm2.cfg:22), p2p send to GPU 0 */
-	{ARK_OP_ALL_REDUCE, ARK_FP16, 0x8, ARK_ACT_NONE, 0, 0,
+	{ARK_OP_ALL_REDUCE, ARK_FP16, 0x10, ARK_ACT_NONE, 0, 0,
 	 {10240u, 0u, 0u}, 10240u, 0,
 	 0, 0, 0, 0.0f, 0, {0, 0, 0, 0},
 	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, 0},
