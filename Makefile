@@ -94,7 +94,7 @@ test: deps all $(TESTS) $(GPU_TESTS)
 bench: deps all $(BENCHES)
 
 # Golden files of the emitter, regenerated only on request.
-GOLDEN := mlp chain64
+GOLDEN := mlp chain64 comm2
 golden: $(B)/arkgen
 	@for m in $(GOLDEN); do $(B)/arkgen models/$$m.cfg -o tests/golden/$$m.cu > /dev/null || exit 1; done
 
@@ -110,7 +110,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/arkgen
 	install -m 755 $(B)/arkgen $(DESTDIR)$(PREFIX)/bin/arkgen
 	install -m 644 $(B)/libarkrt.a $(DESTDIR)$(PREFIX)/lib/libarkrt.a
-	install -m 644 runtime/*.h templates/*.h templates/*.cuh $(DESTDIR)$(PREFIX)/include/arkgen/
+	install -m 644 runtime/*.h templates/*.h templates/*.cuh dma/dma.h dma/dma_device.cuh $(DESTDIR)$(PREFIX)/include/arkgen/
 
 clean:
 	rm -rf build

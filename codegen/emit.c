@@ -163,6 +163,48 @@ static void emit_chain_opp(FILE *f, const struct sched *s, int head)
 	}
 }
 
+static const char *const xtmpl_what[] = {
+	[ARK_T_COPY] = "p2p send", [ARK_T_DMA] = "DMA send", [ARK_T_SUM] = "sum", [ARK_T_GATHER] = "gather",
+	[ARK_T_NOP] = "receive",
+};
+
+void emit_xopp_params(const struct sched *s, int x, struct ark_opp *o)
+{
+	const struct graph *g = s->g;
+	const struct xopp *X = &s->xo[x];
+	const struct op *op = &g->ops[X->op];
+	memset(o, 0, sizeof *o);
+	o->kind = (uint16_t)op->kind;
+	o->dtype = (uint8_t)g->tensors[op->in[0]].dtype;
+	o->flags = (uint8_t)X->flags;
+	o->act = ARK_ACT_NONE;
+	o->splits = X->splits;
+	o->in[0] = off(s, X->in0);
+	o->in[1] = off(s, X->in1);
+	o->in[2] = X->in2;
+	o->out = X->out < 0 ? 0 : off(s, X->out) + X->out_add;
+	o->M = X->M, o->N = X->N, o->K = X->K;
+	o->peer = X->peer;
+}
+
+/* Op params of a communication vCTA. */
+static void emit_xopp(FILE *f, const struct sched *s, int x)
+{
+	const struct graph *g = s->g;
+	const struct xopp *X = &s->xo[x];
+	const struct op *o = &g->ops[X->op];
+	struct ark_opp p;
+	emit_xopp_params(s, x, &p);
+	out(f, "\t/* %s: %s (%s:%d), %s", o->name, op_info[o->kind].name, g->file, o->line, xtmpl_what[X->tmpl]);
+	if (X->peer >= 0)
+		out(f, " to GPU %d", X->peer);
+	out(f, " */\n");
+	out(f, "\t{%s, %s, 0x%x, ARK_ACT_NONE, 0, %u,\n", op_enum[p.kind], dtype_enum[p.dtype], p.flags, p.splits);
+	out(f, "\t {%" PRIu64 "u, %" PRIu64 "u, %" PRIu64 "u}, %" PRIu64 "u, 0,\n", p.in[0], p.in[1], p.in[2], p.out);
+	out(f, "\t %" PRId64 ", %" PRId64 ", %" PRId64 ", 0.0f, 0, {0, 0, 0, 0},\n", p.M, p.N, p.K);
+	out(f, "\t {{0, 0, 0, 0}, {0, 0, 0, 0}}, %d},\n", p.peer);
+}
+
 static void emit_tensors(FILE *f, const struct sched *s)
 {
 	const struct graph *g = s->g;
@@ -208,27 +250,36 @@ static void emit_ops(FILE *f, const struct sched *s)
 	out(f, "};\n\n");
 }
 
-static void emit_task(FILE *f, const struct sched *s, const struct schedule *p, int v, const int *opp_index)
+/* wait0: index of the task's first wait in its GPU's wait table. */
+static void emit_task(FILE *f, const struct sched *s, const struct schedule *p, int v, const int *opp_index,
+		      int64_t wait0)
 {
 	const struct vcta *t = &s->v[v];
 	const struct graph *g = s->g;
 	int64_t nw = p->wait0[v + 1] - p->wait0[v];
-	out(f, "\t{%d, %s, %d, %" PRId64 ", ", opp_index[t->opp], tmpl_enum[t->tmpl], (int)nw, p->wait0[v]);
-	if (p->signal[v] >= 0)
-		out(f, "ARK_CTR__FIRST + %d", p->signal[v]);
+	int c = p->signal[v], remote = c >= 0 && p->ctr_gpu[c] != t->gpu;
+	ARK_ASSERT(t->tmpl != ARK_T_DMA || remote); /* the engine's flag is on the receiving GPU */
+	out(f, "\t{%d, %s, %d, %" PRId64 ", ", opp_index[t->opp], tmpl_enum[t->tmpl], (int)nw, wait0);
+	if (c >= 0)
+		out(f, "ARK_CTR__FIRST + %d", p->ctr_index[c]);
 	else
 		out(f, "-1");
-	out(f, ", %u, %u, %u, %u, %u, %u, %u, %d}, /* v%d %s %s rows %u:%u cols %u:%u", t->split, t->m0, t->m1, t->n0,
-	    t->n1, t->k0, t->k1, v, v, g->ops[t->op].name, tmpl_name(t->tmpl), t->m0, t->m1, t->n0, t->n1);
-	if (t->tmpl == ARK_T_MATMUL_PARTIAL || t->tmpl == ARK_T_COPY)
+	out(f, ", %u, %u, %u, %u, %u, %u, %u, %d", t->split, t->m0, t->m1, t->n0, t->n1, t->k0, t->k1, v);
+	if (remote)
+		out(f, ", %d", p->ctr_gpu[c] + 1);
+	out(f, "}, /* v%d %s %s rows %u:%u cols %u:%u", v, g->ops[t->op].name, tmpl_name(t->tmpl), t->m0, t->m1, t->n0,
+	    t->n1);
+	if (t->tmpl == ARK_T_MATMUL_PARTIAL || t->tmpl == ARK_T_COPY || t->tmpl == ARK_T_DMA)
 		out(f, " k %u:%u", t->k0, t->k1);
+	if (remote)
+		out(f, ", signals GPU %d", p->ctr_gpu[c]);
 	out(f, " (line %d) */\n", g->ops[t->op].line);
 }
 
 int emit_loop(const struct sched *s, const struct schedule *p, const struct emit_info *info, FILE *f)
 {
 	const struct graph *g = s->g;
-	int sms = p->pl.sms, gpu = 0;
+	int sms = p->pl.sms / g->gpus;
 	int64_t n_waits = p->wait0[s->n_vcta];
 	int n_bar = p->barrier && p->n_levels > 1 ? p->n_levels - 1 : 0;
 	int n_counters = p->n_counters + (n_bar ? 1 : 0);
@@ -261,73 +312,108 @@ int emit_loop(const struct sched *s, const struct schedule *p, const struct emit
 	emit_tensors(f, s);
 	emit_ops(f, s);
 
-	/* Op params: one entry per op that has vCTAs of its own. */
-	int *opp_index = xmalloc((size_t)g->n_ops * sizeof *opp_index + 1);
-	int n_opp = 0;
-	out(f, "/* Op params, as the templates read them: kind, dtype, flags, act, -, splits, in[] offsets, "
-	       "out, ws,\n * M, N, K, factor/eps, ndim, out shape, input strides, peer. */\n");
-	out(f, "static const struct ark_opp opp_g%d[] = {\n", gpu);
-	for (int k = 0; k < g->n_ops; k++) {
-		int oi = g->order[k];
-		opp_index[oi] = -1;
-		if (s->plan[oi].fused_into >= 0 || s->plan[oi].n_vcta == 0)
-			continue;
-		opp_index[oi] = n_opp;
-		if (s->plan[oi].chain_len) {
-			emit_chain_opp(f, s, oi);
-			n_opp += 1 + s->plan[oi].chain_len;
-		} else {
-			emit_opp(f, s, oi, 0);
-			n_opp++;
-		}
-	}
-	if (!n_opp)
-		out(f, "\t{0},\n");
-	out(f, "};\n\n");
-
-	/* Task lists. */
-	out(f, "/* Tasks of every SM, back to back: opp, template, waits (count, first), signal, split,\n"
-	       " * rows m0:m1, cols n0:n1, k0:k1, vCTA. */\n");
-	int n_tasks = s->n_vcta + n_bar * sms;
-	out(f, "static const struct ark_task tasks_g%d[%d] = {\n", gpu, n_tasks ? n_tasks : 1);
+	/* Per GPU: op params, task lists, waits. */
+	int G = g->gpus;
+	int *opp_index = xmalloc(((size_t)g->n_ops + (size_t)s->n_xo) * sizeof *opp_index + 1);
+	int *opp_gpu = xmalloc((size_t)g->n_ops * sizeof *opp_gpu + 1);
+	int64_t *wbase = xmalloc((size_t)s->n_vcta * sizeof *wbase + 1);
 	int64_t *sm_begin = xmalloc(((size_t)sms + 1) * sizeof *sm_begin);
-	int64_t emitted = 0;
-	for (int sm = 0; sm < sms; sm++) {
-		sm_begin[sm] = emitted;
-		out(f, "\t/* SM %d */\n", sm);
-		int i = p->pl.begin[sm];
-		for (int l = 0; l < (n_bar ? p->n_levels : 1); l++) {
-			for (; i < p->pl.begin[sm + 1] && (!n_bar || p->level[p->pl.list[i]] == l); i++, emitted++)
-				emit_task(f, s, p, p->pl.list[i], opp_index);
-			if (n_bar && l < n_bar) {
-				out(f, "\t{0, ARK_T_BARRIER, 1, %" PRId64 ", ARK_CTR__FIRST + %d, 0, 0, 0, 0, 0, 0, 0, "
-				       "0xffffffffu}, /* grid barrier after level %d */\n",
-				    n_waits + l, p->n_counters, l);
-				emitted++;
+	int n_opp[ARK_MAX_GPUS] = {0}, n_tasks[ARK_MAX_GPUS] = {0};
+	int64_t gw[ARK_MAX_GPUS] = {0};
+	for (int oi = 0; oi < g->n_ops; oi++)
+		opp_gpu[oi] = -1;
+	for (int v = 0; v < s->n_vcta; v++) {
+		if (s->v[v].opp < g->n_ops)
+			opp_gpu[s->v[v].opp] = s->v[v].gpu;
+		wbase[v] = gw[s->v[v].gpu];
+		gw[s->v[v].gpu] += p->wait0[v + 1] - p->wait0[v];
+	}
+	for (int gpu = 0; gpu < G; gpu++) {
+		/* Op params: one entry per op that has vCTAs of its own, then the communication ones. */
+		char of[32] = "";
+		if (G > 1)
+			snprintf(of, sizeof of, " of GPU %d", gpu);
+		out(f, "/* Op params%s, as the templates read them: kind, dtype, flags, act, -, splits, in[] offsets, "
+		       "out, ws,\n * M, N, K, factor/eps, ndim, out shape, input strides, peer. */\n", of);
+		out(f, "static const struct ark_opp opp_g%d[] = {\n", gpu);
+		for (int k = 0; k < g->n_ops; k++) {
+			int oi = g->order[k];
+			if (opp_gpu[oi] != gpu)
+				continue;
+			opp_index[oi] = n_opp[gpu];
+			if (s->plan[oi].chain_len) {
+				emit_chain_opp(f, s, oi);
+				n_opp[gpu] += 1 + s->plan[oi].chain_len;
+			} else {
+				emit_opp(f, s, oi, 0);
+				n_opp[gpu]++;
 			}
 		}
-	}
-	sm_begin[sms] = emitted;
-	ARK_ASSERT(emitted == n_tasks);
-	if (!n_tasks)
-		out(f, "\t{0},\n");
-	out(f, "};\n\nstatic const uint32_t sm_begin_g%d[%d] = {", gpu, sms + 1);
-	for (int sm = 0; sm <= sms; sm++)
-		out(f, "%s%" PRId64, sm == 0 ? "\n\t" : sm % 16 ? ", " : ",\n\t", sm_begin[sm]);
-	out(f, "\n};\n\n");
+		for (int x = 0; x < s->n_xo; x++)
+			if (s->xo[x].gpu == gpu) {
+				opp_index[g->n_ops + x] = n_opp[gpu]++;
+				emit_xopp(f, s, x);
+			}
+		if (!n_opp[gpu])
+			out(f, "\t{0},\n");
+		out(f, "};\n\n");
 
-	out(f, "/* Waits: counter, signals per iteration, signals needed. */\n");
-	out(f, "static const struct ark_wait waits_g%d[%" PRId64 "] = {\n", gpu, n_waits + n_bar ? n_waits + n_bar : 1);
-	for (int v = 0; v < s->n_vcta; v++)
-		for (int64_t w = p->wait0[v]; w < p->wait0[v + 1]; w++)
-			out(f, "\t{ARK_CTR__FIRST + %u, %u, %u}, /* %" PRId64 ": v%d waits for %u tiles */\n",
-			    p->waits[w].counter, p->waits[w].per_iter, p->waits[w].need, w, v, p->waits[w].need);
-	for (int l = 0; l < n_bar; l++)
-		out(f, "\t{ARK_CTR__FIRST + %d, %d, %d}, /* barrier after level %d */\n", p->n_counters, sms * n_bar,
-		    sms * (l + 1), l);
-	if (!n_waits && !n_bar)
-		out(f, "\t{0, 0, 0},\n");
-	out(f, "};\n\n");
+		/* Task lists. */
+		out(f, "/* Tasks of every SM%s, back to back: opp, template, waits (count, first), signal, split,\n"
+		       " * rows m0:m1, cols n0:n1, k0:k1, vCTA%s. */\n", of, G > 1 ? ", GPU of a remote signal + 1" : "");
+		int n_t = n_bar * sms;
+		for (int sm = 0; sm < sms; sm++)
+			n_t += p->pl.begin[gpu * sms + sm + 1] - p->pl.begin[gpu * sms + sm];
+		n_tasks[gpu] = n_t;
+		out(f, "static const struct ark_task tasks_g%d[%d] = {\n", gpu, n_t ? n_t : 1);
+		int64_t emitted = 0;
+		for (int sm = 0; sm < sms; sm++) {
+			int gsm = gpu * sms + sm;
+			sm_begin[sm] = emitted;
+			out(f, "\t/* SM %d */\n", sm);
+			int i = p->pl.begin[gsm];
+			for (int l = 0; l < (n_bar ? p->n_levels : 1); l++) {
+				for (; i < p->pl.begin[gsm + 1] && (!n_bar || p->level[p->pl.list[i]] == l); i++, emitted++)
+					emit_task(f, s, p, p->pl.list[i], opp_index, wbase[p->pl.list[i]]);
+				if (n_bar && l < n_bar) {
+					out(f, "\t{0, ARK_T_BARRIER, 1, %" PRId64 ", ARK_CTR__FIRST + %d, 0, 0, 0, 0, 0, 0, 0, "
+					       "0xffffffffu}, /* grid barrier after level %d */\n",
+					    n_waits + l, p->n_counters, l);
+					emitted++;
+				}
+			}
+		}
+		sm_begin[sms] = emitted;
+		ARK_ASSERT(emitted == n_t);
+		if (!n_t)
+			out(f, "\t{0},\n");
+		out(f, "};\n\nstatic const uint32_t sm_begin_g%d[%d] = {", gpu, sms + 1);
+		for (int sm = 0; sm <= sms; sm++)
+			out(f, "%s%" PRId64, sm == 0 ? "\n\t" : sm % 16 ? ", " : ",\n\t", sm_begin[sm]);
+		out(f, "\n};\n\n");
+
+		out(f, "/* Waits%s: counter, signals per iteration, signals needed%s. */\n", of,
+		    G > 1 ? ", 1: raised from another GPU or by the DMA engine" : "");
+		out(f, "static const struct ark_wait waits_g%d[%" PRId64 "] = {\n", gpu,
+		    gw[gpu] + n_bar ? gw[gpu] + n_bar : 1);
+		for (int v = 0; v < s->n_vcta; v++) {
+			if (s->v[v].gpu != gpu)
+				continue;
+			for (int64_t w = p->wait0[v]; w < p->wait0[v + 1]; w++) {
+				int c = (int)p->waits[w].counter;
+				out(f, "\t{ARK_CTR__FIRST + %d, %u, %u%s}, /* %" PRId64 ": v%d waits for %u %s */\n",
+				    p->ctr_index[c], p->waits[w].per_iter, p->waits[w].need, p->ctr_sys[c] ? ", 1" : "",
+				    wbase[v] + (w - p->wait0[v]), v, p->waits[w].need,
+				    p->ctr_sys[c] ? "signals from other GPUs or DMA chunks" : "tiles");
+			}
+		}
+		for (int l = 0; l < n_bar; l++)
+			out(f, "\t{ARK_CTR__FIRST + %d, %d, %d}, /* barrier after level %d */\n", p->n_counters,
+			    sms * n_bar, sms * (l + 1), l);
+		if (!gw[gpu] && !n_bar)
+			out(f, "\t{0, 0, 0},\n");
+		out(f, "};\n\n");
+	}
 
 	out(f, "ARK_DEFINE_LOOP()\n\n");
 	out(f, "extern \"C\" const struct ark_model ark_model_def = {\n\t");
@@ -338,10 +424,16 @@ int emit_loop(const struct sched *s, const struct schedule *p, const struct emit
 	cstr(f, info->options);
 	out(f, ",\n\t%d, %d, %d, %d, %.3f,\n", g->gpus, sms, info->threads, info->smem, p->sim.latency_us);
 	out(f, "\t%d, tensors, %d, ops,\n", g->n_tensors, g->n_ops);
-	out(f, "\t{{%" PRIu64 "u, %d, tasks_g%d, sm_begin_g%d, %" PRId64 ", waits_g%d, %d, opp_g%d, %d, %d}},\n",
-	    s->arena[gpu], n_tasks, gpu, gpu, n_waits + n_bar, gpu, n_opp, gpu, n_counters, sms);
+	out(f, "\t{");
+	for (int gpu = 0; gpu < G; gpu++)
+		out(f, "%s{%" PRIu64 "u, %d, tasks_g%d, sm_begin_g%d, %" PRId64 ", waits_g%d, %d, opp_g%d, %d, %d}",
+		    gpu ? ",\n\t " : "", s->arena[gpu], n_tasks[gpu], gpu, gpu, gw[gpu] + n_bar, gpu, n_opp[gpu], gpu,
+		    p->gpu_counters[gpu] + (n_bar ? 1 : 0), sms);
+	out(f, "},\n");
 	out(f, "\tark_launch,\n\t(const void *)ark_loop_kernel,\n};\n");
 	free(opp_index);
+	free(opp_gpu);
+	free(wbase);
 	free(sm_begin);
 	return ferror(f) ? -1 : 0;
 }
@@ -411,7 +503,10 @@ int emit_schedule_json(const struct sched *s, const struct schedule *p, FILE *f)
 	out(f, "  \"vctas\": [\n");
 	for (int v = 0; v < s->n_vcta; v++) {
 		const struct vcta *t = &s->v[v];
-		out(f, "    {\"id\": %d, \"op\": ", v);
+		out(f, "    {\"id\": %d, ", v);
+		if (g->gpus > 1)
+			out(f, "\"gpu\": %d, ", t->gpu);
+		out(f, "\"op\": ");
 		cstr(f, g->ops[t->op].name);
 		out(f, ", \"template\": \"%s\", \"rows\": [%u, %u], \"cols\": [%u, %u], \"k\": [%u, %u], "
 		       "\"sm\": %d, \"pos\": %d, \"flops\": %.0f, \"bytes\": %.0f, \"signal\": %d, \"waits\": [",

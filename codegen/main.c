@@ -2,8 +2,10 @@
 #include "graph.h"
 #include "diag.h"
 #include "pipeline.h"
+#include "sched.h"
 #include "../partition/part.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -23,6 +25,7 @@ struct options {
 	int policy;            /* --policy, -1: all */
 	int barrier;           /* --sync barrier */
 	int fuse, reuse;       /* cleared by --no-fuse, --no-reuse */
+	long long p2p_max;     /* --p2p-max */
 	const char *dot_vctas; /* --dot-vctas */
 	const char *schedule;  /* --schedule */
 	char shaping[256];     /* the options that shape the generated code, for its header */
@@ -65,11 +68,15 @@ static void usage(FILE *f)
 		"                     between dependency levels, as ARK does)\n"
 		"      --no-fuse      do not run activations in the epilogue of the matmul before them\n"
 		"      --no-reuse     give every activation its own memory\n"
+		"      --p2p-max BYTES  communication ops with transport \"auto\": transfers of at most BYTES go\n"
+		"                     GPU to GPU by SM stores (p2p), larger ones through the DMA engine\n"
+		"                     (default %d, provisional until measured)\n"
 		"      --schedule FILE  write the schedule (vCTAs, SMs, waits, prediction) as JSON\n"
 		"      --dot-vctas FILE write the vCTA dependency graph in Graphviz format\n"
 		"      --nvcc-flags   print the nvcc flags that build a generated file (include paths,\n"
 		"                     architecture, libraries), like pkg-config, and exit\n"
-		"  -d LETTERS         dump intermediate results to stdout, one letter per pass:\n");
+		"  -d LETTERS         dump intermediate results to stdout, one letter per pass:\n",
+		ARK_P2P_MAX_DEFAULT);
 	for (size_t i = 0; i < sizeof dump_letters / sizeof dump_letters[0]; i++)
 		fprintf(f, "                       -d%c  %s\n", dump_letters[i].letter, dump_letters[i].what);
 	fprintf(f,
@@ -133,7 +140,7 @@ static int want_dump(const struct options *o, char letter)
 static int parse_options(int argc, char **argv, struct options *o, int *status)
 {
 	enum { OPT_DOT = 256, OPT_SMS, OPT_SMEM, OPT_POLICY, OPT_SYNC, OPT_NOFUSE, OPT_NOREUSE, OPT_SCHED,
-	       OPT_DOTV, OPT_NVCC };
+	       OPT_DOTV, OPT_NVCC, OPT_P2PMAX };
 	static const struct option longopts[] = {
 		{ "sms", required_argument, NULL, OPT_SMS },
 		{ "smem", required_argument, NULL, OPT_SMEM },
@@ -141,6 +148,7 @@ static int parse_options(int argc, char **argv, struct options *o, int *status)
 		{ "sync", required_argument, NULL, OPT_SYNC },
 		{ "no-fuse", no_argument, NULL, OPT_NOFUSE },
 		{ "no-reuse", no_argument, NULL, OPT_NOREUSE },
+		{ "p2p-max", required_argument, NULL, OPT_P2PMAX },
 		{ "schedule", required_argument, NULL, OPT_SCHED },
 		{ "dot-vctas", required_argument, NULL, OPT_DOTV },
 		{ "nvcc-flags", no_argument, NULL, OPT_NVCC },
@@ -155,6 +163,7 @@ static int parse_options(int argc, char **argv, struct options *o, int *status)
 	o->sms = 132;
 	o->smem = 131072;
 	o->fuse = o->reuse = 1;
+	o->p2p_max = ARK_P2P_MAX_DEFAULT;
 	*status = EXIT_USAGE;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":hVo:d:", longopts, NULL)) != -1) {
@@ -207,6 +216,17 @@ static int parse_options(int argc, char **argv, struct options *o, int *status)
 		case OPT_NOREUSE:
 			o->reuse = 0;
 			break;
+		case OPT_P2PMAX: {
+			char *end;
+			errno = 0;
+			long long v = strtoll(optarg, &end, 10);
+			if (errno || *end || end == optarg || v < 0) {
+				fprintf(stderr, "arkgen: error: --p2p-max takes a byte count >= 0, not '%s'\n", optarg);
+				goto bad;
+			}
+			o->p2p_max = v;
+			break;
+		}
 		case OPT_SCHED:
 			o->schedule = optarg;
 			break;
@@ -253,6 +273,10 @@ static int parse_options(int argc, char **argv, struct options *o, int *status)
 	snprintf(o->shaping, sizeof o->shaping, "--sms %d --smem %d --policy %s --sync %s%s%s", o->sms, o->smem,
 		 o->policy < 0 ? "all" : part_policy_name[o->policy], o->barrier ? "barrier" : "counters",
 		 o->fuse ? "" : " --no-fuse", o->reuse ? "" : " --no-reuse");
+	if (o->p2p_max != ARK_P2P_MAX_DEFAULT) {
+		size_t n = strlen(o->shaping);
+		snprintf(o->shaping + n, sizeof o->shaping - n, " --p2p-max %lld", o->p2p_max);
+	}
 	return 0;
 bad:
 	fprintf(stderr, "usage: arkgen [options] MODEL.cfg [-o OUT.cu]; arkgen --help for more\n");
@@ -315,7 +339,7 @@ int main(int argc, char **argv)
 	summary(&g, stdout);
 	struct pipeline_opts po = {
 		.sms = opt.sms, .smem = opt.smem, .threads = 256, .policy = opt.policy, .barrier = opt.barrier,
-		.fuse = opt.fuse, .reuse = opt.reuse, .dump_tiles = want_dump(&opt, 'T'),
+		.fuse = opt.fuse, .reuse = opt.reuse, .p2p_max = opt.p2p_max, .dump_tiles = want_dump(&opt, 'T'),
 		.dump_place = want_dump(&opt, 'P'), .dot_vcta = opt.dot_vctas, .schedule = opt.schedule,
 		.out = opt.out, .options = opt.shaping,
 	};

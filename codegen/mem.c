@@ -53,6 +53,19 @@ int mem_plan(struct sched *s)
 	s->offset = xmalloc((size_t)nt * sizeof *s->offset);
 	int *birth = xmalloc((size_t)nt * sizeof *birth), *death = xmalloc((size_t)nt * sizeof *death);
 	lifetimes(s, birth, death);
+	/* Tensors a transfer between GPUs touches keep bytes of their own all iteration long: the DMA
+	 * engine reads its sources after the sending vCTA has finished, and sharing a destination's
+	 * bytes would order vCTAs of one GPU after those of another. */
+	for (int i = 0; i < s->n_vcta; i++) {
+		const struct vcta *v = &s->v[i];
+		if (v->tmpl != ARK_T_DMA && !(v->tmpl == ARK_T_COPY && g->tensors[v->write.tensor].gpu != v->gpu))
+			continue;
+		for (int r = 0; r <= v->n_reads; r++) {
+			int t = r < v->n_reads ? v->reads[r].tensor : v->write.tensor;
+			birth[t] = 0;
+			death[t] = s->n_vcta;
+		}
+	}
 	struct live *lv = xmalloc((size_t)nt * sizeof *lv);
 	for (int gpu = 0; gpu < g->gpus; gpu++) {
 		uint64_t top = 0, flat = 0;

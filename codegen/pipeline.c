@@ -76,7 +76,8 @@ int pipeline_run(struct graph *g, const struct pipeline_opts *o)
 {
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	struct tile_opts to = {.sms = o->sms, .smem = o->smem, .fuse = o->fuse, .reuse = o->reuse};
+	struct tile_opts to = {.sms = o->sms, .smem = o->smem, .fuse = o->fuse, .reuse = o->reuse,
+			      .p2p_max = o->p2p_max};
 	struct sched s;
 	struct schedule p;
 	struct part_gpu gpu;

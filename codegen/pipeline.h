@@ -12,6 +12,7 @@ struct pipeline_opts {
 	int policy;           /* enum part_policy, or -1 for --policy all */
 	int barrier;          /* --sync barrier */
 	int fuse, reuse;      /* --no-fuse, --no-reuse clear them */
+	long long p2p_max;    /* --p2p-max */
 	int dump_tiles;       /* -dT */
 	int dump_place;       /* -dP */
 	const char *dot_vcta; /* --dot-vctas FILE */

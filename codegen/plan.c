@@ -70,6 +70,15 @@ static void assign_counters(const struct sched *s, struct schedule *p)
 			p->signal[u] = -1;
 			continue;
 		}
+		if (s->v[u].tmpl == ARK_T_DMA) {
+			/* The DMA engine stores absolute values into its flag: a counter of its own, raised
+			 * once per chunk of the request. */
+			uint64_t b = (uint64_t)(s->v[u].k1 - s->v[u].k0) *
+				     (uint64_t)ark_dtype_size(s->g->tensors[s->v[u].reads[0].tensor].dtype);
+			p->signal[u] = p->n_counters;
+			p->per_iter[p->n_counters++] = (uint32_t)((b + ARK_DMA_CHUNK_BYTES - 1) / ARK_DMA_CHUNK_BYTES);
+			continue;
+		}
 		uint64_t h = hash_consumers(s, grp, u) ^ (uint64_t)s->v[u].op * 0xff51afd7ed558ccdull;
 		size_t i = h & (cap - 1);
 		while (tab[i].u >= 0 && !(tab[i].hash == h && s->v[tab[i].u].op == s->v[u].op &&
@@ -101,6 +110,102 @@ static void assign_counters(const struct sched *s, struct schedule *p)
 	free(waited);
 }
 
+/* Every counter lives on the GPU of the vCTAs that wait on it (one GPU: a producer's consumers are
+ * all on one GPU, which the tiler guarantees) and is numbered there from 0. A counter some producer
+ * raises from another GPU, or the DMA engine raises, is waited on at system scope. */
+static void map_counters(const struct sched *s, struct schedule *p)
+{
+	int nc = p->n_counters;
+	p->ctr_gpu = xmalloc((size_t)nc * sizeof *p->ctr_gpu + 1);
+	p->ctr_index = xmalloc((size_t)nc * sizeof *p->ctr_index + 1);
+	p->ctr_sys = xcalloc((size_t)nc + 1, 1);
+	for (int c = 0; c < nc; c++)
+		p->ctr_gpu[c] = -1;
+	for (int u = 0; u < s->n_vcta; u++)
+		for (int64_t e = s->xadj[u]; e < s->xadj[u + 1]; e++)
+			if (p->need[e]) {
+				int c = p->signal[u], gv = s->v[s->adj[e]].gpu;
+				ARK_ASSERT(c >= 0 && (p->ctr_gpu[c] < 0 || p->ctr_gpu[c] == gv));
+				p->ctr_gpu[c] = gv;
+			}
+	memset(p->gpu_counters, 0, sizeof p->gpu_counters);
+	for (int c = 0; c < nc; c++) {
+		ARK_ASSERT(p->ctr_gpu[c] >= 0);
+		p->ctr_index[c] = p->gpu_counters[p->ctr_gpu[c]]++;
+	}
+	for (int u = 0; u < s->n_vcta; u++)
+		if (p->signal[u] >= 0 && (s->v[u].tmpl == ARK_T_DMA || s->v[u].gpu != p->ctr_gpu[p->signal[u]]))
+			p->ctr_sys[p->signal[u]] = 1;
+}
+
+/* Placement of a model on several GPUs: each GPU's vCTAs placed by the policy on that GPU's SMs as
+ * a DAG of their own, SM s of GPU g numbered g * sms + s. Every SM's list is then ordered by vCTA
+ * number, a topological order of the whole DAG: paths through other GPUs (a send, the peer's sum,
+ * the send back) are invisible to a per-GPU placement, and an order that ignored them could
+ * deadlock. */
+static int place_multi(const struct sched *s, const struct part_gpu *gpu, enum part_policy policy,
+		       struct part_placement *pl, char *err, size_t errlen)
+{
+	int n = s->n_vcta, G = s->g->gpus, sms = gpu->sms, rc = 0;
+	int *loc = xmalloc((size_t)n * sizeof *loc + 1), *glob = xmalloc((size_t)n * sizeof *glob + 1);
+	int64_t *xadj = xmalloc(((size_t)n + 1) * sizeof *xadj);
+	int *adj = xmalloc((size_t)s->n_edges * sizeof *adj + 1);
+	int64_t *eb = xmalloc((size_t)s->n_edges * sizeof *eb + 1);
+	double *fl = xmalloc((size_t)n * sizeof *fl + 1), *by = xmalloc((size_t)n * sizeof *by + 1);
+	uint8_t *tc = xmalloc((size_t)n + 1);
+	int *grp = xmalloc((size_t)n * sizeof *grp + 1);
+	pl->sms = G * sms;
+	pl->sm = xmalloc((size_t)n * sizeof *pl->sm + 1);
+	pl->pos = xmalloc((size_t)n * sizeof *pl->pos + 1);
+	pl->begin = xcalloc((size_t)pl->sms + 1, sizeof *pl->begin);
+	pl->list = xmalloc((size_t)n * sizeof *pl->list + 1);
+	for (int g = 0; g < G && rc == 0; g++) {
+		int m = 0;
+		for (int v = 0; v < n; v++)
+			if (s->v[v].gpu == g)
+				loc[v] = m, glob[m++] = v;
+		if (!m)
+			continue;
+		int64_t ne = 0;
+		for (int k = 0; k < m; k++) {
+			int v = glob[k];
+			xadj[k] = ne;
+			for (int64_t e = s->xadj[v]; e < s->xadj[v + 1]; e++)
+				if (s->v[s->adj[e]].gpu == g) {
+					adj[ne] = loc[s->adj[e]];
+					eb[ne++] = s->ebytes[e];
+				}
+			fl[k] = s->flops[v], by[k] = s->bytes[v], tc[k] = s->tc[v], grp[k] = s->group[v];
+		}
+		xadj[m] = ne;
+		struct part_dag sub = {.n = m, .xadj = xadj, .adj = adj, .ebytes = eb, .flops = fl, .bytes = by,
+				       .tc = tc, .group = grp};
+		struct part_placement sp;
+		if (part_place(&sub, gpu, policy, &sp, err, errlen) < 0) {
+			rc = -1;
+			break;
+		}
+		for (int k = 0; k < m; k++)
+			pl->sm[glob[k]] = g * sms + sp.sm[k];
+		part_placement_free(&sp);
+	}
+	if (rc == 0) {
+		for (int v = 0; v < n; v++)
+			pl->begin[pl->sm[v] + 1]++;
+		for (int q = 0; q < pl->sms; q++)
+			pl->begin[q + 1] += pl->begin[q];
+		int *fill = xmalloc((size_t)pl->sms * sizeof *fill);
+		memcpy(fill, pl->begin, (size_t)pl->sms * sizeof *fill);
+		for (int v = 0; v < n; v++) {
+			pl->pos[v] = fill[pl->sm[v]] - pl->begin[pl->sm[v]];
+			pl->list[fill[pl->sm[v]]++] = v;
+		}
+		free(fill);
+	}
+	free(loc), free(glob), free(xadj), free(adj), free(eb), free(fl), free(by), free(tc), free(grp);
+	return rc;
+}
+
 static int cmp_wait(const void *a, const void *b)
 {
 	const struct ark_wait *x = a, *y = b;
@@ -125,7 +230,7 @@ static void build_waits(const struct sched *s, struct schedule *p)
 		for (int64_t e = s->xadj[u]; e < s->xadj[u + 1]; e++)
 			if (p->need[e]) {
 				int c = p->signal[u];
-				w[fill[s->adj[e]]++] = (struct ark_wait){(uint32_t)c, p->per_iter[c], p->per_iter[c]};
+				w[fill[s->adj[e]]++] = (struct ark_wait){(uint32_t)c, p->per_iter[c], p->per_iter[c], 0};
 			}
 	/* Sort and deduplicate each consumer's waits. */
 	p->wait0 = xmalloc(((size_t)n + 1) * sizeof *p->wait0);
@@ -175,7 +280,15 @@ int plan_schedule(struct sched *s, const struct part_gpu *gpu, enum part_policy 
 	memset(p, 0, sizeof *p);
 	p->policy = policy;
 	p->barrier = barrier;
-	if (part_place(&dag, gpu, policy, &p->pl, err, sizeof err) < 0) {
+	int multi = s->g->gpus > 1;
+	if (multi && barrier) {
+		diag_error(s->g->file, 0, "--sync barrier handles single-GPU models only; this one runs on %d GPUs",
+			   s->g->gpus);
+		diag_hint("use the default --sync counters");
+		return -1;
+	}
+	if (multi ? place_multi(s, gpu, policy, &p->pl, err, sizeof err) < 0
+		  : part_place(&dag, gpu, policy, &p->pl, err, sizeof err) < 0) {
 		diag_error(s->g->file, 0, "placement (%s) failed: %s", part_policy_name[policy], err);
 		return -1;
 	}
@@ -198,14 +311,29 @@ int plan_schedule(struct sched *s, const struct part_gpu *gpu, enum part_policy 
 				   part_policy_name[policy]);
 			return -1;
 		}
+		/* A DMA vCTA is finished before its data arrives: program order after it proves nothing,
+		 * so every consumer in the reduced DAG waits on its flag. */
+		for (int u = 0; u < s->n_vcta; u++)
+			if (s->v[u].tmpl == ARK_T_DMA)
+				for (int64_t e = s->xadj[u]; e < s->xadj[u + 1]; e++)
+					if (s->keep[e] && !p->need[e]) {
+						p->need[e] = 1;
+						p->n_need++;
+					}
 	}
 	assign_counters(s, p);
+	map_counters(s, p);
 	build_waits(s, p);
 	if (!barrier && part_verify(&dag, p->need, &p->pl, s->n_hazards, s->hu, s->hv, err, sizeof err) < 0) {
 		diag_error(s->g->file, 0, "schedule verification failed (%s): %s", part_policy_name[policy], err);
 		return -1;
 	}
-	part_simulate(&dag, barrier ? s->keep : p->need, &p->pl, gpu, barrier, &p->sim);
+	struct part_gpu all = *gpu; /* several GPUs: one machine with all their SMs and bandwidth */
+	all.sms = p->pl.sms;
+	all.dram_gbps *= s->g->gpus;
+	all.tc_tflops *= s->g->gpus;
+	all.fp32_tflops *= s->g->gpus;
+	part_simulate(&dag, barrier ? s->keep : p->need, &p->pl, multi ? &all : gpu, barrier, &p->sim);
 	return 0;
 }
 
@@ -218,6 +346,9 @@ void plan_free(struct schedule *p)
 	free(p->wait0);
 	free(p->waits);
 	free(p->level);
+	free(p->ctr_gpu);
+	free(p->ctr_index);
+	free(p->ctr_sys);
 	memset(p, 0, sizeof *p);
 }
 

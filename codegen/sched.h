@@ -21,7 +21,7 @@ struct region {
 /* One virtual CTA: one tile of one op. */
 struct vcta {
 	int op;               /* graph op (for a fused group: the first op) */
-	int opp;              /* index of its op params */
+	int opp;              /* index of its op params: an op, or n_ops + an index into sched.xo */
 	enum ark_tmpl tmpl;
 	int gpu;
 	uint32_t m0, m1, n0, n1, k0, k1, split;
@@ -46,11 +46,33 @@ struct op_plan {
 	int chain_len;        /* head of a chain: its number of ops (>= 2), else 0 */
 };
 
+/* Transfers of a communication op of at most this many bytes go GPU to GPU by SM stores (p2p),
+ * larger ones through the DMA engine, when the op's transport is "auto". Provisional: 64 KiB until a
+ * benchmark measures where the DMA engine's fixed cost (about 7 us per copy) stops mattering.
+ * arkgen --p2p-max overrides it. */
+#define ARK_P2P_MAX_DEFAULT 65536
+
+/* Op params of a communication vCTA (emitted into the table of GPU `gpu`). Offsets are resolved
+ * at emission: in[0] = offset of in0 (+ in0_add), in[1] = offset of in1, out = offset of out
+ * (+ out_add), in[2] = in2 as is. */
+struct xopp {
+	int op;
+	int gpu;
+	enum ark_tmpl tmpl;   /* COPY (p2p push), DMA, SUM, GATHER, NOP */
+	int peer;             /* COPY, DMA: the receiving GPU; -1 */
+	unsigned flags;       /* ARK_OPP_* */
+	int in0, in1, out;    /* tensors, -1 */
+	uint64_t out_add, in2;
+	int64_t M, N, K;
+	uint32_t splits;
+};
+
 struct tile_opts {
 	int sms;              /* SMs of the target GPU */
 	int smem;             /* shared memory per CTA, bytes */
 	int fuse;             /* fuse activations into the matmul before them */
 	int reuse;            /* memory plan reuses activation space */
+	int64_t p2p_max;      /* transport auto: p2p up to this many bytes per transfer, DMA above */
 };
 
 struct sched {
@@ -59,6 +81,8 @@ struct sched {
 	struct op_plan *plan;         /* per op */
 	int n_vcta, cap_vcta;
 	struct vcta *v;               /* in a topological order */
+	int n_xo, cap_xo;
+	struct xopp *xo;              /* op params of the communication vCTAs */
 	/* tensor 2-D views: rows, cols (leading dims folded) */
 	int64_t *rows, *cols;
 	/* dependency edges (CSR over vCTAs, u < v), hazards, kept after reduction */
@@ -95,7 +119,7 @@ const char *tmpl_name(int tmpl);
 struct schedule {
 	enum part_policy policy;
 	int barrier;                  /* --sync barrier: grid barriers between dependency levels */
-	struct part_placement pl;
+	struct part_placement pl;     /* SM s of GPU g is SM g * sms + s (sms = pl.sms / gpus) */
 	uint8_t *need;                /* per edge: still waited on at run time */
 	int64_t n_need;
 	int *signal;                  /* per vCTA: model counter it signals, -1 */
@@ -103,6 +127,10 @@ struct schedule {
 	uint32_t *per_iter;           /* per counter: signals per iteration */
 	int64_t *wait0;               /* per vCTA: its waits are waits[wait0[v] .. wait0[v + 1]) */
 	struct ark_wait *waits;       /* model counters numbered from 0; the emitter adds ARK_CTR__FIRST */
+	int *ctr_gpu;                 /* per counter: GPU whose counter array holds it (its waiters') */
+	int *ctr_index;               /* per counter: its index in that array (model counters from 0) */
+	uint8_t *ctr_sys;             /* per counter: raised from another GPU or by the DMA engine */
+	int gpu_counters[ARK_MAX_GPUS]; /* model counters per GPU */
 	int n_levels;
 	int *level;                   /* per vCTA: dependency level (barrier mode) */
 	struct part_sim sim;

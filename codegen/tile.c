@@ -451,13 +451,249 @@ static void tile_copy(struct sched *s, int oi)
 		int64_t e1 = imin(E, e0 + chunk);
 		struct vcta *v = new_vcta(s, oi, oi, ARK_T_COPY);
 		v->k0 = (uint32_t)e0, v->k1 = (uint32_t)e1;
-		v->m0 = (uint32_t)(e0 / C), v->m1 = (uint32_t)cdiv(e1, C), v->n0 = 0, v->n1 = (uint32_t)C;
-		/* Whole rows touched by the element range. */
-		add_read(v, in, e0 / C, cdiv(e1, C), 0, C);
-		v->write = (struct region){out, e0 / C, cdiv(e1, C), 0, C};
+		const struct region box = range_box(out, e0, e1, C);
+		v->m0 = (uint32_t)box.r0, v->m1 = (uint32_t)box.r1, v->n0 = (uint32_t)box.c0, v->n1 = (uint32_t)box.c1;
+		add_read(v, in, box.r0, box.r1, box.c0, box.c1);
+		v->write = box;
 		v->bytes = (double)(2 * es * (e1 - e0));
 	}
 	pl->n_vcta = s->n_vcta - pl->first_vcta;
+}
+
+/* ---- communication ops ------------------------------------------------------------------------
+ * Every transfer moves a box of a tensor that is contiguous in memory (columns of one row, or whole
+ * rows) to the same elements of a tensor (or of one slot of a staging tensor) on another GPU: by
+ * COPY vCTAs of the sending GPU that store into the peer's arena (p2p), or by one DMA vCTA that
+ * hands the box to the DMA engine. all_reduce: the elements are cut into one part per GPU; GPU i
+ * receives part i of every other input into a staging tensor (reduce-scatter), sums it with its own
+ * (SUM vCTAs, fp32, rounded once) and sends the summed part to every other output (all-gather).
+ * all_gather: every GPU receives the other inputs whole into a staging tensor, then GATHER vCTAs
+ * interleave them with its own input into the output. A NOP vCTA on the receiving GPU waits for
+ * transfers into an output that nothing else on that GPU reads, so the iteration completes only
+ * once they arrived. */
+
+struct box {
+	int64_t r0, r1, c0, c1;
+};
+
+static int64_t box_elems(struct box b) { return (b.r1 - b.r0) * (b.c1 - b.c0); }
+
+/* Piece p of `pieces` of a contiguous box: columns (multiples of 8 elements) of a one-row box, rows
+ * of a box of whole rows. 0 if the piece is empty. */
+static int split_box(struct box b, int64_t pieces, int64_t p, struct box *q)
+{
+	*q = b;
+	if (b.r1 - b.r0 == 1) {
+		int64_t step = cdiv(cdiv(b.c1 - b.c0, pieces), 8) * 8;
+		q->c0 = b.c0 + p * step;
+		q->c1 = imin(b.c1, q->c0 + step);
+		return q->c0 < q->c1;
+	}
+	int64_t step = cdiv(b.r1 - b.r0, pieces);
+	q->r0 = b.r0 + p * step;
+	q->r1 = imin(b.r1, q->r0 + step);
+	return q->r0 < q->r1;
+}
+
+/* p2p pieces of a box: about one per 4096 elements, at most one per SM. */
+static int64_t xfer_pieces(const struct sched *s, struct box b)
+{
+	return imax(1, imin(s->opt.sms, cdiv(box_elems(b), 4096)));
+}
+
+static int new_xopp(struct sched *s, int op, int gpu, enum ark_tmpl tmpl)
+{
+	if (s->n_xo == s->cap_xo) {
+		s->cap_xo = s->cap_xo ? 2 * s->cap_xo : 16;
+		s->xo = xrealloc(s->xo, (size_t)s->cap_xo * sizeof *s->xo);
+	}
+	struct xopp *x = &s->xo[s->n_xo];
+	memset(x, 0, sizeof *x);
+	x->op = op;
+	x->gpu = gpu;
+	x->tmpl = tmpl;
+	x->peer = -1;
+	x->in0 = x->in1 = x->out = -1;
+	return s->n_xo++;
+}
+
+static struct vcta *comm_vcta(struct sched *s, int op, int x)
+{
+	struct vcta *v = new_vcta(s, op, s->g->n_ops + x, s->xo[x].tmpl);
+	v->gpu = s->xo[x].gpu;
+	return v;
+}
+
+/* Adds a staging tensor [rows, cols] of dtype on gpu, named after base; returns its index. */
+static int add_staging(struct sched *s, const char *base, const char *suffix, int gpu, int64_t rows, int64_t cols,
+		       enum ark_dtype dt)
+{
+	int t = add_internal(s, base, gpu, rows, cols);
+	struct tensor *T = &s->g->tensors[t];
+	size_t n = strlen(base) + strlen(suffix) + 1;
+	T->name = xrealloc(T->name, n);
+	snprintf(T->name, n, "%s%s", base, suffix);
+	T->dtype = dt;
+	s->rows[t] = rows;
+	s->cols[t] = cols;
+	return t;
+}
+
+static int use_dma(const struct sched *s, const struct op *o, int64_t bytes)
+{
+	if (o->transport == ARK_TR_AUTO)
+		return bytes > s->opt.p2p_max;
+	return o->transport == ARK_TR_DMA;
+}
+
+/* Box b of tensor src (on its GPU) to the same elements of tensor dst, in the slot that starts at
+ * row slot_rows (slot_bytes bytes) of dst's view, on dst's GPU. */
+static void tile_transfer(struct sched *s, int oi, int src, int dst, int64_t slot_rows, uint64_t slot_bytes,
+			  struct box b, int dma)
+{
+	int sg = s->g->tensors[src].gpu, x = new_xopp(s, oi, sg, dma ? ARK_T_DMA : ARK_T_COPY);
+	int64_t C = s->cols[src], es = esize(s, src), pieces = dma ? 1 : xfer_pieces(s, b);
+	s->xo[x].peer = s->g->tensors[dst].gpu;
+	s->xo[x].flags = dma ? 0 : ARK_OPP_PUSH;
+	s->xo[x].in0 = src;
+	s->xo[x].out = dst;
+	s->xo[x].out_add = slot_bytes;
+	ARK_ASSERT(s->xo[x].peer != sg);
+	for (int64_t p = 0; p < pieces; p++) {
+		struct box q;
+		if (!split_box(b, pieces, p, &q))
+			continue;
+		struct vcta *v = comm_vcta(s, oi, x);
+		v->m0 = (uint32_t)q.r0, v->m1 = (uint32_t)q.r1, v->n0 = (uint32_t)q.c0, v->n1 = (uint32_t)q.c1;
+		v->k0 = (uint32_t)(q.r0 * C + q.c0), v->k1 = (uint32_t)((q.r1 - 1) * C + q.c1);
+		add_read(v, src, q.r0, q.r1, q.c0, q.c1);
+		v->write = (struct region){dst, slot_rows + q.r0, slot_rows + q.r1, q.c0, q.c1};
+		/* a DMA vCTA only writes a request; the simulator does not model the engine's copy */
+		v->bytes = dma ? 64.0 : (double)(2 * es * box_elems(q));
+	}
+}
+
+/* A NOP vCTA on tensor t's GPU that reads all of t. */
+static void tile_sink(struct sched *s, int oi, int t)
+{
+	struct vcta *v = comm_vcta(s, oi, new_xopp(s, oi, s->g->tensors[t].gpu, ARK_T_NOP));
+	add_read(v, t, 0, s->rows[t], 0, s->cols[t]);
+	v->write = (struct region){t, 0, 0, 0, 0}; /* writes nothing */
+}
+
+static void tile_copy_xgpu(struct sched *s, int oi)
+{
+	const struct op *o = &s->g->ops[oi];
+	int t = o->in[0], u = o->out[0];
+	struct box all = {0, s->rows[t], 0, s->cols[t]};
+	tile_transfer(s, oi, t, u, 0, 0, all, use_dma(s, o, (int64_t)tensor_bytes(&s->g->tensors[t])));
+	tile_sink(s, oi, u);
+}
+
+static void tile_all_reduce(struct sched *s, int oi)
+{
+	struct graph *g = s->g;
+	const struct op *o = &g->ops[oi];
+	int n = o->n_in, t0 = o->in[0], st[ARK_MAX_IO];
+	int64_t R = s->rows[t0], C = s->cols[t0], es = esize(s, t0);
+	uint64_t tb = tensor_bytes(&g->tensors[t0]);
+	struct box all = {0, R, 0, C}, part[ARK_MAX_IO];
+	int has[ARK_MAX_IO], dma = 0;
+	for (int i = 0; i < n; i++) {
+		has[i] = split_box(all, n, i, &part[i]);
+		if (has[i] && use_dma(s, o, box_elems(part[i]) * es))
+			dma = 1; /* one transport for the whole op: the largest part decides */
+		st[i] = add_staging(s, g->tensors[o->out[i]].name, "__rs", g->tensors[o->in[i]].gpu, (n - 1) * R, C,
+				    g->tensors[t0].dtype);
+	}
+	/* reduce-scatter: part i of every other input to GPU i's staging slot of that input */
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n && has[i]; j++)
+			if (j != i) {
+				int slot = j - (j > i);
+				tile_transfer(s, oi, o->in[j], st[i], slot * R, (uint64_t)slot * tb, part[i], dma);
+			}
+	/* sum of part i on GPU i */
+	for (int i = 0; i < n; i++) {
+		if (!has[i])
+			continue;
+		int x = new_xopp(s, oi, g->tensors[o->in[i]].gpu, ARK_T_SUM);
+		s->xo[x].in0 = o->in[i];
+		s->xo[x].in1 = st[i];
+		s->xo[x].out = o->out[i];
+		s->xo[x].in2 = tb;
+		s->xo[x].K = n - 1;
+		int64_t pieces = xfer_pieces(s, part[i]);
+		for (int64_t p = 0; p < pieces; p++) {
+			struct box q;
+			if (!split_box(part[i], pieces, p, &q))
+				continue;
+			struct vcta *v = comm_vcta(s, oi, x);
+			v->m0 = (uint32_t)q.r0, v->m1 = (uint32_t)q.r1, v->n0 = (uint32_t)q.c0, v->n1 = (uint32_t)q.c1;
+			v->k0 = (uint32_t)(q.r0 * C + q.c0), v->k1 = (uint32_t)((q.r1 - 1) * C + q.c1);
+			add_read(v, o->in[i], q.r0, q.r1, q.c0, q.c1);
+			for (int k = 0; k < n - 1; k++)
+				add_read(v, st[i], k * R + q.r0, k * R + q.r1, q.c0, q.c1);
+			v->write = (struct region){o->out[i], q.r0, q.r1, q.c0, q.c1};
+			v->flops = (double)(n * box_elems(q));
+			v->bytes = (double)((n + 1) * es * box_elems(q));
+		}
+	}
+	/* all-gather: the summed part i to every other output */
+	for (int i = 0; i < n; i++)
+		for (int k = 0; k < n && has[i]; k++)
+			if (k != i)
+				tile_transfer(s, oi, o->out[i], o->out[k], 0, 0, part[i], dma);
+	for (int k = 0; k < n; k++)
+		tile_sink(s, oi, o->out[k]);
+}
+
+static void tile_all_gather(struct sched *s, int oi)
+{
+	struct graph *g = s->g;
+	const struct op *o = &g->ops[oi];
+	int n = o->n_in, t0 = o->in[0], st[ARK_MAX_IO];
+	const struct tensor *T = &g->tensors[t0];
+	int64_t R = s->rows[t0], C = s->cols[t0], chunk = 1;
+	uint64_t tb = tensor_bytes(T);
+	for (int d = o->axis; d < T->ndim; d++)
+		chunk *= T->shape[d];
+	int dma = use_dma(s, o, (int64_t)tb);
+	struct box all = {0, R, 0, C};
+	for (int i = 0; i < n; i++)
+		st[i] = add_staging(s, g->tensors[o->out[i]].name, "__ag", g->tensors[o->in[i]].gpu, (n - 1) * R, C,
+				    g->tensors[t0].dtype);
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++)
+			if (j != i) {
+				int slot = j - (j > i);
+				tile_transfer(s, oi, o->in[j], st[i], slot * R, (uint64_t)slot * tb, all, dma);
+			}
+	for (int i = 0; i < n; i++) {
+		int out = o->out[i], x = new_xopp(s, oi, g->tensors[o->in[i]].gpu, ARK_T_GATHER);
+		int64_t Ro = s->rows[out], Co = s->cols[out], es = esize(s, out);
+		s->xo[x].in0 = o->in[i];
+		s->xo[x].in1 = st[i];
+		s->xo[x].out = out;
+		s->xo[x].in2 = tb;
+		s->xo[x].N = chunk;
+		s->xo[x].K = n;
+		s->xo[x].splits = (uint32_t)i;
+		struct box ob = {0, Ro, 0, Co};
+		int64_t pieces = xfer_pieces(s, ob);
+		for (int64_t p = 0; p < pieces; p++) {
+			struct box q;
+			if (!split_box(ob, pieces, p, &q))
+				continue;
+			struct vcta *v = comm_vcta(s, oi, x);
+			v->m0 = (uint32_t)q.r0, v->m1 = (uint32_t)q.r1, v->n0 = (uint32_t)q.c0, v->n1 = (uint32_t)q.c1;
+			v->k0 = (uint32_t)(q.r0 * Co + q.c0), v->k1 = (uint32_t)((q.r1 - 1) * Co + q.c1);
+			add_read(v, o->in[i], 0, R, 0, C);
+			add_read(v, st[i], 0, (n - 1) * R, 0, C);
+			v->write = (struct region){out, q.r0, q.r1, q.c0, q.c1};
+			v->bytes = (double)(2 * es * box_elems(q));
+		}
+	}
 }
 
 int tile_graph(struct sched *s, struct graph *g, const struct tile_opts *opt)
@@ -474,23 +710,15 @@ int tile_graph(struct sched *s, struct graph *g, const struct tile_opts *opt)
 		s->plan[i].ws_tensor = -1;
 		s->plan[i].chain_next = -1;
 	}
-	for (int i = 0; i < g->n_ops; i++) {
-		const struct op *o = &g->ops[i];
-		if ((o->kind == ARK_OP_ALL_REDUCE || o->kind == ARK_OP_ALL_GATHER) ||
-		    (o->kind == ARK_OP_COPY && g->tensors[o->in[0]].gpu != o->gpu)) {
-			diag_error(g->file, o->line,
-				   "op '%s': %s across GPUs cannot be scheduled yet: this version of arkgen "
-				   "emits single-GPU loop kernels only",
-				   o->name, op_info[o->kind].name);
-			return -1;
-		}
-	}
 	if (opt->fuse) {
 		plan_fusion(s);
 		plan_chains(s);
 	}
-	/* 2-D views; the workspace tensors added below get theirs as they are made. */
+	/* 2-D views; the workspace and staging tensors added below get theirs as they are made. */
 	int cap = g->n_tensors + g->n_ops;
+	for (int i = 0; i < g->n_ops; i++)
+		if (op_info[g->ops[i].kind].flags & ARK_OPF_COMM)
+			cap += g->ops[i].n_in;
 	s->rows = xcalloc((size_t)cap, sizeof *s->rows);
 	s->cols = xcalloc((size_t)cap, sizeof *s->cols);
 	for (int t = 0; t < g->n_tensors; t++) {
@@ -518,7 +746,24 @@ int tile_graph(struct sched *s, struct graph *g, const struct tile_opts *opt)
 		case ARK_OP_SOFTMAX: tile_rows(s, oi, ARK_T_SOFTMAX); break;
 		case ARK_OP_LAYERNORM: tile_rows(s, oi, ARK_T_LAYERNORM); break;
 		case ARK_OP_RMSNORM: tile_rows(s, oi, ARK_T_RMSNORM); break;
-		case ARK_OP_COPY: tile_copy(s, oi); break;
+		case ARK_OP_COPY:
+			if (g->tensors[g->ops[oi].in[0]].gpu != g->ops[oi].gpu) {
+				s->plan[oi].first_vcta = s->n_vcta;
+				tile_copy_xgpu(s, oi);
+				s->plan[oi].n_vcta = s->n_vcta - s->plan[oi].first_vcta;
+			} else {
+				tile_copy(s, oi);
+			}
+			break;
+		case ARK_OP_ALL_REDUCE:
+		case ARK_OP_ALL_GATHER:
+			s->plan[oi].first_vcta = s->n_vcta;
+			if (g->ops[oi].kind == ARK_OP_ALL_REDUCE)
+				tile_all_reduce(s, oi);
+			else
+				tile_all_gather(s, oi);
+			s->plan[oi].n_vcta = s->n_vcta - s->plan[oi].first_vcta;
+			break;
 		default:
 			ARK_ASSERT(op_info[g->ops[oi].kind].flags & ARK_OPF_ELEMENTWISE);
 			tile_elementwise(s, oi);
@@ -586,5 +831,6 @@ void sched_free(struct sched *s)
 	free(s->lat_us);
 	free(s->tc);
 	free(s->group);
+	free(s->xo);
 	memset(s, 0, sizeof *s);
 }

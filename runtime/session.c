@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include "ark_session.h"
+#include "../dma/dma.h"
 
 #define ARK_STOP_WAIT_MS 2000  /* close: time for the CTAs to leave after stop, then after abort */
 #define ARK_ABORT_WAIT_MS 1000 /* watchdog: time for the CTAs to leave after abort */
@@ -32,6 +33,11 @@ struct ark_gpu {
 
 struct ark_session {
 	const struct ark_model *m;
+	int use_dma;             /* some task sends through the DMA engine */
+	struct dma_ring rings[ARK_MAX_GPUS];    /* per GPU, mapped pinned host memory */
+	struct dma_ring_shm *dring[ARK_MAX_GPUS]; /* their device addresses */
+	struct dma_cuda *dcuda;  /* the engine's CUDA backend */
+	struct dma_engine dma;   /* the dispatcher thread, running when dma.running */
 	struct ark_session_opts opts;
 	unsigned iter;           /* iterations submitted */
 	int dead;                /* aborted or failed: the kernels are gone, only close */
@@ -143,9 +149,14 @@ static int check_plan(const struct ark_model *m, int g)
 					 t->opp, p->n_opp);
 		if ((uint64_t)t->wait0 + t->n_wait > (uint64_t)p->n_waits)
 			return ark_error("model '%s', GPU %d: task %d waits beyond the wait table", m->name, g, i);
-		if (t->signal != -1 && (t->signal < ARK_CTR__FIRST || (uint32_t)t->signal >= n_ctr))
-			return ark_error("model '%s', GPU %d: task %d signals counter %d, outside %d..%u", m->name,
-					 g, i, t->signal, ARK_CTR__FIRST, n_ctr - 1);
+		/* a signal (or the DMA engine's flag) may be on another GPU's counter array */
+		int sg = t->sig_peer ? (int)t->sig_peer - 1 : g;
+		if (sg >= m->gpus || (t->tmpl == ARK_T_DMA && (t->signal == -1 || sg == g)))
+			return ark_error("model '%s', GPU %d: task %d signals GPU %d's counters", m->name, g, i, sg);
+		uint32_t s_ctr = ARK_CTR__FIRST + (uint32_t)m->plan[sg].n_counters;
+		if (t->signal != -1 && (t->signal < ARK_CTR__FIRST || (uint32_t)t->signal >= s_ctr))
+			return ark_error("model '%s', GPU %d: task %d signals counter %d of GPU %d, outside %d..%u",
+					 m->name, g, i, t->signal, sg, ARK_CTR__FIRST, s_ctr - 1);
 	}
 	for (int i = 0; i < p->n_waits; i++) {
 		const struct ark_wait *w = &p->waits[i];
@@ -251,22 +262,79 @@ static int setup_gpu(struct ark_session *s, int g)
 	return ARK_OK;
 }
 
-/* Peer access between every pair of GPUs that allows it. */
-static void enable_peers(struct ark_session *s, int peer_ok[ARK_MAX_GPUS][ARK_MAX_GPUS])
+/* Peer access between every pair of GPUs: the loop kernels store into their peers' arenas and raise
+ * their counters, the DMA engine writes its flags there. A model on several GPUs needs every pair,
+ * and native peer atomics where a loop kernel raises a peer's counter (p2p sends). */
+static int enable_peers(struct ark_session *s, int peer_ok[ARK_MAX_GPUS][ARK_MAX_GPUS], int atomics)
 {
 	int n = s->m->gpus;
 	for (int i = 0; i < n; i++)
 		for (int j = 0; j < n; j++) {
 			int can = 0;
 			peer_ok[i][j] = i == j;
-			if (i == j || cudaDeviceCanAccessPeer(&can, i, j) != cudaSuccess || !can)
+			if (i == j)
 				continue;
-			cudaSetDevice(i);
+			if (cudaDeviceCanAccessPeer(&can, i, j) != cudaSuccess || !can) {
+				cudaGetLastError();
+				return ark_error("GPU %d (%s) cannot access GPU %d (%s) as a peer: model '%s' sends data "
+						 "between them (NVLink or PCIe peer-to-peer is required)", i, s->g[i].name,
+						 j, s->g[j].name, s->m->name);
+			}
+			int at = 0;
+			if (atomics && (cudaDeviceGetP2PAttribute(&at, cudaDevP2PAttrNativeAtomicSupported, i, j) !=
+					cudaSuccess || !at)) {
+				cudaGetLastError();
+				return ark_error("GPU %d cannot do atomics on GPU %d's memory (peer link without native "
+						 "atomics): the p2p sends of model '%s' need them; regenerate with "
+						 "--p2p-max 0 (and transport \"dma\" where an op asks for p2p)", i, j, s->m->name);
+			}
+			if (CUDA_FAILS(i, cudaSetDevice(i)))
+				return ARK_ERR;
 			cudaError_t e = cudaDeviceEnablePeerAccess(j, 0);
-			if (e == cudaSuccess || e == cudaErrorPeerAccessAlreadyEnabled)
-				peer_ok[i][j] = 1;
+			if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled)
+				return cuda_fail(e, "cudaDeviceEnablePeerAccess", i, __FILE__, __LINE__);
 			cudaGetLastError(); /* an already-enabled pair is not an error */
+			peer_ok[i][j] = 1;
 		}
+	return ARK_OK;
+}
+
+/* The DMA engine, when some task sends through it: a request ring per GPU in mapped pinned memory,
+ * the CUDA backend over the arenas and counter arrays, and the dispatcher thread. */
+static int start_dma(struct ark_session *s)
+{
+	const struct ark_model *m = s->m;
+	void *arenas[ARK_MAX_GPUS];
+	uint32_t *counters[ARK_MAX_GPUS];
+	struct dma_backend be;
+	struct dma_options o;
+
+	memset(&o, 0, sizeof o);
+	o.chunk_bytes = ARK_DMA_CHUNK_BYTES;
+	for (int g = 0; g < m->gpus; g++) {
+		if (dma_cuda_ring_alloc(&s->rings[g], ARK_DMA_RING_SLOTS, &s->dring[g]))
+			return ark_error("GPU %d: DMA request ring: %s", g, dma_last_error());
+		arenas[g] = s->g[g].arena;
+		counters[g] = s->g[g].counters;
+		o.arena_bytes[g] = m->plan[g].arena_bytes;
+		o.n_flags[g] = ARK_CTR__FIRST + (uint32_t)m->plan[g].n_counters;
+	}
+	if (dma_cuda_create(&s->dcuda, m->gpus, arenas, counters, &be))
+		return ark_error("DMA engine: %s", dma_last_error());
+	if (dma_engine_start(&s->dma, s->rings, m->gpus, &be, &o))
+		return ark_error("DMA engine: %s", dma_last_error());
+	return ARK_OK;
+}
+
+/* Stops the dispatcher (after the kernels left: nothing more can be requested) and frees the rings. */
+static void stop_dma(struct ark_session *s)
+{
+	if (s->dma.running)
+		dma_engine_stop(&s->dma, NULL);
+	dma_cuda_destroy(s->dcuda);
+	s->dcuda = NULL;
+	for (int g = 0; g < s->m->gpus; g++)
+		dma_cuda_ring_free(&s->rings[g]);
 }
 
 int ark_session_open(struct ark_session **sp, const struct ark_model *m, const struct ark_session_opts *opts)
@@ -294,7 +362,17 @@ int ark_session_open(struct ark_session **sp, const struct ark_model *m, const s
 	for (int g = 0; g < m->gpus; g++)
 		if (check_gpu(s, g) || check_plan(m, g) || setup_gpu(s, g))
 			goto fail;
-	enable_peers(s, peer_ok);
+	int remote_adds = 0;
+	for (int g = 0; g < m->gpus; g++)
+		for (int i = 0; i < m->plan[g].n_tasks; i++) {
+			const struct ark_task *t = &m->plan[g].tasks[i];
+			s->use_dma |= t->tmpl == ARK_T_DMA;
+			remote_adds |= t->sig_peer && t->tmpl != ARK_T_DMA;
+		}
+	if (enable_peers(s, peer_ok, remote_adds))
+		goto fail;
+	if (s->use_dma && start_dma(s))
+		goto fail;
 	for (int g = 0; g < m->gpus; g++) {
 		struct ark_gpu *G = &s->g[g];
 		struct ark_kargs a;
@@ -309,9 +387,11 @@ int ark_session_open(struct ark_session **sp, const struct ark_model *m, const s
 		a.counters = G->counters;
 		a.bell = G->dbell;
 		a.trace = G->trace;
-		a.dma = NULL;
+		a.dma = s->use_dma ? (void *)s->dring[g] : NULL;
 		a.n_sms = m->sms;
 		a.gpu = g;
+		for (int j = 0; j < m->gpus; j++)
+			a.peer_counters[j] = peer_ok[g][j] ? s->g[j].counters : NULL;
 		if (CUDA_FAILS(g, cudaSetDevice(g)) || CUDA_FAILS(g, cudaDeviceSynchronize()))
 			goto fail; /* uploads done before the kernel makes the device busy for good */
 		int e = m->launch(g, &a, G->loop);
@@ -381,8 +461,14 @@ int ark_session_close(struct ark_session *s)
 				       "released when the process ends", g, exited(s, g), m->sms);
 			continue;
 		}
+		if (s->use_dma) { /* the DMA engine may still be copying into this arena: drain it first */
+			stop_dma(s);
+			s->use_dma = 0;
+		}
 		free_gpu(&s->g[g], g);
 	}
+	if (s->use_dma)
+		stop_dma(s);
 	free(s->diag);
 	free(s);
 	return rc;
@@ -574,6 +660,14 @@ int ark_session_run_ex(struct ark_session *s, unsigned flags)
 			if (t - last_query > 20) {
 				/* a kernel that faulted never completes: tell it apart from a hang */
 				last_query = t;
+				if (s->use_dma && __atomic_load_n(&s->dma.failed, __ATOMIC_ACQUIRE)) {
+					/* a rejected request never raises its flag: abort now, not at the timeout */
+					char why[300];
+					snprintf(why, sizeof why, "%s", dma_engine_last_error(&s->dma));
+					watchdog(s, iter, g, t - t0);
+					return ark_error("iteration %u: the DMA engine failed: %s; the loop kernels were "
+							 "aborted (ark_session_diagnosis says where they waited)", iter, why);
+				}
 				cudaError_t e = cudaStreamQuery(s->g[g].loop);
 				if (e != cudaErrorNotReady && bell_load(c) != iter) {
 					s->dead = 1;
@@ -585,6 +679,10 @@ int ark_session_run_ex(struct ark_session *s, unsigned flags)
 			if (t - t0 > s->opts.timeout_ms)
 				return watchdog(s, iter, g, t - t0);
 		}
+	}
+	if (s->use_dma && __atomic_load_n(&s->dma.failed, __ATOMIC_ACQUIRE)) {
+		s->dead = 1;
+		return ark_error("iteration %u: the DMA engine failed: %s", iter, dma_engine_last_error(&s->dma));
 	}
 	if (!empty)
 		s->traced = trace;

@@ -16,6 +16,8 @@ flags=$("$B/arkgen" --nvcc-flags)
 running=0
 for m in models/*.cfg tests/models/*.cfg; do
 	n=$(basename "$m" .cfg)
+	# models on several GPUs: built below by tests/gpu_comm.sh, run by gpu-suite-multi.sh
+	grep -qE '^ *gpus *= *[2-9]' "$m" && continue
 	for sync in counters barrier; do
 		out="$D/gen/${n}_$sync"
 		"$B/arkgen" "$m" --sync "$sync" --schedule "$out.json" -o "$out.cu" > "$out.report"
@@ -31,6 +33,9 @@ for m in models/*.cfg tests/models/*.cfg; do
 done
 wait
 ls "$D"/gen/*.nvcc.log >/dev/null 2>&1 && { echo "gpu-bundle: an nvcc job failed" >&2; exit 1; }
+ARKGEN="$B/arkgen" NVCC="$NVCC" tests/gpu_comm.sh --build "$D/gen-multi"
+rm -f "$D"/gen-multi/*.cu
+cp tests/gpu_comm.sh "$D/"
 for t in "$B"/tests/gpu_*; do
 	case "$t" in *.d) continue ;; esac
 	cp "$t" "$D/tests/"
@@ -38,5 +43,5 @@ done
 for t in "$B"/bench/bench_comm "$B"/bench/bench_nccl "$B"/bench/stream_probe; do
 	[ -x "$t" ] && cp "$t" "$D/bench/"
 done
-strip "$D"/gen/*_counters "$D"/gen/*_barrier "$D"/tests/* "$D"/bench/* 2>/dev/null || true
+strip "$D"/gen/*_counters "$D"/gen/*_barrier "$D"/gen-multi/* "$D"/tests/* "$D"/bench/* 2>/dev/null || true
 du -sh "$D"

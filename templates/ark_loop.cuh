@@ -11,6 +11,11 @@
 #include "ark_task.h"
 #include "ark_proto.h"
 #include "ark_model.h"
+#if __has_include("dma_device.cuh") /* installed next to this file */
+#include "dma_device.cuh"
+#else
+#include "../dma/dma_device.cuh"
+#endif
 
 #if !defined(ARK_THREADS) || !defined(ARK_SMEM_BYTES) || !defined(ARK_SMS)
 #error "define ARK_THREADS, ARK_SMEM_BYTES and ARK_SMS before including ark_loop.cuh"
@@ -29,6 +34,16 @@ static __device__ __forceinline__ uint32_t ark_ld_acquire_gpu(const uint32_t *p)
 {
 	uint32_t v;
 	asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+		     : "=r"(v)
+		     : "l"(__cvta_generic_to_global(p))
+		     : "memory");
+	return v;
+}
+
+static __device__ __forceinline__ uint32_t ark_ld_acquire_sys(const uint32_t *p)
+{
+	uint32_t v;
+	asm volatile("ld.acquire.sys.global.u32 %0, [%1];"
 		     : "=r"(v)
 		     : "l"(__cvta_generic_to_global(p))
 		     : "memory");
@@ -89,6 +104,12 @@ static __device__ __forceinline__ uint32_t ark_atom_acq_rel_gpu_add(uint32_t *p,
 	return old;
 }
 
+static __device__ __forceinline__ void ark_red_release_sys_add(uint32_t *p, uint32_t v)
+{
+	asm volatile("red.release.sys.global.add.u32 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "r"(v)
+		     : "memory");
+}
+
 static __device__ __forceinline__ unsigned long long ark_globaltimer(void)
 {
 	unsigned long long t;
@@ -116,13 +137,14 @@ static __device__ void ark_diag(struct ark_bell *bell, int sm, uint32_t where, u
 	ark_st_release_sys(&d->where, where); /* last: the host reads the record once exited counts it */
 }
 
-/* Spins until (int32_t)(counters[c] - want) >= 0. Returns 0, or 1 on abort (after the record). */
+/* Spins until (int32_t)(counters[c] - want) >= 0; sys: the counter is advanced from another GPU or
+ * by the DMA engine, so the acquire is at system scope. Returns 0, or 1 on abort (after the record). */
 static __device__ int ark_wait_counter(const struct ark_kargs &a, uint32_t c, uint32_t want, uint32_t where,
-				       uint32_t iter, uint32_t task)
+				       uint32_t iter, uint32_t task, uint32_t sys = 0)
 {
 	const uint32_t *p = a.counters + c;
 	for (uint32_t spins = 1;; spins++) {
-		uint32_t v = ark_ld_acquire_gpu(p);
+		uint32_t v = sys ? ark_ld_acquire_sys(p) : ark_ld_acquire_gpu(p);
 		if ((int32_t)(v - want) >= 0)
 			return 0;
 		if (spins % ARK_ABORT_EVERY == 0 && ark_ld_relaxed_sys(&a.bell->abort)) {
@@ -177,7 +199,7 @@ static __device__ int ark_wait_task(const struct ark_kargs &a, const struct ark_
 	for (uint32_t k = 0; k < t.n_wait; k++) {
 		const struct ark_wait w = a.waits[t.wait0 + k];
 		uint32_t want = (run - 1) * w.per_iter + w.need;
-		if (ark_wait_counter(a, w.counter, want, ARK_WHERE_COUNTER, run, ti))
+		if (ark_wait_counter(a, w.counter, want, ARK_WHERE_COUNTER, run, ti, w.sys))
 			return 1;
 	}
 	return 0;
@@ -191,6 +213,43 @@ static __device__ __forceinline__ void ark_signal(const struct ark_kargs &a, int
 		__threadfence();
 		ark_red_release_gpu_add(a.counters + counter, 1);
 	}
+}
+
+/* Signal of a task whose counter lives on another GPU (sig_peer = that GPU + 1): the tile's peer
+ * stores were fenced at system scope by every thread; the release covers this thread's view too. */
+static __device__ __forceinline__ void ark_signal_peer(const struct ark_kargs &a, int32_t counter, uint32_t sig_peer)
+{
+	if (counter >= 0) {
+		__threadfence_system();
+		ark_red_release_sys_add(a.peer_counters[sig_peer - 1] + counter, 1);
+	}
+}
+
+/* DMA task: one request for elements k0:k1 of the op's in[0] (here) to its out on GPU p.peer; the
+ * dispatcher raises flag `signal` of that GPU to run * chunks once all of it arrived (run: the
+ * counters' iteration, which counts non-empty iterations only). Thread 0 only, after the waits (its
+ * acquire, then the fence in dma_dev_push, publish the producers' data to the copy engine). Returns
+ * 1 on abort while the ring is full. */
+static __device__ int ark_dma_send(const struct ark_kargs &a, const struct ark_task &t, uint32_t run)
+{
+	const struct ark_opp &p = a.opp[t.opp];
+	const uint64_t es = p.dtype == ARK_FP32 ? 4 : 2, bytes = (uint64_t)(t.k1 - t.k0) * es;
+	const uint32_t chunks = (uint32_t)((bytes + ARK_DMA_CHUNK_BYTES - 1) / ARK_DMA_CHUNK_BYTES);
+	struct dma_ring_shm *shm = (struct dma_ring_shm *)a.dma;
+	struct dma_req q;
+	q.seq = 0;
+	q.src_gpu = (uint32_t)a.gpu;
+	q.dst_gpu = (uint32_t)p.peer;
+	q.flags = 0;
+	q.src_off = p.in[0] + t.k0 * es;
+	q.dst_off = p.out + t.k0 * es;
+	q.bytes = bytes;
+	q.flag_index = (uint32_t)t.signal;
+	q.flag_value = run * chunks;
+	q.src_flag_index = 0;
+	q.src_flag_value = 0;
+	q.pad[0] = q.pad[1] = 0;
+	return dma_dev_push(shm, *(volatile uint32_t *)&shm->capacity, &q, &a.bell->abort) != 0;
 }
 
 /* ---- the loop --------------------------------------------------------------------------------- */
@@ -258,7 +317,11 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 			if (tid == 0) {
 				if (trace) /* before the signal: a consumer starts no earlier than this */
 					trace[2 * i + 1] = ark_globaltimer();
-				if (cur.tmpl != ARK_T_BARRIER)
+				if (cur.tmpl == ARK_T_DMA)
+					ark_dma_send(a, cur, run); /* on abort, the next wait sees it */
+				else if (cur.sig_peer)
+					ark_signal_peer(a, cur.signal, cur.sig_peer);
+				else if (cur.tmpl != ARK_T_BARRIER)
 					ark_signal(a, cur.signal);
 			}
 		}

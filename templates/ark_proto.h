@@ -95,6 +95,8 @@ struct ark_kargs {
 	void *dma;                        /* this GPU's DMA request ring (dma/), or NULL */
 	int n_sms;                        /* CTAs of the grid = SMs the schedule was made for */
 	int gpu;
+	uint32_t *peer_counters[ARK_MAX_GPUS]; /* every GPU's counter array (peer mapping), NULL without */
 };
+
 
 #endif

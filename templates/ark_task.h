@@ -16,7 +16,11 @@
 	X(LAYERNORM)      /* rows m0:m1 */                                                          \
 	X(RMSNORM)        /* rows m0:m1 */                                                          \
 	X(COPY)           /* elements k0:k1 of in[0] -> out, same GPU or peer */                    \
-	X(BARRIER)        /* --sync barrier: signal, then wait (grid barrier between levels) */
+	X(BARRIER)        /* --sync barrier: signal, then wait (grid barrier between levels) */ \
+	X(DMA)            /* elements k0:k1 of in[0] -> out on GPU `peer`: one request to the DMA engine */ \
+	X(SUM)            /* all_reduce: elements k0:k1 of out = in[0] + the K slots of in[1] (fp32) */ \
+	X(GATHER)         /* all_gather: elements k0:k1 of out from in[0] (own) and in[1] (slots) */   \
+	X(NOP)            /* no work: waits only (a transfer's receiver when nothing else waits) */
 
 enum ark_tmpl {
 #define X(id) ARK_T_##id,
@@ -35,6 +39,7 @@ struct ark_task {
 	uint32_t split;   /* MATMUL_PARTIAL: which slice of the workspace */
 	uint32_t m0, m1, n0, n1, k0, k1;
 	uint32_t vcta;    /* vCTA id, for the trace */
+	uint32_t sig_peer; /* 0: signal is this GPU's counter; g + 1: GPU g's (system-scope release) */
 };
 
 /* Wait until counter has received `need` of its `per_iter` signals of the current iteration:
@@ -44,13 +49,19 @@ struct ark_wait {
 	uint32_t counter;
 	uint32_t per_iter;
 	uint32_t need;
+	uint32_t sys;     /* 1: signalled from another GPU or by the DMA engine: acquire at system scope */
 };
 
 #define ARK_OPP_TRANSPOSE_B 1u /* B is [N, K] */
 #define ARK_OPP_BIAS 2u        /* in[2] is a bias [N] */
 #define ARK_OPP_SAME_SHAPE 4u  /* elementwise: every input has out's shape (no broadcasting) */
 #define ARK_OPP_CHAIN_IN1 8u   /* chain step: the chained value is the op's in[1] (in[0]: the operand) */
+#define ARK_OPP_PUSH 16u       /* COPY: out is in peers[peer] (stores over NVLink/PCIe), in[0] here */
 #define ARK_ACT_NONE 0xffffu
+/* Bytes per copy of the DMA dispatcher (dma_options.chunk_bytes): a request of b bytes raises its
+ * flag ceil(b / ARK_DMA_CHUNK_BYTES) times, which arkgen counts as the flag's signals per iteration. */
+#define ARK_DMA_CHUNK_BYTES (1u << 20)
+#define ARK_DMA_RING_SLOTS 1024u /* requests in flight per GPU before senders wait */
 
 /* Device parameters of one op, as the templates see it. Offsets are bytes into the arena of the
  * GPU that runs the task; every tensor is a row-major 2-D view [M, N] (leading dims folded). */
@@ -70,7 +81,7 @@ struct ark_opp {
 	int32_t ndim;     /* elementwise with broadcasting: out shape and the inputs' element strides */
 	int64_t oshape[4];
 	int64_t istride[2][4]; /* 0 where an input is broadcast along that dimension */
-	int32_t peer;     /* COPY: GPU holding in[0] (-1: this GPU) */
+	int32_t peer;     /* COPY: GPU holding in[0] (-1: this GPU), or out with ARK_OPP_PUSH; DMA: dst */
 };
 
 #endif

@@ -3,6 +3,7 @@
 #define ARK_TILES_CUH
 
 #include "ark_dtype.cuh"
+#include "op_comm.cuh"
 #include "op_copy.cuh"
 #include "op_elementwise.cuh"
 #include "op_matmul.cuh"
@@ -49,6 +50,7 @@ __device__ __forceinline__ void ark_tile_t(const ark_opp &p, const ark_task &t, 
 	case ARK_T_SOFTMAX: ark_rows_tile<T, ARK_T_SOFTMAX>(p, t.m0, t.m1, arena, smem); break;
 	case ARK_T_LAYERNORM: ark_rows_tile<T, ARK_T_LAYERNORM>(p, t.m0, t.m1, arena, smem); break;
 	case ARK_T_RMSNORM: ark_rows_tile<T, ARK_T_RMSNORM>(p, t.m0, t.m1, arena, smem); break;
+	case ARK_T_SUM: ark_sum_tile<T>(p, t, arena); break;
 	default: break;
 	}
 }
@@ -64,6 +66,12 @@ static __device__ __forceinline__ void ark_tile(const ark_opp &p, const ark_task
 		ark_copy_tile(p, t, arena, peers);
 		return;
 	}
+	if (t.tmpl == ARK_T_GATHER) {
+		ark_gather_tile(p, t, arena);
+		return;
+	}
+	if (t.tmpl == ARK_T_NOP || t.tmpl == ARK_T_DMA) /* DMA: the loop pushes the request */
+		return;
 	switch (p.dtype) {
 #if ARK_TILES_FP16
 	case ARK_FP16: ark_tile_t<__half>(p, t, arena, smem); break;

@@ -39,10 +39,17 @@ __device__ __noinline__ void ark_copy_bytes(const char *src, char *dst, size_t b
 		d[i] = s[i];
 }
 
-/* COPY: out[e] = in[0][e] for e in k0:k1; in[0] in peers[p.peer] when p.peer >= 0. */
+/* COPY: out[e] = in[0][e] for e in k0:k1; in[0] in peers[p.peer] when p.peer >= 0, or with
+ * ARK_OPP_PUSH out in peers[p.peer] (a p2p send: every thread fences its peer stores at system
+ * scope, so the signal that follows, a system-scope release on the peer's counter, publishes them). */
 __device__ __forceinline__ void ark_copy_tile(const ark_opp &p, const ark_task &t, char *arena, char *const *peers)
 {
 	const size_t es = p.dtype == ARK_FP32 ? 4 : 2;
+	if (p.flags & ARK_OPP_PUSH) {
+		ark_copy_bytes(arena + p.in[0], peers[p.peer] + p.out, t.k0 * es, t.k1 * es);
+		__threadfence_system();
+		return;
+	}
 	const char *src = (p.peer >= 0 ? peers[p.peer] : arena) + p.in[0];
 	ark_copy_bytes(src, arena + p.out, t.k0 * es, t.k1 * es);
 }

@@ -1,0 +1,21 @@
+#!/bin/sh
+# gpu-suite-multi.sh [DIR]: on a machine with 2 or more GPUs, runs the multi-GPU tests of a bundle made
+# by gpu-bundle.sh (tests/gpu_comm.sh on the binaries of DIR/gen-multi: copy, all_reduce, all_gather
+# over every transport and size, the tensor-parallel MLPs with --check and a soak), then a benchmark of
+# the TP models; logs to $OUT (default ./gpu-out).
+set -u
+D=${1:-.devcarry}
+OUT=${OUT:-gpu-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$PWD/$D/lib:${LD_LIBRARY_PATH:-}"
+nvidia-smi -L | tee "$OUT/gpus.txt"
+nvidia-smi topo -m > "$OUT/topo.txt" 2>&1
+echo "== multi-GPU tests"
+sh "$D/gpu_comm.sh" --bin "$D/gen-multi" > "$OUT/gpu_comm.log" 2>&1; echo "gpu_comm exit $?"
+grep -E "^(not )?ok|^1\.\." "$OUT/gpu_comm.log"
+echo "== TP models: --bench 1000"
+for b in "$D"/gen-multi/mlp_tp2 "$D"/gen-multi/mlp_tp4; do
+	[ -x "$b" ] || continue
+	timeout 120 "$b" --bench 1000 > "$OUT/bench_$(basename "$b").log" 2>&1
+	echo "$(basename "$b"): $(grep -iE 'median|error' "$OUT/bench_$(basename "$b").log" | tr '\n' ' ' | cut -c1-300)"
+done

@@ -1,0 +1,598 @@
+/* test_comm.c: communication ops on 2 and 4 GPUs: vCTAs of copy, all_reduce and all_gather, the
+ * transports they pick, the cross-GPU waits and counters of the plan, the verifier's proof (and its
+ * rejection of a mutated schedule), and the per-GPU tables of the emitted file. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/ark.h"
+#include "templates/ark_proto.h"
+#include "codegen/diag.h"
+#include "codegen/emit.h"
+#include "codegen/graph.h"
+#include "codegen/sched.h"
+
+#define SMS 8 /* small GPUs: easy to count */
+
+struct fix {
+	struct graph g;
+	struct sched s;
+	struct schedule p;
+	int planned;
+};
+
+/* Loads, tiles and plans model text; returns 0 on success (diagnostics go to /dev/null). */
+static int build(struct fix *f, const char *text, int64_t p2p_max, int barrier)
+{
+	memset(f, 0, sizeof *f);
+	diag_out = fopen("/dev/null", "w");
+	diag_reset();
+	struct tile_opts to = {.sms = SMS, .smem = 98304, .fuse = 1, .reuse = 1, .p2p_max = p2p_max};
+	struct part_gpu gpu;
+	part_gpu_default(&gpu, SMS);
+	int rc = cfg_load_string(&f->g, "t.cfg", text);
+	if (!rc)
+		rc = graph_check(&f->g);
+	if (!rc)
+		rc = tile_graph(&f->s, &f->g, &to) || mem_plan(&f->s) || deps_build(&f->s);
+	if (!rc) {
+		rc = plan_schedule(&f->s, &gpu, PART_METIS, barrier, &f->p);
+		f->planned = 1;
+	}
+	fclose(diag_out);
+	diag_out = NULL;
+	return rc;
+}
+
+static void destroy(struct fix *f)
+{
+	if (f->planned)
+		plan_free(&f->p);
+	if (f->s.g)
+		sched_free(&f->s);
+	graph_free(&f->g);
+}
+
+static int count_tmpl(const struct fix *f, int tmpl, int gpu)
+{
+	int n = 0;
+	for (int v = 0; v < f->s.n_vcta; v++)
+		n += (int)f->s.v[v].tmpl == tmpl && (gpu < 0 || f->s.v[v].gpu == gpu);
+	return n;
+}
+
+/* Invariants every multi-GPU plan must keep:
+ * - every vCTA runs on an SM of its own GPU;
+ * - an edge still waited on between GPUs starts at a sender (p2p COPY or DMA) and ends on the GPU
+ *   the sender writes to;
+ * - a counter lives on the GPU of all its waiters and is waited on at system scope exactly when a
+ *   producer on another GPU or the DMA engine raises it;
+ * - a DMA sender has a counter of its own whose signals per iteration are its chunks.
+ * Returns the number of cross-GPU waits. */
+static int check_invariants(const struct fix *f)
+{
+	const struct sched *s = &f->s;
+	const struct schedule *p = &f->p;
+	int G = f->g.gpus, sms = p->pl.sms / G, cross = 0;
+	assert_int_equal(p->pl.sms, G * SMS);
+	for (int v = 0; v < s->n_vcta; v++)
+		assert_int_equal(p->pl.sm[v] / sms, s->v[v].gpu);
+	for (int u = 0; u < s->n_vcta; u++)
+		for (int64_t e = s->xadj[u]; e < s->xadj[u + 1]; e++) {
+			if (!p->need[e])
+				continue;
+			int v = s->adj[e], c = p->signal[u];
+			assert_true(c >= 0);
+			assert_int_equal(p->ctr_gpu[c], s->v[v].gpu);
+			int found = 0;
+			for (int64_t w = p->wait0[v]; w < p->wait0[v + 1]; w++)
+				found |= (int)p->waits[w].counter == c;
+			assert_true(found);
+			if (s->v[u].gpu != s->v[v].gpu) {
+				cross++;
+				assert_true(s->v[u].tmpl == ARK_T_COPY || s->v[u].tmpl == ARK_T_DMA);
+				assert_int_equal(f->g.tensors[s->v[u].write.tensor].gpu, s->v[v].gpu);
+				assert_true(p->ctr_sys[c]);
+			}
+		}
+	for (int c = 0; c < p->n_counters; c++) {
+		int remote = 0, dma = 0, n = 0;
+		for (int u = 0; u < s->n_vcta; u++)
+			if (p->signal[u] == c) {
+				n++;
+				remote |= s->v[u].gpu != p->ctr_gpu[c];
+				dma |= s->v[u].tmpl == ARK_T_DMA;
+			}
+		assert_int_equal(p->ctr_sys[c], remote || dma);
+		if (dma) {
+			assert_int_equal(n, 1);
+		} else {
+			assert_int_equal(p->per_iter[c], n);
+		}
+	}
+	for (int v = 0; v < s->n_vcta; v++)
+		if (s->v[v].tmpl == ARK_T_DMA) {
+			uint64_t b = (uint64_t)(s->v[v].k1 - s->v[v].k0) *
+				     (uint64_t)ark_dtype_size(f->g.tensors[s->v[v].reads[0].tensor].dtype);
+			assert_true(p->signal[v] >= 0);
+			assert_int_equal(p->per_iter[p->signal[v]], (b + ARK_DMA_CHUNK_BYTES - 1) / ARK_DMA_CHUNK_BYTES);
+		}
+	return cross;
+}
+
+/* The verifier rejects the plan once one cross-GPU wait is dropped. */
+static void check_mutation_rejected(struct fix *f)
+{
+	struct part_dag dag;
+	char err[512];
+	sched_dag(&f->s, &dag);
+	assert_int_equal(part_verify(&dag, f->p.need, &f->p.pl, f->s.n_hazards, f->s.hu, f->s.hv, err, sizeof err), 0);
+	int64_t cut = -1;
+	for (int u = 0; u < f->s.n_vcta && cut < 0; u++)
+		for (int64_t e = f->s.xadj[u]; e < f->s.xadj[u + 1]; e++)
+			if (f->p.need[e] && f->s.v[u].gpu != f->s.v[f->s.adj[e]].gpu) {
+				cut = e;
+				break;
+			}
+	assert_true(cut >= 0);
+	f->p.need[cut] = 0;
+	err[0] = 0;
+	assert_int_equal(part_verify(&dag, f->p.need, &f->p.pl, f->s.n_hazards, f->s.hu, f->s.hv, err, sizeof err), -1);
+	assert_non_null(strstr(err, "not ordered"));
+	f->p.need[cut] = 1;
+}
+
+/* Model text: n GPUs, inputs t<i> [rows, cols] of dtype on GPU i, then `ops`. */
+static char *model(int n, int64_t rows, int64_t cols, const char *dtype, const char *ops)
+{
+	static char buf[8192];
+	int k = snprintf(buf, sizeof buf, "version = 1; name = \"c\"; gpus = %d; dtype = \"%s\";\ntensors = (\n", n,
+			 dtype);
+	for (int i = 0; i < n; i++)
+		k += snprintf(buf + k, sizeof buf - (size_t)k,
+			      "  { name = \"t%d\"; shape = [%lld, %lld]; role = \"input\"; gpu = %d; },\n", i,
+			      (long long)rows, (long long)cols, i);
+	k += snprintf(buf + k, sizeof buf - (size_t)k, "  { name = \"o\"; role = \"output\"; }\n);\nops = (\n%s\n);\n",
+		      ops);
+	return buf;
+}
+
+static void test_copy_p2p_and_dma(void **state)
+{
+	(void)state;
+	struct fix f;
+	/* [8, 1000] fp16 = 16000 bytes: p2p under the default threshold */
+	const char *ops = "{ name = \"cp\"; op = \"copy\"; in = [\"t0\"]; out = \"o\"; gpu = 1; }";
+	assert_int_equal(build(&f, model(2, 8, 1000, "fp16", ops), ARK_P2P_MAX_DEFAULT, 0), 0);
+	assert_int_equal(count_tmpl(&f, ARK_T_COPY, 0), 2);  /* 8000 elements, 4096 per piece */
+	assert_int_equal(count_tmpl(&f, ARK_T_DMA, -1), 0);
+	assert_int_equal(count_tmpl(&f, ARK_T_NOP, 1), 1);   /* the receiver waits for both pieces */
+	assert_int_equal(count_tmpl(&f, ARK_T_COPY, 1), 0);
+	assert_in_range(check_invariants(&f), 1, 2); /* one if both pieces share an SM (program order) */
+	/* the two p2p senders share one counter on GPU 1, raised twice per iteration */
+	int c = f.p.signal[0];
+	assert_int_equal(f.p.signal[1], c);
+	assert_int_equal(f.p.ctr_gpu[c], 1);
+	assert_int_equal(f.p.per_iter[c], 2);
+	check_mutation_rejected(&f);
+	destroy(&f);
+
+	/* a threshold below the size: one DMA request */
+	assert_int_equal(build(&f, model(2, 8, 1000, "fp16", ops), 15999, 0), 0);
+	assert_int_equal(count_tmpl(&f, ARK_T_DMA, 0), 1);
+	assert_int_equal(count_tmpl(&f, ARK_T_COPY, -1), 0);
+	assert_int_equal(check_invariants(&f), 1);
+	destroy(&f);
+}
+
+static void test_dma_chunks(void **state)
+{
+	(void)state;
+	struct fix f;
+	/* fp32 [1, 786433]: 3 MiB + 4 bytes, 4 chunks of the DMA engine */
+	const char *ops = "{ name = \"cp\"; op = \"copy\"; in = [\"t1\"]; out = \"o\"; transport = \"dma\"; }";
+	assert_int_equal(build(&f, model(2, 1, 786433, "fp32", ops), ARK_P2P_MAX_DEFAULT, 0), 0);
+	assert_int_equal(count_tmpl(&f, ARK_T_DMA, 1), 1);
+	check_invariants(&f);
+	for (int v = 0; v < f.s.n_vcta; v++)
+		if (f.s.v[v].tmpl == ARK_T_DMA)
+			assert_int_equal(f.p.per_iter[f.p.signal[v]], 4);
+	destroy(&f);
+}
+
+/* all_reduce over n GPUs of [rows, cols]: n - 1 parts sent to each GPU, summed there, sent back. */
+static void all_reduce_case(int n, int64_t rows, int64_t cols, const char *transport, int expect_dma)
+{
+	char ops[2048];
+	int k = snprintf(ops, sizeof ops, "{ name = \"ar\"; op = \"all_reduce\"; transport = \"%s\"; in = [", transport);
+	for (int i = 0; i < n; i++)
+		k += snprintf(ops + k, sizeof ops - (size_t)k, "%s\"t%d\"", i ? ", " : "", i);
+	k += snprintf(ops + k, sizeof ops - (size_t)k, "]; out = [\"o\"");
+	for (int i = 1; i < n; i++)
+		k += snprintf(ops + k, sizeof ops - (size_t)k, ", \"s%d\"", i);
+	snprintf(ops + k, sizeof ops - (size_t)k, "]; }");
+	struct fix f;
+	assert_int_equal(build(&f, model(n, rows, cols, "bf16", ops), ARK_P2P_MAX_DEFAULT, 0), 0);
+	int sends = count_tmpl(&f, expect_dma ? ARK_T_DMA : ARK_T_COPY, -1);
+	assert_int_equal(count_tmpl(&f, expect_dma ? ARK_T_COPY : ARK_T_DMA, -1), 0);
+	if (expect_dma)
+		assert_int_equal(sends, 2 * n * (n - 1)); /* one request per part and peer, both phases */
+	else
+		assert_true(sends >= 2 * n * (n - 1));
+	for (int g = 0; g < n; g++) {
+		assert_true(count_tmpl(&f, ARK_T_SUM, g) >= 1);
+		assert_int_equal(count_tmpl(&f, ARK_T_NOP, g), 1);
+	}
+	/* the SUM vCTAs of GPU g together cover its part exactly once */
+	int64_t covered = 0;
+	for (int v = 0; v < f.s.n_vcta; v++)
+		if (f.s.v[v].tmpl == ARK_T_SUM)
+			covered += f.s.v[v].k1 - f.s.v[v].k0;
+	assert_int_equal(covered, rows * cols);
+	assert_true(check_invariants(&f) >= 2 * n * (n - 1));
+	check_mutation_rejected(&f);
+	destroy(&f);
+}
+
+static void test_all_reduce_2(void **state)
+{
+	(void)state;
+	all_reduce_case(2, 1, 4096, "auto", 0);
+	all_reduce_case(2, 1, 4096, "dma", 1);
+	all_reduce_case(2, 3, 1001, "p2p", 0); /* rows split, odd sizes */
+}
+
+static void test_all_reduce_4(void **state)
+{
+	(void)state;
+	all_reduce_case(4, 1, 4096, "auto", 0);
+	all_reduce_case(4, 1, 4096, "dma", 1);
+	all_reduce_case(4, 1, 100, "p2p", 0);    /* parts of 32, 32, 32 and 4 elements */
+	all_reduce_case(4, 1, 1 << 20, "auto", 1); /* 512 KiB parts: above the threshold */
+}
+
+static void test_all_gather(void **state)
+{
+	(void)state;
+	for (int n = 2; n <= 4; n += 2) {
+		char ops[2048];
+		int k = snprintf(ops, sizeof ops, "{ name = \"ag\"; op = \"all_gather\"; in = [");
+		for (int i = 0; i < n; i++)
+			k += snprintf(ops + k, sizeof ops - (size_t)k, "%s\"t%d\"", i ? ", " : "", i);
+		k += snprintf(ops + k, sizeof ops - (size_t)k, "]; out = [\"o\"");
+		for (int i = 1; i < n; i++)
+			k += snprintf(ops + k, sizeof ops - (size_t)k, ", \"g%d\"", i);
+		snprintf(ops + k, sizeof ops - (size_t)k, "]; }");
+		struct fix f;
+		assert_int_equal(build(&f, model(n, 6, 40, "fp32", ops), ARK_P2P_MAX_DEFAULT, 0), 0);
+		assert_int_equal(f.g.tensors[graph_find_tensor(&f.g, "o")].shape[1], 40 * n);
+		assert_int_equal(count_tmpl(&f, ARK_T_COPY, -1), n * (n - 1)); /* 240 elements: one piece */
+		for (int g = 0; g < n; g++)
+			assert_true(count_tmpl(&f, ARK_T_GATHER, g) >= 1);
+		/* every GATHER waits (directly or by program order) for all n - 1 incoming transfers */
+		assert_int_equal(check_invariants(&f), n * (n - 1));
+		check_mutation_rejected(&f);
+		destroy(&f);
+	}
+}
+
+static void test_emit_tables(void **state)
+{
+	(void)state;
+	struct fix f;
+	const char *ops = "{ name = \"ar\"; op = \"all_reduce\"; in = [\"t0\", \"t1\"]; out = [\"o\", \"s1\"]; },\n"
+			  "{ name = \"cp\"; op = \"copy\"; in = [\"t0\"]; out = \"c1\"; gpu = 1; transport = \"dma\"; }";
+	assert_int_equal(build(&f, model(2, 1, 4096, "bf16", ops), ARK_P2P_MAX_DEFAULT, 0), 0);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	struct emit_info info = {.options = "test", .threads = 256, .smem = 98304};
+	assert_int_equal(emit_loop(&f.s, &f.p, &info, m), 0);
+	fclose(m);
+	for (int g = 0; g < 2; g++) {
+		char name[64];
+		snprintf(name, sizeof name, "static const struct ark_task tasks_g%d[", g);
+		assert_non_null(strstr(text, name));
+		snprintf(name, sizeof name, "static const struct ark_wait waits_g%d[", g);
+		assert_non_null(strstr(text, name));
+	}
+	assert_non_null(strstr(text, "ARK_T_DMA"));
+	assert_non_null(strstr(text, ", signals GPU 1"));
+	assert_non_null(strstr(text, ", signals GPU 0"));
+	assert_non_null(strstr(text, "signals from other GPUs or DMA chunks"));
+	assert_non_null(strstr(text, "#define ARK_SMS 8\n"));
+	free(text);
+	destroy(&f);
+}
+
+
+/* ---- an emulator of the emitted tables ---------------------------------------------------------
+ * Runs the plan as the loop kernels would, sequentially consistent: every GPU's arena and counter
+ * array on the host, every SM walking its list, a task started only once its waits hold (the
+ * monotonic targets of the iteration), the communication templates mirrored in C with the op params
+ * the emitted file holds, and DMA requests completed (copy, then the flag) at random later steps.
+ * Picks the next SM or DMA completion at random, so different seeds interleave differently. Fails
+ * on a deadlock, on a DMA request nobody waited for, and on any output that differs from the CPU
+ * reference (outputs are poisoned before every iteration). */
+
+struct dma_pending {
+	int src, dst;
+	uint64_t so, dof, bytes;
+	uint32_t flag, value;
+};
+
+struct emu {
+	const struct fix *f;
+	int G, sms;
+	char *arena[ARK_MAX_GPUS];
+	uint32_t *ctr[ARK_MAX_GPUS];
+	struct ark_opp *xp;          /* per xopp */
+	int *next;                   /* per global SM: position in its list */
+	struct dma_pending *q;
+	int nq;
+	uint64_t rng;
+};
+
+static uint32_t rnd(struct emu *e)
+{
+	e->rng = e->rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)(e->rng >> 33);
+}
+
+static int task_ready(const struct emu *e, int v, uint32_t iter)
+{
+	const struct schedule *p = &e->f->p;
+	for (int64_t w = p->wait0[v]; w < p->wait0[v + 1]; w++) {
+		int c = (int)p->waits[w].counter;
+		uint32_t want = (iter - 1) * p->waits[w].per_iter + p->waits[w].need;
+		if ((int32_t)(e->ctr[p->ctr_gpu[c]][ARK_CTR__FIRST + p->ctr_index[c]] - want) < 0)
+			return 0;
+	}
+	return 1;
+}
+
+static void run_task(struct emu *e, int v, uint32_t iter)
+{
+	const struct sched *s = &e->f->s;
+	const struct schedule *p = &e->f->p;
+	const struct vcta *t = &s->v[v];
+	int gpu = t->gpu;
+	assert_true(t->opp >= s->g->n_ops); /* the emulator knows the communication templates only */
+	const struct ark_opp *o = &e->xp[t->opp - s->g->n_ops];
+	uint64_t es = (uint64_t)ark_dtype_size(o->dtype);
+	char *a = e->arena[gpu];
+	switch (t->tmpl) {
+	case ARK_T_COPY:
+		assert_true(o->flags & ARK_OPP_PUSH);
+		memcpy(e->arena[o->peer] + o->out + t->k0 * es, a + o->in[0] + t->k0 * es, (t->k1 - t->k0) * es);
+		break;
+	case ARK_T_DMA: {
+		uint64_t bytes = (t->k1 - t->k0) * es;
+		uint32_t chunks = (uint32_t)((bytes + ARK_DMA_CHUNK_BYTES - 1) / ARK_DMA_CHUNK_BYTES);
+		int c = p->signal[v];
+		assert_true(c >= 0 && p->ctr_gpu[c] == o->peer);
+		e->q = realloc(e->q, (size_t)(e->nq + 1) * sizeof *e->q);
+		e->q[e->nq++] = (struct dma_pending){gpu, o->peer, o->in[0] + t->k0 * es, o->out + t->k0 * es, bytes,
+						     ARK_CTR__FIRST + (uint32_t)p->ctr_index[c], iter * chunks};
+		return; /* no signal: the engine raises the flag */
+	}
+	case ARK_T_SUM:
+		for (uint64_t i = t->k0; i < t->k1; i++) {
+			float acc = ark_get(a + o->in[0], o->dtype, (int64_t)i);
+			for (int k = 0; k < o->K; k++)
+				acc += ark_get(a + o->in[1] + (uint64_t)k * o->in[2], o->dtype, (int64_t)i);
+			ark_set(a + o->out, o->dtype, (int64_t)i, acc);
+		}
+		break;
+	case ARK_T_GATHER: {
+		uint64_t seg = (uint64_t)o->N * es, K = (uint64_t)o->K, own = o->splits;
+		for (uint64_t b = t->k0 * es; b < t->k1 * es; b += es) {
+			uint64_t ob = b / (K * seg), r = b % (K * seg), j = r / seg, w = r % seg;
+			const char *src = j == own ? a + o->in[0] : a + o->in[1] + (j - (j > own)) * o->in[2];
+			memcpy(a + o->out + b, src + ob * seg + w, es);
+		}
+		break;
+	}
+	case ARK_T_NOP:
+		break;
+	default:
+		fail_msg("vCTA %d: template %d not emulated", v, t->tmpl);
+	}
+	int c = p->signal[v];
+	if (c >= 0)
+		e->ctr[p->ctr_gpu[c]][ARK_CTR__FIRST + p->ctr_index[c]]++;
+}
+
+/* Host copies of the model's tensors and ops, for the CPU reference. */
+static void ref_tables(const struct fix *f, struct ark_tensor *T, struct ark_op *O)
+{
+	const struct graph *g = &f->g;
+	for (int t = 0; t < g->n_tensors; t++) {
+		const struct tensor *x = &g->tensors[t];
+		T[t] = (struct ark_tensor){x->name, (uint8_t)x->dtype, (uint8_t)x->role, (uint8_t)x->ndim, (uint8_t)x->gpu,
+					   {0}, f->s.offset[t], tensor_bytes(x)};
+		memcpy(T[t].shape, x->shape, sizeof T[t].shape);
+	}
+	for (int k = 0; k < g->n_ops; k++) {
+		const struct op *o = &g->ops[g->order[k]];
+		O[k] = (struct ark_op){o->name, (uint16_t)o->kind, (uint8_t)o->n_in, (uint8_t)o->n_out, (uint8_t)o->gpu, 0,
+				       (uint8_t)o->transport, (int8_t)o->axis, {0}, {0}, 1.0f, 0.0f, o->line};
+		memcpy(O[k].in, o->in, sizeof O[k].in);
+		memcpy(O[k].out, o->out, sizeof O[k].out);
+	}
+}
+
+static void emulate(const struct fix *f, uint64_t seed, int iters)
+{
+	const struct sched *s = &f->s;
+	const struct schedule *p = &f->p;
+	const struct graph *g = &f->g;
+	struct emu e = {.f = f, .G = g->gpus, .sms = p->pl.sms / g->gpus, .rng = seed};
+	for (int d = 0; d < e.G; d++) {
+		e.arena[d] = calloc(1, s->arena[d] + 1);
+		e.ctr[d] = calloc(ARK_CTR__FIRST + (size_t)p->gpu_counters[d], sizeof(uint32_t));
+	}
+	e.xp = calloc((size_t)s->n_xo + 1, sizeof *e.xp);
+	for (int x = 0; x < s->n_xo; x++)
+		emit_xopp_params(s, x, &e.xp[x]);
+	e.next = calloc((size_t)p->pl.sms, sizeof *e.next);
+	struct ark_tensor *T = calloc((size_t)g->n_tensors, sizeof *T);
+	struct ark_op *O = calloc((size_t)g->n_ops, sizeof *O);
+	void **ref = calloc((size_t)g->n_tensors, sizeof *ref);
+	ref_tables(f, T, O);
+	for (int t = 0; t < g->n_tensors; t++)
+		ref[t] = calloc(1, T[t].bytes + 1);
+	for (uint32_t iter = 1; iter <= (uint32_t)iters; iter++) {
+		/* fresh inputs, poisoned outputs */
+		for (int t = 0; t < g->n_tensors; t++) {
+			char *dev = e.arena[T[t].gpu] + T[t].offset;
+			if (T[t].role == ARK_ROLE_INPUT) {
+				ark_fill_random(ref[t], T[t].dtype, ark_tensor_elems(&T[t]), seed * 977 + iter * 131 + (uint64_t)t,
+						1.0f);
+				memcpy(dev, ref[t], T[t].bytes);
+			} else if (T[t].role == ARK_ROLE_OUTPUT) {
+				memset(dev, 0xff, T[t].bytes);
+			}
+		}
+		memset(e.next, 0, (size_t)p->pl.sms * sizeof *e.next);
+		int left = s->n_vcta;
+		int *ready = malloc(((size_t)p->pl.sms + 1) * sizeof *ready);
+		while (left > 0 || e.nq > 0) {
+			int nr = 0;
+			for (int q = 0; q < p->pl.sms; q++) {
+				int i = p->pl.begin[q] + e.next[q];
+				if (i < p->pl.begin[q + 1] && task_ready(&e, p->pl.list[i], iter))
+					ready[nr++] = q;
+			}
+			if (nr == 0 && e.nq == 0)
+				fail_msg("deadlock in iteration %u: %d vCTAs left, none ready", iter, left);
+			if (nr == 0 && left > 0 && e.nq == 0)
+				break;
+			uint32_t pick = rnd(&e) % (uint32_t)(nr + e.nq);
+			if (pick < (uint32_t)nr) {
+				int q = ready[pick];
+				run_task(&e, p->pl.list[p->pl.begin[q] + e.next[q]++], iter);
+				left--;
+			} else {
+				/* the DMA engine serves the oldest request of a (src, dst) pair first */
+				struct dma_pending d = e.q[pick - (uint32_t)nr];
+				for (int k = 0; k < e.nq; k++)
+					if (e.q[k].src == d.src && e.q[k].dst == d.dst) {
+						d = e.q[k];
+						memmove(&e.q[k], &e.q[k + 1], (size_t)(e.nq - k - 1) * sizeof *e.q);
+						break;
+					}
+				e.nq--;
+				memcpy(e.arena[d.dst] + d.dof, e.arena[d.src] + d.so, d.bytes);
+				e.ctr[d.dst][d.flag] = d.value;
+			}
+			if (left == 0)
+				assert_int_equal(e.nq, 0); /* every request is waited for within the iteration */
+		}
+		free(ready);
+		assert_int_equal(ark_ref_run(&(struct ark_model){.n_tensors = g->n_tensors, .tensors = T,
+								.n_ops = g->n_ops, .ops = O},
+					     ref),
+				 0);
+		for (int t = 0; t < g->n_tensors; t++) {
+			if (T[t].role != ARK_ROLE_OUTPUT)
+				continue;
+			double rel = 0;
+			int64_t bad = 0;
+			ark_compare(e.arena[T[t].gpu] + T[t].offset, ref[t], T[t].dtype, ark_tensor_elems(&T[t]), &rel, &bad);
+			if (bad || rel > 1e-6 * (T[t].dtype == ARK_FP32 ? 1 : 1e4))
+				fail_msg("iteration %u, output %s: rel err %g, %lld NaN/Inf", iter, T[t].name, rel,
+					 (long long)bad);
+		}
+	}
+	for (int t = 0; t < g->n_tensors; t++)
+		free(ref[t]);
+	for (int d = 0; d < e.G; d++)
+		free(e.arena[d]), free(e.ctr[d]);
+	free(ref), free(T), free(O), free(e.xp), free(e.next), free(e.q);
+}
+
+/* A model with every communication op over n GPUs for inputs of `shape` and dtype; emulated. */
+static void emulate_case(int n, const char *shape, const char *dtype, const char *transport, int axis)
+{
+	char text[8192], ins[256] = "", ars[256] = "", ags[256] = "";
+	int k = snprintf(text, sizeof text, "version = 1; name = \"e\"; gpus = %d;\ntensors = (\n", n);
+	for (int i = 0; i < n; i++) {
+		k += snprintf(text + k, sizeof text - (size_t)k,
+			      "  { name = \"t%d\"; shape = %s; dtype = \"%s\"; role = \"input\"; gpu = %d; },\n"
+			      "  { name = \"r%d\"; role = \"output\"; },\n  { name = \"g%d\"; role = \"output\"; },\n",
+			      i, shape, dtype, i, i, i);
+		snprintf(ins + strlen(ins), sizeof ins - strlen(ins), "%s\"t%d\"", i ? ", " : "", i);
+		snprintf(ars + strlen(ars), sizeof ars - strlen(ars), "%s\"r%d\"", i ? ", " : "", i);
+		snprintf(ags + strlen(ags), sizeof ags - strlen(ags), "%s\"g%d\"", i ? ", " : "", i);
+	}
+	snprintf(text + k, sizeof text - (size_t)k,
+		 "  { name = \"c\"; role = \"output\"; }\n);\nops = (\n"
+		 "  { name = \"ar\"; op = \"all_reduce\"; in = [%s]; out = [%s]; transport = \"%s\"; },\n"
+		 "  { name = \"ag\"; op = \"all_gather\"; in = [%s]; out = [%s]; transport = \"%s\"; axis = %d; },\n"
+		 "  { name = \"cp\"; op = \"copy\"; in = [\"r%d\"]; out = \"c\"; gpu = 0; transport = \"%s\"; }\n);\n",
+		 ins, ars, transport, ins, ags, transport, axis, n - 1, transport);
+	struct fix f;
+	assert_int_equal(build(&f, text, ARK_P2P_MAX_DEFAULT, 0), 0);
+	check_invariants(&f);
+	for (uint64_t seed = 1; seed <= 3; seed++)
+		emulate(&f, seed, 2);
+	destroy(&f);
+}
+
+static void test_emulated_2(void **state)
+{
+	(void)state;
+	static const char *const tr[] = {"p2p", "dma", "auto"};
+	for (int t = 0; t < 3; t++) {
+		emulate_case(2, "[1, 2]", "fp16", tr[t], -1);
+		emulate_case(2, "[3, 1001]", "fp32", tr[t], -1);
+		emulate_case(2, "[5, 6, 40]", "bf16", tr[t], 1);
+		emulate_case(2, "[1, 40000]", "bf16", tr[t], 0);
+	}
+	emulate_case(2, "[1, 524291]", "fp16", "dma", -1); /* 1 MiB + 6 bytes: two chunks per request */
+}
+
+static void test_emulated_4(void **state)
+{
+	(void)state;
+	static const char *const tr[] = {"p2p", "dma", "auto"};
+	for (int t = 0; t < 3; t++) {
+		emulate_case(4, "[1, 1]", "fp32", tr[t], -1); /* one element: three of the four parts empty */
+		emulate_case(4, "[1, 100]", "fp16", tr[t], -1);
+		emulate_case(4, "[7, 33]", "bf16", tr[t], 0);
+		emulate_case(4, "[2, 3, 50]", "fp32", tr[t], 1);
+	}
+}
+
+static void test_barrier_refused(void **state)
+{
+	(void)state;
+	struct fix f;
+	const char *ops = "{ name = \"cp\"; op = \"copy\"; in = [\"t0\"]; out = \"o\"; gpu = 1; }";
+	assert_int_equal(build(&f, model(2, 1, 64, "fp16", ops), ARK_P2P_MAX_DEFAULT, 1), -1);
+	destroy(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_copy_p2p_and_dma),
+		cmocka_unit_test(test_dma_chunks),
+		cmocka_unit_test(test_all_reduce_2),
+		cmocka_unit_test(test_all_reduce_4),
+		cmocka_unit_test(test_all_gather),
+		cmocka_unit_test(test_emit_tables),
+		cmocka_unit_test(test_barrier_refused),
+		cmocka_unit_test(test_emulated_2),
+		cmocka_unit_test(test_emulated_4),
+	};
+	cmocka_set_message_output(CM_OUTPUT_TAP);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
