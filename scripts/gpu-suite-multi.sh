@@ -19,3 +19,15 @@ for b in "$D"/gen-multi/mlp_tp2 "$D"/gen-multi/mlp_tp4; do
 	timeout 120 "$b" --bench 1000 > "$OUT/bench_$(basename "$b").log" 2>&1
 	echo "$(basename "$b"): $(grep -iE 'median|error' "$OUT/bench_$(basename "$b").log" | tr '\n' ' ' | cut -c1-300)"
 done
+echo "== GPU-to-GPU transports (bench_comm) and ncclAllReduce (bench_nccl)"
+if [ -x "$D/bench/bench_comm" ] && [ -x "$D/bench/bench_nccl" ]; then
+	LOG="$OUT/comm.log" sh bench/comm.sh "$D" > "$OUT/comm.stdout" 2>&1; echo "comm.sh exit $?"
+	grep -E '^\||crossover|SKIP|FAIL' "$OUT/comm.log" | head -80
+fi
+echo "== arkgen all_reduce (bench/allreduce.sh)"
+ngpu=$(nvidia-smi -L | grep -c '^GPU')
+for n in 2 4; do
+	[ "$ngpu" -ge $n ] && [ -x "$D/ar/ar${n}_4096" ] || continue
+	echo "-- $n GPUs"
+	sh bench/allreduce.sh --bin "$D/ar" $n | tee "$OUT/allreduce$n.txt"
+done
