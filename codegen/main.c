@@ -70,7 +70,7 @@ static void usage(FILE *f)
 		"      --no-reuse     give every activation its own memory\n"
 		"      --p2p-max BYTES  communication ops with transport \"auto\": transfers of at most BYTES go\n"
 		"                     GPU to GPU by SM stores (p2p), larger ones through the DMA engine\n"
-		"                     (default %d, provisional until measured)\n"
+		"                     (default %d: measured, p2p beats the DMA engine up to 64 MiB)\n"
 		"      --schedule FILE  write the schedule (vCTAs, SMs, waits, prediction) as JSON\n"
 		"      --dot-vctas FILE write the vCTA dependency graph in Graphviz format\n"
 		"      --nvcc-flags   print the nvcc flags that build a generated file (include paths,\n"

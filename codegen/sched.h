@@ -47,10 +47,11 @@ struct op_plan {
 };
 
 /* Transfers of a communication op of at most this many bytes go GPU to GPU by SM stores (p2p),
- * larger ones through the DMA engine, when the op's transport is "auto". Provisional: 64 KiB until a
- * benchmark measures where the DMA engine's fixed cost (about 7 us per copy) stops mattering.
- * arkgen --p2p-max overrides it. */
-#define ARK_P2P_MAX_DEFAULT 65536
+ * larger ones through the DMA engine, when the op's transport is "auto". Measured on 2 x H200 over
+ * NVLink (bench/bench_comm.cu, bench/NOTES.md): peer stores beat the DMA engine at every size from
+ * 8 B (2.9 against 12.8 us one-way) to 64 MiB (196 against 511 us); past the largest size measured
+ * the DMA engine, which leaves the SMs free, takes over. arkgen --p2p-max overrides it. */
+#define ARK_P2P_MAX_DEFAULT 67108864
 
 /* Op params of a communication vCTA (emitted into the table of GPU `gpu`). Offsets are resolved
  * at emission: in[0] = offset of in0 (+ in0_add), in[1] = offset of in1, out = offset of out

@@ -254,7 +254,7 @@ static void test_all_reduce_4(void **state)
 	all_reduce_case(4, 1, 4096, "auto", 0);
 	all_reduce_case(4, 1, 4096, "dma", 1);
 	all_reduce_case(4, 1, 100, "p2p", 0);    /* parts of 32, 32, 32 and 4 elements */
-	all_reduce_case(4, 1, 1 << 20, "auto", 1); /* 512 KiB parts: above the threshold */
+	all_reduce_case(4, 1, 1 << 20, "auto", 0); /* 512 KiB parts: p2p, below the 64 MiB threshold */
 }
 
 static void test_all_gather(void **state)
