@@ -60,8 +60,8 @@ static void usage(FILE *f, const char *prog, const struct ark_model *m)
 		"  --weights FILE     weights from a safetensors file (the ones it lacks stay random)\n"
 		"  --inputs FILE      inputs from a safetensors file (the ones it lacks stay random)\n"
 		"  --outputs FILE     run one more iteration and write the outputs to a safetensors file\n"
-		"  --trace FILE       run one more iteration with every task timed and write it as Chrome trace\n"
-		"                     JSON (open in Perfetto or chrome://tracing)\n"
+		"  --trace FILE       run one more iteration with every task timed (after %d untraced ones if\n"
+		"                     nothing else ran) and write it as Chrome trace JSON (Perfetto)\n"
 		"  --seed S           seed of the random weights and inputs (default: from the clock with\n"
 		"                     --check, so every run draws new data; 1 otherwise); always printed\n"
 		"  --tolerance X      relative error ||gpu - ref|| / ||ref|| allowed per output (default by\n"
@@ -74,7 +74,7 @@ static void usage(FILE *f, const char *prog, const struct ark_model *m)
 		"weights of 2 or more dimensions. Actions run in the order check, iterations, bench, bench-empty,\n"
 		"outputs, trace. Exit status: 0 ok, 1 mismatch or runtime failure, 2 usage error, 77 no CUDA device.\n",
 		prog, m->name, m->source ? m->source : "?", m->options ? m->options : "", m->gpus - 1, m->sms,
-		WARMUP, SOAK_CHECK_EVERY);
+		WARMUP, SOAK_CHECK_EVERY, WARMUP);
 }
 
 static int parse_ll(const char *s, long long lo, long long hi, long long *out)
@@ -422,8 +422,14 @@ static int do_outputs(struct drv *d)
 	return rc ? ARK_ERR : 0;
 }
 
+/* The traced iteration follows WARMUP untraced ones when nothing ran before it, so that it shows the
+ * steady state rather than the first touch of the weights (TLB, L2) and of the code. */
 static int do_trace(struct drv *d)
 {
+	if (!ark_session_iterations(d->s))
+		for (int i = 0; i < WARMUP; i++)
+			if (ark_session_run_ex(d->s, 0))
+				return ARK_ERR;
 	if (ark_session_run_ex(d->s, ARK_RUN_TRACE) || ark_session_trace(d->s, d->a.trace))
 		return ARK_ERR;
 	int n = 0;
