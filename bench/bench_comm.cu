@@ -20,18 +20,8 @@
 #include "dma.h"
 #include "dma_device.cuh"
 
-#define CK(call)                                                                                     \
-	do {                                                                                         \
-		cudaError_t e_ = (call);                                                             \
-		if (e_ != cudaSuccess) {                                                             \
-			fprintf(stderr, "FAIL: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,          \
-				cudaGetErrorString(e_));                                             \
-			exit(1);                                                                     \
-		}                                                                                    \
-	} while (0)
+#include "bench_cuda.h"
 
-#define KiB ((uint64_t)1024)
-#define MiB ((uint64_t)1024 * 1024)
 #define MAX_BYTES (64 * MiB)       /* largest message */
 #define THREADS 512                /* threads per CTA of every kernel */
 #define MAX_CTAS 256               /* (c): sending CTAs at most (one flag each) */

@@ -18,15 +18,7 @@
 #include <algorithm>
 #include <vector>
 
-#define CK(call)                                                                                     \
-	do {                                                                                         \
-		cudaError_t e_ = (call);                                                             \
-		if (e_ != cudaSuccess) {                                                             \
-			fprintf(stderr, "FAIL: %s:%d: %s: %s\n", __FILE__, __LINE__, #call,          \
-				cudaGetErrorString(e_));                                             \
-			exit(1);                                                                     \
-		}                                                                                    \
-	} while (0)
+#include "bench_cuda.h"
 
 #define NC(call)                                                                                     \
 	do {                                                                                         \
@@ -38,8 +30,6 @@
 		}                                                                                    \
 	} while (0)
 
-#define KiB ((uint64_t)1024)
-#define MiB ((uint64_t)1024 * 1024)
 #define MAX_BYTES (64 * MiB)
 #define MAX_GPUS 8
 #define WARMUP 20

@@ -11,15 +11,8 @@
 #include <vector>
 
 #include "ark_tiles.cuh"
+#include "bench_cuda.h"
 
-#define CK(call)                                                                                     \
-	do {                                                                                         \
-		cudaError_t e_ = (call);                                                             \
-		if (e_ != cudaSuccess) {                                                             \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-			exit(1);                                                                     \
-		}                                                                                    \
-	} while (0)
 
 __global__ void __launch_bounds__(ARK_THREADS, 1) chain_kernel(const ark_opp *opp, ark_task t, char *arena)
 {
@@ -56,21 +49,7 @@ int main(int argc, char **argv)
 	ark_task t;
 	memset(&t, 0, sizeof t);
 	t.tmpl = ARK_T_EW_CHAIN, t.k0 = 0, t.k1 = n_el, t.m1 = 1, t.n1 = n_el;
-	cudaEvent_t e0, e1;
-	CK(cudaEventCreate(&e0));
-	CK(cudaEventCreate(&e1));
-	std::vector<float> ms;
-	for (int i = 0; i < 50; i++) {
-		CK(cudaEventRecord(e0));
-		chain_kernel<<<1, ARK_THREADS>>>(d_opp, t, arena);
-		CK(cudaEventRecord(e1));
-		CK(cudaEventSynchronize(e1));
-		CK(cudaGetLastError());
-		float x;
-		CK(cudaEventElapsedTime(&x, e0, e1));
-		ms.push_back(x);
-	}
-	std::sort(ms.begin(), ms.end());
-	printf("chain of %d steps on %d fp32: median %.2f us per launch (one CTA)\n", 2 * rounds, n_el, ms[25] * 1e3);
+	const double us = bench_time_us(50, [&] { chain_kernel<<<1, ARK_THREADS>>>(d_opp, t, arena); });
+	printf("chain of %d steps on %d fp32: median %.2f us per launch (one CTA)\n", 2 * rounds, n_el, us);
 	return 0;
 }

@@ -12,10 +12,10 @@ COMM_INC     := -I. -Iruntime -Itemplates -Idma
 .PHONY: bench-comm
 bench-comm: $(B)/bench/bench_comm $(B)/bench/bench_nccl
 
-$(B)/bench/bench_comm: bench/bench_comm.cu dma/dma.h dma/dma_device.cuh $(B)/libarkrt.a
+$(B)/bench/bench_comm: bench/bench_comm.cu bench/bench_cuda.h dma/dma.h dma/dma_device.cuh $(B)/libarkrt.a
 	@mkdir -p $(dir $@)
 	$(NVCC) $(COMM_NVFLAGS) $(COMM_INC) $< $(B)/libarkrt.a -lpthread -o $@
 
-$(B)/bench/bench_nccl: bench/bench_nccl.cu
+$(B)/bench/bench_nccl: bench/bench_nccl.cu bench/bench_cuda.h
 	@mkdir -p $(dir $@)
 	$(NVCC) $(COMM_NVFLAGS) -I$(NCCL_INC) $< -L$(NCCL_LIB) -Xlinker -rpath=$(NCCL_LIB) -lnccl -lpthread -o $@

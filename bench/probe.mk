@@ -1,11 +1,17 @@
-# probe.mk: rule of the weight-streaming probe (included by the top-level Makefile).
-# `make bench-probe` builds $(B)/bench/stream_probe: batch-1 streaming rate of the matmul tile
-# templates under several tilings of a 4096x4096 bf16 layer, against a plain contiguous read.
+# probe.mk: rules of the template probes (included by the top-level Makefile). `make bench-probe`
+# builds $(B)/bench/stream_probe (batch-1 streaming rate of the matmul tile templates under several
+# tilings of a 4096x4096 bf16 layer, against a plain contiguous read) and $(B)/bench/chain_probe (the
+# elementwise-chain template alone, one CTA: latency per step).
 
 .PHONY: bench-probe
-bench-probe: $(B)/bench/stream_probe
+bench-probe: $(B)/bench/stream_probe $(B)/bench/chain_probe
 
-$(B)/bench/stream_probe: bench/stream_probe.cu $(wildcard templates/*.cuh templates/*.h)
+$(B)/bench/stream_probe: bench/stream_probe.cu bench/bench_cuda.h $(wildcard templates/*.cuh templates/*.h)
 	@mkdir -p $(dir $@)
 	$(NVCC) -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -DARK_TILES_FP16=0 -DARK_TILES_FP32=0 \
+		-Itemplates -Iruntime -I. $< -o $@
+
+$(B)/bench/chain_probe: bench/chain_probe.cu bench/bench_cuda.h $(wildcard templates/*.cuh templates/*.h)
+	@mkdir -p $(dir $@)
+	$(NVCC) -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -DARK_TILES_FP16=0 -DARK_TILES_BF16=0 \
 		-Itemplates -Iruntime -I. $< -o $@

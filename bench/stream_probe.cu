@@ -14,15 +14,8 @@
 #define ARK_SMEM_BYTES 196608
 #endif
 #include "ark_tiles.cuh"
+#include "bench_cuda.h"
 
-#define CK(call)                                                                                     \
-	do {                                                                                         \
-		cudaError_t e_ = (call);                                                             \
-		if (e_ != cudaSuccess) {                                                             \
-			fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-			exit(1);                                                                     \
-		}                                                                                    \
-	} while (0)
 
 enum { LAYERS = 8, DIM = 4096 };
 
@@ -58,11 +51,6 @@ __global__ void __launch_bounds__(ARK_THREADS, 1) read_kernel(const uint4 *w, si
 		sink[0] = s;
 }
 
-static float median(std::vector<float> v)
-{
-	std::sort(v.begin(), v.end());
-	return v[v.size() / 2];
-}
 
 int main()
 {
@@ -94,9 +82,6 @@ int main()
 	CK(cudaMalloc(&d_opp, LAYERS * sizeof(ark_opp)));
 	CK(cudaMalloc(&d_tasks, 1024 * sizeof(ark_task)));
 	CK(cudaFuncSetAttribute(layers_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, ARK_TILES_SMEM_BYTES));
-	cudaEvent_t e0, e1;
-	CK(cudaEventCreate(&e0));
-	CK(cudaEventCreate(&e1));
 	printf("# %s, %d SMs; 8 layers of 4096x4096 bf16 at batch 1 (%.0f MiB), median of 15 runs; "
 	       "%d B of shared memory, ring %d B\n", prop.name, prop.multiProcessorCount, LAYERS * wbytes / 1048576.0,
 	       (int)ARK_TILES_SMEM_BYTES, (int)ARK_MM_RING_BYTES);
@@ -138,36 +123,16 @@ int main()
 			}
 		CK(cudaMemcpy(d_opp, opp.data(), LAYERS * sizeof(ark_opp), cudaMemcpyHostToDevice));
 		CK(cudaMemcpy(d_tasks, tasks.data(), tasks.size() * sizeof(ark_task), cudaMemcpyHostToDevice));
-		std::vector<float> ms;
-		for (int r = 0; r < 16; r++) {
-			CK(cudaEventRecord(e0));
+		const double us = bench_time_us(15, [&] {
 			layers_kernel<<<(int)tasks.size(), ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(d_opp, d_tasks, arena);
-			CK(cudaEventRecord(e1));
-			CK(cudaEventSynchronize(e1));
-			CK(cudaGetLastError());
-			float t;
-			CK(cudaEventElapsedTime(&t, e0, e1));
-			if (r)
-				ms.push_back(t);
-		}
-		const float us = median(ms) * 1000;
+		});
 		printf("| %s | %zu | %.1f | %.0f |\n", v.name, tasks.size(), us, LAYERS * wbytes / (us * 1e3));
 	}
 	for (int ctas : {128, 132, 264}) {
-		std::vector<float> ms;
 		const size_t per = wbytes / ctas / 16 * 16;
-		for (int r = 0; r < 16; r++) {
-			CK(cudaEventRecord(e0));
+		const double us = bench_time_us(15, [&] {
 			read_kernel<<<ctas, ARK_THREADS>>>((const uint4 *)(arena + w_off), per, wbytes, sink);
-			CK(cudaEventRecord(e1));
-			CK(cudaEventSynchronize(e1));
-			CK(cudaGetLastError());
-			float t;
-			CK(cudaEventElapsedTime(&t, e0, e1));
-			if (r)
-				ms.push_back(t);
-		}
-		const float us = median(ms) * 1000;
+		});
 		printf("| contiguous read | %d | %.1f | %.0f |\n", ctas, us, LAYERS * per * ctas / (us * 1e3));
 	}
 	return 0;
