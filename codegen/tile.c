@@ -234,10 +234,11 @@ static void tile_matmul(struct sched *s, int oi, int share)
 	int64_t mt = cdiv(M, tm);
 	int tn = pick_tn(mt, N, sms, es == 4 ? 8 : 16);
 	int64_t nt = cdiv(N, tn), tiles = mt * nt;
-	/* Split K while the layer has clearly fewer tiles than SMs, keeping chunks of >= 256. */
+	/* Split K while the layer has clearly fewer tiles than SMs, keeping chunks of >= 256, never
+	 * into more tasks than SMs (a second wave would cost a whole tile's time). */
 	int64_t splits = 1;
 	if (tiles * 4 < sms * 3 && K >= 512) {
-		splits = imin(cdiv(sms, tiles), imin(32, K / 256));
+		splits = imax(1, imin(sms / tiles, imin(32, K / 256)));
 		int64_t kc = cdiv(cdiv(K, splits), 64) * 64;
 		splits = cdiv(K, kc);
 	}

@@ -80,16 +80,19 @@ __device__ __noinline__ void ark_mm_stage_a_kn(const T *a, int64_t K, int m0, in
 	const int tid = threadIdx.x;
 	if (avec) { /* every 16-byte vector of the chunk in flight at once */
 		constexpr int AV = (ARK_MM_A_BYTES / 4 + VEC * ARK_THREADS - 1) / (VEC * ARK_THREADS);
-		const int rv = (kcn + VEC - 1) / VEC, nv_a = (m1 - m0) * rv; /* vectors per row, all */
+		const int rows = m1 - m0, rv = (kcn + VEC - 1) / VEC, nv_a = rows * rv; /* vectors per row, all */
+		/* vector e is row m = e % rows, k-vector kv = e / rows: neighbouring threads take neighbouring
+		 * rows, so their stores to a_s [k][MB] land in different banks (by k-vector they would all
+		 * hit one bank when MB * VEC is a multiple of 32) */
 		uint4 q[AV];
 #pragma unroll
 		for (int u = 0; u < AV; u++) {
-			const int e = u * ARK_THREADS + tid, m = e / rv, kv = e - m * rv;
+			const int e = u * ARK_THREADS + tid, kv = e / rows, m = e - kv * rows;
 			q[u] = e < nv_a ? ark_ld16(a + (size_t)(m0 + m) * K + kc0 + kv * VEC) : make_uint4(0, 0, 0, 0);
 		}
 #pragma unroll
 		for (int u = 0; u < AV; u++) {
-			const int e = u * ARK_THREADS + tid, m = e / rv, kv = e - m * rv;
+			const int e = u * ARK_THREADS + tid, kv = e / rows, m = e - kv * rows;
 			if (e < nv_a) {
 				float x[VEC];
 				ark_unpack<T>(q[u], x);
