@@ -108,6 +108,19 @@ static int chain_operand(const struct op *o, int t)
 	return o->in[0] == t ? o->in[1] : o->in[0];
 }
 
+/* Adds tensor t to the distinct tensors reads[0 .. *n) unless it is there; -1 if it is new and the
+ * list already holds VCTA_MAX_READS. */
+static int read_once(int *reads, int *n, int t)
+{
+	for (int j = 0; j < *n; j++)
+		if (reads[j] == t)
+			return 0;
+	if (*n == VCTA_MAX_READS)
+		return -1;
+	reads[(*n)++] = t;
+	return 0;
+}
+
 /* Chains of elementwise ops without broadcasting where each intermediate is read once, by the next op
  * of the chain, and is no output: one vCTA runs the whole chain on a range of elements, values staying
  * in registers, so the intermediates are never stored. The head owns the vCTAs; the others are fused
@@ -147,16 +160,11 @@ static void plan_chains(struct sched *s)
 		int reads[VCTA_MAX_READS], n_reads = 0, len = 1, last = head;
 		const struct op *h = &g->ops[head];
 		for (int j = 0; j < h->n_in; j++)
-			if (!(j == 1 && h->in[1] == h->in[0]))
-				reads[n_reads++] = h->in[j];
+			read_once(reads, &n_reads, h->in[j]);
 		for (int x = s->plan[head].chain_next; x >= 0; x = s->plan[x].chain_next) {
-			int opnd = chain_operand(&g->ops[x], g->ops[last].out[0]), seen = opnd < 0;
-			for (int j = 0; j < n_reads && !seen; j++)
-				seen = reads[j] == opnd;
-			if (!seen && n_reads == VCTA_MAX_READS)
+			int opnd = chain_operand(&g->ops[x], g->ops[last].out[0]);
+			if (opnd >= 0 && read_once(reads, &n_reads, opnd) < 0)
 				break;
-			if (!seen)
-				reads[n_reads++] = opnd;
 			s->plan[x].fused_into = head;
 			len++;
 			last = x;
@@ -374,6 +382,16 @@ static void tile_chain(struct sched *s, int head)
 	pl->tm = 1;
 	pl->tn = (int)imin(chunk, INT32_MAX);
 	pl->first_vcta = s->n_vcta;
+	/* the distinct tensors the chain reads (plan_chains kept them within VCTA_MAX_READS) */
+	int reads[VCTA_MAX_READS], n_reads = 0;
+	const struct op *h = &g->ops[head];
+	for (int j = 0; j < h->n_in; j++)
+		read_once(reads, &n_reads, h->in[j]);
+	for (int x = pl->chain_next, last = head; x >= 0; last = x, x = s->plan[x].chain_next) {
+		int opnd = chain_operand(&g->ops[x], g->ops[last].out[0]);
+		if (opnd >= 0)
+			ARK_ASSERT(read_once(reads, &n_reads, opnd) == 0);
+	}
 	/* Ranges never straddle a row boundary partly, so each is an exact box of the [rows, C] view
 	 * (a box rounded out to whole rows would make neighbouring ranges depend on each other): whole
 	 * rows when rows are shorter than a range, else pieces of one row. */
@@ -388,19 +406,8 @@ static void tile_chain(struct sched *s, int head)
 		v->k0 = (uint32_t)e0, v->k1 = (uint32_t)e1;
 		v->m0 = (uint32_t)box.r0, v->m1 = (uint32_t)box.r1, v->n0 = (uint32_t)box.c0, v->n1 = (uint32_t)box.c1;
 		/* the same box of every tensor read (they all have out's shape) */
-		int last = head;
-		const struct op *h = &g->ops[head];
-		for (int j = 0; j < h->n_in; j++)
-			if (!(j == 1 && h->in[1] == h->in[0]))
-				add_read(v, h->in[j], box.r0, box.r1, box.c0, box.c1);
-		for (int x = pl->chain_next; x >= 0; x = s->plan[x].chain_next) {
-			int opnd = chain_operand(&g->ops[x], g->ops[last].out[0]), seen = opnd < 0;
-			for (int j = 0; j < v->n_reads && !seen; j++)
-				seen = v->reads[j].tensor == opnd;
-			if (!seen)
-				add_read(v, opnd, box.r0, box.r1, box.c0, box.c1);
-			last = x;
-		}
+		for (int j = 0; j < n_reads; j++)
+			add_read(v, reads[j], box.r0, box.r1, box.c0, box.c1);
 		v->write = box;
 		v->flops = (double)(pl->chain_len * (e1 - e0));
 		/* each step waits for the one before: ~0.17 us a step per pass of one vector per thread
