@@ -26,6 +26,7 @@ struct options {
 	int barrier;           /* --sync barrier */
 	int fuse, reuse;       /* cleared by --no-fuse, --no-reuse */
 	long long p2p_max;     /* --p2p-max */
+	long long oneshot_max; /* --oneshot-max, ARK_ONESHOT_MAX_AUTO: the default rule */
 	const char *dot_vctas; /* --dot-vctas */
 	const char *schedule;  /* --schedule */
 	char shaping[256];     /* the options that shape the generated code, for its header */
@@ -71,12 +72,17 @@ static void usage(FILE *f)
 		"      --p2p-max BYTES  communication ops with transport \"auto\": transfers of at most BYTES go\n"
 		"                     GPU to GPU by SM stores (p2p), larger ones through the DMA engine\n"
 		"                     (default %d: measured, p2p beats the DMA engine up to 64 MiB)\n"
+		"      --oneshot-max BYTES  all_reduce of at most BYTES per GPU: every GPU sends its whole input\n"
+		"                     to every other and sums all of them (one hop); larger ones reduce-scatter,\n"
+		"                     sum and all-gather (two hops, less data with 3 or more GPUs). Default:\n"
+		"                     one-shot at every size on 2 GPUs (the same bytes on the wire, one hop\n"
+		"                     less), up to %d bytes on 3 or more\n"
 		"      --schedule FILE  write the schedule (vCTAs, SMs, waits, prediction) as JSON\n"
 		"      --dot-vctas FILE write the vCTA dependency graph in Graphviz format\n"
 		"      --nvcc-flags   print the nvcc flags that build a generated file (include paths,\n"
 		"                     architecture, libraries), like pkg-config, and exit\n"
 		"  -d LETTERS         dump intermediate results to stdout, one letter per pass:\n",
-		ARK_P2P_MAX_DEFAULT);
+		ARK_P2P_MAX_DEFAULT, ARK_ONESHOT_MAX_MANY);
 	for (size_t i = 0; i < sizeof dump_letters / sizeof dump_letters[0]; i++)
 		fprintf(f, "                       -d%c  %s\n", dump_letters[i].letter, dump_letters[i].what);
 	fprintf(f,
@@ -140,7 +146,7 @@ static int want_dump(const struct options *o, char letter)
 static int parse_options(int argc, char **argv, struct options *o, int *status)
 {
 	enum { OPT_DOT = 256, OPT_SMS, OPT_SMEM, OPT_POLICY, OPT_SYNC, OPT_NOFUSE, OPT_NOREUSE, OPT_SCHED,
-	       OPT_DOTV, OPT_NVCC, OPT_P2PMAX };
+	       OPT_DOTV, OPT_NVCC, OPT_P2PMAX, OPT_ONESHOT };
 	static const struct option longopts[] = {
 		{ "sms", required_argument, NULL, OPT_SMS },
 		{ "smem", required_argument, NULL, OPT_SMEM },
@@ -149,6 +155,7 @@ static int parse_options(int argc, char **argv, struct options *o, int *status)
 		{ "no-fuse", no_argument, NULL, OPT_NOFUSE },
 		{ "no-reuse", no_argument, NULL, OPT_NOREUSE },
 		{ "p2p-max", required_argument, NULL, OPT_P2PMAX },
+		{ "oneshot-max", required_argument, NULL, OPT_ONESHOT },
 		{ "schedule", required_argument, NULL, OPT_SCHED },
 		{ "dot-vctas", required_argument, NULL, OPT_DOTV },
 		{ "nvcc-flags", no_argument, NULL, OPT_NVCC },
@@ -164,6 +171,7 @@ static int parse_options(int argc, char **argv, struct options *o, int *status)
 	o->smem = 131072;
 	o->fuse = o->reuse = 1;
 	o->p2p_max = ARK_P2P_MAX_DEFAULT;
+	o->oneshot_max = ARK_ONESHOT_MAX_AUTO;
 	*status = EXIT_USAGE;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":hVo:d:", longopts, NULL)) != -1) {
@@ -216,15 +224,17 @@ static int parse_options(int argc, char **argv, struct options *o, int *status)
 		case OPT_NOREUSE:
 			o->reuse = 0;
 			break;
-		case OPT_P2PMAX: {
+		case OPT_P2PMAX:
+		case OPT_ONESHOT: {
+			const char *name = c == OPT_P2PMAX ? "--p2p-max" : "--oneshot-max";
 			char *end;
 			errno = 0;
 			long long v = strtoll(optarg, &end, 10);
 			if (errno || *end || end == optarg || v < 0) {
-				fprintf(stderr, "arkgen: error: --p2p-max takes a byte count >= 0, not '%s'\n", optarg);
+				fprintf(stderr, "arkgen: error: %s takes a byte count >= 0, not '%s'\n", name, optarg);
 				goto bad;
 			}
-			o->p2p_max = v;
+			*(c == OPT_P2PMAX ? &o->p2p_max : &o->oneshot_max) = v;
 			break;
 		}
 		case OPT_SCHED:
@@ -276,6 +286,10 @@ static int parse_options(int argc, char **argv, struct options *o, int *status)
 	if (o->p2p_max != ARK_P2P_MAX_DEFAULT) {
 		size_t n = strlen(o->shaping);
 		snprintf(o->shaping + n, sizeof o->shaping - n, " --p2p-max %lld", o->p2p_max);
+	}
+	if (o->oneshot_max != ARK_ONESHOT_MAX_AUTO) {
+		size_t n = strlen(o->shaping);
+		snprintf(o->shaping + n, sizeof o->shaping - n, " --oneshot-max %lld", o->oneshot_max);
 	}
 	return 0;
 bad:
@@ -339,7 +353,8 @@ int main(int argc, char **argv)
 	summary(&g, stdout);
 	struct pipeline_opts po = {
 		.sms = opt.sms, .smem = opt.smem, .threads = 256, .policy = opt.policy, .barrier = opt.barrier,
-		.fuse = opt.fuse, .reuse = opt.reuse, .p2p_max = opt.p2p_max, .dump_tiles = want_dump(&opt, 'T'),
+		.fuse = opt.fuse, .reuse = opt.reuse, .p2p_max = opt.p2p_max, .oneshot_max = opt.oneshot_max,
+		.dump_tiles = want_dump(&opt, 'T'),
 		.dump_place = want_dump(&opt, 'P'), .dot_vcta = opt.dot_vctas, .schedule = opt.schedule,
 		.out = opt.out, .options = opt.shaping,
 	};

@@ -77,7 +77,8 @@ int pipeline_run(struct graph *g, const struct pipeline_opts *o)
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	struct tile_opts to = {.sms = o->sms, .smem = o->smem, .fuse = o->fuse, .reuse = o->reuse,
-			      .p2p_max = o->p2p_max};
+			      .p2p_max = o->p2p_max,
+			      .oneshot_max = o->oneshot_max};
 	struct sched s;
 	struct schedule p;
 	struct part_gpu gpu;

@@ -13,6 +13,7 @@ struct pipeline_opts {
 	int barrier;          /* --sync barrier */
 	int fuse, reuse;      /* --no-fuse, --no-reuse clear them */
 	long long p2p_max;    /* --p2p-max */
+	long long oneshot_max; /* --oneshot-max, -1: the default rule */
 	int dump_tiles;       /* -dT */
 	int dump_place;       /* -dP */
 	const char *dot_vcta; /* --dot-vctas FILE */

@@ -52,6 +52,9 @@ struct op_plan {
  * 8 B (2.9 against 12.8 us one-way) to 64 MiB (196 against 511 us); past the largest size measured
  * the DMA engine, which leaves the SMs free, takes over. arkgen --p2p-max overrides it. */
 #define ARK_P2P_MAX_DEFAULT 67108864
+/* all_reduce: -1 picks one-shot for 2 GPUs at every size, and for 3 or more up to this many bytes */
+#define ARK_ONESHOT_MAX_AUTO (-1)
+#define ARK_ONESHOT_MAX_MANY 262144
 
 /* Op params of a communication vCTA (emitted into the table of GPU `gpu`). Offsets are resolved
  * at emission: in[0] = offset of in0 (+ in0_add), in[1] = offset of in1, out = offset of out
@@ -74,6 +77,7 @@ struct tile_opts {
 	int fuse;             /* fuse activations into the matmul before them */
 	int reuse;            /* memory plan reuses activation space */
 	int64_t p2p_max;      /* transport auto: p2p up to this many bytes per transfer, DMA above */
+	int64_t oneshot_max;  /* all_reduce: one-shot up to this many bytes per GPU, -1: the default rule */
 };
 
 struct sched {

@@ -472,9 +472,12 @@ static void tile_copy(struct sched *s, int oi)
  * Every transfer moves a box of a tensor that is contiguous in memory (columns of one row, or whole
  * rows) to the same elements of a tensor (or of one slot of a staging tensor) on another GPU: by
  * COPY vCTAs of the sending GPU that store into the peer's arena (p2p), or by one DMA vCTA that
- * hands the box to the DMA engine. all_reduce: the elements are cut into one part per GPU; GPU i
- * receives part i of every other input into a staging tensor (reduce-scatter), sums it with its own
- * (SUM vCTAs, fp32, rounded once) and sends the summed part to every other output (all-gather).
+ * hands the box to the DMA engine. all_reduce, one-shot (2 GPUs, or small inputs): every GPU
+ * receives every other input whole into a staging tensor and sums all of them (SUM vCTAs, fp32 in
+ * GPU order, rounded once): one hop. Two-phase: the elements are cut into one part per GPU; GPU i
+ * receives part i of every other input (reduce-scatter), sums it with its own and sends the summed
+ * part to every other output (all-gather): two hops, but each GPU sends 2 (n - 1) / n of a tensor
+ * instead of n - 1 tensors.
  * all_gather: every GPU receives the other inputs whole into a staging tensor, then GATHER vCTAs
  * interleave them with its own input into the output. A NOP vCTA on the receiving GPU waits for
  * transfers into an output that nothing else on that GPU reads, so the iteration completes only
@@ -598,6 +601,14 @@ static void tile_copy_xgpu(struct sched *s, int oi)
 	tile_sink(s, oi, u);
 }
 
+/* all_reduce in one hop or two (the comment above this section). */
+static int oneshot(const struct sched *s, int gpus, uint64_t bytes)
+{
+	if (s->opt.oneshot_max < 0)
+		return gpus == 2 || bytes <= ARK_ONESHOT_MAX_MANY;
+	return bytes <= (uint64_t)s->opt.oneshot_max;
+}
+
 static void tile_all_reduce(struct sched *s, int oi)
 {
 	struct graph *g = s->g;
@@ -606,15 +617,18 @@ static void tile_all_reduce(struct sched *s, int oi)
 	int64_t R = s->rows[t0], C = s->cols[t0], es = esize(s, t0);
 	uint64_t tb = tensor_bytes(&g->tensors[t0]);
 	struct box all = {0, R, 0, C}, part[ARK_MAX_IO];
-	int has[ARK_MAX_IO], dma = 0;
+	int has[ARK_MAX_IO], dma = 0, one = oneshot(s, n, tb);
 	for (int i = 0; i < n; i++) {
-		has[i] = split_box(all, n, i, &part[i]);
+		if (one) /* GPU i sums all of it */
+			has[i] = 1, part[i] = all;
+		else
+			has[i] = split_box(all, n, i, &part[i]);
 		if (has[i] && use_dma(s, o, box_elems(part[i]) * es))
 			dma = 1; /* one transport for the whole op: the largest part decides */
-		st[i] = add_staging(s, g->tensors[o->out[i]].name, "__rs", g->tensors[o->in[i]].gpu, (n - 1) * R, C,
-				    g->tensors[t0].dtype);
+		st[i] = add_staging(s, g->tensors[o->out[i]].name, one ? "__os" : "__rs", g->tensors[o->in[i]].gpu,
+				    (n - 1) * R, C, g->tensors[t0].dtype);
 	}
-	/* reduce-scatter: part i of every other input to GPU i's staging slot of that input */
+	/* part i of every other input to GPU i's staging slot of that input */
 	for (int i = 0; i < n; i++)
 		for (int j = 0; j < n && has[i]; j++)
 			if (j != i) {
@@ -631,6 +645,7 @@ static void tile_all_reduce(struct sched *s, int oi)
 		s->xo[x].out = o->out[i];
 		s->xo[x].in2 = tb;
 		s->xo[x].K = n - 1;
+		s->xo[x].splits = (uint32_t)i; /* where its own input comes in the GPU order */
 		int64_t pieces = xfer_pieces(s, part[i]);
 		for (int64_t p = 0; p < pieces; p++) {
 			struct box q;
@@ -647,6 +662,8 @@ static void tile_all_reduce(struct sched *s, int oi)
 			v->bytes = (double)((n + 1) * es * box_elems(q));
 		}
 	}
+	if (one)
+		return; /* every output was summed where it lives */
 	/* all-gather: the summed part i to every other output */
 	for (int i = 0; i < n; i++)
 		for (int k = 0; k < n && has[i]; k++)

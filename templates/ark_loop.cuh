@@ -215,8 +215,9 @@ static __device__ __forceinline__ void ark_signal(const struct ark_kargs &a, int
 	}
 }
 
-/* Signal of a task whose counter lives on another GPU (sig_peer = that GPU + 1): the tile's peer
- * stores were fenced at system scope by every thread; the release covers this thread's view too. */
+/* Signal of a task whose counter lives on another GPU (sig_peer = that GPU + 1). Called after the
+ * CTA barrier that ends the tile: the fence is cumulative, so it publishes the peer stores of every
+ * thread of the CTA before the release add. */
 static __device__ __forceinline__ void ark_signal_peer(const struct ark_kargs &a, int32_t counter, uint32_t sig_peer)
 {
 	if (counter >= 0) {

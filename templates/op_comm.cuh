@@ -1,22 +1,74 @@
-// op_comm.cuh: the local halves of the collectives: SUM (all_reduce: own part plus the slots received) and GATHER (all_gather: own input and the slots received, interleaved into the output).
+// op_comm.cuh: the local halves of the collectives: SUM (all_reduce: the inputs of every GPU, own and received, in GPU order) and GATHER (all_gather: own input and the slots received, interleaved into the output).
 #ifndef OP_COMM_CUH
 #define OP_COMM_CUH
 
 #include "ark_dtype.cuh"
 
-/* SUM: out[e] = in[0][e] + sum over s < K of slot s [e], for e in k0:k1; slot s starts at in[1] +
- * s * in[2] bytes. Sums in fp32 in slot order (the same on every GPU), rounded once. */
+/* SUM: out[e] = the sum over GPUs j = 0 .. K of term j [e], for e in k0:k1, where term splits (this
+ * GPU) is in[0] and the others are the K slots received, in GPU order, in[2] bytes apart from in[1].
+ * Sums in fp32 in GPU order (so every GPU rounds the same sum the same way), rounded once. 16-byte
+ * vectors, ARK_SUM_U of them in flight per thread, when every base and the range allow it. */
+#define ARK_SUM_U 4
+
+template <typename T> __device__ __forceinline__ const T *ark_sum_term(const ark_opp &p, const char *arena, int j)
+{
+	const int me = (int)p.splits;
+	return reinterpret_cast<const T *>(j == me ? arena + p.in[0]
+						   : arena + p.in[1] + (size_t)(j - (j > me)) * p.in[2]);
+}
+
 template <typename T> __device__ void ark_sum_tile(const ark_opp &p, const ark_task &t, char *arena)
 {
-	const T *own = reinterpret_cast<const T *>(arena + p.in[0]);
-	const char *slots = arena + p.in[1];
+	constexpr int V = 16 / sizeof(T); /* elements per vector */
+	const int n = (int)p.K + 1;
 	T *out = reinterpret_cast<T *>(arena + p.out);
-	const int K = (int)p.K;
-	for (size_t e = t.k0 + threadIdx.x; e < t.k1; e += ARK_THREADS) {
-		float acc = ark_to_f(own[e]);
-		for (int s = 0; s < K; s++)
-			acc += ark_to_f(reinterpret_cast<const T *>(slots + (size_t)s * p.in[2])[e]);
+	const uintptr_t bases = (uintptr_t)(arena + p.in[0]) | (uintptr_t)(arena + p.in[1]) | (uintptr_t)p.in[2] |
+				(uintptr_t)out;
+	const size_t e0 = t.k0, e1 = t.k1;
+	size_t v0 = e1, v1 = e1; /* the vector part [v0, v1) */
+	if ((bases & 15) == 0) {
+		v0 = min(e1, (e0 + V - 1) / V * V);
+		v1 = v0 + (e1 - v0) / V * V;
+	}
+	const size_t nh = v0 - e0, nt = e1 - v1;
+	for (size_t i = threadIdx.x; i < nh + nt; i += ARK_THREADS) {
+		const size_t e = i < nh ? e0 + i : v1 + (i - nh);
+		float acc = ark_to_f(ark_sum_term<T>(p, arena, 0)[e]);
+		for (int j = 1; j < n; j++)
+			acc += ark_to_f(ark_sum_term<T>(p, arena, j)[e]);
 		out[e] = ark_from_f<T>(acc);
+	}
+	const size_t nv = (v1 - v0) / V; /* vectors */
+	for (size_t b = threadIdx.x; b < nv; b += (size_t)ARK_SUM_U * ARK_THREADS) {
+		float acc[ARK_SUM_U][V];
+		for (int j = 0; j < n; j++) {
+			const uint4 *src = reinterpret_cast<const uint4 *>(ark_sum_term<T>(p, arena, j) + v0);
+			uint4 q[ARK_SUM_U];
+#pragma unroll
+			for (int u = 0; u < ARK_SUM_U; u++) /* every load first: ARK_SUM_U in flight */
+				q[u] = b + (size_t)u * ARK_THREADS < nv ? src[b + (size_t)u * ARK_THREADS]
+									: make_uint4(0, 0, 0, 0);
+#pragma unroll
+			for (int u = 0; u < ARK_SUM_U; u++) {
+				T x[V];
+				memcpy(x, &q[u], sizeof x);
+#pragma unroll
+				for (int k = 0; k < V; k++)
+					acc[u][k] = j ? acc[u][k] + ark_to_f(x[k]) : ark_to_f(x[k]);
+			}
+		}
+		uint4 *dst = reinterpret_cast<uint4 *>(out + v0);
+#pragma unroll
+		for (int u = 0; u < ARK_SUM_U; u++)
+			if (b + (size_t)u * ARK_THREADS < nv) {
+				T x[V];
+#pragma unroll
+				for (int k = 0; k < V; k++)
+					x[k] = ark_from_f<T>(acc[u][k]);
+				uint4 q;
+				memcpy(&q, x, sizeof q);
+				dst[b + (size_t)u * ARK_THREADS] = q;
+			}
 	}
 }
 

@@ -40,14 +40,15 @@ __device__ __noinline__ void ark_copy_bytes(const char *src, char *dst, size_t b
 }
 
 /* COPY: out[e] = in[0][e] for e in k0:k1; in[0] in peers[p.peer] when p.peer >= 0, or with
- * ARK_OPP_PUSH out in peers[p.peer] (a p2p send: every thread fences its peer stores at system
- * scope, so the signal that follows, a system-scope release on the peer's counter, publishes them). */
+ * ARK_OPP_PUSH out in peers[p.peer] (a p2p send). A p2p send's stores are published by the signal
+ * that follows the tile: the CTA barrier orders every thread's stores before thread 0's system-scope
+ * fence and release on the peer's counter, and that fence is cumulative (PTX memory model), so the
+ * threads do not each fence. */
 __device__ __forceinline__ void ark_copy_tile(const ark_opp &p, const ark_task &t, char *arena, char *const *peers)
 {
 	const size_t es = p.dtype == ARK_FP32 ? 4 : 2;
 	if (p.flags & ARK_OPP_PUSH) {
 		ark_copy_bytes(arena + p.in[0], peers[p.peer] + p.out, t.k0 * es, t.k1 * es);
-		__threadfence_system();
 		return;
 	}
 	const char *src = (p.peer >= 0 ? peers[p.peer] : arena) + p.in[0];

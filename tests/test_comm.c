@@ -27,13 +27,17 @@ struct fix {
 	int planned;
 };
 
+/* all_reduce's algorithm for the next builds: --oneshot-max (ARK_ONESHOT_MAX_AUTO: the default rule) */
+static int64_t oneshot_max = ARK_ONESHOT_MAX_AUTO;
+
 /* Loads, tiles and plans model text; returns 0 on success (diagnostics go to /dev/null). */
 static int build(struct fix *f, const char *text, int64_t p2p_max, int barrier)
 {
 	memset(f, 0, sizeof *f);
 	diag_out = fopen("/dev/null", "w");
 	diag_reset();
-	struct tile_opts to = {.sms = SMS, .smem = 98304, .fuse = 1, .reuse = 1, .p2p_max = p2p_max};
+	struct tile_opts to = {.sms = SMS, .smem = 98304, .fuse = 1, .reuse = 1, .p2p_max = p2p_max,
+			      .oneshot_max = oneshot_max};
 	struct part_gpu gpu;
 	part_gpu_default(&gpu, SMS);
 	int rc = cfg_load_string(&f->g, "t.cfg", text);
@@ -206,8 +210,11 @@ static void test_dma_chunks(void **state)
 	destroy(&f);
 }
 
-/* all_reduce over n GPUs of [rows, cols]: n - 1 parts sent to each GPU, summed there, sent back. */
-static void all_reduce_case(int n, int64_t rows, int64_t cols, const char *transport, int expect_dma)
+/* all_reduce over n GPUs of [rows, cols] with the algorithm that --oneshot-max `os` picks. One-shot:
+ * every input whole to every other GPU, summed there. Two-phase: n - 1 parts sent to each GPU, summed
+ * there, sent back. */
+static void all_reduce_case(int n, int64_t rows, int64_t cols, const char *transport, int expect_dma, int64_t os,
+			    int expect_oneshot)
 {
 	char ops[2048];
 	int k = snprintf(ops, sizeof ops, "{ name = \"ar\"; op = \"all_reduce\"; transport = \"%s\"; in = [", transport);
@@ -218,24 +225,37 @@ static void all_reduce_case(int n, int64_t rows, int64_t cols, const char *trans
 		k += snprintf(ops + k, sizeof ops - (size_t)k, ", \"s%d\"", i);
 	snprintf(ops + k, sizeof ops - (size_t)k, "]; }");
 	struct fix f;
+	oneshot_max = os;
 	assert_int_equal(build(&f, model(n, rows, cols, "bf16", ops), ARK_P2P_MAX_DEFAULT, 0), 0);
+	oneshot_max = ARK_ONESHOT_MAX_AUTO;
+	int hops = expect_oneshot ? 1 : 2;
 	int sends = count_tmpl(&f, expect_dma ? ARK_T_DMA : ARK_T_COPY, -1);
 	assert_int_equal(count_tmpl(&f, expect_dma ? ARK_T_COPY : ARK_T_DMA, -1), 0);
 	if (expect_dma)
-		assert_int_equal(sends, 2 * n * (n - 1)); /* one request per part and peer, both phases */
+		assert_int_equal(sends, hops * n * (n - 1)); /* one request per part and peer, per phase */
 	else
-		assert_true(sends >= 2 * n * (n - 1));
+		assert_true(sends >= hops * n * (n - 1));
 	for (int g = 0; g < n; g++) {
 		assert_true(count_tmpl(&f, ARK_T_SUM, g) >= 1);
-		assert_int_equal(count_tmpl(&f, ARK_T_NOP, g), 1);
+		/* two-phase: a receiver waits for the sums sent back; one-shot: the sum writes the output */
+		assert_int_equal(count_tmpl(&f, ARK_T_NOP, g), !expect_oneshot);
 	}
-	/* the SUM vCTAs of GPU g together cover its part exactly once */
-	int64_t covered = 0;
+	/* the SUM vCTAs of every GPU together cover its part exactly once: the whole tensor (one-shot) or
+	 * the GPU's part (two-phase); each knows where its own input comes in the GPU order */
+	int64_t covered[ARK_MAX_GPUS] = {0};
 	for (int v = 0; v < f.s.n_vcta; v++)
-		if (f.s.v[v].tmpl == ARK_T_SUM)
-			covered += f.s.v[v].k1 - f.s.v[v].k0;
-	assert_int_equal(covered, rows * cols);
-	assert_true(check_invariants(&f) >= 2 * n * (n - 1));
+		if (f.s.v[v].tmpl == ARK_T_SUM) {
+			covered[f.s.v[v].gpu] += f.s.v[v].k1 - f.s.v[v].k0;
+			assert_int_equal(f.s.xo[f.s.v[v].opp - f.g.n_ops].splits, f.s.v[v].gpu);
+		}
+	int64_t total = 0;
+	for (int g = 0; g < n; g++) {
+		if (expect_oneshot)
+			assert_int_equal(covered[g], rows * cols);
+		total += covered[g];
+	}
+	assert_int_equal(total, expect_oneshot ? n * rows * cols : rows * cols);
+	assert_true(check_invariants(&f) >= hops * n * (n - 1));
 	check_mutation_rejected(&f);
 	destroy(&f);
 }
@@ -243,18 +263,27 @@ static void all_reduce_case(int n, int64_t rows, int64_t cols, const char *trans
 static void test_all_reduce_2(void **state)
 {
 	(void)state;
-	all_reduce_case(2, 1, 4096, "auto", 0);
-	all_reduce_case(2, 1, 4096, "dma", 1);
-	all_reduce_case(2, 3, 1001, "p2p", 0); /* rows split, odd sizes */
+	const int64_t A = ARK_ONESHOT_MAX_AUTO;
+	all_reduce_case(2, 1, 4096, "auto", 0, A, 1);
+	all_reduce_case(2, 1, 4096, "dma", 1, A, 1);
+	all_reduce_case(2, 3, 1001, "p2p", 0, A, 1);
+	all_reduce_case(2, 1 << 12, 1 << 12, "p2p", 0, A, 1); /* 32 MiB: still one-shot on 2 GPUs */
+	all_reduce_case(2, 1, 4096, "auto", 0, 0, 0);       /* --oneshot-max 0: two-phase */
+	all_reduce_case(2, 1, 4096, "dma", 1, 8191, 0);     /* 8192 bytes: over the limit */
+	all_reduce_case(2, 3, 1001, "p2p", 0, 6006, 1);     /* exactly at it: one-shot */
+	all_reduce_case(2, 3, 1001, "p2p", 0, 0, 0);        /* rows split, odd sizes */
 }
 
 static void test_all_reduce_4(void **state)
 {
 	(void)state;
-	all_reduce_case(4, 1, 4096, "auto", 0);
-	all_reduce_case(4, 1, 4096, "dma", 1);
-	all_reduce_case(4, 1, 100, "p2p", 0);    /* parts of 32, 32, 32 and 4 elements */
-	all_reduce_case(4, 1, 1 << 20, "auto", 0); /* 512 KiB parts: p2p, below the 64 MiB threshold */
+	const int64_t A = ARK_ONESHOT_MAX_AUTO;
+	all_reduce_case(4, 1, 4096, "auto", 0, A, 1);
+	all_reduce_case(4, 1, 4096, "dma", 1, A, 1);
+	all_reduce_case(4, 1, 4096, "dma", 1, 0, 0);
+	all_reduce_case(4, 1, 100, "p2p", 0, 0, 0);      /* parts of 32, 32, 32 and 4 elements */
+	all_reduce_case(4, 1, 131072, "p2p", 0, A, 1);   /* 256 KiB: the largest one-shot on 4 GPUs */
+	all_reduce_case(4, 1, 1 << 20, "auto", 0, A, 0); /* 2 MiB: two-phase, 512 KiB parts by p2p */
 }
 
 static void test_all_gather(void **state)
@@ -383,10 +412,14 @@ static void run_task(struct emu *e, int v, uint32_t iter)
 		return; /* no signal: the engine raises the flag */
 	}
 	case ARK_T_SUM:
-		for (uint64_t i = t->k0; i < t->k1; i++) {
-			float acc = ark_get(a + o->in[0], o->dtype, (int64_t)i);
-			for (int k = 0; k < o->K; k++)
-				acc += ark_get(a + o->in[1] + (uint64_t)k * o->in[2], o->dtype, (int64_t)i);
+		for (uint64_t i = t->k0; i < t->k1; i++) { /* in GPU order; in[0] is GPU `splits`' own */
+			float acc = 0;
+			for (int j = 0; j <= o->K; j++) {
+				uint64_t at = j == (int)o->splits ? o->in[0]
+								  : o->in[1] + (uint64_t)(j - (j > (int)o->splits)) * o->in[2];
+				float x = ark_get(a + at, o->dtype, (int64_t)i);
+				acc = j ? acc + x : x;
+			}
 			ark_set(a + o->out, o->dtype, (int64_t)i, acc);
 		}
 		break;
@@ -510,6 +543,13 @@ static void emulate(const struct fix *f, uint64_t seed, int iters)
 				fail_msg("iteration %u, output %s: rel err %g, %lld NaN/Inf", iter, T[t].name, rel,
 					 (long long)bad);
 		}
+		/* every GPU sums in the same order: an all_reduce's outputs are identical to the bit */
+		for (int k = 0; k < g->n_ops; k++)
+			for (int i = 1; O[k].kind == ARK_OP_ALL_REDUCE && i < O[k].n_out; i++) {
+				const struct ark_tensor *t0 = &T[O[k].out[0]], *ti = &T[O[k].out[i]];
+				assert_memory_equal(e.arena[t0->gpu] + t0->offset, e.arena[ti->gpu] + ti->offset,
+						    (size_t)t0->bytes);
+			}
 	}
 	for (int t = 0; t < g->n_tensors; t++)
 		free(ref[t]);
@@ -538,12 +578,17 @@ static void emulate_case(int n, const char *shape, const char *dtype, const char
 		 "  { name = \"ag\"; op = \"all_gather\"; in = [%s]; out = [%s]; transport = \"%s\"; axis = %d; },\n"
 		 "  { name = \"cp\"; op = \"copy\"; in = [\"r%d\"]; out = \"c\"; gpu = 0; transport = \"%s\"; }\n);\n",
 		 ins, ars, transport, ins, ags, transport, axis, n - 1, transport);
-	struct fix f;
-	assert_int_equal(build(&f, text, ARK_P2P_MAX_DEFAULT, 0), 0);
-	check_invariants(&f);
-	for (uint64_t seed = 1; seed <= 3; seed++)
-		emulate(&f, seed, 2);
-	destroy(&f);
+	/* all_reduce one-shot (the default on 2 GPUs and for these small sizes), then two-phase */
+	for (int alg = 0; alg < 2; alg++) {
+		struct fix f;
+		oneshot_max = alg ? 0 : ARK_ONESHOT_MAX_AUTO;
+		assert_int_equal(build(&f, text, ARK_P2P_MAX_DEFAULT, 0), 0);
+		oneshot_max = ARK_ONESHOT_MAX_AUTO;
+		check_invariants(&f);
+		for (uint64_t seed = 1; seed <= 3; seed++)
+			emulate(&f, seed, 2);
+		destroy(&f);
+	}
 }
 
 static void test_emulated_2(void **state)
