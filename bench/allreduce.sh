@@ -5,6 +5,7 @@
 #
 #   bench/allreduce.sh --build DIR [N]   generates and compiles the models into DIR (arkgen, nvcc)
 #   bench/allreduce.sh --bin DIR [N]     runs them: --check once, then --bench 1000; prints a table
+# ARKGEN_FLAGS adds arkgen options to --build (e.g. --oneshot-max 0 for the two-phase algorithm).
 set -u
 ARKGEN=${ARKGEN:-build/arkgen}
 NVCC=${NVCC:-nvcc}
@@ -41,7 +42,8 @@ case "$mode" in
 	flags=$("$ARKGEN" --nvcc-flags) || exit 1
 	for b in $SIZES; do
 		model "$b" > "$dir/ar${n}_$b.cfg"
-		"$ARKGEN" "$dir/ar${n}_$b.cfg" -o "$dir/ar${n}_$b.cu" > "$dir/ar${n}_$b.report" || exit 1
+		# shellcheck disable=SC2086
+		"$ARKGEN" "$dir/ar${n}_$b.cfg" ${ARKGEN_FLAGS:-} -o "$dir/ar${n}_$b.cu" > "$dir/ar${n}_$b.report" || exit 1
 	done
 	for b in $SIZES; do
 		# shellcheck disable=SC2086

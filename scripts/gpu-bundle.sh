@@ -3,7 +3,9 @@
 # runs into DIR (default .devcarry), with the shared libraries they need, to be run by gpu-suite.sh:
 # the generated binaries of every model in models/ and tests/models/, with counters and with grid
 # barriers (DIR/gen/NAME_SYNC, with the schedule as NAME_SYNC.json), the GPU tests, and the benchmark
-# programs. The nvcc jobs run in parallel (JOBS, default: the number of CPUs).
+# programs, and bench/allreduce.sh's models on 2 GPUs (DIR/ar: default algorithm, DIR/ar2ph: two-phase).
+# MULTI_ONLY=1 leaves out the single-GPU models and tests. The nvcc jobs run in parallel (JOBS, default:
+# the number of CPUs).
 set -eu
 D=${1:-.devcarry}
 B=${B:-build}
@@ -15,6 +17,7 @@ cp -L /usr/lib/x86_64-linux-gnu/libcjson.so.1 "$D/lib/"
 flags=$("$B/arkgen" --nvcc-flags)
 running=0
 for m in models/*.cfg tests/models/*.cfg; do
+	[ "${MULTI_ONLY:-0}" = 1 ] && break
 	n=$(basename "$m" .cfg)
 	# models on several GPUs: built below by tests/gpu_comm.sh, run by gpu-suite-multi.sh
 	grep -qE '^ *gpus *= *[2-9]' "$m" && continue
@@ -35,13 +38,16 @@ wait
 ls "$D"/gen/*.nvcc.log >/dev/null 2>&1 && { echo "gpu-bundle: an nvcc job failed" >&2; exit 1; }
 ARKGEN="$B/arkgen" NVCC="$NVCC" tests/gpu_comm.sh --build "$D/gen-multi"
 rm -f "$D"/gen-multi/*.cu
+ARKGEN="$B/arkgen" NVCC="$NVCC" sh bench/allreduce.sh --build "$D/ar" 2
+ARKGEN="$B/arkgen" NVCC="$NVCC" ARKGEN_FLAGS="--oneshot-max 0" sh bench/allreduce.sh --build "$D/ar2ph" 2
 cp tests/gpu_comm.sh "$D/"
 for t in "$B"/tests/gpu_*; do
+	[ "${MULTI_ONLY:-0}" = 1 ] && break
 	case "$t" in *.d) continue ;; esac
 	cp "$t" "$D/tests/"
 done
 for t in "$B"/bench/bench_comm "$B"/bench/bench_nccl "$B"/bench/stream_probe; do
 	[ -x "$t" ] && cp "$t" "$D/bench/"
 done
-strip "$D"/gen/*_counters "$D"/gen/*_barrier "$D"/gen-multi/* "$D"/tests/* "$D"/bench/* 2>/dev/null || true
+strip "$D"/gen/*_counters "$D"/gen/*_barrier "$D"/gen-multi/* "$D"/ar*/ar?_* "$D"/tests/* "$D"/bench/* 2>/dev/null || true
 du -sh "$D"

@@ -27,7 +27,9 @@ fi
 echo "== arkgen all_reduce (bench/allreduce.sh)"
 ngpu=$(nvidia-smi -L | grep -c '^GPU')
 for n in 2 4; do
-	[ "$ngpu" -ge $n ] && [ -x "$D/ar/ar${n}_4096" ] || continue
-	echo "-- $n GPUs"
-	sh bench/allreduce.sh --bin "$D/ar" $n | tee "$OUT/allreduce$n.txt"
+	for alg in ar ar2ph; do # the default algorithm, and two-phase (--oneshot-max 0) if built
+		[ "$ngpu" -ge $n ] && [ -x "$D/$alg/ar${n}_4096" ] || continue
+		echo "-- $n GPUs, $alg"
+		sh bench/allreduce.sh --bin "$D/$alg" $n | tee "$OUT/${alg}_$n.txt"
+	done
 done

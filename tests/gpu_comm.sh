@@ -2,8 +2,9 @@
 # tests/gpu_comm.sh: copy, all_reduce and all_gather between 2 and 4 GPUs, every transport (dma, p2p,
 # auto), sizes from 4 bytes to 64 MiB (some not multiples of the DMA engine's 1 MiB chunks, some not
 # of 16 bytes), fp16/bf16/fp32, each checked against the CPU reference (--check: two iterations on
-# fresh random inputs, outputs poisoned first); then models/mlp_tp2.cfg and mlp_tp4.cfg with --check
-# and a soak of 100000 iterations. TAP; skips without 2 CUDA devices, the 4-GPU cases without 4.
+# fresh random inputs, outputs poisoned first); on 2 GPUs also with the two-phase all_reduce
+# (--oneshot-max 0: the default there is one-shot at every size); then models/mlp_tp2.cfg and
+# mlp_tp4.cfg with --check and a soak of 100000 iterations. TAP; skips without 2 CUDA devices, the 4-GPU cases without 4.
 #
 #   tests/gpu_comm.sh                 generates and builds the models (arkgen, nvcc), then runs them
 #   tests/gpu_comm.sh --build DIR     only generates and builds them into DIR (for scripts/gpu-bundle.sh)
@@ -68,6 +69,10 @@ build_all() { # DIR
 			"$ARKGEN" "$1/comm${n}_$tr.cfg" -o "$1/comm${n}_$tr.cu" > "$1/comm${n}_$tr.report" || return 1
 		done
 	done
+	for tr in dma p2p; do # the two-phase all_reduce on 2 GPUs
+		"$ARKGEN" "$1/comm2_$tr.cfg" --oneshot-max 0 -o "$1/comm2_${tr}_2ph.cu" > "$1/comm2_${tr}_2ph.report" ||
+			return 1
+	done
 	for n in 2 4; do
 		"$ARKGEN" "$ROOT/models/mlp_tp$n.cfg" -o "$1/mlp_tp$n.cu" > "$1/mlp_tp$n.report" || return 1
 	done
@@ -108,7 +113,7 @@ else
 	build_all "$bin" || { echo "1..1"; echo "not ok 1 - build of the models"; exit 1; }
 fi
 
-echo "1..10"
+echo "1..12"
 i=0
 run() { # description, needed GPUs, command...
 	what=$1 need=$2
@@ -131,6 +136,9 @@ for n in 2 4; do
 	for tr in dma p2p auto; do
 		run "comm${n}_$tr --check (copy, all_reduce, all_gather, 4 B .. 64 MiB)" $n "$bin/comm${n}_$tr" --check --timeout 10000
 	done
+done
+for tr in dma p2p; do
+	run "comm2_${tr}_2ph --check (two-phase all_reduce)" 2 "$bin/comm2_${tr}_2ph" --check --timeout 10000
 done
 for n in 2 4; do
 	run "mlp_tp$n --check" $n "$bin/mlp_tp$n" --check
