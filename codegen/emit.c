@@ -177,7 +177,7 @@ void emit_xopp_params(const struct sched *s, int x, struct ark_opp *o)
 	o->kind = (uint16_t)op->kind;
 	o->dtype = (uint8_t)g->tensors[op->in[0]].dtype;
 	o->flags = (uint8_t)X->flags;
-	o->act = ARK_ACT_NONE;
+	o->act = (uint16_t)X->act;
 	o->splits = X->splits;
 	o->in[0] = off(s, X->in0);
 	o->in[1] = off(s, X->in1);
@@ -196,10 +196,13 @@ static void emit_xopp(FILE *f, const struct sched *s, int x)
 	struct ark_opp p;
 	emit_xopp_params(s, x, &p);
 	out(f, "\t/* %s: %s (%s:%d), %s", o->name, op_info[o->kind].name, g->file, o->line, xtmpl_what[X->tmpl]);
+	if (X->act != ARK_ACT_NONE)
+		out(f, " + %s fused", op_info[X->act].name);
 	if (X->peer >= 0)
 		out(f, " to GPU %d", X->peer);
 	out(f, " */\n");
-	out(f, "\t{%s, %s, 0x%x, ARK_ACT_NONE, 0, %u,\n", op_enum[p.kind], dtype_enum[p.dtype], p.flags, p.splits);
+	out(f, "\t{%s, %s, 0x%x, %s, 0, %u,\n", op_enum[p.kind], dtype_enum[p.dtype], p.flags,
+	    X->act == ARK_ACT_NONE ? "ARK_ACT_NONE" : op_enum[X->act], p.splits);
 	out(f, "\t {%" PRIu64 "u, %" PRIu64 "u, %" PRIu64 "u}, %" PRIu64 "u, 0,\n", p.in[0], p.in[1], p.in[2], p.out);
 	out(f, "\t %" PRId64 ", %" PRId64 ", %" PRId64 ", 0.0f, 0, {0, 0, 0, 0},\n", p.M, p.N, p.K);
 	out(f, "\t {{0, 0, 0, 0}, {0, 0, 0, 0}}, %d},\n", p.peer);

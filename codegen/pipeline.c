@@ -47,15 +47,19 @@ static void report_policy(const struct sched *s, const struct schedule *p)
 static void report(const struct sched *s, const struct schedule *p, double secs)
 {
 	const struct graph *g = s->g;
-	int fused = 0, chained = 0, splitk = 0;
+	int fused = 0, reduced = 0, chained = 0, splitk = 0;
 	for (int i = 0; i < g->n_ops; i++) {
 		int into = s->plan[i].fused_into;
 		fused += into >= 0 && g->ops[into].kind == ARK_OP_MATMUL;
-		chained += into >= 0 && g->ops[into].kind != ARK_OP_MATMUL;
+		reduced += into >= 0 && g->ops[into].kind == ARK_OP_ALL_REDUCE;
+		chained += into >= 0 && g->ops[into].kind != ARK_OP_MATMUL && g->ops[into].kind != ARK_OP_ALL_REDUCE;
 		splitk += s->plan[i].splits > 1;
 	}
-	printf("%s: %d ops (%d fused into a matmul, %d into an elementwise chain, %d split along K), %d vCTAs on "
-	       "%d SMs\n", g->name, g->n_ops, fused, chained, splitk, s->n_vcta, p->pl.sms);
+	printf("%s: %d ops (%d fused into a matmul, ", g->name, g->n_ops, fused);
+	if (reduced)
+		printf("%d into an all_reduce, ", reduced);
+	printf("%d into an elementwise chain, %d split along K), %d vCTAs on %d SMs\n", chained, splitk, s->n_vcta,
+	       p->pl.sms);
 	printf("  dependencies: %lld hazards, %lld edges after transitive reduction, %lld waits on %d counters "
 	       "after placement (%s)\n",
 	       (long long)s->n_hazards, (long long)s->n_kept, (long long)p->wait0[s->n_vcta], p->n_counters,

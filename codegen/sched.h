@@ -36,7 +36,7 @@ struct vcta {
 /* Per-op facts the tiler decided. */
 struct op_plan {
 	int fused_into;       /* op index whose vCTAs compute this op (-1: computed by its own) */
-	int act;              /* matmul: fused activation op kind, ARK_ACT_NONE */
+	int act;              /* matmul, all_reduce: fused activation op kind, ARK_ACT_NONE */
 	int out_tensor;       /* tensor the op's vCTAs write (the fused activation's output) */
 	int splits;           /* matmul split-K */
 	int ws_tensor;        /* matmul split-K workspace tensor, -1 */
@@ -69,6 +69,7 @@ struct xopp {
 	uint64_t out_add, in2;
 	int64_t M, N, K;
 	uint32_t splits;
+	int act;              /* SUM: activation applied to the sum (an op kind), ARK_ACT_NONE */
 };
 
 struct tile_opts {

@@ -63,10 +63,47 @@ static int add_internal(struct sched *s, const char *base, int gpu, int64_t rows
 	return g->n_tensors++;
 }
 
-/* An activation directly after a matmul, reading nothing else, can run in the matmul's epilogue. */
+/* The op reading tensor t, when t has exactly one reader that is an activation of t alone, on t's
+ * GPU, with t's dtype, and t is not a model output; else -1. */
+static int sole_activation(const struct graph *g, int t)
+{
+	const struct tensor *h = &g->tensors[t];
+	if (h->n_readers != 1 || h->role == ARK_ROLE_OUTPUT)
+		return -1;
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct op *o = &g->ops[i];
+		if (o->in[0] != t)
+			continue;
+		if ((o->kind != ARK_OP_RELU && o->kind != ARK_OP_GELU && o->kind != ARK_OP_SILU) || o->gpu != h->gpu ||
+		    g->tensors[o->out[0]].dtype != h->dtype)
+			return -1;
+		return i;
+	}
+	return -1;
+}
+
+/* An activation directly after a matmul, reading nothing else, can run in the matmul's epilogue. The
+ * same activation after every output of an all_reduce (tensor parallelism's pattern) runs on the
+ * sums: each GPU applies it to its sum before storing (and, two-phase, before sending). */
 static void plan_fusion(struct sched *s)
 {
 	struct graph *g = s->g;
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct op *o = &g->ops[i];
+		if (o->kind != ARK_OP_ALL_REDUCE)
+			continue;
+		int act[ARK_MAX_IO], k;
+		for (k = 0; k < o->n_out; k++) {
+			act[k] = sole_activation(g, o->out[k]);
+			if (act[k] < 0 || g->ops[act[k]].kind != g->ops[act[0]].kind)
+				break;
+		}
+		if (k < o->n_out)
+			continue;
+		for (k = 0; k < o->n_out; k++)
+			s->plan[act[k]].fused_into = i;
+		s->plan[i].act = g->ops[act[0]].kind;
+	}
 	for (int i = 0; i < g->n_ops; i++) {
 		struct op *o = &g->ops[i];
 		if (o->kind != ARK_OP_RELU && o->kind != ARK_OP_GELU && o->kind != ARK_OP_SILU)
@@ -525,6 +562,7 @@ static int new_xopp(struct sched *s, int op, int gpu, enum ark_tmpl tmpl)
 	x->tmpl = tmpl;
 	x->peer = -1;
 	x->in0 = x->in1 = x->out = -1;
+	x->act = ARK_ACT_NONE;
 	return s->n_xo++;
 }
 
@@ -617,15 +655,20 @@ static void tile_all_reduce(struct sched *s, int oi)
 	int64_t R = s->rows[t0], C = s->cols[t0], es = esize(s, t0);
 	uint64_t tb = tensor_bytes(&g->tensors[t0]);
 	struct box all = {0, R, 0, C}, part[ARK_MAX_IO];
-	int has[ARK_MAX_IO], dma = 0, one = oneshot(s, n, tb);
+	int has[ARK_MAX_IO], dma = 0, one = oneshot(s, n, tb), out[ARK_MAX_IO];
 	for (int i = 0; i < n; i++) {
+		/* with a fused activation, the sums go to the activations' outputs */
+		out[i] = o->out[i];
+		for (int a = 0; a < g->n_ops && s->plan[oi].act != ARK_ACT_NONE; a++)
+			if (s->plan[a].fused_into == oi && g->ops[a].in[0] == o->out[i])
+				out[i] = g->ops[a].out[0];
 		if (one) /* GPU i sums all of it */
 			has[i] = 1, part[i] = all;
 		else
 			has[i] = split_box(all, n, i, &part[i]);
 		if (has[i] && use_dma(s, o, box_elems(part[i]) * es))
 			dma = 1; /* one transport for the whole op: the largest part decides */
-		st[i] = add_staging(s, g->tensors[o->out[i]].name, one ? "__os" : "__rs", g->tensors[o->in[i]].gpu,
+		st[i] = add_staging(s, g->tensors[out[i]].name, one ? "__os" : "__rs", g->tensors[o->in[i]].gpu,
 				    (n - 1) * R, C, g->tensors[t0].dtype);
 	}
 	/* part i of every other input to GPU i's staging slot of that input */
@@ -642,10 +685,11 @@ static void tile_all_reduce(struct sched *s, int oi)
 		int x = new_xopp(s, oi, g->tensors[o->in[i]].gpu, ARK_T_SUM);
 		s->xo[x].in0 = o->in[i];
 		s->xo[x].in1 = st[i];
-		s->xo[x].out = o->out[i];
+		s->xo[x].out = out[i];
 		s->xo[x].in2 = tb;
 		s->xo[x].K = n - 1;
 		s->xo[x].splits = (uint32_t)i; /* where its own input comes in the GPU order */
+		s->xo[x].act = s->plan[oi].act;
 		int64_t pieces = xfer_pieces(s, part[i]);
 		for (int64_t p = 0; p < pieces; p++) {
 			struct box q;
@@ -657,7 +701,7 @@ static void tile_all_reduce(struct sched *s, int oi)
 			add_read(v, o->in[i], q.r0, q.r1, q.c0, q.c1);
 			for (int k = 0; k < n - 1; k++)
 				add_read(v, st[i], k * R + q.r0, k * R + q.r1, q.c0, q.c1);
-			v->write = (struct region){o->out[i], q.r0, q.r1, q.c0, q.c1};
+			v->write = (struct region){out[i], q.r0, q.r1, q.c0, q.c1};
 			v->flops = (double)(n * box_elems(q));
 			v->bytes = (double)((n + 1) * es * box_elems(q));
 		}
@@ -668,9 +712,9 @@ static void tile_all_reduce(struct sched *s, int oi)
 	for (int i = 0; i < n; i++)
 		for (int k = 0; k < n && has[i]; k++)
 			if (k != i)
-				tile_transfer(s, oi, o->out[i], o->out[k], 0, 0, part[i], dma);
+				tile_transfer(s, oi, out[i], out[k], 0, 0, part[i], dma);
 	for (int k = 0; k < n; k++)
-		tile_sink(s, oi, o->out[k]);
+		tile_sink(s, oi, out[k]);
 }
 
 static void tile_all_gather(struct sched *s, int oi)

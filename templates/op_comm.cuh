@@ -6,7 +6,8 @@
 
 /* SUM: out[e] = the sum over GPUs j = 0 .. K of term j [e], for e in k0:k1, where term splits (this
  * GPU) is in[0] and the others are the K slots received, in GPU order, in[2] bytes apart from in[1].
- * Sums in fp32 in GPU order (so every GPU rounds the same sum the same way), rounded once. 16-byte
+ * Sums in fp32 in GPU order (so every GPU rounds the same sum the same way), applies the fused
+ * activation p.act (ARK_ACT_NONE: none) and rounds once. 16-byte
  * vectors, ARK_SUM_U of them in flight per thread, when every base and the range allow it. */
 #define ARK_SUM_U 4
 
@@ -36,7 +37,7 @@ template <typename T> __device__ void ark_sum_tile(const ark_opp &p, const ark_t
 		float acc = ark_to_f(ark_sum_term<T>(p, arena, 0)[e]);
 		for (int j = 1; j < n; j++)
 			acc += ark_to_f(ark_sum_term<T>(p, arena, j)[e]);
-		out[e] = ark_from_f<T>(acc);
+		out[e] = ark_from_f<T>(ark_act(acc, p.act));
 	}
 	const size_t nv = (v1 - v0) / V; /* vectors */
 	for (size_t b = threadIdx.x; b < nv; b += (size_t)ARK_SUM_U * ARK_THREADS) {
@@ -64,7 +65,7 @@ template <typename T> __device__ void ark_sum_tile(const ark_opp &p, const ark_t
 				T x[V];
 #pragma unroll
 				for (int k = 0; k < V; k++)
-					x[k] = ark_from_f<T>(acc[u][k]);
+					x[k] = ark_from_f<T>(ark_act(acc[u][k], p.act));
 				uint4 q;
 				memcpy(&q, x, sizeof q);
 				dst[b + (size_t)u * ARK_THREADS] = q;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -374,6 +375,27 @@ static uint32_t rnd(struct emu *e)
 	return (uint32_t)(e->rng >> 33);
 }
 
+/* Tensor t, or when t is never stored (an activation runs on it inside the vCTA that computes it),
+ * the output of that activation. */
+static const struct ark_tensor *stored_result(const struct ark_op *O, int n_ops, const struct ark_tensor *T, int t)
+{
+	for (int m = 0; m < n_ops && T[t].offset == ARK_NOT_STORED; m++)
+		if (O[m].n_in == 1 && O[m].in[0] == t)
+			return &T[O[m].out[0]];
+	return &T[t];
+}
+
+/* The activations a SUM may apply (templates/ark_dtype.cuh's ark_act). */
+static float emu_act(int act, float x)
+{
+	switch (act) {
+	case ARK_OP_RELU: return x > 0 ? x : 0;
+	case ARK_OP_GELU: return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+	case ARK_OP_SILU: return x / (1.0f + expf(-x));
+	default: return x;
+	}
+}
+
 static int task_ready(const struct emu *e, int v, uint32_t iter)
 {
 	const struct schedule *p = &e->f->p;
@@ -420,7 +442,7 @@ static void run_task(struct emu *e, int v, uint32_t iter)
 				float x = ark_get(a + at, o->dtype, (int64_t)i);
 				acc = j ? acc + x : x;
 			}
-			ark_set(a + o->out, o->dtype, (int64_t)i, acc);
+			ark_set(a + o->out, o->dtype, (int64_t)i, emu_act(o->act, acc));
 		}
 		break;
 	case ARK_T_GATHER: {
@@ -543,10 +565,12 @@ static void emulate(const struct fix *f, uint64_t seed, int iters)
 				fail_msg("iteration %u, output %s: rel err %g, %lld NaN/Inf", iter, T[t].name, rel,
 					 (long long)bad);
 		}
-		/* every GPU sums in the same order: an all_reduce's outputs are identical to the bit */
+		/* every GPU sums in the same order: an all_reduce's outputs (or those of the activation
+		 * fused after it) are identical to the bit */
 		for (int k = 0; k < g->n_ops; k++)
 			for (int i = 1; O[k].kind == ARK_OP_ALL_REDUCE && i < O[k].n_out; i++) {
-				const struct ark_tensor *t0 = &T[O[k].out[0]], *ti = &T[O[k].out[i]];
+				const struct ark_tensor *t0 = stored_result(O, g->n_ops, T, O[k].out[0]);
+				const struct ark_tensor *ti = stored_result(O, g->n_ops, T, O[k].out[i]);
 				assert_memory_equal(e.arena[t0->gpu] + t0->offset, e.arena[ti->gpu] + ti->offset,
 						    (size_t)t0->bytes);
 			}
@@ -616,6 +640,60 @@ static void test_emulated_4(void **state)
 	}
 }
 
+/* all_reduce followed by the same activation on every output: the SUMs apply it (no activation vCTAs)
+ * on both algorithms; emulated. A different activation on one output keeps them apart. */
+static void fused_case(int n, const char *acts[], int expect_fused)
+{
+	char text[8192], ins[256] = "", ars[256] = "";
+	int k = snprintf(text, sizeof text, "version = 1; name = \"f\"; gpus = %d; dtype = \"bf16\";\ntensors = (\n", n);
+	for (int i = 0; i < n; i++) {
+		k += snprintf(text + k, sizeof text - (size_t)k,
+			      "%s  { name = \"t%d\"; shape = [3, 1000]; role = \"input\"; gpu = %d; },\n"
+			      "  { name = \"a%d\"; role = \"output\"; }", i ? ",\n" : "", i, i, i);
+		snprintf(ins + strlen(ins), sizeof ins - strlen(ins), "%s\"t%d\"", i ? ", " : "", i);
+		snprintf(ars + strlen(ars), sizeof ars - strlen(ars), "%s\"r%d\"", i ? ", " : "", i);
+	}
+	k += snprintf(text + k, sizeof text - (size_t)k, "\n);\nops = (\n  { name = \"ar\"; op = \"all_reduce\"; in = [%s]; "
+		      "out = [%s]; }", ins, ars);
+	for (int i = 0; i < n; i++)
+		k += snprintf(text + k, sizeof text - (size_t)k,
+			      ",\n  { name = \"act%d\"; op = \"%s\"; in = [\"r%d\"]; out = \"a%d\"; gpu = %d; }", i, acts[i],
+			      i, i, i);
+	snprintf(text + k, sizeof text - (size_t)k, "\n);\n");
+	for (int alg = 0; alg < 2; alg++) {
+		struct fix f;
+		oneshot_max = alg ? 0 : ARK_ONESHOT_MAX_AUTO;
+		assert_int_equal(build(&f, text, ARK_P2P_MAX_DEFAULT, 0), 0);
+		oneshot_max = ARK_ONESHOT_MAX_AUTO;
+		int sums = 0;
+		for (int v = 0; v < f.s.n_vcta; v++)
+			if (f.s.v[v].tmpl == ARK_T_SUM) {
+				const struct xopp *x = &f.s.xo[f.s.v[v].opp - f.g.n_ops];
+				sums++;
+				assert_int_equal(x->act, expect_fused ? ARK_OP_GELU : ARK_ACT_NONE);
+				/* the sum goes straight to the activation's output */
+				assert_int_equal(f.g.tensors[x->out].name[0], expect_fused ? 'a' : 'r');
+				assert_int_equal(f.g.tensors[x->out].name[1] - '0', f.s.v[v].gpu);
+			}
+		assert_true(sums >= (alg ? 1 : n)); /* two-phase: 3 rows make no part for a 4th GPU */
+		if (expect_fused) {
+			check_invariants(&f);
+			for (uint64_t seed = 1; seed <= 2; seed++)
+				emulate(&f, seed, 2);
+		}
+		destroy(&f);
+	}
+}
+
+static void test_fused_activation(void **state)
+{
+	(void)state;
+	const char *gelu[] = {"gelu", "gelu", "gelu", "gelu"}, *mixed[] = {"gelu", "relu"};
+	fused_case(2, gelu, 1);
+	fused_case(4, gelu, 1);
+	fused_case(2, mixed, 0);
+}
+
 static void test_barrier_refused(void **state)
 {
 	(void)state;
@@ -634,6 +712,7 @@ int main(void)
 		cmocka_unit_test(test_all_reduce_4),
 		cmocka_unit_test(test_all_gather),
 		cmocka_unit_test(test_emit_tables),
+		cmocka_unit_test(test_fused_activation),
 		cmocka_unit_test(test_barrier_refused),
 		cmocka_unit_test(test_emulated_2),
 		cmocka_unit_test(test_emulated_4),
