@@ -374,7 +374,8 @@ struct gpu {
 struct opts {
 	double scale;               /* repetition multiplier */
 	uint64_t max_bytes;
-	uint64_t chunk;             /* DMA chunk bytes */
+	uint64_t chunk;             /* DMA first chunk bytes */
+	uint64_t chunk_max;         /* DMA largest chunk bytes (chunks double from `chunk` up to it) */
 	int max_ctas;               /* (c) grid cap */
 	double timeout_s;           /* longest single device wait */
 };
@@ -749,6 +750,7 @@ static void engine_start(void)
 	struct dma_options o;
 	memset(&o, 0, sizeof(o));
 	o.chunk_bytes = opt.chunk;
+	o.chunk_max_bytes = opt.chunk_max;
 	o.idle_us = 10u * 1000u * 1000u; /* keep busy-polling through the run: measure the transport */
 	for (int g = 0; g < 2; g++) {
 		o.arena_bytes[g] = 2 * MAX_BYTES;
@@ -783,7 +785,7 @@ static void engine_stop(const char *what, uint64_t expect_requests)
 
 static uint32_t chunks_of(uint64_t bytes)
 {
-	return (uint32_t)((bytes + opt.chunk - 1) / opt.chunk);
+	return (uint32_t)dma_chunk_count(bytes, opt.chunk, opt.chunk_max);
 }
 
 static void dma_args(struct pp_args *a, int side, uint64_t bytes)
@@ -999,18 +1001,22 @@ static void print_header(void)
 	printf("# peer access 0 <-> 1: yes, performance rank %d, native peer atomics %s; host-native atomics "
 	       "(DMA ring head is an atomicAdd on mapped memory) %s\n", rank, atom ? "yes" : "no",
 	       host_atom ? "yes" : "no");
-	printf("# %%globaltimer resolution on GPU 0: %.0f ns; DMA chunk %" PRIu64 " bytes; (c) grid: one CTA "
-	       "per 16 KiB, at most %d, %d threads each\n", timer_res_ns, opt.chunk, opt.max_ctas, THREADS);
+	printf("# %%globaltimer resolution on GPU 0: %.0f ns; DMA chunks %" PRIu64 " bytes doubling up to %"
+	       PRIu64 "; (c) grid: one CTA per 16 KiB, at most %d, %d threads each\n", timer_res_ns, opt.chunk,
+	       opt.chunk_max, opt.max_ctas, THREADS);
 }
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: bench_comm [--scale F] [--quick] [--max-size BYTES] [--chunk BYTES] [--ctas N] "
+	fprintf(f, "usage: bench_comm [--scale F] [--quick] [--max-size BYTES] [--chunk BYTES] [--chunk-max BYTES] "
+		   "[--ctas N] "
 		   "[--timeout S]\n"
 		   "  --scale F       repetitions x F (default 1)\n"
 		   "  --quick         same as --scale 0.1\n"
 		   "  --max-size B    largest message (default 64 MiB)\n"
-		   "  --chunk B       DMA engine chunk bytes (default the engine's, 1 MiB)\n"
+		   "  --chunk B       DMA engine first chunk bytes (default the engine's, 1 MiB)\n"
+		   "  --chunk-max B   DMA engine largest chunk: chunks double from --chunk up to it (default\n"
+		   "                  the engine's, 16 MiB; raised to --chunk if smaller; = --chunk: fixed chunks)\n"
 		   "  --ctas N        (c): most CTAs (default: the SM count, at most %d)\n"
 		   "  --timeout S     longest single wait on the GPU before giving up (default 5)\n", MAX_CTAS);
 }
@@ -1020,6 +1026,7 @@ static void parse(int argc, char **argv)
 	opt.scale = 1;
 	opt.max_bytes = MAX_BYTES;
 	opt.chunk = DMA_DEFAULT_CHUNK_BYTES;
+	opt.chunk_max = DMA_DEFAULT_CHUNK_MAX_BYTES;
 	opt.max_ctas = 0;
 	opt.timeout_s = 5;
 	for (int i = 1; i < argc; i++) {
@@ -1036,6 +1043,8 @@ static void parse(int argc, char **argv)
 			opt.max_bytes = strtoull(v, &end, 0), i++;
 		else if (v && !strcmp(s, "--chunk"))
 			opt.chunk = strtoull(v, &end, 0), i++;
+		else if (v && !strcmp(s, "--chunk-max"))
+			opt.chunk_max = strtoull(v, &end, 0), i++;
 		else if (v && !strcmp(s, "--ctas"))
 			opt.max_ctas = (int)strtol(v, &end, 0), i++;
 		else if (v && !strcmp(s, "--timeout"))
@@ -1050,6 +1059,8 @@ static void parse(int argc, char **argv)
 			exit(2);
 		}
 	}
+	if (opt.chunk_max < opt.chunk)
+		opt.chunk_max = opt.chunk;
 	if (!(opt.scale > 0) || opt.chunk < 8 || opt.chunk % 8 || !(opt.timeout_s > 0) || opt.max_ctas < 0 ||
 	    opt.max_ctas > MAX_CTAS || opt.max_bytes < 8 || opt.max_bytes > MAX_BYTES) {
 		fprintf(stderr, "bench_comm: option out of range (scale > 0, chunk a multiple of 8, timeout > 0, "

@@ -7,6 +7,16 @@
 
 #include "diag.h"
 #include "sched.h"
+#include "../dma/dma.h"
+
+/* Chunks (flag raises) of a DMA request of b bytes, as the engine that runtime/session.c starts cuts
+ * it. */
+static uint32_t dma_chunks(uint64_t b)
+{
+	uint64_t n = dma_chunk_count(b, ARK_DMA_CHUNK_BYTES, ARK_DMA_CHUNK_MAX_BYTES);
+	ARK_ASSERT(n <= UINT32_MAX);
+	return (uint32_t)n;
+}
 
 /* Producers with the same set of consumers share a counter: hash the sets. */
 struct cset {
@@ -72,11 +82,11 @@ static void assign_counters(const struct sched *s, struct schedule *p)
 		}
 		if (s->v[u].tmpl == ARK_T_DMA) {
 			/* The DMA engine stores absolute values into its flag: a counter of its own, raised
-			 * once per chunk of the request. */
+			 * once per chunk of the request (the engine's schedule, dma.h). */
 			uint64_t b = (uint64_t)(s->v[u].k1 - s->v[u].k0) *
 				     (uint64_t)ark_dtype_size(s->g->tensors[s->v[u].reads[0].tensor].dtype);
 			p->signal[u] = p->n_counters;
-			p->per_iter[p->n_counters++] = (uint32_t)((b + ARK_DMA_CHUNK_BYTES - 1) / ARK_DMA_CHUNK_BYTES);
+			p->per_iter[p->n_counters++] = dma_chunks(b);
 			continue;
 		}
 		uint64_t h = hash_consumers(s, grp, u) ^ (uint64_t)s->v[u].op * 0xff51afd7ed558ccdull;

@@ -17,6 +17,7 @@
 #include "codegen/emit.h"
 #include "codegen/graph.h"
 #include "codegen/sched.h"
+#include "dma/dma.h"
 
 #define SMS 8 /* small GPUs: easy to count */
 
@@ -121,7 +122,8 @@ static int check_invariants(const struct fix *f)
 			uint64_t b = (uint64_t)(s->v[v].k1 - s->v[v].k0) *
 				     (uint64_t)ark_dtype_size(f->g.tensors[s->v[v].reads[0].tensor].dtype);
 			assert_true(p->signal[v] >= 0);
-			assert_int_equal(p->per_iter[p->signal[v]], (b + ARK_DMA_CHUNK_BYTES - 1) / ARK_DMA_CHUNK_BYTES);
+			assert_int_equal(p->per_iter[p->signal[v]],
+					 dma_chunk_count(b, ARK_DMA_CHUNK_BYTES, ARK_DMA_CHUNK_MAX_BYTES));
 		}
 	return cross;
 }
@@ -195,14 +197,14 @@ static void test_dma_chunks(void **state)
 {
 	(void)state;
 	struct fix f;
-	/* fp32 [1, 786433]: 3 MiB + 4 bytes, 4 chunks of the DMA engine */
+	/* fp32 [1, 786433]: 3 MiB + 4 bytes, chunks of 1 MiB, 2 MiB and 4 bytes */
 	const char *ops = "{ name = \"cp\"; op = \"copy\"; in = [\"t1\"]; out = \"o\"; transport = \"dma\"; }";
 	assert_int_equal(build(&f, model(2, 1, 786433, "fp32", ops), ARK_P2P_MAX_DEFAULT, 0), 0);
 	assert_int_equal(count_tmpl(&f, ARK_T_DMA, 1), 1);
 	check_invariants(&f);
 	for (int v = 0; v < f.s.n_vcta; v++)
 		if (f.s.v[v].tmpl == ARK_T_DMA)
-			assert_int_equal(f.p.per_iter[f.p.signal[v]], 4);
+			assert_int_equal(f.p.per_iter[f.p.signal[v]], 3);
 	destroy(&f);
 }
 
@@ -374,7 +376,7 @@ static void run_task(struct emu *e, int v, uint32_t iter)
 		break;
 	case ARK_T_DMA: {
 		uint64_t bytes = (t->k1 - t->k0) * es;
-		uint32_t chunks = (uint32_t)((bytes + ARK_DMA_CHUNK_BYTES - 1) / ARK_DMA_CHUNK_BYTES);
+		uint32_t chunks = (uint32_t)dma_chunk_count(bytes, ARK_DMA_CHUNK_BYTES, ARK_DMA_CHUNK_MAX_BYTES);
 		int c = p->signal[v];
 		assert_true(c >= 0 && p->ctr_gpu[c] == o->peer);
 		e->q = realloc(e->q, (size_t)(e->nq + 1) * sizeof *e->q);
