@@ -44,7 +44,7 @@
  * [0, dma_chunk_start(k + 1)) have arrived once the flag reached flag_value - (n - 1 - k)). With
  * DMA_F_SRC_FLAG the sender's flag (src_flag_index on src_gpu) is set to src_flag_value after the
  * last chunk: the source buffer may then be reused. Flag writes are absolute stores (not adds),
- * issued on the same stream as the copies, so they never overtake the data. Because they are
+ * ordered after the copies before them on their (src, dst) pair, so they never overtake the data. Because they are
  * stores, requests that raise one flag must share a (src_gpu, dst_gpu) pair to stay ordered.
  * An invalid request (zero bytes, GPU out of range, range beyond the arena or overflowing, unknown
  * flag bits or flag index) is skipped: nothing is copied and no flag is raised; the engine counts it,
@@ -274,12 +274,20 @@ int dma_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 struct dma_cuda;
 /* A backend over n GPUs: arenas[g] and counters[g] are device pointers on GPU g (the arena and the
  * flag array the loop kernel waits on). Enables peer access between every pair, creates one
- * non-blocking stream per (src, dst) pair on the source GPU, and resolves cuStreamWriteValue32.
+ * non-blocking stream per (src, dst) pair on the source GPU (and a flag stream and an event for
+ * DMA_FLAGS_EVENT), and resolves cuStreamWriteValue32.
  * Fills *be. */
 int dma_cuda_create(struct dma_cuda **out, int n, void *const *arenas, uint32_t *const *counters,
 		    struct dma_backend *be);
 /* Waits until every enqueued copy and flag write has completed. */
 int dma_cuda_sync(struct dma_cuda *c);
+/* Where flag writes go (cuda_backend.c): DMA_FLAGS_SAME_STREAM (the default) on the pair's copy
+ * stream; DMA_FLAGS_EVENT on a second stream of the pair, after an event recorded on the copy
+ * stream, so copies run back to back. Call it with no request in flight (engine stopped): it syncs
+ * first. */
+enum { DMA_FLAGS_SAME_STREAM = 0, DMA_FLAGS_EVENT = 1 };
+int dma_cuda_set_flag_mode(struct dma_cuda *c, int mode);
+int dma_cuda_flag_mode(const struct dma_cuda *c);
 /* Syncs, destroys the streams and frees c (NULL is fine). */
 void dma_cuda_destroy(struct dma_cuda *c);
 /* A ring in mapped pinned host memory; *dev gets the device pointer of its shared part (pass it to
