@@ -374,8 +374,11 @@ struct gpu {
 struct opts {
 	double scale;               /* repetition multiplier */
 	uint64_t max_bytes;
-	uint64_t chunk;             /* DMA chunk bytes */
+	uint64_t chunk;             /* DMA first chunk bytes */
+	uint64_t chunk_max;         /* DMA largest chunk bytes (chunks double from `chunk` up to it) */
 	int max_ctas;               /* (c) grid cap */
+	int flags;                  /* DMA flag modes to measure: 1 same stream, 2 event, 3 both */
+	int api;                    /* --api: only the CPU cost of the CUDA calls */
 	double timeout_s;           /* longest single device wait */
 };
 
@@ -390,8 +393,10 @@ struct cell {
 
 struct row {
 	uint64_t bytes;
-	struct cell m[3];           /* (a) cpu, (b) dma, (c) p2p */
-	double stream_gbps[2];      /* memcpyPeer, dma; 0 if not measured */
+	struct cell m[3];           /* (a) cpu, (b) dma (the first --flags mode), (c) p2p */
+	double stream_gbps[2];      /* memcpyPeer, dma (the first --flags mode); 0 if not measured */
+	struct cell ev;             /* --flags both: (b) with DMA_FLAGS_EVENT */
+	double stream_ev;           /* --flags both: DMA streaming with DMA_FLAGS_EVENT */
 	uint32_t stream_copies;
 };
 
@@ -749,6 +754,7 @@ static void engine_start(void)
 	struct dma_options o;
 	memset(&o, 0, sizeof(o));
 	o.chunk_bytes = opt.chunk;
+	o.chunk_max_bytes = opt.chunk_max;
 	o.idle_us = 10u * 1000u * 1000u; /* keep busy-polling through the run: measure the transport */
 	for (int g = 0; g < 2; g++) {
 		o.arena_bytes[g] = 2 * MAX_BYTES;
@@ -781,9 +787,18 @@ static void engine_stop(const char *what, uint64_t expect_requests)
 	}
 }
 
+/* Selects where the CUDA backend writes flags (the engine is stopped between measurements). */
+static void set_flags(int mode)
+{
+	if (dma_cuda_set_flag_mode(dcu, mode) != DMA_OK) {
+		fprintf(stderr, "FAIL: dma_cuda_set_flag_mode: %s\n", dma_last_error());
+		exit(1);
+	}
+}
+
 static uint32_t chunks_of(uint64_t bytes)
 {
-	return (uint32_t)((bytes + opt.chunk - 1) / opt.chunk);
+	return (uint32_t)dma_chunk_count(bytes, opt.chunk, opt.chunk_max);
 }
 
 static void dma_args(struct pp_args *a, int side, uint64_t bytes)
@@ -999,18 +1014,27 @@ static void print_header(void)
 	printf("# peer access 0 <-> 1: yes, performance rank %d, native peer atomics %s; host-native atomics "
 	       "(DMA ring head is an atomicAdd on mapped memory) %s\n", rank, atom ? "yes" : "no",
 	       host_atom ? "yes" : "no");
-	printf("# %%globaltimer resolution on GPU 0: %.0f ns; DMA chunk %" PRIu64 " bytes; (c) grid: one CTA "
-	       "per 16 KiB, at most %d, %d threads each\n", timer_res_ns, opt.chunk, opt.max_ctas, THREADS);
+	printf("# %%globaltimer resolution on GPU 0: %.0f ns; DMA chunks %" PRIu64 " bytes doubling up to %"
+	       PRIu64 "; DMA flags %s; (c) grid: one CTA per 16 KiB, at most %d, %d threads each\n", timer_res_ns,
+	       opt.chunk, opt.chunk_max, opt.flags == 1 ? "on the copy stream" : opt.flags == 2 ?
+	       "on a second stream after an event" : "both ways ((b) and streaming: copy stream; see the last table)",
+	       opt.max_ctas, THREADS);
 }
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: bench_comm [--scale F] [--quick] [--max-size BYTES] [--chunk BYTES] [--ctas N] "
+	fprintf(f, "usage: bench_comm [--scale F] [--quick] [--max-size BYTES] [--chunk BYTES] [--chunk-max BYTES] "
+		   "[--flags same|event|both] [--api] [--ctas N] "
 		   "[--timeout S]\n"
 		   "  --scale F       repetitions x F (default 1)\n"
 		   "  --quick         same as --scale 0.1\n"
 		   "  --max-size B    largest message (default 64 MiB)\n"
-		   "  --chunk B       DMA engine chunk bytes (default the engine's, 1 MiB)\n"
+		   "  --chunk B       DMA engine first chunk bytes (default the engine's, 1 MiB)\n"
+		   "  --chunk-max B   DMA engine largest chunk: chunks double from --chunk up to it (default\n"
+		   "                  the engine's, 16 MiB; raised to --chunk if smaller; = --chunk: fixed chunks)\n"
+		   "  --flags M       DMA engine flag writes: same (on the copy stream, default), event (on a\n"
+		   "                  second stream after an event: copies back to back) or both (measure each)\n"
+		   "  --api           only measure the host cost of the CUDA calls the DMA engine makes\n"
 		   "  --ctas N        (c): most CTAs (default: the SM count, at most %d)\n"
 		   "  --timeout S     longest single wait on the GPU before giving up (default 5)\n", MAX_CTAS);
 }
@@ -1020,6 +1044,8 @@ static void parse(int argc, char **argv)
 	opt.scale = 1;
 	opt.max_bytes = MAX_BYTES;
 	opt.chunk = DMA_DEFAULT_CHUNK_BYTES;
+	opt.chunk_max = DMA_DEFAULT_CHUNK_MAX_BYTES;
+	opt.flags = 1;
 	opt.max_ctas = 0;
 	opt.timeout_s = 5;
 	for (int i = 1; i < argc; i++) {
@@ -1036,6 +1062,18 @@ static void parse(int argc, char **argv)
 			opt.max_bytes = strtoull(v, &end, 0), i++;
 		else if (v && !strcmp(s, "--chunk"))
 			opt.chunk = strtoull(v, &end, 0), i++;
+		else if (v && !strcmp(s, "--chunk-max"))
+			opt.chunk_max = strtoull(v, &end, 0), i++;
+		else if (!strcmp(s, "--api"))
+			opt.api = 1;
+		else if (v && !strcmp(s, "--flags")) {
+			opt.flags = !strcmp(v, "same") ? 1 : !strcmp(v, "event") ? 2 : !strcmp(v, "both") ? 3 : 0;
+			if (!opt.flags) {
+				fprintf(stderr, "bench_comm: --flags same, event or both, not '%s'\n", v);
+				exit(2);
+			}
+			i++;
+		}
 		else if (v && !strcmp(s, "--ctas"))
 			opt.max_ctas = (int)strtol(v, &end, 0), i++;
 		else if (v && !strcmp(s, "--timeout"))
@@ -1050,6 +1088,8 @@ static void parse(int argc, char **argv)
 			exit(2);
 		}
 	}
+	if (opt.chunk_max < opt.chunk)
+		opt.chunk_max = opt.chunk;
 	if (!(opt.scale > 0) || opt.chunk < 8 || opt.chunk % 8 || !(opt.timeout_s > 0) || opt.max_ctas < 0 ||
 	    opt.max_ctas > MAX_CTAS || opt.max_bytes < 8 || opt.max_bytes > MAX_BYTES) {
 		fprintf(stderr, "bench_comm: option out of range (scale > 0, chunk a multiple of 8, timeout > 0, "
@@ -1125,6 +1165,23 @@ static void print_tables(const struct row *rows, int n)
 	}
 	if (again >= 0)
 		printf("note: (c) is faster again at %s (not monotonic)\n", size_str(rows[again].bytes, sz, sizeof(sz)));
+
+	if (opt.flags == 3) {
+		printf("\n## DMA engine flag writes: same = on the copy stream, event = on a second stream after an "
+		       "event (one-way us median; streaming GB/s and its ratio to back-to-back memcpy)\n");
+		printf("%-8s | %9s %9s %7s | %9s %9s | %7s %7s\n", "size", "same us", "event us", "ev/same",
+		       "same GB/s", "event GB/s", "same/mc", "ev/mc");
+		for (int i = 0; i < n; i++) {
+			const struct row *r = &rows[i];
+			printf("%-8s | %9.2f %9.2f %7.3f", size_str(r->bytes, sz, sizeof(sz)), r->m[1].oneway_us,
+			       r->ev.oneway_us, r->ev.oneway_us / r->m[1].oneway_us);
+			if (r->stream_gbps[0] > 0)
+				printf(" | %9.1f %9.1f | %7.3f %7.3f\n", r->stream_gbps[1], r->stream_ev,
+				       r->stream_gbps[1] / r->stream_gbps[0], r->stream_ev / r->stream_gbps[0]);
+			else
+				printf(" | %9s %9s | %7s %7s\n", "-", "-", "-", "-");
+		}
+	}
 }
 
 static void print_legend(void)
@@ -1177,12 +1234,19 @@ int main(int argc, char **argv)
 		memset(&rows[n], 0, sizeof(rows[n]));
 		rows[n].bytes = b;
 		run_cpu(b, seed + 10 * i + 0, &rows[n].m[0]);
+		set_flags(opt.flags & 1 ? DMA_FLAGS_SAME_STREAM : DMA_FLAGS_EVENT);
 		run_dma(b, seed + 10 * i + 1, &rows[n].m[1]);
 		run_p2p(b, seed + 10 * i + 2, &rows[n].m[2]);
 		if (b >= 1 * MiB) {
 			rows[n].stream_copies = stream_copies(b);
 			rows[n].stream_gbps[0] = stream_memcpy(b, seed + 10 * i + 3);
 			rows[n].stream_gbps[1] = stream_dma(b, seed + 10 * i + 4);
+		}
+		if (opt.flags == 3) {
+			set_flags(DMA_FLAGS_EVENT);
+			run_dma(b, seed + 10 * i + 5, &rows[n].ev);
+			if (b >= 1 * MiB)
+				rows[n].stream_ev = stream_dma(b, seed + 10 * i + 6);
 		}
 		printf("# %-8s done: one-way (a) %.2f us, (b) %.2f us, (c) %.2f us\n", size_str(b, sz, sizeof(sz)),
 		       rows[n].m[0].oneway_us, rows[n].m[1].oneway_us, rows[n].m[2].oneway_us);

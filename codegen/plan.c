@@ -7,6 +7,16 @@
 
 #include "diag.h"
 #include "sched.h"
+#include "../dma/dma.h"
+
+/* Chunks (flag raises) of a DMA request of b bytes, as the engine that runtime/session.c starts cuts
+ * it. */
+static uint32_t dma_chunks(uint64_t b)
+{
+	uint64_t n = dma_chunk_count(b, ARK_DMA_CHUNK_BYTES, ARK_DMA_CHUNK_MAX_BYTES);
+	ARK_ASSERT(n <= UINT32_MAX);
+	return (uint32_t)n;
+}
 
 /* Producers with the same set of consumers share a counter: hash the sets. */
 struct cset {
@@ -72,11 +82,11 @@ static void assign_counters(const struct sched *s, struct schedule *p)
 		}
 		if (s->v[u].tmpl == ARK_T_DMA) {
 			/* The DMA engine stores absolute values into its flag: a counter of its own, raised
-			 * once per chunk of the request. */
+			 * once per chunk of the request (the engine's schedule, dma.h). */
 			uint64_t b = (uint64_t)(s->v[u].k1 - s->v[u].k0) *
 				     (uint64_t)ark_dtype_size(s->g->tensors[s->v[u].reads[0].tensor].dtype);
 			p->signal[u] = p->n_counters;
-			p->per_iter[p->n_counters++] = (uint32_t)((b + ARK_DMA_CHUNK_BYTES - 1) / ARK_DMA_CHUNK_BYTES);
+			p->per_iter[p->n_counters++] = dma_chunks(b);
 			continue;
 		}
 		uint64_t h = hash_consumers(s, grp, u) ^ (uint64_t)s->v[u].op * 0xff51afd7ed558ccdull;
@@ -212,7 +222,48 @@ static int cmp_wait(const void *a, const void *b)
 	return x->counter < y->counter ? -1 : x->counter > y->counter;
 }
 
-/* Each consumer waits on the counters of its needed producers, once per counter. */
+/* A consumer of a DMA vCTA may start once the chunks it touches arrived, when every vCTA that
+ * depends on the transfer waits on its flag directly: all of them are on the receiving GPU (then
+ * plan_schedule makes every edge of the transfer a wait). Otherwise a consumer may stand for others
+ * that depend on the transfer through it, and it waits for all of it. */
+static int dma_partial(const struct sched *s, int u)
+{
+	int g = s->g->tensors[s->v[u].write.tensor].gpu;
+	for (int64_t e = s->xadj[u]; e < s->xadj[u + 1]; e++)
+		if (s->v[s->adj[e]].gpu != g)
+			return 0;
+	return 1;
+}
+
+/* Flag raises of DMA vCTA u (per_iter of its counter) that consumer v waits for: 1 + the chunk that
+ * holds the last byte of u's transfer v reads or writes. The engine copies the write box as one
+ * contiguous range: element (r, c) of the box is at (r - r0) * cols + (c - c0) from its start. */
+static uint32_t dma_need(const struct sched *s, int u, int v, uint32_t per_iter)
+{
+	const struct vcta *U = &s->v[u], *V = &s->v[v];
+	const struct region *w = &U->write;
+	int64_t cols = s->cols[w->tensor], last = -1;
+	for (int i = 0; i <= V->n_reads; i++) {
+		const struct region *r = i < V->n_reads ? &V->reads[i] : &V->write;
+		if (r->tensor != w->tensor)
+			continue;
+		int64_t r1 = r->r1 < w->r1 ? r->r1 : w->r1, c1 = r->c1 < w->c1 ? r->c1 : w->c1;
+		if ((r->r0 > w->r0 ? r->r0 : w->r0) >= r1 || (r->c0 > w->c0 ? r->c0 : w->c0) >= c1)
+			continue;
+		int64_t idx = (r1 - 1 - w->r0) * cols + (c1 - 1 - w->c0);
+		if (idx > last)
+			last = idx;
+	}
+	if (last < 0) /* a dependency through other memory (reuse): all of it */
+		return per_iter;
+	uint64_t end = (uint64_t)(last + 1) * (uint64_t)ark_dtype_size(s->g->tensors[w->tensor].dtype);
+	uint32_t need = (uint32_t)dma_chunk_of(end - 1, ARK_DMA_CHUNK_BYTES, ARK_DMA_CHUNK_MAX_BYTES) + 1;
+	ARK_ASSERT(need >= 1 && need <= per_iter);
+	return need;
+}
+
+/* Each consumer waits on the counters of its needed producers, once per counter (for the largest
+ * need). */
 static void build_waits(const struct sched *s, struct schedule *p)
 {
 	int n = s->n_vcta;
@@ -226,12 +277,15 @@ static void build_waits(const struct sched *s, struct schedule *p)
 	struct ark_wait *w = xmalloc((size_t)cnt[n] * sizeof *w + 1);
 	int64_t *fill = xmalloc((size_t)n * sizeof *fill + 1);
 	memcpy(fill, cnt, (size_t)n * sizeof *fill);
-	for (int u = 0; u < n; u++)
+	for (int u = 0; u < n; u++) {
+		int partial = s->v[u].tmpl == ARK_T_DMA && dma_partial(s, u);
 		for (int64_t e = s->xadj[u]; e < s->xadj[u + 1]; e++)
 			if (p->need[e]) {
 				int c = p->signal[u];
-				w[fill[s->adj[e]]++] = (struct ark_wait){(uint32_t)c, p->per_iter[c], p->per_iter[c], 0};
+				uint32_t need = partial ? dma_need(s, u, s->adj[e], p->per_iter[c]) : p->per_iter[c];
+				w[fill[s->adj[e]]++] = (struct ark_wait){(uint32_t)c, p->per_iter[c], need, 0};
 			}
+	}
 	/* Sort and deduplicate each consumer's waits. */
 	p->wait0 = xmalloc(((size_t)n + 1) * sizeof *p->wait0);
 	int64_t out = 0;
@@ -241,6 +295,8 @@ static void build_waits(const struct sched *s, struct schedule *p)
 		for (int64_t i = cnt[v]; i < cnt[v + 1]; i++)
 			if (out == p->wait0[v] || w[out - 1].counter != w[i].counter)
 				w[out++] = w[i];
+			else if (w[i].need > w[out - 1].need)
+				w[out - 1].need = w[i].need;
 	}
 	p->wait0[n] = out;
 	p->waits = w;
@@ -312,14 +368,18 @@ int plan_schedule(struct sched *s, const struct part_gpu *gpu, enum part_policy 
 			return -1;
 		}
 		/* A DMA vCTA is finished before its data arrives: program order after it proves nothing,
-		 * so every consumer in the reduced DAG waits on its flag. */
+		 * so every consumer in the reduced DAG waits on its flag. A consumer waits only for the
+		 * chunks it touches (build_waits) when every vCTA that depends on the transfer is on the
+		 * receiving GPU: then each of them waits on the flag itself, none relies on another. */
 		for (int u = 0; u < s->n_vcta; u++)
-			if (s->v[u].tmpl == ARK_T_DMA)
+			if (s->v[u].tmpl == ARK_T_DMA) {
+				int all = dma_partial(s, u);
 				for (int64_t e = s->xadj[u]; e < s->xadj[u + 1]; e++)
-					if (s->keep[e] && !p->need[e]) {
+					if ((all || s->keep[e]) && !p->need[e]) {
 						p->need[e] = 1;
 						p->n_need++;
 					}
+			}
 	}
 	assign_counters(s, p);
 	map_counters(s, p);

@@ -1,6 +1,14 @@
 /* cuda_backend.c: the DMA engine's CUDA backend: peer copies and flag writes on one stream per
  * (source, destination) pair, and request rings in mapped pinned host memory.
  *
+ * Flag modes (dma_cuda_set_flag_mode): DMA_FLAGS_SAME_STREAM writes a flag on the pair's copy
+ * stream, after the copies before it; the next copy starts once the write is done. DMA_FLAGS_EVENT
+ * records an event on the copy stream after the copies and makes a second stream of the pair (the
+ * flag stream) wait for it, then writes the flag there: copies run back to back, a flag still never
+ * overtakes its data (the event), and the flags of a pair stay in order (one flag stream, in order).
+ * One event per pair is enough: a wait enqueued before the event is recorded again still waits for
+ * the earlier recording.
+ *
  * Flag writes use cuStreamWriteValue32 (resolved through cudaGetDriverEntryPointByVersion, so only
  * cudart is linked): it is ordered after the copies before it on the same stream, carries a memory
  * barrier, needs no host-side value buffer, and writes the destination GPU's counter through peer
@@ -21,7 +29,10 @@ struct dma_cuda {
 	int n;
 	char *arenas[DMA_MAX_GPUS];                        /* device pointer on GPU g */
 	uint32_t *counters[DMA_MAX_GPUS];                  /* device pointer on GPU g */
-	cudaStream_t streams[DMA_MAX_GPUS][DMA_MAX_GPUS];  /* [src][dst], created on src */
+	cudaStream_t streams[DMA_MAX_GPUS][DMA_MAX_GPUS];  /* [src][dst], created on src: copies */
+	cudaStream_t fstreams[DMA_MAX_GPUS][DMA_MAX_GPUS]; /* [src][dst], on src: flags (EVENT mode) */
+	cudaEvent_t events[DMA_MAX_GPUS][DMA_MAX_GPUS];    /* [src][dst], on src: copies done so far */
+	int flag_mode;                                     /* DMA_FLAGS_* */
 	write_value32_fn write32;
 };
 
@@ -50,14 +61,23 @@ static int cuda_signal(void *ctx, int src, int dst, int flag_gpu, uint32_t flag_
 		       uint32_t value)
 {
 	struct dma_cuda *c = ctx;
-	CUresult r = c->write32((CUstream)c->streams[src][dst],
-				(CUdeviceptr)(uintptr_t)(c->counters[flag_gpu] + flag_index), value,
-				CU_STREAM_WRITE_VALUE_DEFAULT);
+	cudaStream_t st = c->streams[src][dst];
+	CUresult r;
+
+	if (c->flag_mode == DMA_FLAGS_EVENT) {
+		CUDA_TRY(cudaEventRecord(c->events[src][dst], st));
+		CUDA_TRY(cudaStreamWaitEvent(c->fstreams[src][dst], c->events[src][dst], 0));
+		st = c->fstreams[src][dst];
+	}
+	r = c->write32((CUstream)st, (CUdeviceptr)(uintptr_t)(c->counters[flag_gpu] + flag_index), value,
+		       CU_STREAM_WRITE_VALUE_DEFAULT);
 
 	if (r != CUDA_SUCCESS)
 		return dma_error("cuStreamWriteValue32 (GPU %d -> GPU %d, flag %u of GPU %d): CUresult %d",
 				 src, dst, flag_index, flag_gpu, (int)r);
 	return DMA_OK;
+fail:
+	return DMA_ERR;
 }
 
 static int resolve_write32(struct dma_cuda *c)
@@ -120,6 +140,8 @@ int dma_cuda_create(struct dma_cuda **out, int n, void *const *arenas, uint32_t 
 					CUDA_TRY(err);
 			}
 			CUDA_TRY(cudaStreamCreateWithFlags(&c->streams[s][d], cudaStreamNonBlocking));
+			CUDA_TRY(cudaStreamCreateWithFlags(&c->fstreams[s][d], cudaStreamNonBlocking));
+			CUDA_TRY(cudaEventCreateWithFlags(&c->events[s][d], cudaEventDisableTiming));
 		}
 	}
 	if (have_prev)
@@ -139,12 +161,31 @@ fail:
 int dma_cuda_sync(struct dma_cuda *c)
 {
 	for (int s = 0; s < c->n; s++)
-		for (int d = 0; d < c->n; d++)
+		for (int d = 0; d < c->n; d++) {
 			if (c->streams[s][d])
 				CUDA_TRY(cudaStreamSynchronize(c->streams[s][d]));
+			if (c->fstreams[s][d])
+				CUDA_TRY(cudaStreamSynchronize(c->fstreams[s][d]));
+		}
 	return DMA_OK;
 fail:
 	return DMA_ERR;
+}
+
+int dma_cuda_set_flag_mode(struct dma_cuda *c, int mode)
+{
+	if (mode != DMA_FLAGS_SAME_STREAM && mode != DMA_FLAGS_EVENT)
+		return dma_error("dma cuda: unknown flag mode %d", mode);
+	/* Flags of the old mode may still be queued: let them land before the new mode writes more. */
+	if (dma_cuda_sync(c) != DMA_OK)
+		return DMA_ERR;
+	c->flag_mode = mode;
+	return DMA_OK;
+}
+
+int dma_cuda_flag_mode(const struct dma_cuda *c)
+{
+	return c->flag_mode;
 }
 
 void dma_cuda_destroy(struct dma_cuda *c)
@@ -152,11 +193,18 @@ void dma_cuda_destroy(struct dma_cuda *c)
 	if (c == NULL)
 		return;
 	for (int s = 0; s < c->n; s++)
-		for (int d = 0; d < c->n; d++)
+		for (int d = 0; d < c->n; d++) {
 			if (c->streams[s][d]) {
 				cudaStreamSynchronize(c->streams[s][d]);
 				cudaStreamDestroy(c->streams[s][d]);
 			}
+			if (c->fstreams[s][d]) {
+				cudaStreamSynchronize(c->fstreams[s][d]);
+				cudaStreamDestroy(c->fstreams[s][d]);
+			}
+			if (c->events[s][d])
+				cudaEventDestroy(c->events[s][d]);
+		}
 	free(c);
 }
 

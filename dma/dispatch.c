@@ -65,8 +65,6 @@ static const char *invalid(const struct dma_engine *e, const struct dma_req *q, 
 	uint32_t g[2] = { q->src_gpu, q->dst_gpu };
 	uint64_t off[2] = { q->src_off, q->dst_off };
 	const char *side[2] = { "src", "dst" };
-	uint64_t chunk = e->opt.chunk_bytes;
-
 	if (q->flags & ~DMA_F_KNOWN) {
 		snprintf(why, n, "unknown flags 0x%x", q->flags & ~DMA_F_KNOWN);
 		return why;
@@ -103,8 +101,8 @@ static const char *invalid(const struct dma_engine *e, const struct dma_req *q, 
 			 e->opt.n_flags[q->src_gpu], q->src_gpu);
 		return why;
 	}
-	if (q->bytes / chunk + (q->bytes % chunk != 0) > (uint64_t)INT32_MAX) {
-		snprintf(why, n, "more than 2^31 chunks of %" PRIu64 " bytes", chunk);
+	if (dma_chunk_count(q->bytes, e->opt.chunk_bytes, e->opt.chunk_max_bytes) > (uint64_t)INT32_MAX) {
+		snprintf(why, n, "more than 2^31 chunks of up to %" PRIu64 " bytes", e->opt.chunk_max_bytes);
 		return why;
 	}
 	return NULL;
@@ -114,10 +112,10 @@ static const char *invalid(const struct dma_engine *e, const struct dma_req *q, 
 static void serve(struct dma_engine *e, int ring, uint32_t t, const struct dma_req *q)
 {
 	const struct dma_backend *be = &e->be;
-	uint64_t chunk = e->opt.chunk_bytes;
+	const uint64_t first = e->opt.chunk_bytes, max = e->opt.chunk_max_bytes;
 	char why[160];
 	const char *bad = invalid(e, q, why, sizeof(why));
-	uint64_t n, k;
+	uint64_t n, k, off, len;
 
 	if (bad) {
 		engine_error(e, "dma: rejected request %u of ring %d: %s (GPU %u +%" PRIu64 " -> GPU %u +%"
@@ -126,15 +124,18 @@ static void serve(struct dma_engine *e, int ring, uint32_t t, const struct dma_r
 		stat_add(&e->stats.rejected, 1);
 		return;
 	}
-	n = q->bytes / chunk + (q->bytes % chunk != 0);
-	for (k = 0; k < n; k++) {
-		uint64_t off = k * chunk;
-		uint64_t len = q->bytes - off < chunk ? q->bytes - off : chunk;
+	n = dma_chunk_count(q->bytes, first, max);
+	/* Chunk k is [off, off + len): len doubles from `first` up to `max`, the last one is the rest
+	 * (the walk below is dma_chunk_start, one step at a time). */
+	for (k = 0, off = 0, len = first; k < n; k++) {
+		uint64_t this_len = q->bytes - off < len ? q->bytes - off : len;
 		uint32_t value = q->flag_value - (uint32_t)(n - 1 - k);
 
 		if (be->copy(be->ctx, (int)q->src_gpu, q->src_off + off, (int)q->dst_gpu, q->dst_off + off,
-			     len) != 0)
+			     this_len) != 0)
 			goto fail;
+		off += this_len;
+		len = len > max / 2 ? max : 2 * len;
 		stat_add(&e->stats.chunks, 1);
 		if (be->signal(be->ctx, (int)q->src_gpu, (int)q->dst_gpu, (int)q->dst_gpu, q->flag_index,
 			       value) != 0)
@@ -242,6 +243,10 @@ int dma_engine_start(struct dma_engine *e, const struct dma_ring *rings, int n,
 	e->opt = *opt;
 	if (e->opt.chunk_bytes == 0)
 		e->opt.chunk_bytes = DMA_DEFAULT_CHUNK_BYTES;
+	if (e->opt.chunk_max_bytes == 0)
+		e->opt.chunk_max_bytes = DMA_DEFAULT_CHUNK_MAX_BYTES;
+	if (e->opt.chunk_max_bytes < e->opt.chunk_bytes)
+		e->opt.chunk_max_bytes = e->opt.chunk_bytes;
 	if (e->opt.idle_us == 0)
 		e->opt.idle_us = DMA_DEFAULT_IDLE_US;
 	if (e->opt.sleep_us == 0)

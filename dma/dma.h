@@ -29,13 +29,22 @@
  * A ticket that is reserved but not yet published blocks the ring behind it: requests are served
  * strictly in ticket order, per ring. Rings are served round robin.
  *
+ * ---- Chunks ------------------------------------------------------------------------------------
+ * The dispatcher cuts a request into chunks that grow: chunk 0 is `first` bytes, each next one twice
+ * the previous, up to `max` bytes (dma_options.chunk_bytes, .chunk_max_bytes); the last chunk is what
+ * is left. A 64 MiB request with first = 1 MiB, max = 16 MiB is 1, 2, 4, 8, 16, 16, 16, 1 MiB: the
+ * first bytes arrive early, and large requests pay few flag writes. first == max is fixed chunking.
+ * dma_chunk_count / dma_chunk_of / dma_chunk_start below are the one definition of the schedule,
+ * shared by the dispatcher, the device code (flag values) and arkgen (signals per iteration, waits).
+ *
  * ---- Completion flags --------------------------------------------------------------------------
  * A request carries flag_value, the value that the receiver's flag (flag_index in the counter array
  * of dst_gpu) holds once the whole request arrived. A request of n chunks raises it chunk by chunk:
- * chunk k (0-based) sets flag_value - (n - 1 - k), so a receiver may start on the first chunk. With
+ * chunk k (0-based) sets flag_value - (n - 1 - k), so a receiver may start on the first chunk (bytes
+ * [0, dma_chunk_start(k + 1)) have arrived once the flag reached flag_value - (n - 1 - k)). With
  * DMA_F_SRC_FLAG the sender's flag (src_flag_index on src_gpu) is set to src_flag_value after the
  * last chunk: the source buffer may then be reused. Flag writes are absolute stores (not adds),
- * issued on the same stream as the copies, so they never overtake the data. Because they are
+ * ordered after the copies before them on their (src, dst) pair, so they never overtake the data. Because they are
  * stores, requests that raise one flag must share a (src_gpu, dst_gpu) pair to stay ordered.
  * An invalid request (zero bytes, GPU out of range, range beyond the arena or overflowing, unknown
  * flag bits or flag index) is skipped: nothing is copied and no flag is raised; the engine counts it,
@@ -61,7 +70,8 @@ enum { DMA_OK = 0, DMA_ERR = -1, DMA_FULL = 1 };
 #define DMA_MAX_GPUS 8
 #define DMA_RING_MAGIC 0x474e5244u        /* "DRNG" */
 #define DMA_RING_MAX_CAPACITY (1u << 24)
-#define DMA_DEFAULT_CHUNK_BYTES (1u << 20)
+#define DMA_DEFAULT_CHUNK_BYTES (1u << 20)      /* first chunk */
+#define DMA_DEFAULT_CHUNK_MAX_BYTES (16u << 20) /* largest chunk */
 #define DMA_DEFAULT_IDLE_US 200
 #define DMA_DEFAULT_SLEEP_US 30
 
@@ -107,6 +117,49 @@ _Static_assert(sizeof(struct dma_ring_shm) == DMA_RING_HDR_BYTES, "ring header l
 #else
 #define DMA_HD
 #endif
+
+/* ---- the chunk schedule (first > 0, max >= first; callers normalize 0 to the defaults) ---------- */
+
+/* Byte offset where chunk k starts (k >= 0); saturates at UINT64_MAX. */
+static inline DMA_HD uint64_t dma_chunk_start(uint64_t k, uint64_t first, uint64_t max)
+{
+	uint64_t off = 0, len = first;
+
+	/* The doubling phase has at most 64 steps. */
+	while (k > 0 && len < max) {
+		if (off > UINT64_MAX - len)
+			return UINT64_MAX;
+		off += len;
+		len = len > max / 2 ? max : 2 * len;
+		k--;
+	}
+	if (k == 0)
+		return off;
+	if (k > (UINT64_MAX - off) / max)
+		return UINT64_MAX;
+	return off + k * max;
+}
+
+/* Index of the chunk that holds byte `offset` of a request. */
+static inline DMA_HD uint64_t dma_chunk_of(uint64_t offset, uint64_t first, uint64_t max)
+{
+	uint64_t off = 0, len = first, k = 0;
+
+	while (len < max) {
+		if (offset - off < len)
+			return k;
+		off += len;
+		len = len > max / 2 ? max : 2 * len;
+		k++;
+	}
+	return k + (offset - off) / max;
+}
+
+/* Chunks of a request of `bytes` bytes (0 for 0 bytes). */
+static inline DMA_HD uint64_t dma_chunk_count(uint64_t bytes, uint64_t first, uint64_t max)
+{
+	return bytes == 0 ? 0 : dma_chunk_of(bytes - 1, first, max) + 1;
+}
 
 /* The slots of a ring whose shared memory starts at shm (works on host and device pointers). */
 static inline DMA_HD struct dma_req *dma_ring_slots(struct dma_ring_shm *shm)
@@ -156,7 +209,9 @@ struct dma_backend {
 
 /* ---- the dispatcher ------------------------------------------------------------------------- */
 struct dma_options {
-	uint64_t chunk_bytes;                  /* largest copy handed to the backend; 0: 1 MiB */
+	uint64_t chunk_bytes;                  /* first chunk of a request; 0: 1 MiB */
+	uint64_t chunk_max_bytes;              /* largest chunk (chunks double up to it); 0: 16 MiB,
+						* raised to chunk_bytes if smaller */
 	uint32_t idle_us;                      /* busy-poll this long without work, then back off; 0: 200 */
 	uint32_t sleep_us;                     /* back-off sleep between polls; 0: 30 */
 	uint64_t arena_bytes[DMA_MAX_GPUS];    /* size of each GPU's arena: requests must fit in it */
@@ -219,12 +274,20 @@ int dma_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 struct dma_cuda;
 /* A backend over n GPUs: arenas[g] and counters[g] are device pointers on GPU g (the arena and the
  * flag array the loop kernel waits on). Enables peer access between every pair, creates one
- * non-blocking stream per (src, dst) pair on the source GPU, and resolves cuStreamWriteValue32.
+ * non-blocking stream per (src, dst) pair on the source GPU (and a flag stream and an event for
+ * DMA_FLAGS_EVENT), and resolves cuStreamWriteValue32.
  * Fills *be. */
 int dma_cuda_create(struct dma_cuda **out, int n, void *const *arenas, uint32_t *const *counters,
 		    struct dma_backend *be);
 /* Waits until every enqueued copy and flag write has completed. */
 int dma_cuda_sync(struct dma_cuda *c);
+/* Where flag writes go (cuda_backend.c): DMA_FLAGS_SAME_STREAM (the default) on the pair's copy
+ * stream; DMA_FLAGS_EVENT on a second stream of the pair, after an event recorded on the copy
+ * stream, so copies run back to back. Call it with no request in flight (engine stopped): it syncs
+ * first. */
+enum { DMA_FLAGS_SAME_STREAM = 0, DMA_FLAGS_EVENT = 1 };
+int dma_cuda_set_flag_mode(struct dma_cuda *c, int mode);
+int dma_cuda_flag_mode(const struct dma_cuda *c);
 /* Syncs, destroys the streams and frees c (NULL is fine). */
 void dma_cuda_destroy(struct dma_cuda *c);
 /* A ring in mapped pinned host memory; *dev gets the device pointer of its shared part (pass it to

@@ -310,7 +310,8 @@ static int start_dma(struct ark_session *s)
 	struct dma_options o;
 
 	memset(&o, 0, sizeof o);
-	o.chunk_bytes = ARK_DMA_CHUNK_BYTES;
+	o.chunk_bytes = ARK_DMA_CHUNK_BYTES;         /* the schedule the emitted waits count on */
+	o.chunk_max_bytes = ARK_DMA_CHUNK_MAX_BYTES;
 	for (int g = 0; g < m->gpus; g++) {
 		if (dma_cuda_ring_alloc(&s->rings[g], ARK_DMA_RING_SLOTS, &s->dring[g]))
 			return ark_error("GPU %d: DMA request ring: %s", g, dma_last_error());

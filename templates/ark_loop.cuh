@@ -227,7 +227,8 @@ static __device__ __forceinline__ void ark_signal_peer(const struct ark_kargs &a
 }
 
 /* DMA task: one request for elements k0:k1 of the op's in[0] (here) to its out on GPU p.peer; the
- * dispatcher raises flag `signal` of that GPU to run * chunks once all of it arrived (run: the
+ * dispatcher raises flag `signal` of that GPU chunk by chunk, to run * chunks once all of it arrived
+ * (chunks: the schedule of dma.h with ARK_DMA_CHUNK_BYTES, ARK_DMA_CHUNK_MAX_BYTES; run: the
  * counters' iteration, which counts non-empty iterations only). Thread 0 only, after the waits (its
  * acquire, then the fence in dma_dev_push, publish the producers' data to the copy engine). Returns
  * 1 on abort while the ring is full. */
@@ -235,7 +236,7 @@ static __device__ int ark_dma_send(const struct ark_kargs &a, const struct ark_t
 {
 	const struct ark_opp &p = a.opp[t.opp];
 	const uint64_t es = p.dtype == ARK_FP32 ? 4 : 2, bytes = (uint64_t)(t.k1 - t.k0) * es;
-	const uint32_t chunks = (uint32_t)((bytes + ARK_DMA_CHUNK_BYTES - 1) / ARK_DMA_CHUNK_BYTES);
+	const uint32_t chunks = (uint32_t)dma_chunk_count(bytes, ARK_DMA_CHUNK_BYTES, ARK_DMA_CHUNK_MAX_BYTES);
 	struct dma_ring_shm *shm = (struct dma_ring_shm *)a.dma;
 	struct dma_req q;
 	q.seq = 0;

@@ -18,6 +18,7 @@
 #include "codegen/emit.h"
 #include "codegen/graph.h"
 #include "codegen/sched.h"
+#include "dma/dma.h"
 
 #define SMS 8 /* small GPUs: easy to count */
 
@@ -126,7 +127,8 @@ static int check_invariants(const struct fix *f)
 			uint64_t b = (uint64_t)(s->v[v].k1 - s->v[v].k0) *
 				     (uint64_t)ark_dtype_size(f->g.tensors[s->v[v].reads[0].tensor].dtype);
 			assert_true(p->signal[v] >= 0);
-			assert_int_equal(p->per_iter[p->signal[v]], (b + ARK_DMA_CHUNK_BYTES - 1) / ARK_DMA_CHUNK_BYTES);
+			assert_int_equal(p->per_iter[p->signal[v]],
+					 dma_chunk_count(b, ARK_DMA_CHUNK_BYTES, ARK_DMA_CHUNK_MAX_BYTES));
 		}
 	return cross;
 }
@@ -200,14 +202,14 @@ static void test_dma_chunks(void **state)
 {
 	(void)state;
 	struct fix f;
-	/* fp32 [1, 786433]: 3 MiB + 4 bytes, 4 chunks of the DMA engine */
+	/* fp32 [1, 786433]: 3 MiB + 4 bytes, chunks of 1 MiB, 2 MiB and 4 bytes */
 	const char *ops = "{ name = \"cp\"; op = \"copy\"; in = [\"t1\"]; out = \"o\"; transport = \"dma\"; }";
 	assert_int_equal(build(&f, model(2, 1, 786433, "fp32", ops), ARK_P2P_MAX_DEFAULT, 0), 0);
 	assert_int_equal(count_tmpl(&f, ARK_T_DMA, 1), 1);
 	check_invariants(&f);
 	for (int v = 0; v < f.s.n_vcta; v++)
 		if (f.s.v[v].tmpl == ARK_T_DMA)
-			assert_int_equal(f.p.per_iter[f.p.signal[v]], 4);
+			assert_int_equal(f.p.per_iter[f.p.signal[v]], 3);
 	destroy(&f);
 }
 
@@ -346,7 +348,9 @@ static void test_emit_tables(void **state)
  * Runs the plan as the loop kernels would, sequentially consistent: every GPU's arena and counter
  * array on the host, every SM walking its list, a task started only once its waits hold (the
  * monotonic targets of the iteration), the communication templates mirrored in C with the op params
- * the emitted file holds, and DMA requests completed (copy, then the flag) at random later steps.
+ * the emitted file holds, and DMA requests completed chunk by chunk as the engine cuts them (copy,
+ * then the flag to its chunk's value) at random later steps. A task that reads or writes bytes of a
+ * request that have not arrived yet fails the test.
  * Picks the next SM or DMA completion at random, so different seeds interleave differently. Fails
  * on a deadlock, on a DMA request nobody waited for, and on any output that differs from the CPU
  * reference (outputs are poisoned before every iteration). */
@@ -355,6 +359,8 @@ struct dma_pending {
 	int src, dst;
 	uint64_t so, dof, bytes;
 	uint32_t flag, value;
+	uint32_t chunks, done;       /* chunks of the request, chunks arrived */
+	uint64_t arrived;            /* bytes arrived: [0, arrived) of the destination range */
 };
 
 struct emu {
@@ -408,6 +414,28 @@ static int task_ready(const struct emu *e, int v, uint32_t iter)
 	return 1;
 }
 
+/* Fails if a region of vCTA v touches destination bytes of a DMA request that have not arrived. */
+static void check_arrived(const struct emu *e, int v, const struct region *r)
+{
+	const struct sched *s = &e->f->s;
+	int gpu = e->f->g.tensors[r->tensor].gpu;
+	uint64_t es = (uint64_t)ark_dtype_size(e->f->g.tensors[r->tensor].dtype), base = s->offset[r->tensor];
+	for (int k = 0; k < e->nq; k++) {
+		const struct dma_pending *d = &e->q[k];
+		if (d->dst != gpu)
+			continue;
+		for (int64_t row = r->r0; row < r->r1; row++) {
+			uint64_t a = base + ((uint64_t)row * (uint64_t)s->cols[r->tensor] + (uint64_t)r->c0) * es;
+			uint64_t b = a + (uint64_t)(r->c1 - r->c0) * es;
+			if (a < d->dof + d->bytes && d->dof + d->arrived < b)
+				fail_msg("vCTA %d touches bytes [%llu, %llu) of GPU %d before they arrived (request "
+					 "[%llu, %llu), %llu bytes in)", v, (unsigned long long)a, (unsigned long long)b,
+					 gpu, (unsigned long long)d->dof, (unsigned long long)(d->dof + d->bytes),
+					 (unsigned long long)d->arrived);
+		}
+	}
+}
+
 static void run_task(struct emu *e, int v, uint32_t iter)
 {
 	const struct sched *s = &e->f->s;
@@ -418,6 +446,10 @@ static void run_task(struct emu *e, int v, uint32_t iter)
 	const struct ark_opp *o = &e->xp[t->opp - s->g->n_ops];
 	uint64_t es = (uint64_t)ark_dtype_size(o->dtype);
 	char *a = e->arena[gpu];
+	for (int i = 0; i < t->n_reads; i++)
+		check_arrived(e, v, &t->reads[i]);
+	if (t->write.r0 < t->write.r1)
+		check_arrived(e, v, &t->write);
 	switch (t->tmpl) {
 	case ARK_T_COPY:
 		assert_true(o->flags & ARK_OPP_PUSH);
@@ -425,12 +457,13 @@ static void run_task(struct emu *e, int v, uint32_t iter)
 		break;
 	case ARK_T_DMA: {
 		uint64_t bytes = (t->k1 - t->k0) * es;
-		uint32_t chunks = (uint32_t)((bytes + ARK_DMA_CHUNK_BYTES - 1) / ARK_DMA_CHUNK_BYTES);
+		uint32_t chunks = (uint32_t)dma_chunk_count(bytes, ARK_DMA_CHUNK_BYTES, ARK_DMA_CHUNK_MAX_BYTES);
 		int c = p->signal[v];
 		assert_true(c >= 0 && p->ctr_gpu[c] == o->peer);
 		e->q = realloc(e->q, (size_t)(e->nq + 1) * sizeof *e->q);
 		e->q[e->nq++] = (struct dma_pending){gpu, o->peer, o->in[0] + t->k0 * es, o->out + t->k0 * es, bytes,
-						     ARK_CTR__FIRST + (uint32_t)p->ctr_index[c], iter * chunks};
+						     ARK_CTR__FIRST + (uint32_t)p->ctr_index[c], iter * chunks,
+						     chunks, 0, 0};
 		return; /* no signal: the engine raises the flag */
 	}
 	case ARK_T_SUM:
@@ -535,17 +568,26 @@ static void emulate(const struct fix *f, uint64_t seed, int iters)
 				run_task(&e, p->pl.list[p->pl.begin[q] + e.next[q]++], iter);
 				left--;
 			} else {
-				/* the DMA engine serves the oldest request of a (src, dst) pair first */
-				struct dma_pending d = e.q[pick - (uint32_t)nr];
-				for (int k = 0; k < e.nq; k++)
-					if (e.q[k].src == d.src && e.q[k].dst == d.dst) {
-						d = e.q[k];
-						memmove(&e.q[k], &e.q[k + 1], (size_t)(e.nq - k - 1) * sizeof *e.q);
-						break;
-					}
-				e.nq--;
-				memcpy(e.arena[d.dst] + d.dof, e.arena[d.src] + d.so, d.bytes);
-				e.ctr[d.dst][d.flag] = d.value;
+				/* the DMA engine serves the oldest request of a (src, dst) pair first, one
+				 * chunk at a time: copy, then the flag to the chunk's value */
+				struct dma_pending pk = e.q[pick - (uint32_t)nr];
+				int k = 0;
+				while (e.q[k].src != pk.src || e.q[k].dst != pk.dst)
+					k++;
+				struct dma_pending *d = &e.q[k];
+				uint64_t end = dma_chunk_start(d->done + 1, ARK_DMA_CHUNK_BYTES, ARK_DMA_CHUNK_MAX_BYTES);
+				if (end > d->bytes)
+					end = d->bytes;
+				memcpy(e.arena[d->dst] + d->dof + d->arrived, e.arena[d->src] + d->so + d->arrived,
+				       end - d->arrived);
+				d->arrived = end;
+				d->done++;
+				e.ctr[d->dst][d->flag] = d->value - (d->chunks - d->done);
+				if (d->done == d->chunks) {
+					assert_int_equal(d->arrived, d->bytes);
+					memmove(&e.q[k], &e.q[k + 1], (size_t)(e.nq - k - 1) * sizeof *e.q);
+					e.nq--;
+				}
 			}
 			if (left == 0)
 				assert_int_equal(e.nq, 0); /* every request is waited for within the iteration */
@@ -694,6 +736,81 @@ static void test_fused_activation(void **state)
 	fused_case(2, mixed, 0);
 }
 
+/* Receivers start on the first chunks: a two-phase all_reduce through the DMA engine whose parts are 8 MiB
+ * (chunks of 1, 2, 4 and 1 MiB): each SUM piece waits on the flag of each incoming part only for the
+ * chunks that hold the elements it reads; the piece with the last elements waits for all of them.
+ * A copy followed by an elementwise op: the op's range tiles wait for the chunks they read. The
+ * emulator, raising flags chunk by chunk, checks that nothing is read before it arrived. */
+static void test_dma_early_start(void **state)
+{
+	(void)state;
+	const char *ops = "{ name = \"ar\"; op = \"all_reduce\"; transport = \"dma\"; in = [\"t0\", \"t1\"]; "
+			  "out = [\"o\", \"s1\"]; }";
+	struct fix f;
+	oneshot_max = 0;
+	assert_int_equal(build(&f, model(2, 1, 1 << 22, "fp32", ops), ARK_P2P_MAX_DEFAULT, 0), 0);
+	oneshot_max = ARK_ONESHOT_MAX_AUTO;
+	check_invariants(&f);
+	const struct sched *s = &f.s;
+	const struct schedule *p = &f.p;
+	int partial = 0, full = 0;
+	for (int u = 0; u < s->n_vcta; u++) {
+		if (s->v[u].tmpl != ARK_T_DMA || !strstr(f.g.tensors[s->v[u].write.tensor].name, "__rs"))
+			continue; /* the reduce-scatter requests only: into the staging tensors */
+		int c = p->signal[u];
+		assert_int_equal(p->per_iter[c], 4);
+		int64_t w0 = s->v[u].write.c0; /* one row: the part starts at this column */
+		for (int v = 0; v < s->n_vcta; v++) {
+			if (s->v[v].tmpl != ARK_T_SUM || s->v[v].gpu != f.g.tensors[s->v[u].write.tensor].gpu)
+				continue;
+			int found = 0;
+			for (int64_t w = p->wait0[v]; w < p->wait0[v + 1]; w++)
+				if ((int)p->waits[w].counter == c) {
+					found = 1;
+					uint64_t last = ((uint64_t)s->v[v].n1 - 1 - (uint64_t)w0) * 4;
+					uint32_t want = last < (1u << 20) ? 1 : last < (3u << 20) ? 2 : last < (7u << 20) ? 3 : 4;
+					assert_int_equal(p->waits[w].need, want);
+					assert_int_equal(p->waits[w].per_iter, 4);
+					partial += want < 4;
+					full += want == 4;
+				}
+			assert_true(found);
+		}
+	}
+	assert_int_equal(partial, 14); /* 2 GPUs x pieces 0 .. 6 of 8 (1 MiB each) */
+	assert_int_equal(full, 2);     /* the last piece of each GPU */
+	emulate(&f, 7, 2);
+	destroy(&f);
+
+	/* copy of [4, 2^20] fp16 (8 MiB) through the DMA engine, then a relu on GPU 1 */
+	const char *ops2 = "{ name = \"cp\"; op = \"copy\"; in = [\"t0\"]; out = \"c\"; gpu = 1; transport = \"dma\"; },\n"
+			   "{ name = \"r\"; op = \"relu\"; in = [\"c\"]; out = \"o\"; gpu = 1; }";
+	assert_int_equal(build(&f, model(2, 4, 1 << 20, "fp16", ops2), ARK_P2P_MAX_DEFAULT, 0), 0);
+	check_invariants(&f);
+	partial = full = 0;
+	for (int u = 0; u < s->n_vcta; u++) {
+		if (s->v[u].tmpl != ARK_T_DMA)
+			continue;
+		int c = p->signal[u];
+		assert_int_equal(p->per_iter[c], 4);
+		for (int v = 0; v < s->n_vcta; v++)
+			for (int64_t w = p->wait0[v]; w < p->wait0[v + 1]; w++)
+				if ((int)p->waits[w].counter == c && s->v[v].tmpl != ARK_T_NOP) {
+					/* the last element the tile reads, in bytes from the start of c */
+					uint64_t last = ((uint64_t)(s->v[v].m1 - 1) * (1u << 20) + s->v[v].n1 - 1) * 2;
+					if (s->v[v].tmpl == ARK_T_EW_CHAIN || s->v[v].k1 > s->v[v].k0)
+						last = ((uint64_t)s->v[v].k1 - 1) * 2;
+					uint32_t want = last < (1u << 20) ? 1 : last < (3u << 20) ? 2 : last < (7u << 20) ? 3 : 4;
+					assert_int_equal(p->waits[w].need, want);
+					partial += want < 4;
+					full += want == 4;
+				}
+	}
+	assert_true(partial >= 1);
+	assert_true(full >= 1);
+	destroy(&f);
+}
+
 static void test_barrier_refused(void **state)
 {
 	(void)state;
@@ -716,6 +833,7 @@ int main(void)
 		cmocka_unit_test(test_barrier_refused),
 		cmocka_unit_test(test_emulated_2),
 		cmocka_unit_test(test_emulated_4),
+		cmocka_unit_test(test_dma_early_start),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -25,14 +25,20 @@ struct sig {
 	uint32_t index, value;
 };
 
+struct cpy {
+	uint64_t src_off, dst_off, bytes;
+};
+
 struct tb {
 	uint8_t *arena[N_GPUS];          /* [arena_bytes] */
 	uint64_t arena_bytes;
 	uint32_t flags[N_GPUS][N_FLAGS];
 	uint64_t copies, max_copy, out_of_range;
-	/* signal log (chunking tests) */
+	/* signal and copy logs (chunking tests) */
 	struct sig *log;                 /* [log_cap] */
 	size_t log_n, log_cap;
+	struct cpy *clog;                /* [clog_cap] */
+	size_t clog_n, clog_cap;
 	/* order check: flag_index = producer, value = 1, 2, 3, ... per producer */
 	int check_order;
 	uint32_t last[N_FLAGS];
@@ -51,6 +57,8 @@ static int tb_copy(void *ctx, int src, uint64_t src_off, int dst, uint64_t dst_o
 		return dma_error("out of range");
 	}
 	memcpy(b->arena[dst] + dst_off, b->arena[src] + src_off, bytes);
+	if (b->clog && b->clog_n < b->clog_cap)
+		b->clog[b->clog_n++] = (struct cpy){ src_off, dst_off, bytes };
 	b->copies++;
 	if (bytes > b->max_copy)
 		b->max_copy = bytes;
@@ -130,6 +138,7 @@ static void fx_free(struct fx *f)
 		free(f->mem[g]);
 	}
 	free(f->b.log);
+	free(f->b.clog);
 	free(f);
 }
 
@@ -571,21 +580,41 @@ static void test_idle_backoff(void **state)
 	fx_free(f);
 }
 
-/* One large request through 1 MiB chunks: data intact, flag raised once per chunk, increasing. */
-static void check_chunked(uint64_t bytes, uint32_t flag_value, uint64_t chunk_opt)
+/* Sizes of the chunks of a request of `bytes`, from the schedule; returns how many (<= cap). */
+static uint64_t schedule_of(uint64_t bytes, uint64_t first, uint64_t max, uint64_t *len, uint64_t cap)
+{
+	uint64_t n = dma_chunk_count(bytes, first, max);
+
+	assert_true(n <= cap);
+	for (uint64_t k = 0; k < n; k++) {
+		uint64_t a = dma_chunk_start(k, first, max), b = dma_chunk_start(k + 1, first, max);
+		len[k] = (b < bytes ? b : bytes) - a;
+	}
+	return n;
+}
+
+/* One large request cut by the dispatcher: every copy is the scheduled chunk (offsets and sizes,
+ * in order), data intact, the flag raised once per chunk, increasing, then the sender's flag.
+ * first_opt, max_opt: dma_options (0: defaults); first, max: what they mean. */
+static void check_chunked(uint64_t bytes, uint32_t flag_value, uint64_t first_opt, uint64_t max_opt,
+			  uint64_t first, uint64_t max)
 {
 	const uint64_t src_off = 4096 + 3, dst_off = 65536 + 5;
-	struct fx *f = fx_new(8, 11 * MiB + 128 * 1024);
-	uint64_t n = (bytes + MiB - 1) / MiB;
+	struct fx *f = fx_new(8, 40 * MiB + 128 * 1024);
+	uint64_t len[64];
+	uint64_t n = schedule_of(bytes, first, max, len, 64), largest = 0;
 	struct dma_req q = req(0, src_off, 1, dst_off, bytes, 7, flag_value);
 	uint8_t guard[64];
 
 	q.flags = DMA_F_SRC_FLAG;
 	q.src_flag_index = 9;
 	q.src_flag_value = 4242;
-	f->opt.chunk_bytes = chunk_opt;
-	f->b.log_cap = 64;
+	f->opt.chunk_bytes = first_opt;
+	f->opt.chunk_max_bytes = max_opt;
+	f->b.log_cap = 80;
 	f->b.log = calloc(f->b.log_cap, sizeof(*f->b.log));
+	f->b.clog_cap = 80;
+	f->b.clog = calloc(f->b.clog_cap, sizeof(*f->b.clog));
 	memcpy(guard, f->b.arena[1] + dst_off + bytes, sizeof(guard));
 	fx_start(f);
 	assert_int_equal(dma_ring_push(&f->rings[0], &q), DMA_OK);
@@ -595,7 +624,17 @@ static void check_chunked(uint64_t bytes, uint32_t flag_value, uint64_t chunk_op
 	assert_int_equal(st.chunks, n);
 	assert_int_equal(st.bytes, bytes);
 	assert_int_equal(f->b.copies, n);
-	assert_int_equal(f->b.max_copy, bytes < MiB ? bytes : MiB);
+	assert_int_equal(f->b.clog_n, n);
+	for (uint64_t k = 0, off = 0; k < n; k++) {
+		assert_int_equal(f->b.clog[k].src_off, src_off + off);
+		assert_int_equal(f->b.clog[k].dst_off, dst_off + off);
+		assert_int_equal(f->b.clog[k].bytes, len[k]);
+		off += len[k];
+		if (len[k] > largest)
+			largest = len[k];
+	}
+	assert_int_equal(f->b.max_copy, largest);
+	assert_true(largest <= max);
 	assert_memory_equal(f->b.arena[1] + dst_off, f->b.arena[0] + src_off, bytes);
 	assert_memory_equal(f->b.arena[1] + dst_off + bytes, guard, sizeof(guard));
 	/* n receiver signals flag_value - (n-1) ... flag_value, then the sender's flag. */
@@ -616,10 +655,98 @@ static void check_chunked(uint64_t bytes, uint32_t flag_value, uint64_t chunk_op
 
 static void test_chunking(void **state)
 {
-	check_chunked(10 * MiB, 1000, MiB);          /* exact multiple: 10 chunks */
-	check_chunked(10 * MiB + 12345, 1011, 0);    /* default chunk size, 11 chunks */
-	check_chunked(10 * MiB + 12345, 3, MiB);     /* flag values wrap through 0 */
-	check_chunked(777, 1, MiB);                  /* one chunk */
+	/* fixed chunks (first == max): the old behaviour */
+	check_chunked(10 * MiB, 1000, MiB, MiB, MiB, MiB);          /* exact multiple: 10 chunks */
+	check_chunked(10 * MiB + 12345, 3, MiB, MiB, MiB, MiB);     /* 11 chunks, flag values wrap */
+	check_chunked(777, 1, MiB, MiB, MiB, MiB);                  /* one chunk */
+	/* growing chunks, defaults: 1, 2, 4, 8, 16, 1 MiB + 12345 */
+	check_chunked(32 * MiB + 12345, 1011, 0, 0, MiB, 16 * MiB);
+	/* max below first is raised to first */
+	check_chunked(5 * MiB, 20, 2 * MiB, MiB, 2 * MiB, 2 * MiB);
+	/* small first chunk, odd sizes: 1000, 2000, ..., 512000, 1024000, 1 MiB, 1 MiB, rest */
+	check_chunked(3 * MiB + 1, 77, 1000, MiB, 1000, MiB);
+	/* a request of exactly the doubling phase: 1 + 2 + 4 MiB */
+	check_chunked(7 * MiB, 5, MiB, 4 * MiB, MiB, 4 * MiB);
+}
+
+/* The schedule itself: sizes, boundaries, chunk_of against the ends, 64-bit sizes. */
+static void check_schedule(uint64_t bytes, uint64_t first, uint64_t max)
+{
+	uint64_t n = dma_chunk_count(bytes, first, max), sum = 0, len = first;
+
+	assert_int_equal(dma_chunk_start(0, first, max), 0);
+	for (uint64_t k = 0; k < n && k < 200; k++) {
+		uint64_t a = dma_chunk_start(k, first, max), b = dma_chunk_start(k + 1, first, max);
+		uint64_t end = b < bytes ? b : bytes;
+
+		assert_true(a < bytes);
+		/* full chunks double up to max; only the last may be shorter (or end past 2^64) */
+		if (b != UINT64_MAX)
+			assert_int_equal(b - a, len);
+		if (k + 1 < n)
+			assert_true(b < bytes);
+		else
+			assert_true(b >= bytes);
+		assert_int_equal(dma_chunk_of(a, first, max), k);
+		assert_int_equal(dma_chunk_of(end - 1, first, max), k);
+		if (end - a > 2)
+			assert_int_equal(dma_chunk_of(a + (end - a) / 2, first, max), k);
+		sum += end - a;
+		len = len > max / 2 ? max : 2 * len;
+	}
+	if (n <= 200)
+		assert_int_equal(sum, bytes);
+	assert_int_equal(dma_chunk_of(bytes - 1, first, max), n - 1);
+	assert_int_equal(dma_chunk_count(bytes, first, max), dma_chunk_of(bytes - 1, first, max) + 1);
+}
+
+static void test_schedule(void **state)
+{
+	const uint64_t GiB = 1024ull * MiB;
+
+	/* the example of dma.h: 64 MiB = 1, 2, 4, 8, 16, 16, 16, 1 MiB */
+	static const uint64_t ex[] = { 1, 2, 4, 8, 16, 16, 16, 1 };
+	uint64_t len[16];
+	assert_int_equal(schedule_of(64 * MiB, MiB, 16 * MiB, len, 16), 8);
+	for (int k = 0; k < 8; k++)
+		assert_int_equal(len[k], ex[k] * MiB);
+	assert_int_equal(dma_chunk_count(0, MiB, 16 * MiB), 0);
+	assert_int_equal(dma_chunk_count(1, MiB, 16 * MiB), 1);
+	assert_int_equal(dma_chunk_count(MiB, MiB, 16 * MiB), 1);
+	assert_int_equal(dma_chunk_count(MiB + 1, MiB, 16 * MiB), 2);
+	assert_int_equal(dma_chunk_count(3 * MiB, MiB, 16 * MiB), 2);
+	assert_int_equal(dma_chunk_count(31 * MiB, MiB, 16 * MiB), 5);
+	assert_int_equal(dma_chunk_count(31 * MiB + 1, MiB, 16 * MiB), 6);
+	assert_int_equal(dma_chunk_of(0, MiB, 16 * MiB), 0);
+	assert_int_equal(dma_chunk_of(MiB - 1, MiB, 16 * MiB), 0);
+	assert_int_equal(dma_chunk_of(MiB, MiB, 16 * MiB), 1);
+	assert_int_equal(dma_chunk_of(3 * MiB, MiB, 16 * MiB), 2);
+	assert_int_equal(dma_chunk_of(47 * MiB - 1, MiB, 16 * MiB), 5);
+	assert_int_equal(dma_chunk_of(47 * MiB, MiB, 16 * MiB), 6);
+	assert_int_equal(dma_chunk_start(5, MiB, 16 * MiB), 31 * MiB);
+	assert_int_equal(dma_chunk_start(7, MiB, 16 * MiB), 63 * MiB);
+	/* first == max: fixed chunks, ceil(bytes / chunk) */
+	for (uint64_t b = 1; b < 5 * MiB; b += 99991)
+		assert_int_equal(dma_chunk_count(b, MiB, MiB), (b + MiB - 1) / MiB);
+	assert_int_equal(dma_chunk_of(10 * MiB + 7, MiB, MiB), 10);
+	/* 64-bit sizes */
+	assert_int_equal(dma_chunk_count(8 * GiB, MiB, 16 * MiB), 4 + (8 * GiB - 15 * MiB + 16 * MiB - 1) / (16 * MiB));
+	assert_int_equal(dma_chunk_count(UINT64_MAX, MiB, 16 * MiB), 4 + (UINT64_MAX - 15 * MiB) / (16 * MiB) + 1);
+	assert_int_equal(dma_chunk_count(UINT64_MAX, 1, 1), UINT64_MAX);
+	assert_int_equal(dma_chunk_of(UINT64_MAX - 1, 1ull << 62, 1ull << 63), 2);
+	assert_int_equal(dma_chunk_start(3, 1ull << 62, 1ull << 63), UINT64_MAX); /* saturates */
+	assert_int_equal(dma_chunk_start(UINT64_MAX, 1, 16), UINT64_MAX);
+	assert_int_equal(dma_chunk_count(UINT64_MAX, 3, UINT64_MAX), 63);
+	check_schedule(64 * MiB, MiB, 16 * MiB);
+	check_schedule(64 * MiB + 1, MiB, 16 * MiB);
+	check_schedule(777, MiB, 16 * MiB);
+	check_schedule(10 * MiB + 12345, MiB, MiB);
+	check_schedule(12345678, 1000, 100000);
+	check_schedule(12345678, 1000, 1001);
+	check_schedule(12345678, 3, 3);
+	check_schedule(5 * GiB + 3, MiB, 16 * MiB);
+	check_schedule(5 * GiB + 3, 7, 3 * GiB);
+	check_schedule(UINT64_MAX, 1ull << 40, 1ull << 58);
 }
 
 int main(void)
@@ -637,6 +764,7 @@ int main(void)
 		cmocka_unit_test(test_bad_requests),
 		cmocka_unit_test(test_backend_failure),
 		cmocka_unit_test(test_idle_backoff),
+		cmocka_unit_test(test_schedule),
 		cmocka_unit_test(test_chunking),
 	};
 
