@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <vector>
 
+#include <cuda.h> /* driver API types only (cuStreamWriteValue32 is resolved at run time) */
+
 #include "dma.h"
 #include "dma_device.cuh"
 
@@ -30,6 +32,8 @@
 #define F_STREAM_SRC 1             /* (b) streaming: sender's flag after the last request */
 #define F_STREAM_DST 2             /* (b) streaming: receiver's flag (nobody waits on it) */
 #define F_P2P 64                   /* (c): [F_P2P, F_P2P + MAX_CTAS), one per sending CTA */
+#define F_API (N_FLAGS - 1)        /* --api: flag written by cuStreamWriteValue32 */
+#define API_CALLS 4000             /* --api: timed calls per row */
 #define RING_CAP 4096              /* DMA ring slots per GPU */
 #define MAX_TS (1u << 20)          /* globaltimer stamps per run */
 #define S_OFF 0ull                 /* arena offset of the send buffer S [MAX_BYTES] */
@@ -77,7 +81,7 @@ struct pp_args {
 	uint32_t *flags;           /* local flags [N_FLAGS] */
 	uint32_t *peer_flags;      /* (c): the peer's flags [N_FLAGS] */
 	struct dma_ring_shm *ring; /* (b): this GPU's ring, device pointer of mapped memory */
-	uint32_t ring_cap;
+	struct dma_dev_prod *prod; /* (b): its producer state in this GPU's memory */
 	struct bench_ctl *ctl;     /* device pointer of the control block */
 	unsigned long long *ts;    /* side 0: [n_iter + 1] globaltimer stamps */
 	struct dma_req req;        /* (b): request template (offsets, GPUs, bytes, flag index) */
@@ -242,7 +246,7 @@ __global__ void __launch_bounds__(THREADS) dma_pingpong_kernel(pp_args a)
 		if (t0) {
 			struct dma_req q = a.req;
 			q.flag_value = v;
-			if (dma_dev_push(a.ring, a.ring_cap, &q, &a.ctl->abort) != 0)
+			if (dma_dev_push(a.ring, a.prod, &q, &a.ctl->abort) != 0)
 				bad = 1;
 		}
 		if (a.side == 0) {
@@ -273,7 +277,7 @@ __global__ void dma_stream_kernel(pp_args a)
 			q.src_flag_index = F_STREAM_SRC;
 			q.src_flag_value = 1;
 		}
-		if (dma_dev_push(a.ring, a.ring_cap, &q, &a.ctl->abort) != 0)
+		if (dma_dev_push(a.ring, a.prod, &q, &a.ctl->abort) != 0)
 			return;
 	}
 	if (wait_flag(a, a.flags + F_STREAM_SRC, 1, W_SRC_FLAG, a.n_iter, F_STREAM_SRC))
@@ -368,6 +372,7 @@ struct gpu {
 	cudaStream_t stream;        /* non-blocking; the benchmark's kernels and copies */
 	struct dma_ring ring;
 	struct dma_ring_shm *ring_dev;
+	struct dma_dev_prod *prod;  /* the ring's producer state, on this GPU */
 	cudaDeviceProp prop;
 };
 
@@ -662,7 +667,7 @@ static struct pp_args base_args(int side, uint64_t bytes, uint32_t n_iter, int c
 	a.flags = gp[side].flags;
 	a.peer_flags = gp[1 - side].flags;
 	a.ring = gp[side].ring_dev;
-	a.ring_cap = RING_CAP;
+	a.prod = gp[side].prod;
 	a.ctl = ctl_dev;
 	a.ts = side == 0 ? ts_dev : NULL;
 	return a;
@@ -972,8 +977,9 @@ static void setup(void)
 			(void)cudaGetLastError();
 		else
 			CK(e);
-		if (dma_cuda_ring_alloc(&gp[g].ring, RING_CAP, &gp[g].ring_dev) != DMA_OK) {
-			fprintf(stderr, "FAIL: dma_cuda_ring_alloc: %s\n", dma_last_error());
+		if (dma_cuda_ring_alloc(&gp[g].ring, RING_CAP, &gp[g].ring_dev) != DMA_OK ||
+		    dma_cuda_dev_prod_alloc(&gp[g].ring, &gp[g].prod) != DMA_OK) {
+			fprintf(stderr, "FAIL: DMA ring of GPU %d: %s\n", g, dma_last_error());
 			exit(1);
 		}
 		arenas[g] = gp[g].arena;
@@ -1012,7 +1018,7 @@ static void print_header(void)
 	CK(cudaDeviceGetP2PAttribute(&atom, cudaDevP2PAttrNativeAtomicSupported, 0, 1));
 	CK(cudaDeviceGetAttribute(&host_atom, cudaDevAttrHostNativeAtomicSupported, 0));
 	printf("# peer access 0 <-> 1: yes, performance rank %d, native peer atomics %s; host-native atomics "
-	       "(DMA ring head is an atomicAdd on mapped memory) %s\n", rank, atom ? "yes" : "no",
+	       "(unused: DMA tickets come from device memory) %s\n", rank, atom ? "yes" : "no",
 	       host_atom ? "yes" : "no");
 	printf("# %%globaltimer resolution on GPU 0: %.0f ns; DMA chunks %" PRIu64 " bytes doubling up to %"
 	       PRIu64 "; DMA flags %s; (c) grid: one CTA per 16 KiB, at most %d, %d threads each\n", timer_res_ns,
@@ -1184,6 +1190,192 @@ static void print_tables(const struct row *rows, int n)
 	}
 }
 
+/* ---- --api: the host cost of the CUDA calls the DMA engine makes --------------------------------- */
+typedef CUresult (*write_value32_fn)(CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags);
+
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+struct api_row {
+	const char *what;
+	std::vector<double> us;     /* one sample per call */
+	int failed;                 /* the call is not available (CUresult or cudaError) */
+};
+
+static void api_print(std::vector<api_row> &rows)
+{
+	printf("\n## Host cost of the CUDA calls of the DMA engine (GPU 0 -> GPU 1, %d calls each, us)\n", API_CALLS);
+	printf("%-62s | %8s %8s %8s %8s\n", "call", "p10", "median", "p90", "mean");
+	for (api_row &r : rows) {
+		if (r.failed || r.us.empty()) {
+			printf("%-62s | %8s %8s %8s %8s\n", r.what, "n/a", "n/a", "n/a", "n/a");
+			continue;
+		}
+		std::vector<double> v = r.us;
+		std::sort(v.begin(), v.end());
+		double mean = 0;
+		for (double x : v)
+			mean += x;
+		mean /= (double)v.size();
+		printf("%-62s | %8.2f %8.2f %8.2f %8.2f\n", r.what, v[v.size() / 10], v[v.size() / 2],
+		       v[v.size() * 9 / 10], mean);
+	}
+	printf("# enqueue rows: time inside the call (the stream is drained every 256 calls, outside the timing);\n"
+	       "# completion rows: from just before the first call until the CPU sees the result, one at a time.\n");
+}
+
+/* Measures, on the host, what the dispatcher pays per chunk and how long a 64-byte request takes
+ * from the calls to a host-visible completion. */
+static void run_api(void)
+{
+	write_value32_fn write32 = NULL;
+	enum cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+	void *fn = NULL;
+	if (cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", &fn, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+	    q == cudaDriverEntryPointSuccess)
+		write32 = (write_value32_fn)fn;
+	else
+		(void)cudaGetLastError();
+	CK(cudaSetDevice(0));
+	cudaStream_t cs = gp[0].stream, fs;
+	cudaEvent_t ev;
+	CK(cudaStreamCreateWithFlags(&fs, cudaStreamNonBlocking));
+	CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+	uint32_t *hflag, *hflag_dev;  /* mapped host word the GPU writes, the CPU polls */
+	CK(cudaHostAlloc((void **)&hflag, 64, cudaHostAllocMapped | cudaHostAllocPortable));
+	CK(cudaHostGetDevicePointer((void **)&hflag_dev, hflag, 0));
+	*(volatile uint32_t *)hflag = 0;
+	char *src = gp[0].arena + S_OFF, *dst = gp[1].arena + R_OFF;
+	CUdeviceptr dflag = (CUdeviceptr)(uintptr_t)(gp[1].flags + F_API);
+	std::vector<api_row> rows(8);
+	rows[0].what = "cudaMemcpyPeerAsync 64 B (enqueue)";
+	rows[1].what = "cuStreamWriteValue32 to the peer's flag (enqueue)";
+	rows[2].what = "cudaEventRecord + cudaStreamWaitEvent (enqueue)";
+	rows[3].what = "cudaMemcpyPeerAsync 64 B + cuStreamWriteValue32 (enqueue)";
+	rows[4].what = "memcpy 64 B + WriteValue32 to host word, CPU polls (complete)";
+	rows[5].what = "memcpy 64 B + WriteValue32 peer, cudaStreamQuery (complete)";
+	rows[6].what = "WriteValue32 to host word alone, CPU polls (complete)";
+	rows[7].what = "memcpy 64 B + event + WriteValue32 on 2nd stream (complete)";
+	for (api_row &r : rows)
+		r.failed = 0;
+	uint32_t val = 0;
+	for (int i = 0; i < API_CALLS; i++) {
+		if (i % 256 == 0) {
+			CK(cudaStreamSynchronize(cs));
+			CK(cudaStreamSynchronize(fs));
+		}
+		uint64_t t0 = now_ns();
+		CK(cudaMemcpyPeerAsync(dst, 1, src, 0, 64, cs));
+		uint64_t t1 = now_ns();
+		rows[0].us.push_back((t1 - t0) * 1e-3);
+		if (write32) {
+			t0 = now_ns();
+			CUresult r = write32((CUstream)cs, dflag, ++val, CU_STREAM_WRITE_VALUE_DEFAULT);
+			t1 = now_ns();
+			if (r != CUDA_SUCCESS)
+				rows[1].failed = 1;
+			rows[1].us.push_back((t1 - t0) * 1e-3);
+		}
+		t0 = now_ns();
+		CK(cudaEventRecord(ev, cs));
+		CK(cudaStreamWaitEvent(fs, ev, 0));
+		t1 = now_ns();
+		rows[2].us.push_back((t1 - t0) * 1e-3);
+		if (write32) {
+			t0 = now_ns();
+			CK(cudaMemcpyPeerAsync(dst, 1, src, 0, 64, cs));
+			CUresult r = write32((CUstream)cs, dflag, ++val, CU_STREAM_WRITE_VALUE_DEFAULT);
+			t1 = now_ns();
+			if (r != CUDA_SUCCESS)
+				rows[3].failed = 1;
+			rows[3].us.push_back((t1 - t0) * 1e-3);
+		}
+	}
+	CK(cudaStreamSynchronize(cs));
+	CK(cudaStreamSynchronize(fs));
+	rows[1].failed |= !write32;
+	rows[3].failed |= !write32;
+	/* completions: one request at a time, the stream idle before each */
+	const double limit_ns = opt.timeout_s * 1e9;
+	for (int i = 0; i < API_CALLS && write32; i++) {
+		uint32_t want = ++val;
+		uint64_t t0 = now_ns();
+		CK(cudaMemcpyPeerAsync(dst, 1, src, 0, 64, cs));
+		if (write32((CUstream)cs, (CUdeviceptr)(uintptr_t)hflag_dev, want, CU_STREAM_WRITE_VALUE_DEFAULT) != CUDA_SUCCESS) {
+			rows[4].failed = 1;
+			CK(cudaStreamSynchronize(cs));
+			break;
+		}
+		while (*(volatile uint32_t *)hflag != want)
+			if (now_ns() - t0 > limit_ns) {
+				fprintf(stderr, "FAIL: --api: the host word never changed\n");
+				exit(1);
+			}
+		rows[4].us.push_back((now_ns() - t0) * 1e-3);
+		CK(cudaStreamSynchronize(cs));
+	}
+	for (int i = 0; i < API_CALLS && write32; i++) {
+		uint64_t t0 = now_ns();
+		CK(cudaMemcpyPeerAsync(dst, 1, src, 0, 64, cs));
+		if (write32((CUstream)cs, dflag, ++val, CU_STREAM_WRITE_VALUE_DEFAULT) != CUDA_SUCCESS) {
+			rows[5].failed = 1;
+			break;
+		}
+		cudaError_t e;
+		while ((e = cudaStreamQuery(cs)) == cudaErrorNotReady)
+			;
+		CK(e);
+		rows[5].us.push_back((now_ns() - t0) * 1e-3);
+	}
+	for (int i = 0; i < API_CALLS && write32 && !rows[4].failed; i++) {
+		uint32_t want = ++val;
+		uint64_t t0 = now_ns();
+		if (write32((CUstream)cs, (CUdeviceptr)(uintptr_t)hflag_dev, want, CU_STREAM_WRITE_VALUE_DEFAULT) != CUDA_SUCCESS) {
+			rows[6].failed = 1;
+			break;
+		}
+		while (*(volatile uint32_t *)hflag != want)
+			if (now_ns() - t0 > limit_ns) {
+				fprintf(stderr, "FAIL: --api: the host word never changed\n");
+				exit(1);
+			}
+		rows[6].us.push_back((now_ns() - t0) * 1e-3);
+		CK(cudaStreamSynchronize(cs));
+	}
+	for (int i = 0; i < API_CALLS && write32 && !rows[4].failed; i++) {
+		uint32_t want = ++val;
+		uint64_t t0 = now_ns();
+		CK(cudaMemcpyPeerAsync(dst, 1, src, 0, 64, cs));
+		CK(cudaEventRecord(ev, cs));
+		CK(cudaStreamWaitEvent(fs, ev, 0));
+		if (write32((CUstream)fs, (CUdeviceptr)(uintptr_t)hflag_dev, want, CU_STREAM_WRITE_VALUE_DEFAULT) != CUDA_SUCCESS) {
+			rows[7].failed = 1;
+			break;
+		}
+		while (*(volatile uint32_t *)hflag != want)
+			if (now_ns() - t0 > limit_ns) {
+				fprintf(stderr, "FAIL: --api: the host word never changed\n");
+				exit(1);
+			}
+		rows[7].us.push_back((now_ns() - t0) * 1e-3);
+		CK(cudaStreamSynchronize(fs));
+	}
+	rows[4].failed |= !write32;
+	rows[5].failed |= !write32;
+	rows[6].failed |= !write32 || rows[4].failed;
+	rows[7].failed |= !write32 || rows[4].failed;
+	CK(cudaStreamSynchronize(cs));
+	CK(cudaStreamSynchronize(fs));
+	api_print(rows);
+	CK(cudaEventDestroy(ev));
+	CK(cudaStreamDestroy(fs));
+	CK(cudaFreeHost(hflag));
+}
+
 static void print_legend(void)
 {
 	printf("\n# Columns: (a) host-driven: kernel on GPU 0, sync, cudaMemcpyPeerAsync, sync, kernel on GPU 1, sync,\n"
@@ -1196,6 +1388,8 @@ static void print_legend(void)
 	       "#   Every cell was verified: a checked run of 3 round trips into poisoned buffers with a checksum\n"
 	       "#   on each receiving GPU, then the timed run into poisoned buffers, compared byte for byte.\n");
 }
+
+static void teardown(void);
 
 int main(int argc, char **argv)
 {
@@ -1223,6 +1417,12 @@ int main(int argc, char **argv)
 		opt.max_ctas = std::min(sms, MAX_CTAS);
 	}
 	print_header();
+	if (opt.api) {
+		run_api();
+		teardown();
+		printf("PASS: --api done\n");
+		return 0;
+	}
 
 	struct row rows[N_SIZES];
 	int n = 0;
@@ -1253,11 +1453,19 @@ int main(int argc, char **argv)
 	}
 	print_legend();
 	print_tables(rows, n);
+	teardown();
+	printf("PASS: every transfer verified\n");
+	return 0;
+}
 
+/* Frees what setup() made. */
+static void teardown(void)
+{
 	dma_cuda_destroy(dcu);
 	for (int g = 0; g < 2; g++) {
 		dma_cuda_ring_free(&gp[g].ring);
 		CK(cudaSetDevice(g));
+		dma_cuda_dev_prod_free(gp[g].prod);
 		CK(cudaStreamDestroy(gp[g].stream));
 		CK(cudaFree(gp[g].arena));
 		CK(cudaFree(gp[g].flags));
@@ -1267,6 +1475,5 @@ int main(int argc, char **argv)
 	CK(cudaFreeHost(data));
 	CK(cudaFreeHost(back));
 	CK(cudaFreeHost(ts_host));
-	printf("PASS: every transfer verified\n");
-	return 0;
 }
+

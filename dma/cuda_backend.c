@@ -229,6 +229,31 @@ fail:
 	return DMA_ERR;
 }
 
+int dma_cuda_dev_prod_alloc(const struct dma_ring *r, struct dma_dev_prod **dev)
+{
+	struct dma_dev_prod init;
+	void *d = NULL;
+
+	*dev = NULL;
+	if (r->shm == NULL)
+		return dma_error("dma ring: not allocated");
+	dma_dev_prod_init(&init, r);
+	CUDA_TRY(cudaMalloc(&d, sizeof(init)));
+	CUDA_TRY(cudaMemcpy(d, &init, sizeof(init), cudaMemcpyHostToDevice));
+	*dev = d;
+	return DMA_OK;
+fail:
+	if (d)
+		cudaFree(d);
+	return DMA_ERR;
+}
+
+void dma_cuda_dev_prod_free(struct dma_dev_prod *dev)
+{
+	if (dev)
+		cudaFree(dev);
+}
+
 void dma_cuda_ring_free(struct dma_ring *r)
 {
 	if (r->shm)

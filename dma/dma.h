@@ -14,14 +14,19 @@
  * t & mask; the slot is valid for ticket t when slot.seq == t + 1 (so seq values of successive laps
  * differ, and the initial value of slot i is i + 1 - capacity: "consumed in lap -1").
  *
- * Producer (a GPU thread through dma_dev_push in dma_device.cuh, or a CPU thread through
- * dma_ring_push / dma_ring_try_push; never both kinds on one ring, because atomics on mapped
- * memory are not atomic between the CPU and the GPU):
- *   1. t = atomic_add(&head, 1)                              reserve a ticket
+ * Producers: a ring has EITHER a device ticket counter (GPU producers) OR the host head (CPU
+ * producers), never both, because atomics on mapped memory are not atomic between the CPU and the
+ * GPU (and the head would cost the GPU a PCIe round trip per push):
+ *   CPU (dma_ring_push / dma_ring_try_push): tickets from shm->head (atomic add);
+ *   GPU (dma_dev_push in dma_device.cuh): tickets from struct dma_dev_prod in the GPU's own memory
+ *   (atomicAdd there), which also caches a tail value it saw; shm->head is then never touched.
+ *   1. t = atomic_add(&ticket, 1)                            reserve a ticket
  *   2. while ((int32_t)(t - tail) >= capacity) spin          back-pressure: never overwrite
- *      (tail is read with acquire, so the dispatcher's reads of the previous lap happen before)
+ *      (tail is read with acquire, so the dispatcher's reads of the previous lap happen before; the
+ *      GPU first compares with its cached tail, which is never ahead of the real one, and reads the
+ *      host tail only when the cache says the ring may be full)
  *   3. write every field of slots[t & mask] except seq
- *   4. store-release seq = t + 1 (GPU: __threadfence_system(); st.release.sys)
+ *   4. store-release seq = t + 1 (GPU: one st.release.sys, no separate fence)
  * Consumer (the dispatcher, one CPU thread for all rings; it never reads head):
  *   1. load-acquire seq of slots[tail & mask]; if != tail + 1 nothing is ready (yet)
  *   2. copy the request out, validate it, hand it to the backend (asynchronous copies)
@@ -161,6 +166,23 @@ static inline DMA_HD uint64_t dma_chunk_count(uint64_t bytes, uint64_t first, ui
 	return bytes == 0 ? 0 : dma_chunk_of(bytes - 1, first, max) + 1;
 }
 
+/* Producer state of a ring whose producers are the threads of one GPU (dma_dev_push), in that GPU's
+ * memory: one per ring, set up by dma_dev_prod_init from the ring (before any push) and then owned by
+ * the device. The dispatcher never reads it. */
+struct dma_dev_prod {
+	uint32_t ticket;         /* next ticket: atomicAdd by the pushing threads */
+	uint32_t pad0[31];
+	uint32_t tail;           /* a tail value seen (never ahead of shm->tail), release/acquire .gpu */
+	uint32_t capacity;       /* the ring's, constant */
+	uint32_t pad1[30];
+};
+
+#ifdef __cplusplus
+static_assert(sizeof(struct dma_dev_prod) == 256, "dma_dev_prod layout");
+#else
+_Static_assert(sizeof(struct dma_dev_prod) == 256, "dma_dev_prod layout");
+#endif
+
 /* The slots of a ring whose shared memory starts at shm (works on host and device pointers). */
 static inline DMA_HD struct dma_req *dma_ring_slots(struct dma_ring_shm *shm)
 {
@@ -189,7 +211,11 @@ int dma_ring_attach(struct dma_ring *r, void *mem);
 int dma_ring_push(struct dma_ring *r, const struct dma_req *req);
 /* Non-blocking: DMA_FULL without reserving anything when the ring has no free slot. */
 int dma_ring_try_push(struct dma_ring *r, const struct dma_req *req);
-/* Tickets reserved but not yet consumed (a snapshot). */
+/* The initial device producer state of ring r (ticket = head, tail = tail, capacity), to be copied
+ * to the GPU that pushes into r (dma_cuda_dev_prod_alloc does both). */
+void dma_dev_prod_init(struct dma_dev_prod *p, const struct dma_ring *r);
+/* Tickets reserved by CPU producers but not yet consumed (a snapshot; rings with a device ticket
+ * counter do not move the host head). */
 uint32_t dma_ring_pending(const struct dma_ring *r);
 /* Tickets consumed so far (the tail). */
 uint32_t dma_ring_consumed(const struct dma_ring *r);
@@ -294,6 +320,10 @@ void dma_cuda_destroy(struct dma_cuda *c);
  * dma_dev_push). */
 int dma_cuda_ring_alloc(struct dma_ring *r, uint32_t capacity, struct dma_ring_shm **dev);
 void dma_cuda_ring_free(struct dma_ring *r);
+/* The device producer state of ring r in the memory of the current device (cudaSetDevice first),
+ * initialized by dma_dev_prod_init; *dev gets it (pass it to dma_dev_push). */
+int dma_cuda_dev_prod_alloc(const struct dma_ring *r, struct dma_dev_prod **dev);
+void dma_cuda_dev_prod_free(struct dma_dev_prod *dev);
 
 #ifdef __cplusplus
 }

@@ -13,48 +13,94 @@
 
 static __device__ __forceinline__ void dma_dev_store_release_sys(uint32_t *p, uint32_t v)
 {
-	asm volatile("st.release.sys.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+	asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "r"(v)
+		     : "memory");
+}
+
+static __device__ __forceinline__ uint32_t dma_dev_load_acquire_sys(const uint32_t *p)
+{
+	uint32_t v;
+	asm volatile("ld.acquire.sys.global.u32 %0, [%1];"
+		     : "=r"(v)
+		     : "l"(__cvta_generic_to_global(p))
+		     : "memory");
+	return v;
+}
+
+static __device__ __forceinline__ uint32_t dma_dev_load_acquire_gpu(const uint32_t *p)
+{
+	uint32_t v;
+	asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+		     : "=r"(v)
+		     : "l"(__cvta_generic_to_global(p))
+		     : "memory");
+	return v;
+}
+
+static __device__ __forceinline__ void dma_dev_store_release_gpu(uint32_t *p, uint32_t v)
+{
+	asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "r"(v)
+		     : "memory");
+}
+
+/* Every field of slot s but seq, in five stores (the slot is one 64-byte aligned line):
+ * [4] src_gpu; [8] dst_gpu, flags; [16] src_off, dst_off; [32] bytes, flag_index, flag_value;
+ * [48] src_flag_index, src_flag_value, pad. Weak stores: the release of seq orders them. */
+static __device__ __forceinline__ void dma_dev_write_slot(struct dma_req *s, const struct dma_req *q)
+{
+	char *p = (char *)__cvta_generic_to_global(s);
+	asm volatile("st.global.u32 [%0], %1;" ::"l"(p + 4), "r"(q->src_gpu) : "memory");
+	asm volatile("st.global.v2.u32 [%0], {%1, %2};" ::"l"(p + 8), "r"(q->dst_gpu), "r"(q->flags) : "memory");
+	asm volatile("st.global.v2.u64 [%0], {%1, %2};" ::"l"(p + 16), "l"(q->src_off), "l"(q->dst_off)
+		     : "memory");
+	asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p + 32), "r"((uint32_t)q->bytes),
+		     "r"((uint32_t)(q->bytes >> 32)), "r"(q->flag_index), "r"(q->flag_value)
+		     : "memory");
+	asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p + 48), "r"(q->src_flag_index),
+		     "r"(q->src_flag_value), "r"(0u), "r"(0u)
+		     : "memory");
 }
 
 /* Pushes one request into the ring whose shared part is at shm (the device pointer of the mapped
- * ring memory) with `capacity` slots. Called by ONE thread (after the tile that produced the data
- * finished and was made visible: __syncthreads(), then this thread). req->seq is ignored.
- * Waits while the ring is full; every DMA_DEV_ABORT_SPINS spins it reads *abort_flag (may be NULL)
+ * ring memory), taking its ticket from prod (the ring's device producer state, in this GPU's memory:
+ * dma_cuda_dev_prod_alloc). Called by ONE thread (after the tile that produced the data finished:
+ * __syncthreads(), then this thread; the release of seq publishes what the CTA wrote and what this
+ * thread acquired). req->seq is ignored.
+ * Cost when the ring has room: an atomic and a load in device memory, five posted stores and one
+ * release store to host memory; the host tail is read only when the cached tail says the ring may be
+ * full. Waits while it is full; every DMA_DEV_ABORT_SPINS spins it reads *abort_flag (may be NULL)
  * and returns -1 if it is nonzero (the reserved ticket is then lost, which is fine: the ring is being
  * torn down). Returns 0 once the request is published. */
-static __device__ __forceinline__ int dma_dev_push(struct dma_ring_shm *shm, uint32_t capacity,
+static __device__ __forceinline__ int dma_dev_push(struct dma_ring_shm *shm, struct dma_dev_prod *prod,
 						   const struct dma_req *req,
 						   const volatile uint32_t *abort_flag)
 {
-	/* Atomics on mapped memory are atomic among this GPU's threads: one GPU per ring. */
-	uint32_t t = atomicAdd(&shm->head, 1u);
-	const volatile uint32_t *tail = &shm->tail;
-	uint32_t spins = 0;
+	const uint32_t capacity = prod->capacity;
+	const uint32_t t = atomicAdd(&prod->ticket, 1u);
+	/* The cached tail was read from shm->tail (acquire) by some pusher and stored with release:
+	 * acquiring it orders the slot writes below after the dispatcher's reads of the older lap. A
+	 * stale (smaller) value is only conservative. */
+	uint32_t tail = dma_dev_load_acquire_gpu(&prod->tail);
 
-	while ((int32_t)(t - *tail) >= (int32_t)capacity) {
-		if (++spins == DMA_DEV_ABORT_SPINS) {
-			spins = 0;
-			if (abort_flag != NULL && *abort_flag != 0)
-				return -1;
+	if ((int32_t)(t - tail) >= (int32_t)capacity) {
+		uint32_t spins = 0;
+
+		for (;;) {
+			tail = dma_dev_load_acquire_sys(&shm->tail);
+			if ((int32_t)(t - tail) < (int32_t)capacity)
+				break;
+			if (++spins == DMA_DEV_ABORT_SPINS) {
+				spins = 0;
+				if (abort_flag != NULL && *abort_flag != 0)
+					return -1;
+			}
+			__nanosleep(256);
 		}
-		__nanosleep(256);
+		dma_dev_store_release_gpu(&prod->tail, tail);
 	}
-	/* The dispatcher's reads of this slot's previous lap happened before its tail store that we
-	 * just saw; the fence orders our writes after that load. */
-	__threadfence_system();
-	volatile struct dma_req *s = dma_ring_slots(shm) + (t & (capacity - 1));
-	s->src_gpu = req->src_gpu;
-	s->dst_gpu = req->dst_gpu;
-	s->flags = req->flags;
-	s->src_off = req->src_off;
-	s->dst_off = req->dst_off;
-	s->bytes = req->bytes;
-	s->flag_index = req->flag_index;
-	s->flag_value = req->flag_value;
-	s->src_flag_index = req->src_flag_index;
-	s->src_flag_value = req->src_flag_value;
-	__threadfence_system();
-	dma_dev_store_release_sys((uint32_t *)&s->seq, t + 1);
+	struct dma_req *s = dma_ring_slots(shm) + (t & (capacity - 1));
+	dma_dev_write_slot(s, req);
+	dma_dev_store_release_sys(&s->seq, t + 1);
 	return 0;
 }
 

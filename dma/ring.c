@@ -147,6 +147,14 @@ int dma_ring_try_push(struct dma_ring *r, const struct dma_req *req)
 	return DMA_OK;
 }
 
+void dma_dev_prod_init(struct dma_dev_prod *p, const struct dma_ring *r)
+{
+	memset(p, 0, sizeof(*p));
+	p->ticket = __atomic_load_n(&r->shm->head, __ATOMIC_RELAXED);
+	p->tail = __atomic_load_n(&r->shm->tail, __ATOMIC_ACQUIRE);
+	p->capacity = r->capacity;
+}
+
 uint32_t dma_ring_pending(const struct dma_ring *r)
 {
 	uint32_t tail = __atomic_load_n(&r->shm->tail, __ATOMIC_ACQUIRE);

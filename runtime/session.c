@@ -36,6 +36,7 @@ struct ark_session {
 	int use_dma;             /* some task sends through the DMA engine */
 	struct dma_ring rings[ARK_MAX_GPUS];    /* per GPU, mapped pinned host memory */
 	struct dma_ring_shm *dring[ARK_MAX_GPUS]; /* their device addresses */
+	struct dma_dev_prod *dprod[ARK_MAX_GPUS]; /* their producer state, in each GPU's memory */
 	struct dma_cuda *dcuda;  /* the engine's CUDA backend */
 	struct dma_engine dma;   /* the dispatcher thread, running when dma.running */
 	struct ark_session_opts opts;
@@ -315,6 +316,10 @@ static int start_dma(struct ark_session *s)
 	for (int g = 0; g < m->gpus; g++) {
 		if (dma_cuda_ring_alloc(&s->rings[g], ARK_DMA_RING_SLOTS, &s->dring[g]))
 			return ark_error("GPU %d: DMA request ring: %s", g, dma_last_error());
+		if (CUDA_FAILS(g, cudaSetDevice(g)))
+			return ARK_ERR;
+		if (dma_cuda_dev_prod_alloc(&s->rings[g], &s->dprod[g]))
+			return ark_error("GPU %d: DMA producer state: %s", g, dma_last_error());
 		arenas[g] = s->g[g].arena;
 		counters[g] = s->g[g].counters;
 		o.arena_bytes[g] = m->plan[g].arena_bytes;
@@ -334,8 +339,14 @@ static void stop_dma(struct ark_session *s)
 		dma_engine_stop(&s->dma, NULL);
 	dma_cuda_destroy(s->dcuda);
 	s->dcuda = NULL;
-	for (int g = 0; g < s->m->gpus; g++)
+	for (int g = 0; g < s->m->gpus; g++) {
 		dma_cuda_ring_free(&s->rings[g]);
+		if (s->dprod[g]) {
+			cudaSetDevice(g);
+			dma_cuda_dev_prod_free(s->dprod[g]);
+			s->dprod[g] = NULL;
+		}
+	}
 }
 
 int ark_session_open(struct ark_session **sp, const struct ark_model *m, const struct ark_session_opts *opts)
@@ -389,6 +400,7 @@ int ark_session_open(struct ark_session **sp, const struct ark_model *m, const s
 		a.bell = G->dbell;
 		a.trace = G->trace;
 		a.dma = s->use_dma ? (void *)s->dring[g] : NULL;
+		a.dma_prod = s->use_dma ? (void *)s->dprod[g] : NULL;
 		a.n_sms = m->sms;
 		a.gpu = g;
 		for (int j = 0; j < m->gpus; j++)

@@ -230,7 +230,7 @@ static __device__ __forceinline__ void ark_signal_peer(const struct ark_kargs &a
  * dispatcher raises flag `signal` of that GPU chunk by chunk, to run * chunks once all of it arrived
  * (chunks: the schedule of dma.h with ARK_DMA_CHUNK_BYTES, ARK_DMA_CHUNK_MAX_BYTES; run: the
  * counters' iteration, which counts non-empty iterations only). Thread 0 only, after the waits (its
- * acquire, then the fence in dma_dev_push, publish the producers' data to the copy engine). Returns
+ * acquire, then the release in dma_dev_push, publish the producers' data to the copy engine). Returns
  * 1 on abort while the ring is full. */
 static __device__ int ark_dma_send(const struct ark_kargs &a, const struct ark_task &t, uint32_t run)
 {
@@ -238,6 +238,7 @@ static __device__ int ark_dma_send(const struct ark_kargs &a, const struct ark_t
 	const uint64_t es = p.dtype == ARK_FP32 ? 4 : 2, bytes = (uint64_t)(t.k1 - t.k0) * es;
 	const uint32_t chunks = (uint32_t)dma_chunk_count(bytes, ARK_DMA_CHUNK_BYTES, ARK_DMA_CHUNK_MAX_BYTES);
 	struct dma_ring_shm *shm = (struct dma_ring_shm *)a.dma;
+	struct dma_dev_prod *prod = (struct dma_dev_prod *)a.dma_prod;
 	struct dma_req q;
 	q.seq = 0;
 	q.src_gpu = (uint32_t)a.gpu;
@@ -251,7 +252,7 @@ static __device__ int ark_dma_send(const struct ark_kargs &a, const struct ark_t
 	q.src_flag_index = 0;
 	q.src_flag_value = 0;
 	q.pad[0] = q.pad[1] = 0;
-	return dma_dev_push(shm, *(volatile uint32_t *)&shm->capacity, &q, &a.bell->abort) != 0;
+	return dma_dev_push(shm, prod, &q, &a.bell->abort) != 0;
 }
 
 /* ---- the loop --------------------------------------------------------------------------------- */

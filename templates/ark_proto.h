@@ -93,6 +93,8 @@ struct ark_kargs {
 	struct ark_bell *bell;            /* device address of the mapped bell */
 	unsigned long long *trace;        /* [n_tasks][2] start, end (%globaltimer ns), or NULL */
 	void *dma;                        /* this GPU's DMA request ring (dma/), or NULL */
+	void *dma_prod;                   /* its device producer state (struct dma_dev_prod, this GPU's
+					   * memory: tickets and a cached tail), or NULL */
 	int n_sms;                        /* CTAs of the grid = SMs the schedule was made for */
 	int gpu;
 	uint32_t *peer_counters[ARK_MAX_GPUS]; /* every GPU's counter array (peer mapping), NULL without */

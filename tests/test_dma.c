@@ -669,6 +669,25 @@ static void test_chunking(void **state)
 	check_chunked(7 * MiB, 5, MiB, 4 * MiB, MiB, 4 * MiB);
 }
 
+/* The device producer state starts at the ring's head and tail, with its capacity. */
+static void test_dev_prod_init(void **state)
+{
+	void *mem = aligned_alloc(64, dma_ring_bytes(16));
+	struct dma_ring r;
+	struct dma_dev_prod p;
+
+	assert_non_null(mem);
+	assert_int_equal(dma_ring_init_at(&r, mem, 16, 0xfffffff3u), DMA_OK);
+	memset(&p, 0xab, sizeof(p));
+	dma_dev_prod_init(&p, &r);
+	assert_int_equal(p.ticket, 0xfffffff3u);
+	assert_int_equal(p.tail, 0xfffffff3u);
+	assert_int_equal(p.capacity, 16);
+	assert_int_equal(p.pad0[5], 0);
+	assert_int_equal(offsetof(struct dma_dev_prod, tail), 128);
+	free(mem);
+}
+
 /* The schedule itself: sizes, boundaries, chunk_of against the ends, 64-bit sizes. */
 static void check_schedule(uint64_t bytes, uint64_t first, uint64_t max)
 {
@@ -765,6 +784,7 @@ int main(void)
 		cmocka_unit_test(test_backend_failure),
 		cmocka_unit_test(test_idle_backoff),
 		cmocka_unit_test(test_schedule),
+		cmocka_unit_test(test_dev_prod_init),
 		cmocka_unit_test(test_chunking),
 	};
 
