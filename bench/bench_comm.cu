@@ -1,7 +1,8 @@
 // bench_comm.cu: GPU 0 <-> GPU 1 transfer latency and throughput against message size (the ARK paper's
 // experiment): (a) host-driven kernels + cudaMemcpyPeerAsync, (b) persistent kernels through the
-// software DMA engine (dma/), (c) persistent kernels storing into peer memory; plus one-directional
-// streaming throughput of cudaMemcpyPeerAsync and of the DMA engine. Prints tables; exits 1 on any
+// software DMA engine (dma/), (c) persistent kernels storing into peer memory, and up to 1 MiB
+// (c-LL) the same with packets that carry their own flag (a probe: generated code does not use it
+// yet); plus one-directional streaming throughput of cudaMemcpyPeerAsync and of the DMA engine. Prints tables; exits 1 on any
 // wrong byte or timeout, 0 with a SKIP line on a machine with fewer than 2 GPUs.
 #include <cuda_runtime.h>
 
@@ -38,6 +39,8 @@
 #define MAX_TS (1u << 20)          /* globaltimer stamps per run */
 #define S_OFF 0ull                 /* arena offset of the send buffer S [MAX_BYTES] */
 #define R_OFF MAX_BYTES            /* arena offset of the receive buffer R [MAX_BYTES] */
+#define LL_MAX (1 * MiB)           /* (c-LL): largest message (its packets take twice the bytes) */
+#define LL_OFF (MAX_BYTES / 2)     /* (c-LL): arena offset of the packets received, inside S's upper half */
 
 static const uint64_t sizes[] = { 8, 64, 512, 4 * KiB, 32 * KiB, 256 * KiB, 1 * MiB, 4 * MiB, 16 * MiB,
 				  64 * MiB };
@@ -78,6 +81,8 @@ struct pp_args {
 	const char *src;           /* local buffer that is sent: S on GPU 0, R on GPU 1 */
 	char *dst;                 /* (c): the peer's receive buffer R */
 	const char *recv;          /* local receive buffer R */
+	unsigned long long *peer_ll; /* (c-LL): the peer's packet buffer [words] */
+	const unsigned long long *ll; /* (c-LL): this GPU's packet buffer [words] */
 	uint32_t *flags;           /* local flags [N_FLAGS] */
 	uint32_t *peer_flags;      /* (c): the peer's flags [N_FLAGS] */
 	struct dma_ring_shm *ring; /* (b): this GPU's ring, device pointer of mapped memory */
@@ -343,6 +348,75 @@ __global__ void __launch_bounds__(THREADS) p2p_pingpong_kernel(pp_args a)
 	}
 }
 
+/* (c-LL) Packets that carry their own flag: word k of the message (4 bytes) goes to the peer as one
+ * 8-byte store {word, round trip + 1}, single-copy atomic, so the receiver polls the packets
+ * themselves and no fence or separate flag is needed (the protocol NCCL calls LL). Each thread sends
+ * and receives the same words, so the receiver's unpack and its send back need no barrier; in
+ * checked runs one CTA does everything (the checksum reads the whole buffer). bytes % 8 == 0. */
+static __device__ __forceinline__ unsigned long long ld_relaxed_sys_u64(const unsigned long long *p)
+{
+	unsigned long long v;
+	asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(__cvta_generic_to_global(p)) : "memory");
+	return v;
+}
+
+static __device__ __forceinline__ void st_relaxed_sys_u64(unsigned long long *p, unsigned long long v)
+{
+	asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "l"(v) : "memory");
+}
+
+/* Waits for this thread's packets of round trip `flag` and unpacks them into recv. 0, or 1 on a
+ * timeout (recorded) or abort. */
+static __device__ int ll_receive(const pp_args &a, uint32_t flag, uint32_t where, uint32_t iter)
+{
+	const uint64_t words = a.bytes / 4, step = (uint64_t)gridDim.x * blockDim.x;
+	uint32_t *recv = (uint32_t *)a.recv;
+	for (uint64_t k = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; k < words; k += step) {
+		unsigned long long start = 0, p;
+		for (uint32_t spins = 1; (uint32_t)((p = ld_relaxed_sys_u64(a.ll + k)) >> 32) != flag; spins++)
+			if ((spins & 1023) == 0) {
+				unsigned long long now = gtimer();
+				if (start == 0)
+					start = now;
+				else if (now - start > a.timeout_ns) {
+					record_timeout(a, where, iter, (uint32_t)k, (uint32_t)(p >> 32), flag);
+					return 1;
+				}
+				if (ld_relaxed_sys(&a.ctl->abort))
+					return 1;
+			}
+		recv[k] = (uint32_t)p;
+	}
+	return 0;
+}
+
+__global__ void __launch_bounds__(THREADS) p2p_ll_pingpong_kernel(pp_args a)
+{
+	const uint64_t words = a.bytes / 4, step = (uint64_t)gridDim.x * blockDim.x;
+	const uint32_t *src = (const uint32_t *)a.src;
+	if (a.side == 0 && blockIdx.x == 0 && threadIdx.x == 0)
+		a.ts[0] = gtimer();
+	for (uint32_t i = 0; i < a.n_iter; i++) {
+		const uint32_t flag = i + 1;
+		if (a.side == 1) {
+			if (__syncthreads_or(ll_receive(a, flag, W_DATA, i)))
+				return;
+			if (a.check)
+				check_recv(a, i);
+		}
+		for (uint64_t k = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; k < words; k += step)
+			st_relaxed_sys_u64(a.peer_ll + k, (unsigned long long)src[k] | (unsigned long long)flag << 32);
+		if (a.side == 0) {
+			if (__syncthreads_or(ll_receive(a, flag, W_RETURN, i)))
+				return;
+			if (blockIdx.x == 0 && threadIdx.x == 0)
+				a.ts[i + 1] = gtimer();
+			if (a.check)
+				check_recv(a, i);
+		}
+	}
+}
+
 /* (a) The kernel of the host-driven round trip: nothing in timed runs; in checked runs the CTA
  * verifies the buffer that just arrived. */
 __global__ void __launch_bounds__(THREADS) step_kernel(pp_args a, uint32_t iter)
@@ -401,6 +475,7 @@ struct row {
 	struct cell m[3];           /* (a) cpu, (b) dma (the first --flags mode), (c) p2p */
 	double stream_gbps[2];      /* memcpyPeer, dma (the first --flags mode); 0 if not measured */
 	struct cell ev;             /* --flags both: (b) with DMA_FLAGS_EVENT */
+	struct cell ll;             /* (c-LL), up to LL_MAX */
 	double stream_ev;           /* --flags both: DMA streaming with DMA_FLAGS_EVENT */
 	uint32_t stream_copies;
 };
@@ -664,6 +739,8 @@ static struct pp_args base_args(int side, uint64_t bytes, uint32_t n_iter, int c
 	a.src = gp[side].arena + (side == 0 ? S_OFF : R_OFF);
 	a.dst = gp[1 - side].arena + R_OFF;
 	a.recv = gp[side].arena + R_OFF;
+	a.peer_ll = (unsigned long long *)(gp[1 - side].arena + LL_OFF);
+	a.ll = (const unsigned long long *)(gp[side].arena + LL_OFF);
 	a.flags = gp[side].flags;
 	a.peer_flags = gp[1 - side].flags;
 	a.ring = gp[side].ring_dev;
@@ -870,6 +947,43 @@ static void run_p2p(uint64_t bytes, uint64_t seed, struct cell *c)
 		a[g].n_iter = warm + reps;
 	}
 	launch_pair(what, (const void *)p2p_pingpong_kernel, grid, a);
+	verify_recv(what, 1, bytes);
+	verify_recv(what, 0, bytes);
+	fill_cell(c, stamps_to_rt(warm, warm + reps), timer_res_ns);
+	c->ctas = grid;
+}
+
+/* Packets of an earlier run hold flags 1, 2, ...: every run starts from zeroed packet buffers. */
+static void clear_ll(uint64_t bytes)
+{
+	for (int g = 0; g < 2; g++) {
+		CK(cudaSetDevice(g));
+		CK(cudaMemset(gp[g].arena + LL_OFF, 0, 2 * bytes));
+		CK(cudaDeviceSynchronize());
+	}
+}
+
+static void run_ll(uint64_t bytes, uint64_t seed, struct cell *c)
+{
+	const char *what = "(c-LL) persistent kernels + flagged packets";
+	uint64_t want = prepare(bytes, seed);
+	uint32_t reps = reps_for(bytes), warm = warm_for(reps);
+	int grid = p2p_ctas(2 * bytes);
+	struct pp_args a[2] = { base_args(0, bytes, 3, 1, want), base_args(1, bytes, 3, 1, want) };
+
+	clear_ll(bytes);
+	launch_pair(what, (const void *)p2p_ll_pingpong_kernel, 1, a);
+	check_kernel_checks(what, bytes);
+	verify_recv(what, 1, bytes);
+	verify_recv(what, 0, bytes);
+	repoison(bytes);
+
+	clear_ll(bytes);
+	for (int g = 0; g < 2; g++) {
+		a[g].check = 0;
+		a[g].n_iter = warm + reps;
+	}
+	launch_pair(what, (const void *)p2p_ll_pingpong_kernel, grid, a);
 	verify_recv(what, 1, bytes);
 	verify_recv(what, 0, bytes);
 	fill_cell(c, stamps_to_rt(warm, warm + reps), timer_res_ns);
@@ -1123,6 +1237,16 @@ static void print_tables(const struct row *rows, int n)
 		       m[1].oneway_us / m[0].oneway_us, m[2].oneway_us / m[0].oneway_us, gb[0], gb[1], gb[2],
 		       m[2].ctas, m[0].reps);
 	}
+
+	printf("\n## (c) against (c-LL): packets that carry their flag (8-byte stores {4 data bytes, flag}; the\n"
+	       "## receiver polls the data, no fence and no separate flag), one-way us, median (p10 / p90)\n");
+	printf("%-8s | %9s | %9s %9s %9s | %7s | %4s\n", "size", "(c) us", "LL us", "LL p10", "LL p90", "LL/(c)",
+	       "ctas");
+	for (int i = 0; i < n; i++)
+		if (rows[i].ll.oneway_us > 0)
+			printf("%-8s | %9.2f | %9.2f %9.2f %9.2f | %7.3f | %4d\n", size_str(rows[i].bytes, sz, sizeof(sz)),
+			       rows[i].m[2].oneway_us, rows[i].ll.oneway_us, rows[i].ll.p10_us, rows[i].ll.p90_us,
+			       rows[i].ll.oneway_us / rows[i].m[2].oneway_us, rows[i].ll.ctas);
 
 	printf("\n## Details per method: one-way us as p10 / median / p90 over windows, mean; windows of W round trips\n");
 	for (int k = 0; k < 3; k++) {
@@ -1437,6 +1561,8 @@ int main(int argc, char **argv)
 		set_flags(opt.flags & 1 ? DMA_FLAGS_SAME_STREAM : DMA_FLAGS_EVENT);
 		run_dma(b, seed + 10 * i + 1, &rows[n].m[1]);
 		run_p2p(b, seed + 10 * i + 2, &rows[n].m[2]);
+		if (b <= LL_MAX)
+			run_ll(b, seed + 10 * i + 6, &rows[n].ll);
 		if (b >= 1 * MiB) {
 			rows[n].stream_copies = stream_copies(b);
 			rows[n].stream_gbps[0] = stream_memcpy(b, seed + 10 * i + 3);
