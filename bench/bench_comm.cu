@@ -1137,14 +1137,15 @@ static void print_header(void)
 	printf("# %%globaltimer resolution on GPU 0: %.0f ns; DMA chunks %" PRIu64 " bytes doubling up to %"
 	       PRIu64 "; DMA flags %s; (c) grid: one CTA per 16 KiB, at most %d, %d threads each\n", timer_res_ns,
 	       opt.chunk, opt.chunk_max, opt.flags == 1 ? "on the copy stream" : opt.flags == 2 ?
-	       "on a second stream after an event" : "both ways ((b) and streaming: copy stream; see the last table)",
+	       "on a second stream after an event" : opt.flags == 4 ? "auto (event way after copies of 1 MiB or more)" :
+	       "both ways ((b) and streaming: copy stream; see the last table)",
 	       opt.max_ctas, THREADS);
 }
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: bench_comm [--scale F] [--quick] [--max-size BYTES] [--chunk BYTES] [--chunk-max BYTES] "
-		   "[--flags same|event|both] [--api] [--ctas N] "
+		   "[--flags auto|same|event|both] [--api] [--ctas N] "
 		   "[--timeout S]\n"
 		   "  --scale F       repetitions x F (default 1)\n"
 		   "  --quick         same as --scale 0.1\n"
@@ -1152,8 +1153,9 @@ static void usage(FILE *f)
 		   "  --chunk B       DMA engine first chunk bytes (default the engine's, 1 MiB)\n"
 		   "  --chunk-max B   DMA engine largest chunk: chunks double from --chunk up to it (default\n"
 		   "                  the engine's, 16 MiB; raised to --chunk if smaller; = --chunk: fixed chunks)\n"
-		   "  --flags M       DMA engine flag writes: same (on the copy stream, default), event (on a\n"
-		   "                  second stream after an event: copies back to back) or both (measure each)\n"
+		   "  --flags M       DMA engine flag writes: auto (the engine's default: event after copies of\n"
+		   "                  1 MiB or more, else same), same (on the copy stream), event (on a second\n"
+		   "                  stream after an event: copies back to back) or both (measure same and event)\n"
 		   "  --api           only measure the host cost of the CUDA calls the DMA engine makes\n"
 		   "  --ctas N        (c): most CTAs (default: the SM count, at most %d)\n"
 		   "  --timeout S     longest single wait on the GPU before giving up (default 5)\n", MAX_CTAS);
@@ -1165,7 +1167,7 @@ static void parse(int argc, char **argv)
 	opt.max_bytes = MAX_BYTES;
 	opt.chunk = DMA_DEFAULT_CHUNK_BYTES;
 	opt.chunk_max = DMA_DEFAULT_CHUNK_MAX_BYTES;
-	opt.flags = 1;
+	opt.flags = 4;
 	opt.max_ctas = 0;
 	opt.timeout_s = 5;
 	for (int i = 1; i < argc; i++) {
@@ -1187,9 +1189,10 @@ static void parse(int argc, char **argv)
 		else if (!strcmp(s, "--api"))
 			opt.api = 1;
 		else if (v && !strcmp(s, "--flags")) {
-			opt.flags = !strcmp(v, "same") ? 1 : !strcmp(v, "event") ? 2 : !strcmp(v, "both") ? 3 : 0;
+			opt.flags = !strcmp(v, "same") ? 1 : !strcmp(v, "event") ? 2 : !strcmp(v, "both") ? 3 :
+				    !strcmp(v, "auto") ? 4 : 0;
 			if (!opt.flags) {
-				fprintf(stderr, "bench_comm: --flags same, event or both, not '%s'\n", v);
+				fprintf(stderr, "bench_comm: --flags auto, same, event or both, not '%s'\n", v);
 				exit(2);
 			}
 			i++;
@@ -1558,7 +1561,7 @@ int main(int argc, char **argv)
 		memset(&rows[n], 0, sizeof(rows[n]));
 		rows[n].bytes = b;
 		run_cpu(b, seed + 10 * i + 0, &rows[n].m[0]);
-		set_flags(opt.flags & 1 ? DMA_FLAGS_SAME_STREAM : DMA_FLAGS_EVENT);
+		set_flags(opt.flags == 4 ? DMA_FLAGS_AUTO : opt.flags & 1 ? DMA_FLAGS_SAME_STREAM : DMA_FLAGS_EVENT);
 		run_dma(b, seed + 10 * i + 1, &rows[n].m[1]);
 		run_p2p(b, seed + 10 * i + 2, &rows[n].m[2]);
 		if (b <= LL_MAX)

@@ -7,7 +7,11 @@
  * flag stream) wait for it, then writes the flag there: copies run back to back, a flag still never
  * overtakes its data (the event), and the flags of a pair stay in order (one flag stream, in order).
  * One event per pair is enough: a wait enqueued before the event is recorded again still waits for
- * the earlier recording.
+ * the earlier recording. DMA_FLAGS_AUTO (the default) picks per flag: after a copy of at least
+ * DMA_EVENT_MIN_BYTES the event way (such a copy outlasts the dispatcher's calls for the next one, so
+ * the copy engine stays busy), else the copy stream (one call and one wait fewer: lower latency).
+ * When a pair goes back from the flag stream to the copy stream, the copy stream first waits for
+ * the flag stream's writes, so the flags of a pair are written in the order they were requested.
  *
  * Flag writes use cuStreamWriteValue32 (resolved through cudaGetDriverEntryPointByVersion, so only
  * cudart is linked): it is ordered after the copies before it on the same stream, carries a memory
@@ -32,6 +36,9 @@ struct dma_cuda {
 	cudaStream_t streams[DMA_MAX_GPUS][DMA_MAX_GPUS];  /* [src][dst], created on src: copies */
 	cudaStream_t fstreams[DMA_MAX_GPUS][DMA_MAX_GPUS]; /* [src][dst], on src: flags (EVENT mode) */
 	cudaEvent_t events[DMA_MAX_GPUS][DMA_MAX_GPUS];    /* [src][dst], on src: copies done so far */
+	cudaEvent_t fevents[DMA_MAX_GPUS][DMA_MAX_GPUS];   /* [src][dst], on src: flags written so far */
+	uint64_t last_copy[DMA_MAX_GPUS][DMA_MAX_GPUS];    /* AUTO: bytes of the pair's last copy */
+	uint8_t on_fstream[DMA_MAX_GPUS][DMA_MAX_GPUS];    /* AUTO: the pair's last flag went on fstreams */
 	int flag_mode;                                     /* DMA_FLAGS_* */
 	write_value32_fn write32;
 };
@@ -52,6 +59,7 @@ static int cuda_copy(void *ctx, int src, uint64_t src_off, int dst, uint64_t dst
 
 	CUDA_TRY(cudaMemcpyPeerAsync(c->arenas[dst] + dst_off, dst, c->arenas[src] + src_off, src,
 				     bytes, c->streams[src][dst]));
+	c->last_copy[src][dst] = bytes;
 	return DMA_OK;
 fail:
 	return DMA_ERR;
@@ -64,10 +72,17 @@ static int cuda_signal(void *ctx, int src, int dst, int flag_gpu, uint32_t flag_
 	cudaStream_t st = c->streams[src][dst];
 	CUresult r;
 
-	if (c->flag_mode == DMA_FLAGS_EVENT) {
+	int event = c->flag_mode == DMA_FLAGS_EVENT ||
+		    (c->flag_mode == DMA_FLAGS_AUTO && c->last_copy[src][dst] >= DMA_EVENT_MIN_BYTES);
+	if (event) {
 		CUDA_TRY(cudaEventRecord(c->events[src][dst], st));
 		CUDA_TRY(cudaStreamWaitEvent(c->fstreams[src][dst], c->events[src][dst], 0));
 		st = c->fstreams[src][dst];
+		c->on_fstream[src][dst] = 1;
+	} else if (c->on_fstream[src][dst]) { /* back to the copy stream: after the flags queued there */
+		CUDA_TRY(cudaEventRecord(c->fevents[src][dst], c->fstreams[src][dst]));
+		CUDA_TRY(cudaStreamWaitEvent(st, c->fevents[src][dst], 0));
+		c->on_fstream[src][dst] = 0;
 	}
 	r = c->write32((CUstream)st, (CUdeviceptr)(uintptr_t)(c->counters[flag_gpu] + flag_index), value,
 		       CU_STREAM_WRITE_VALUE_DEFAULT);
@@ -108,6 +123,7 @@ int dma_cuda_create(struct dma_cuda **out, int n, void *const *arenas, uint32_t 
 	if (c == NULL)
 		return dma_error("dma cuda: out of memory");
 	c->n = n;
+	c->flag_mode = DMA_FLAGS_AUTO;
 	have_prev = cudaGetDevice(&prev) == cudaSuccess;
 	CUDA_TRY(cudaGetDeviceCount(&ndev));
 	if (ndev < n) {
@@ -142,6 +158,7 @@ int dma_cuda_create(struct dma_cuda **out, int n, void *const *arenas, uint32_t 
 			CUDA_TRY(cudaStreamCreateWithFlags(&c->streams[s][d], cudaStreamNonBlocking));
 			CUDA_TRY(cudaStreamCreateWithFlags(&c->fstreams[s][d], cudaStreamNonBlocking));
 			CUDA_TRY(cudaEventCreateWithFlags(&c->events[s][d], cudaEventDisableTiming));
+			CUDA_TRY(cudaEventCreateWithFlags(&c->fevents[s][d], cudaEventDisableTiming));
 		}
 	}
 	if (have_prev)
@@ -174,7 +191,7 @@ fail:
 
 int dma_cuda_set_flag_mode(struct dma_cuda *c, int mode)
 {
-	if (mode != DMA_FLAGS_SAME_STREAM && mode != DMA_FLAGS_EVENT)
+	if (mode != DMA_FLAGS_SAME_STREAM && mode != DMA_FLAGS_EVENT && mode != DMA_FLAGS_AUTO)
 		return dma_error("dma cuda: unknown flag mode %d", mode);
 	/* Flags of the old mode may still be queued: let them land before the new mode writes more. */
 	if (dma_cuda_sync(c) != DMA_OK)
@@ -204,6 +221,8 @@ void dma_cuda_destroy(struct dma_cuda *c)
 			}
 			if (c->events[s][d])
 				cudaEventDestroy(c->events[s][d]);
+			if (c->fevents[s][d])
+				cudaEventDestroy(c->fevents[s][d]);
 		}
 	free(c);
 }

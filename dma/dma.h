@@ -307,11 +307,14 @@ int dma_cuda_create(struct dma_cuda **out, int n, void *const *arenas, uint32_t 
 		    struct dma_backend *be);
 /* Waits until every enqueued copy and flag write has completed. */
 int dma_cuda_sync(struct dma_cuda *c);
-/* Where flag writes go (cuda_backend.c): DMA_FLAGS_SAME_STREAM (the default) on the pair's copy
- * stream; DMA_FLAGS_EVENT on a second stream of the pair, after an event recorded on the copy
- * stream, so copies run back to back. Call it with no request in flight (engine stopped): it syncs
- * first. */
-enum { DMA_FLAGS_SAME_STREAM = 0, DMA_FLAGS_EVENT = 1 };
+/* Where flag writes go (cuda_backend.c): DMA_FLAGS_SAME_STREAM on the pair's copy stream;
+ * DMA_FLAGS_EVENT on a second stream of the pair, after an event recorded on the copy stream, so
+ * copies run back to back; DMA_FLAGS_AUTO (the default) the event way after copies of at least
+ * DMA_EVENT_MIN_BYTES, else the copy stream. Measured on 2 x H200 (bench/NOTES.md): the copy stream
+ * is as fast or faster for requests below 1 MiB; from 1 MiB the event way streams faster.
+ * Call it with no request in flight (engine stopped): it syncs first. */
+enum { DMA_FLAGS_SAME_STREAM = 0, DMA_FLAGS_EVENT = 1, DMA_FLAGS_AUTO = 2 };
+#define DMA_EVENT_MIN_BYTES (1u << 20)
 int dma_cuda_set_flag_mode(struct dma_cuda *c, int mode);
 int dma_cuda_flag_mode(const struct dma_cuda *c);
 /* Syncs, destroys the streams and frees c (NULL is fine). */
