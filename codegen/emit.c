@@ -165,7 +165,7 @@ static void emit_chain_opp(FILE *f, const struct sched *s, int head)
 
 static const char *const xtmpl_what[] = {
 	[ARK_T_COPY] = "p2p send", [ARK_T_DMA] = "DMA send", [ARK_T_SUM] = "sum", [ARK_T_GATHER] = "gather",
-	[ARK_T_NOP] = "receive",
+	[ARK_T_NOP] = "receive", [ARK_T_SEND_LL] = "p2p send in packets", [ARK_T_SUM_LL] = "sum of packets",
 };
 
 void emit_xopp_params(const struct sched *s, int x, struct ark_opp *o)
@@ -272,7 +272,7 @@ static void emit_task(FILE *f, const struct sched *s, const struct schedule *p, 
 		out(f, ", %d", p->ctr_gpu[c] + 1);
 	out(f, "}, /* v%d %s %s rows %u:%u cols %u:%u", v, g->ops[t->op].name, tmpl_name(t->tmpl), t->m0, t->m1, t->n0,
 	    t->n1);
-	if (t->tmpl == ARK_T_MATMUL_PARTIAL || t->tmpl == ARK_T_COPY || t->tmpl == ARK_T_DMA)
+	if (t->tmpl == ARK_T_MATMUL_PARTIAL || t->tmpl == ARK_T_COPY || t->tmpl == ARK_T_DMA || t->tmpl == ARK_T_SEND_LL)
 		out(f, " k %u:%u", t->k0, t->k1);
 	if (remote)
 		out(f, ", signals GPU %d", p->ctr_gpu[c]);

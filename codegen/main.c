@@ -27,6 +27,7 @@ struct options {
 	int fuse, reuse;       /* cleared by --no-fuse, --no-reuse */
 	long long p2p_max;     /* --p2p-max */
 	long long oneshot_max; /* --oneshot-max, ARK_ONESHOT_MAX_AUTO: the default rule */
+	long long ll_max;      /* --ll-max */
 	const char *dot_vctas; /* --dot-vctas */
 	const char *schedule;  /* --schedule */
 	char shaping[256];     /* the options that shape the generated code, for its header */
@@ -77,12 +78,15 @@ static void usage(FILE *f)
 		"                     sum and all-gather (two hops, less data with 3 or more GPUs). Default:\n"
 		"                     one-shot at every size on 2 GPUs (the same bytes on the wire, one hop\n"
 		"                     less), up to %d bytes on 3 or more\n"
+		"      --ll-max BYTES  one-shot all_reduce by p2p of at most BYTES per GPU: the data travel in\n"
+		"                     8-byte packets that carry their own flag (4 data bytes each; no fence and\n"
+		"                     no separate flag), polled by the sums (default %d: measured)\n"
 		"      --schedule FILE  write the schedule (vCTAs, SMs, waits, prediction) as JSON\n"
 		"      --dot-vctas FILE write the vCTA dependency graph in Graphviz format\n"
 		"      --nvcc-flags   print the nvcc flags that build a generated file (include paths,\n"
 		"                     architecture, libraries), like pkg-config, and exit\n"
 		"  -d LETTERS         dump intermediate results to stdout, one letter per pass:\n",
-		ARK_P2P_MAX_DEFAULT, ARK_ONESHOT_MAX_MANY);
+		ARK_P2P_MAX_DEFAULT, ARK_ONESHOT_MAX_MANY, ARK_LL_MAX_DEFAULT);
 	for (size_t i = 0; i < sizeof dump_letters / sizeof dump_letters[0]; i++)
 		fprintf(f, "                       -d%c  %s\n", dump_letters[i].letter, dump_letters[i].what);
 	fprintf(f,
@@ -146,7 +150,7 @@ static int want_dump(const struct options *o, char letter)
 static int parse_options(int argc, char **argv, struct options *o, int *status)
 {
 	enum { OPT_DOT = 256, OPT_SMS, OPT_SMEM, OPT_POLICY, OPT_SYNC, OPT_NOFUSE, OPT_NOREUSE, OPT_SCHED,
-	       OPT_DOTV, OPT_NVCC, OPT_P2PMAX, OPT_ONESHOT };
+	       OPT_DOTV, OPT_NVCC, OPT_P2PMAX, OPT_ONESHOT, OPT_LLMAX };
 	static const struct option longopts[] = {
 		{ "sms", required_argument, NULL, OPT_SMS },
 		{ "smem", required_argument, NULL, OPT_SMEM },
@@ -156,6 +160,7 @@ static int parse_options(int argc, char **argv, struct options *o, int *status)
 		{ "no-reuse", no_argument, NULL, OPT_NOREUSE },
 		{ "p2p-max", required_argument, NULL, OPT_P2PMAX },
 		{ "oneshot-max", required_argument, NULL, OPT_ONESHOT },
+		{ "ll-max", required_argument, NULL, OPT_LLMAX },
 		{ "schedule", required_argument, NULL, OPT_SCHED },
 		{ "dot-vctas", required_argument, NULL, OPT_DOTV },
 		{ "nvcc-flags", no_argument, NULL, OPT_NVCC },
@@ -172,6 +177,7 @@ static int parse_options(int argc, char **argv, struct options *o, int *status)
 	o->fuse = o->reuse = 1;
 	o->p2p_max = ARK_P2P_MAX_DEFAULT;
 	o->oneshot_max = ARK_ONESHOT_MAX_AUTO;
+	o->ll_max = ARK_LL_MAX_DEFAULT;
 	*status = EXIT_USAGE;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":hVo:d:", longopts, NULL)) != -1) {
@@ -225,8 +231,9 @@ static int parse_options(int argc, char **argv, struct options *o, int *status)
 			o->reuse = 0;
 			break;
 		case OPT_P2PMAX:
-		case OPT_ONESHOT: {
-			const char *name = c == OPT_P2PMAX ? "--p2p-max" : "--oneshot-max";
+		case OPT_ONESHOT:
+		case OPT_LLMAX: {
+			const char *name = c == OPT_P2PMAX ? "--p2p-max" : c == OPT_ONESHOT ? "--oneshot-max" : "--ll-max";
 			char *end;
 			errno = 0;
 			long long v = strtoll(optarg, &end, 10);
@@ -234,7 +241,7 @@ static int parse_options(int argc, char **argv, struct options *o, int *status)
 				fprintf(stderr, "arkgen: error: %s takes a byte count >= 0, not '%s'\n", name, optarg);
 				goto bad;
 			}
-			*(c == OPT_P2PMAX ? &o->p2p_max : &o->oneshot_max) = v;
+			*(c == OPT_P2PMAX ? &o->p2p_max : c == OPT_ONESHOT ? &o->oneshot_max : &o->ll_max) = v;
 			break;
 		}
 		case OPT_SCHED:
@@ -290,6 +297,10 @@ static int parse_options(int argc, char **argv, struct options *o, int *status)
 	if (o->oneshot_max != ARK_ONESHOT_MAX_AUTO) {
 		size_t n = strlen(o->shaping);
 		snprintf(o->shaping + n, sizeof o->shaping - n, " --oneshot-max %lld", o->oneshot_max);
+	}
+	if (o->ll_max != ARK_LL_MAX_DEFAULT) {
+		size_t n = strlen(o->shaping);
+		snprintf(o->shaping + n, sizeof o->shaping - n, " --ll-max %lld", o->ll_max);
 	}
 	return 0;
 bad:
@@ -353,7 +364,7 @@ int main(int argc, char **argv)
 	summary(&g, stdout);
 	struct pipeline_opts po = {
 		.sms = opt.sms, .smem = opt.smem, .threads = 256, .policy = opt.policy, .barrier = opt.barrier,
-		.fuse = opt.fuse, .reuse = opt.reuse, .p2p_max = opt.p2p_max, .oneshot_max = opt.oneshot_max,
+		.fuse = opt.fuse, .reuse = opt.reuse, .p2p_max = opt.p2p_max, .oneshot_max = opt.oneshot_max, .ll_max = opt.ll_max,
 		.dump_tiles = want_dump(&opt, 'T'),
 		.dump_place = want_dump(&opt, 'P'), .dot_vcta = opt.dot_vctas, .schedule = opt.schedule,
 		.out = opt.out, .options = opt.shaping,

@@ -58,7 +58,8 @@ int mem_plan(struct sched *s)
 	 * bytes would order vCTAs of one GPU after those of another. */
 	for (int i = 0; i < s->n_vcta; i++) {
 		const struct vcta *v = &s->v[i];
-		if (v->tmpl != ARK_T_DMA && !(v->tmpl == ARK_T_COPY && g->tensors[v->write.tensor].gpu != v->gpu))
+		if (v->tmpl != ARK_T_DMA && v->tmpl != ARK_T_SEND_LL &&
+		    !(v->tmpl == ARK_T_COPY && g->tensors[v->write.tensor].gpu != v->gpu))
 			continue;
 		for (int r = 0; r <= v->n_reads; r++) {
 			int t = r < v->n_reads ? v->reads[r].tensor : v->write.tensor;

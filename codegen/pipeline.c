@@ -82,7 +82,7 @@ int pipeline_run(struct graph *g, const struct pipeline_opts *o)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	struct tile_opts to = {.sms = o->sms, .smem = o->smem, .fuse = o->fuse, .reuse = o->reuse,
 			      .p2p_max = o->p2p_max,
-			      .oneshot_max = o->oneshot_max};
+			      .oneshot_max = o->oneshot_max, .ll_max = o->ll_max};
 	struct sched s;
 	struct schedule p;
 	struct part_gpu gpu;

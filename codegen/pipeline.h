@@ -14,6 +14,7 @@ struct pipeline_opts {
 	int fuse, reuse;      /* --no-fuse, --no-reuse clear them */
 	long long p2p_max;    /* --p2p-max */
 	long long oneshot_max; /* --oneshot-max, -1: the default rule */
+	long long ll_max;     /* --ll-max */
 	int dump_tiles;       /* -dT */
 	int dump_place;       /* -dP */
 	const char *dot_vcta; /* --dot-vctas FILE */

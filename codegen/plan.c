@@ -57,6 +57,13 @@ static int same_consumers(const struct sched *s, const uint8_t *need, int a, int
  * tiles all feed the next layer's tiles gets one counter, whatever placement later prunes. A
  * consumer then waits on the whole group of each producer it still needs, which are all its
  * predecessors in the reduced DAG, so the wait cannot deadlock a placement that respects the DAG. */
+/* Edge e from u to a vCTA on another GPU that u sends packets to: the receiver polls the packets
+ * (op_comm.cuh), so the edge needs no counter (it stays in the verified DAG). */
+static int ll_edge(const struct sched *s, int u, int64_t e)
+{
+	return s->v[u].tmpl == ARK_T_SEND_LL && s->v[s->adj[e]].gpu != s->v[u].gpu;
+}
+
 static void assign_counters(const struct sched *s, struct schedule *p)
 {
 	int n = s->n_vcta;
@@ -75,7 +82,7 @@ static void assign_counters(const struct sched *s, struct schedule *p)
 		/* Signal only when some consumer still waits on this producer's group. */
 		int waited = 0;
 		for (int64_t e = s->xadj[u]; e < s->xadj[u + 1] && !waited; e++)
-			waited = grp[e];
+			waited = grp[e] && !ll_edge(s, u, e);
 		if (!waited) {
 			p->signal[u] = -1;
 			continue;
@@ -106,7 +113,7 @@ static void assign_counters(const struct sched *s, struct schedule *p)
 	int *waited = xcalloc((size_t)p->n_counters + 1, sizeof *waited);
 	for (int u = 0; u < n; u++)
 		for (int64_t e = s->xadj[u]; e < s->xadj[u + 1]; e++)
-			if (p->need[e])
+			if (p->need[e] && !ll_edge(s, u, e))
 				waited[p->signal[u]] = 1;
 	int nc = 0;
 	for (int c = 0; c < p->n_counters; c++) {
@@ -133,7 +140,7 @@ static void map_counters(const struct sched *s, struct schedule *p)
 		p->ctr_gpu[c] = -1;
 	for (int u = 0; u < s->n_vcta; u++)
 		for (int64_t e = s->xadj[u]; e < s->xadj[u + 1]; e++)
-			if (p->need[e]) {
+			if (p->need[e] && !ll_edge(s, u, e)) {
 				int c = p->signal[u], gv = s->v[s->adj[e]].gpu;
 				ARK_ASSERT(c >= 0 && (p->ctr_gpu[c] < 0 || p->ctr_gpu[c] == gv));
 				p->ctr_gpu[c] = gv;
@@ -270,7 +277,7 @@ static void build_waits(const struct sched *s, struct schedule *p)
 	int64_t *cnt = xcalloc((size_t)n + 1, sizeof *cnt);
 	for (int u = 0; u < n; u++)
 		for (int64_t e = s->xadj[u]; e < s->xadj[u + 1]; e++)
-			if (p->need[e])
+			if (p->need[e] && !ll_edge(s, u, e))
 				cnt[s->adj[e] + 1]++;
 	for (int v = 0; v < n; v++)
 		cnt[v + 1] += cnt[v];
@@ -280,7 +287,7 @@ static void build_waits(const struct sched *s, struct schedule *p)
 	for (int u = 0; u < n; u++) {
 		int partial = s->v[u].tmpl == ARK_T_DMA && dma_partial(s, u);
 		for (int64_t e = s->xadj[u]; e < s->xadj[u + 1]; e++)
-			if (p->need[e]) {
+			if (p->need[e] && !ll_edge(s, u, e)) {
 				int c = p->signal[u];
 				uint32_t need = partial ? dma_need(s, u, s->adj[e], p->per_iter[c]) : p->per_iter[c];
 				w[fill[s->adj[e]]++] = (struct ark_wait){(uint32_t)c, p->per_iter[c], need, 0};

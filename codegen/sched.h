@@ -55,6 +55,9 @@ struct op_plan {
 /* all_reduce: -1 picks one-shot for 2 GPUs at every size, and for 3 or more up to this many bytes */
 #define ARK_ONESHOT_MAX_AUTO (-1)
 #define ARK_ONESHOT_MAX_MANY 262144
+/* one-shot all_reduce by p2p: inputs of at most this many bytes go as packets that carry their flag
+ * (measured on 2 x H200: packets beat stores + fence + flag at every size up to 1 MiB) */
+#define ARK_LL_MAX_DEFAULT 1048576
 
 /* Op params of a communication vCTA (emitted into the table of GPU `gpu`). Offsets are resolved
  * at emission: in[0] = offset of in0 (+ in0_add), in[1] = offset of in1, out = offset of out
@@ -79,6 +82,7 @@ struct tile_opts {
 	int reuse;            /* memory plan reuses activation space */
 	int64_t p2p_max;      /* transport auto: p2p up to this many bytes per transfer, DMA above */
 	int64_t oneshot_max;  /* all_reduce: one-shot up to this many bytes per GPU, -1: the default rule */
+	int64_t ll_max;       /* one-shot all_reduce by p2p: packets up to this many bytes per GPU */
 };
 
 struct sched {

@@ -514,7 +514,8 @@ static void tile_copy(struct sched *s, int oi)
  * GPU order, rounded once): one hop. Two-phase: the elements are cut into one part per GPU; GPU i
  * receives part i of every other input (reduce-scatter), sums it with its own and sends the summed
  * part to every other output (all-gather): two hops, but each GPU sends 2 (n - 1) / n of a tensor
- * instead of n - 1 tensors.
+ * instead of n - 1 tensors. A small one-shot by p2p sends packets that carry their own flag
+ * (SEND_LL), which the sums poll (SUM_LL): no fence, no counter between the GPUs.
  * all_gather: every GPU receives the other inputs whole into a staging tensor, then GATHER vCTAs
  * interleave them with its own input into the output. A NOP vCTA on the receiving GPU waits for
  * transfers into an output that nothing else on that GPU reads, so the iteration completes only
@@ -622,6 +623,31 @@ static void tile_transfer(struct sched *s, int oi, int src, int dst, int64_t slo
 	}
 }
 
+/* Box b of tensor src as packets (op_comm.cuh) into the slot at row slot_rows (slot_bytes bytes) of
+ * dst, a packet buffer whose rows are twice as wide as src's. No signal: the receiver polls them. */
+static void tile_send_ll(struct sched *s, int oi, int src, int dst, int64_t slot_rows, uint64_t slot_bytes,
+			 struct box b)
+{
+	int sg = s->g->tensors[src].gpu, x = new_xopp(s, oi, sg, ARK_T_SEND_LL);
+	int64_t C = s->cols[src], es = esize(s, src), pieces = xfer_pieces(s, b);
+	s->xo[x].peer = s->g->tensors[dst].gpu;
+	s->xo[x].flags = ARK_OPP_PUSH;
+	s->xo[x].in0 = src;
+	s->xo[x].out = dst;
+	s->xo[x].out_add = slot_bytes;
+	for (int64_t p = 0; p < pieces; p++) {
+		struct box q;
+		if (!split_box(b, pieces, p, &q))
+			continue;
+		struct vcta *v = comm_vcta(s, oi, x);
+		v->m0 = (uint32_t)q.r0, v->m1 = (uint32_t)q.r1, v->n0 = (uint32_t)q.c0, v->n1 = (uint32_t)q.c1;
+		v->k0 = (uint32_t)(q.r0 * C + q.c0), v->k1 = (uint32_t)((q.r1 - 1) * C + q.c1);
+		add_read(v, src, q.r0, q.r1, q.c0, q.c1);
+		v->write = (struct region){dst, slot_rows + q.r0, slot_rows + q.r1, 2 * q.c0, 2 * q.c1};
+		v->bytes = (double)(3 * es * box_elems(q));
+	}
+}
+
 /* A NOP vCTA on tensor t's GPU that reads all of t. */
 static void tile_sink(struct sched *s, int oi, int t)
 {
@@ -668,25 +694,32 @@ static void tile_all_reduce(struct sched *s, int oi)
 			has[i] = split_box(all, n, i, &part[i]);
 		if (has[i] && use_dma(s, o, box_elems(part[i]) * es))
 			dma = 1; /* one transport for the whole op: the largest part decides */
-		st[i] = add_staging(s, g->tensors[out[i]].name, one ? "__os" : "__rs", g->tensors[o->in[i]].gpu,
-				    (n - 1) * R, C, g->tensors[t0].dtype);
 	}
+	/* Packets (one-shot by p2p, small, every piece on a word): a staging row holds the packets of a
+	 * row, twice its bytes. */
+	int ll = one && !dma && tb <= (uint64_t)s->opt.ll_max && (C * es) % 4 == 0, wide = ll ? 2 : 1;
+	for (int i = 0; i < n; i++)
+		st[i] = add_staging(s, g->tensors[out[i]].name, ll ? "__ll" : one ? "__os" : "__rs",
+				    g->tensors[o->in[i]].gpu, (n - 1) * R, wide * C, g->tensors[t0].dtype);
 	/* part i of every other input to GPU i's staging slot of that input */
 	for (int i = 0; i < n; i++)
 		for (int j = 0; j < n && has[i]; j++)
 			if (j != i) {
 				int slot = j - (j > i);
-				tile_transfer(s, oi, o->in[j], st[i], slot * R, (uint64_t)slot * tb, part[i], dma);
+				if (ll)
+					tile_send_ll(s, oi, o->in[j], st[i], slot * R, (uint64_t)slot * 2 * tb, part[i]);
+				else
+					tile_transfer(s, oi, o->in[j], st[i], slot * R, (uint64_t)slot * tb, part[i], dma);
 			}
 	/* sum of part i on GPU i */
 	for (int i = 0; i < n; i++) {
 		if (!has[i])
 			continue;
-		int x = new_xopp(s, oi, g->tensors[o->in[i]].gpu, ARK_T_SUM);
+		int x = new_xopp(s, oi, g->tensors[o->in[i]].gpu, ll ? ARK_T_SUM_LL : ARK_T_SUM);
 		s->xo[x].in0 = o->in[i];
 		s->xo[x].in1 = st[i];
 		s->xo[x].out = out[i];
-		s->xo[x].in2 = tb;
+		s->xo[x].in2 = (uint64_t)wide * tb;
 		s->xo[x].K = n - 1;
 		s->xo[x].splits = (uint32_t)i; /* where its own input comes in the GPU order */
 		s->xo[x].act = s->plan[oi].act;
@@ -700,7 +733,7 @@ static void tile_all_reduce(struct sched *s, int oi)
 			v->k0 = (uint32_t)(q.r0 * C + q.c0), v->k1 = (uint32_t)((q.r1 - 1) * C + q.c1);
 			add_read(v, o->in[i], q.r0, q.r1, q.c0, q.c1);
 			for (int k = 0; k < n - 1; k++)
-				add_read(v, st[i], k * R + q.r0, k * R + q.r1, q.c0, q.c1);
+				add_read(v, st[i], k * R + q.r0, k * R + q.r1, wide * q.c0, wide * q.c1);
 			v->write = (struct region){out[i], q.r0, q.r1, q.c0, q.c1};
 			v->flops = (double)(n * box_elems(q));
 			v->bytes = (double)((n + 1) * es * box_elems(q));

@@ -314,7 +314,9 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 			}
 			if (tid == 0 && trace)
 				trace[2 * i] = ark_globaltimer();
-			if (cur.tmpl != ARK_T_BARRIER)
+			if (cur.tmpl == ARK_T_SEND_LL || cur.tmpl == ARK_T_SUM_LL)
+				ark_tile_ll(a.opp[cur.opp], cur, a.arena, a.peers, run, &a.bell->abort);
+			else if (cur.tmpl != ARK_T_BARRIER)
 				ark_tile(a.opp[cur.opp], cur, a.arena, a.peers, ark_smem);
 			__syncthreads();
 			if (tid == 0) {

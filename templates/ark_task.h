@@ -20,7 +20,9 @@
 	X(DMA)            /* elements k0:k1 of in[0] -> out on GPU `peer`: one request to the DMA engine */ \
 	X(SUM)            /* all_reduce: elements k0:k1 of out = in[0] + the K slots of in[1] (fp32) */ \
 	X(GATHER)         /* all_gather: elements k0:k1 of out from in[0] (own) and in[1] (slots) */   \
-	X(NOP)            /* no work: waits only (a transfer's receiver when nothing else waits) */
+	X(NOP)            /* no work: waits only (a transfer's receiver when nothing else waits) */ \
+	X(SEND_LL)        /* elements k0:k1 of in[0] -> packets at out on GPU `peer` (no signal) */  \
+	X(SUM_LL)         /* SUM whose slots are packets, each polled until it holds this iteration */
 
 enum ark_tmpl {
 #define X(id) ARK_T_##id,

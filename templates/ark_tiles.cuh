@@ -72,6 +72,7 @@ static __device__ __forceinline__ void ark_tile(const ark_opp &p, const ark_task
 	}
 	if (t.tmpl == ARK_T_NOP || t.tmpl == ARK_T_DMA) /* DMA: the loop pushes the request */
 		return;
+	/* SEND_LL and SUM_LL need the iteration: the loop calls ark_tile_ll for them */
 	switch (p.dtype) {
 #if ARK_TILES_FP16
 	case ARK_FP16: ark_tile_t<__half>(p, t, arena, smem); break;
@@ -81,6 +82,29 @@ static __device__ __forceinline__ void ark_tile(const ark_opp &p, const ark_task
 #endif
 #if ARK_TILES_FP32
 	case ARK_FP32: ark_tile_t<float>(p, t, arena, smem); break;
+#endif
+	default: break;
+	}
+}
+
+/* The packet templates (op_comm.cuh): like ark_tile, with the counters' iteration `run` that the
+ * packets carry and the abort flag that ends a wait for them. */
+static __device__ __forceinline__ void ark_tile_ll(const ark_opp &p, const ark_task &t, char *arena, char *const *peers,
+						   uint32_t run, const volatile uint32_t *abort_flag)
+{
+	if (t.tmpl == ARK_T_SEND_LL) {
+		ark_send_ll_tile(p, t, arena, peers, run);
+		return;
+	}
+	switch (p.dtype) {
+#if ARK_TILES_FP16
+	case ARK_FP16: ark_sum_ll_tile<__half>(p, t, arena, run, abort_flag); break;
+#endif
+#if ARK_TILES_BF16
+	case ARK_BF16: ark_sum_ll_tile<__nv_bfloat16>(p, t, arena, run, abort_flag); break;
+#endif
+#if ARK_TILES_FP32
+	case ARK_FP32: ark_sum_ll_tile<float>(p, t, arena, run, abort_flag); break;
 #endif
 	default: break;
 	}

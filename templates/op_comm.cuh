@@ -73,6 +73,84 @@ template <typename T> __device__ void ark_sum_tile(const ark_opp &p, const ark_t
 	}
 }
 
+/* ---- packets (LL) -----------------------------------------------------------------------------
+ * A small transfer can carry its own flags: word w (4 bytes) of the message goes to the receiver as
+ * one 8-byte store {word, run} (run: the counters' iteration, never 0), which is single-copy atomic,
+ * so the receiver polls the packets themselves: no fence, no counter, no separate flag. Packet w of
+ * a slot is at byte 8 w: the packets of element e start at byte 2 e es. Every piece starts on a word
+ * (arkgen only picks packets when it can); the last word of a 16-bit message may hold one element. */
+static __device__ __forceinline__ unsigned long long ark_ld_relaxed_sys_u64(const unsigned long long *p)
+{
+	unsigned long long v;
+	asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(__cvta_generic_to_global(p)) : "memory");
+	return v;
+}
+
+static __device__ __forceinline__ void ark_st_relaxed_sys_u64(unsigned long long *p, unsigned long long v)
+{
+	asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "l"(v) : "memory");
+}
+
+/* Word w of the message at src whose last byte is b1 - 1 (a partial last word is read by halves). */
+static __device__ __forceinline__ uint32_t ark_ll_word(const char *src, size_t w, size_t b1)
+{
+	if (4 * w + 4 <= b1)
+		return *reinterpret_cast<const uint32_t *>(src + 4 * w);
+	return *reinterpret_cast<const uint16_t *>(src + 4 * w);
+}
+
+/* SEND_LL: elements k0:k1 of in[0] as packets into peers[peer] + out. */
+__device__ __noinline__ void ark_send_ll_tile(const ark_opp &p, const ark_task &t, char *arena, char *const *peers,
+					      uint32_t run)
+{
+	const size_t es = p.dtype == ARK_FP32 ? 4 : 2, b1 = t.k1 * es;
+	const char *src = arena + p.in[0];
+	unsigned long long *dst = reinterpret_cast<unsigned long long *>(peers[p.peer] + p.out);
+	for (size_t w = t.k0 * es / 4 + threadIdx.x; 4 * w < b1; w += ARK_THREADS)
+		ark_st_relaxed_sys_u64(dst + w, (unsigned long long)ark_ll_word(src, w, b1) |
+							(unsigned long long)run << 32);
+}
+
+/* SUM_LL: SUM (above) whose K slots are packet buffers (slot s at in[1] + s * in[2]). Each thread
+ * waits for the packets of its words only. On abort (*abort_flag set while waiting) it returns; the
+ * loop's next wait reports it. */
+template <typename T>
+__device__ void ark_sum_ll_tile(const ark_opp &p, const ark_task &t, char *arena, uint32_t run,
+				const volatile uint32_t *abort_flag)
+{
+	constexpr int E = 4 / sizeof(T); /* elements per word */
+	const int n = (int)p.K + 1, me = (int)p.splits;
+	const size_t b1 = t.k1 * sizeof(T);
+	const char *own = arena + p.in[0];
+	T *out = reinterpret_cast<T *>(arena + p.out);
+	for (size_t w = t.k0 * sizeof(T) / 4 + threadIdx.x; 4 * w < b1; w += ARK_THREADS) {
+		float acc[E];
+		for (int j = 0; j < n; j++) {
+			uint32_t word;
+			if (j == me) {
+				word = ark_ll_word(own, w, b1);
+			} else {
+				const unsigned long long *q = reinterpret_cast<const unsigned long long *>(
+					arena + p.in[1] + (size_t)(j - (j > me)) * p.in[2]) + w;
+				unsigned long long v;
+				for (uint32_t spins = 1; (uint32_t)((v = ark_ld_relaxed_sys_u64(q)) >> 32) != run; spins++)
+					if (spins % 4096 == 0 && *abort_flag)
+						return;
+				word = (uint32_t)v;
+			}
+			T x[E];
+			memcpy(x, &word, sizeof x);
+#pragma unroll
+			for (int k = 0; k < E; k++)
+				acc[k] = j ? acc[k] + ark_to_f(x[k]) : ark_to_f(x[k]);
+		}
+#pragma unroll
+		for (int k = 0; k < E; k++)
+			if ((w * E + k) * sizeof(T) < b1)
+				out[w * E + k] = ark_from_f<T>(ark_act(acc[k], p.act));
+	}
+}
+
 /* GATHER: elements k0:k1 of out, viewed as [outer, K, N] (K = GPUs, N = elements of one input after
  * the gathered axis' outer dimensions): out[o][j][w] = (j == splits ? in[0] : slot(j))[o][w], where
  * the slots (one per other GPU, in GPU order, in[2] bytes apart) start at in[1]. Units of 16 bytes

@@ -23,10 +23,10 @@ run() {
 }
 has() { grep -q -e "$1" "$2" || { echo "# '$1' not found in $2:"; sed 's/^/#   /' "$2" | head -20; return 1; }; }
 
-echo "1..44"
+echo "1..50"
 check "--help exits 0" run 0 --help
 check "--help shows the usage line" has '^usage: arkgen \[options\] MODEL.cfg' "$tmp/out"
-for opt in --help --version -o --output -dG -dT -dP --dot --dot-vctas --sms --smem --policy --sync --no-fuse --no-reuse --p2p-max --schedule --nvcc-flags -h -V; do
+for opt in --help --version -o --output -dG -dT -dP --dot --dot-vctas --sms --smem --policy --sync --no-fuse --no-reuse --p2p-max --oneshot-max --ll-max --schedule --nvcc-flags -h -V; do
 	check "--help mentions $opt" has " $opt" "$tmp/out"
 done
 check "--version exits 0" run 0 --version
@@ -48,7 +48,11 @@ check "-o: the file defines the loop kernel" has '^ARK_DEFINE_LOOP()' "$tmp/mlp.
 check "-o: the report gives the predicted latency" has 'predicted latency [0-9.]* us' "$tmp/out"
 check "bad -d letter: exit 2" run 2 -dQ models/mlp.cfg
 check "bad --p2p-max: exit 2" run 2 --p2p-max -1 models/comm2.cfg
-check "comm2 by default: all_reduce over p2p" has ' ar COPY ' "$(run 0 models/comm2.cfg -o "$tmp/c.cu"; echo "$tmp/c.cu")"
+check "comm2 by default: all_reduce over p2p in packets" has ' ar SEND_LL ' "$(run 0 models/comm2.cfg -o "$tmp/c.cu"; echo "$tmp/c.cu")"
+check "--ll-max 0: all_reduce over p2p stores" sh -c "'$ARKGEN' --ll-max 0 models/comm2.cfg -o '$tmp/s.cu' >/dev/null && grep -q ' ar COPY ' '$tmp/s.cu' && grep -q 'options: .*--ll-max 0' '$tmp/s.cu'"
+check "--oneshot-max 0: all_reduce in two phases" sh -c "'$ARKGEN' --oneshot-max 0 models/comm2.cfg -o '$tmp/t.cu' >/dev/null && grep -q 's0__rs' '$tmp/t.cu' && grep -q 'options: .*--oneshot-max 0' '$tmp/t.cu'"
+check "bad --ll-max: exit 2" run 2 --ll-max x models/comm2.cfg
+check "bad --oneshot-max: exit 2" run 2 --oneshot-max -5 models/comm2.cfg
 check "--p2p-max 0: all_reduce through the DMA engine" sh -c "'$ARKGEN' --p2p-max 0 models/comm2.cfg -o '$tmp/d.cu' >/dev/null && grep -q ' ar DMA ' '$tmp/d.cu' && grep -q 'options: .*--p2p-max 0' '$tmp/d.cu'"
 check "--sync barrier on 2 GPUs: refused" run 1 --sync barrier models/comm2.cfg
 check "--sync barrier on 2 GPUs: says why" has 'single-GPU models only' "$tmp/err"

@@ -31,6 +31,8 @@ struct fix {
 
 /* all_reduce's algorithm for the next builds: --oneshot-max (ARK_ONESHOT_MAX_AUTO: the default rule) */
 static int64_t oneshot_max = ARK_ONESHOT_MAX_AUTO;
+/* ... and --ll-max */
+static int64_t ll_max = ARK_LL_MAX_DEFAULT;
 
 /* Loads, tiles and plans model text; returns 0 on success (diagnostics go to /dev/null). */
 static int build(struct fix *f, const char *text, int64_t p2p_max, int barrier)
@@ -39,7 +41,7 @@ static int build(struct fix *f, const char *text, int64_t p2p_max, int barrier)
 	diag_out = fopen("/dev/null", "w");
 	diag_reset();
 	struct tile_opts to = {.sms = SMS, .smem = 98304, .fuse = 1, .reuse = 1, .p2p_max = p2p_max,
-			      .oneshot_max = oneshot_max};
+			      .oneshot_max = oneshot_max, .ll_max = ll_max};
 	struct part_gpu gpu;
 	part_gpu_default(&gpu, SMS);
 	int rc = cfg_load_string(&f->g, "t.cfg", text);
@@ -76,7 +78,7 @@ static int count_tmpl(const struct fix *f, int tmpl, int gpu)
 /* Invariants every multi-GPU plan must keep:
  * - every vCTA runs on an SM of its own GPU;
  * - an edge still waited on between GPUs starts at a sender (p2p COPY or DMA) and ends on the GPU
- *   the sender writes to;
+ *   the sender writes to, or goes from a packet sender to the sum that polls its packets;
  * - a counter lives on the GPU of all its waiters and is waited on at system scope exactly when a
  *   producer on another GPU or the DMA engine raises it;
  * - a DMA sender has a counter of its own whose signals per iteration are its chunks.
@@ -94,6 +96,13 @@ static int check_invariants(const struct fix *f)
 			if (!p->need[e])
 				continue;
 			int v = s->adj[e], c = p->signal[u];
+			if (s->v[u].tmpl == ARK_T_SEND_LL && s->v[v].gpu != s->v[u].gpu) {
+				/* packets: the sum on the receiving GPU polls them, no counter */
+				cross++;
+				assert_int_equal(s->v[v].tmpl, ARK_T_SUM_LL);
+				assert_int_equal(f->g.tensors[s->v[u].write.tensor].gpu, s->v[v].gpu);
+				continue;
+			}
 			assert_true(c >= 0);
 			assert_int_equal(p->ctr_gpu[c], s->v[v].gpu);
 			int found = 0;
@@ -232,14 +241,21 @@ static void all_reduce_case(int n, int64_t rows, int64_t cols, const char *trans
 	assert_int_equal(build(&f, model(n, rows, cols, "bf16", ops), ARK_P2P_MAX_DEFAULT, 0), 0);
 	oneshot_max = ARK_ONESHOT_MAX_AUTO;
 	int hops = expect_oneshot ? 1 : 2;
-	int sends = count_tmpl(&f, expect_dma ? ARK_T_DMA : ARK_T_COPY, -1);
+	/* p2p sends: stores + fence + flag, or packets (one-shot up to --ll-max, whole words) */
+	int ll = count_tmpl(&f, ARK_T_SEND_LL, -1);
+	int sends = expect_dma ? count_tmpl(&f, ARK_T_DMA, -1) : count_tmpl(&f, ARK_T_COPY, -1) + ll;
 	assert_int_equal(count_tmpl(&f, expect_dma ? ARK_T_COPY : ARK_T_DMA, -1), 0);
+	int want_ll = !expect_dma && expect_oneshot && rows * cols * 2 <= ll_max && cols % 2 == 0;
+	assert_int_equal(ll > 0, want_ll);
+	assert_int_equal(count_tmpl(&f, ARK_T_SUM_LL, -1) > 0, want_ll);
+	if (want_ll)
+		assert_int_equal(count_tmpl(&f, ARK_T_COPY, -1), 0);
 	if (expect_dma)
 		assert_int_equal(sends, hops * n * (n - 1)); /* one request per part and peer, per phase */
 	else
 		assert_true(sends >= hops * n * (n - 1));
 	for (int g = 0; g < n; g++) {
-		assert_true(count_tmpl(&f, ARK_T_SUM, g) >= 1);
+		assert_true(count_tmpl(&f, ARK_T_SUM, g) + count_tmpl(&f, ARK_T_SUM_LL, g) >= 1);
 		/* two-phase: a receiver waits for the sums sent back; one-shot: the sum writes the output */
 		assert_int_equal(count_tmpl(&f, ARK_T_NOP, g), !expect_oneshot);
 	}
@@ -247,7 +263,7 @@ static void all_reduce_case(int n, int64_t rows, int64_t cols, const char *trans
 	 * the GPU's part (two-phase); each knows where its own input comes in the GPU order */
 	int64_t covered[ARK_MAX_GPUS] = {0};
 	for (int v = 0; v < f.s.n_vcta; v++)
-		if (f.s.v[v].tmpl == ARK_T_SUM) {
+		if (f.s.v[v].tmpl == ARK_T_SUM || f.s.v[v].tmpl == ARK_T_SUM_LL) {
 			covered[f.s.v[v].gpu] += f.s.v[v].k1 - f.s.v[v].k0;
 			assert_int_equal(f.s.xo[f.s.v[v].opp - f.g.n_ops].splits, f.s.v[v].gpu);
 		}
@@ -320,7 +336,23 @@ static void test_emit_tables(void **state)
 	struct fix f;
 	const char *ops = "{ name = \"ar\"; op = \"all_reduce\"; in = [\"t0\", \"t1\"]; out = [\"o\", \"s1\"]; },\n"
 			  "{ name = \"cp\"; op = \"copy\"; in = [\"t0\"]; out = \"c1\"; gpu = 1; transport = \"dma\"; }";
+	/* packets: the sums poll them, nothing signals another GPU but the DMA engine's flag */
 	assert_int_equal(build(&f, model(2, 1, 4096, "bf16", ops), ARK_P2P_MAX_DEFAULT, 0), 0);
+	char *ll_text = NULL;
+	size_t ll_len = 0;
+	FILE *lm = open_memstream(&ll_text, &ll_len);
+	struct emit_info ll_info = {.options = "test", .threads = 256, .smem = 98304};
+	assert_int_equal(emit_loop(&f.s, &f.p, &ll_info, lm), 0);
+	fclose(lm);
+	assert_non_null(strstr(ll_text, "ARK_T_SEND_LL"));
+	assert_non_null(strstr(ll_text, "ARK_T_SUM_LL"));
+	assert_null(strstr(ll_text, ", signals GPU 0"));
+	free(ll_text);
+	destroy(&f);
+	/* stores, then a flag on the peer */
+	ll_max = 0;
+	assert_int_equal(build(&f, model(2, 1, 4096, "bf16", ops), ARK_P2P_MAX_DEFAULT, 0), 0);
+	ll_max = ARK_LL_MAX_DEFAULT;
 	char *text = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&text, &len);
@@ -402,6 +434,14 @@ static float emu_act(int act, float x)
 	}
 }
 
+/* Packet w of the packet buffer at byte `at` of GPU g's arena (op_comm.cuh: {word, iteration}). */
+static uint64_t emu_packet(const struct emu *e, int g, uint64_t at, uint64_t w)
+{
+	uint64_t q;
+	memcpy(&q, e->arena[g] + at + 8 * w, 8);
+	return q;
+}
+
 static int task_ready(const struct emu *e, int v, uint32_t iter)
 {
 	const struct schedule *p = &e->f->p;
@@ -410,6 +450,15 @@ static int task_ready(const struct emu *e, int v, uint32_t iter)
 		uint32_t want = (iter - 1) * p->waits[w].per_iter + p->waits[w].need;
 		if ((int32_t)(e->ctr[p->ctr_gpu[c]][ARK_CTR__FIRST + p->ctr_index[c]] - want) < 0)
 			return 0;
+	}
+	const struct vcta *t = &e->f->s.v[v];
+	if (t->tmpl == ARK_T_SUM_LL) { /* every packet of its words holds this iteration */
+		const struct ark_opp *o = &e->xp[t->opp - e->f->s.g->n_ops];
+		uint64_t es = (uint64_t)ark_dtype_size(o->dtype);
+		for (uint32_t s = 0; s < o->K; s++)
+			for (uint64_t w = t->k0 * es / 4; 4 * w < t->k1 * es; w++)
+				if (emu_packet(e, t->gpu, o->in[1] + s * o->in[2], w) >> 32 != iter)
+					return 0;
 	}
 	return 1;
 }
@@ -466,13 +515,28 @@ static void run_task(struct emu *e, int v, uint32_t iter)
 						     chunks, 0, 0};
 		return; /* no signal: the engine raises the flag */
 	}
+	case ARK_T_SEND_LL: /* packets {word, iteration}; a partial last word is zero-padded */
+		for (uint64_t w = t->k0 * es / 4; 4 * w < t->k1 * es; w++) {
+			uint32_t word = 0;
+			memcpy(&word, a + o->in[0] + 4 * w, 4 * w + 4 <= t->k1 * es ? 4 : 2);
+			uint64_t q = word | (uint64_t)iter << 32;
+			memcpy(e->arena[o->peer] + o->out + 8 * w, &q, 8);
+		}
+		break;
 	case ARK_T_SUM:
+	case ARK_T_SUM_LL:
 		for (uint64_t i = t->k0; i < t->k1; i++) { /* in GPU order; in[0] is GPU `splits`' own */
 			float acc = 0;
 			for (int j = 0; j <= o->K; j++) {
 				uint64_t at = j == (int)o->splits ? o->in[0]
 								  : o->in[1] + (uint64_t)(j - (j > (int)o->splits)) * o->in[2];
-				float x = ark_get(a + at, o->dtype, (int64_t)i);
+				float x;
+				if (t->tmpl == ARK_T_SUM_LL && j != (int)o->splits) { /* element i of its packet */
+					uint32_t word = (uint32_t)emu_packet(e, gpu, at, i * es / 4);
+					x = ark_get((const char *)&word, o->dtype, (int64_t)(i * es % 4 / es));
+				} else {
+					x = ark_get(a + at, o->dtype, (int64_t)i);
+				}
 				acc = j ? acc + x : x;
 			}
 			ark_set(a + o->out, o->dtype, (int64_t)i, emu_act(o->act, acc));
@@ -709,7 +773,7 @@ static void fused_case(int n, const char *acts[], int expect_fused)
 		oneshot_max = ARK_ONESHOT_MAX_AUTO;
 		int sums = 0;
 		for (int v = 0; v < f.s.n_vcta; v++)
-			if (f.s.v[v].tmpl == ARK_T_SUM) {
+			if (f.s.v[v].tmpl == ARK_T_SUM || f.s.v[v].tmpl == ARK_T_SUM_LL) {
 				const struct xopp *x = &f.s.xo[f.s.v[v].opp - f.g.n_ops];
 				sums++;
 				assert_int_equal(x->act, expect_fused ? ARK_OP_GELU : ARK_ACT_NONE);
