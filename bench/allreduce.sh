@@ -5,14 +5,15 @@
 #
 #   bench/allreduce.sh --build DIR [N]   generates and compiles the models into DIR (arkgen, nvcc)
 #   bench/allreduce.sh --bin DIR [N]     runs them: --check once, then --bench 1000; prints a table
-# ARKGEN_FLAGS adds arkgen options to --build (e.g. --oneshot-max 0 for the two-phase algorithm).
+# ARKGEN_FLAGS adds arkgen options to --build (e.g. --oneshot-max 0 for the two-phase algorithm);
+# SIZES overrides the list of sizes.
 set -u
 ARKGEN=${ARKGEN:-build/arkgen}
 NVCC=${NVCC:-nvcc}
 mode=${1:-}
 dir=${2:-}
 n=${3:-2}
-SIZES="4096 65536 262144 1048576 4194304 16777216 67108864"
+SIZES=${SIZES:-"4096 65536 262144 1048576 4194304 16777216 67108864"}
 [ -n "$mode" ] && [ -n "$dir" ] || { echo "usage: $0 --build|--bin DIR [GPUS]" >&2; exit 2; }
 
 model() { # model BYTES: all_reduce of BYTES of fp32 per GPU

@@ -3,7 +3,8 @@
 # runs into DIR (default .devcarry), with the shared libraries they need, to be run by gpu-suite.sh:
 # the generated binaries of every model in models/ and tests/models/, with counters and with grid
 # barriers (DIR/gen/NAME_SYNC, with the schedule as NAME_SYNC.json), the GPU tests, and the benchmark
-# programs, and bench/allreduce.sh's models on 2 GPUs (DIR/ar: default algorithm, DIR/ar2ph: two-phase).
+# programs, and bench/allreduce.sh's models on 2 GPUs (DIR/ar: default algorithm, DIR/ar2ph: two-phase,
+# DIR/arst: one-shot with stores and flags instead of packets, up to 1 MiB).
 # MULTI_ONLY=1 leaves out the single-GPU models and tests. The nvcc jobs run in parallel (JOBS, default:
 # the number of CPUs).
 set -eu
@@ -40,6 +41,8 @@ ARKGEN="$B/arkgen" NVCC="$NVCC" tests/gpu_comm.sh --build "$D/gen-multi"
 rm -f "$D"/gen-multi/*.cu
 ARKGEN="$B/arkgen" NVCC="$NVCC" sh bench/allreduce.sh --build "$D/ar" 2
 ARKGEN="$B/arkgen" NVCC="$NVCC" ARKGEN_FLAGS="--oneshot-max 0" sh bench/allreduce.sh --build "$D/ar2ph" 2
+ARKGEN="$B/arkgen" NVCC="$NVCC" ARKGEN_FLAGS="--ll-max 0" SIZES="4096 65536 262144 1048576" \
+	sh bench/allreduce.sh --build "$D/arst" 2
 cp tests/gpu_comm.sh "$D/"
 for t in "$B"/tests/gpu_*; do
 	[ "${MULTI_ONLY:-0}" = 1 ] && break

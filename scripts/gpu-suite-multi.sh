@@ -34,7 +34,7 @@ fi
 echo "== arkgen all_reduce (bench/allreduce.sh)"
 ngpu=$(nvidia-smi -L | grep -c '^GPU')
 for n in 2 4; do
-	for alg in ar ar2ph; do # the default algorithm, and two-phase (--oneshot-max 0) if built
+	for alg in ar ar2ph arst; do # default, two-phase (--oneshot-max 0), no packets (--ll-max 0)
 		[ "$ngpu" -ge $n ] && [ -x "$D/$alg/ar${n}_4096" ] || continue
 		echo "-- $n GPUs, $alg"
 		sh bench/allreduce.sh --bin "$D/$alg" $n | tee "$OUT/${alg}_$n.txt"
