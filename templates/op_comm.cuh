@@ -11,20 +11,33 @@
  * vectors, ARK_SUM_U of them in flight per thread, when every base and the range allow it. */
 #define ARK_SUM_U 4
 
-template <typename T> __device__ __forceinline__ const T *ark_sum_term(const ark_opp &p, const char *arena, int j)
+/* A sum's operands, read from the op params once: the compiler cannot keep fields of p in registers
+ * across the stores to out (they might alias), and reloading them per element costs more than the
+ * sum itself. */
+struct ark_sum_args {
+	const char *own, *slots; /* this GPU's input; the first slot */
+	size_t stride;           /* bytes from one slot to the next */
+	int me, n, act;          /* own position in the GPU order; GPUs; fused activation */
+};
+
+static __device__ __forceinline__ ark_sum_args ark_sum_args_of(const ark_opp &p, const char *arena)
 {
-	const int me = (int)p.splits;
-	return reinterpret_cast<const T *>(j == me ? arena + p.in[0]
-						   : arena + p.in[1] + (size_t)(j - (j > me)) * p.in[2]);
+	return {arena + p.in[0], arena + p.in[1], (size_t)p.in[2], (int)p.splits, (int)p.K + 1, (int)p.act};
+}
+
+/* Term j of the sum (GPU j's input): own, or slot j (j < me) or j - 1 (j > me). */
+static __device__ __forceinline__ const char *ark_sum_term(const ark_sum_args &s, int j)
+{
+	return j == s.me ? s.own : s.slots + (size_t)(j - (j > s.me)) * s.stride;
 }
 
 template <typename T> __device__ void ark_sum_tile(const ark_opp &p, const ark_task &t, char *arena)
 {
 	constexpr int V = 16 / sizeof(T); /* elements per vector */
-	const int n = (int)p.K + 1;
+	const ark_sum_args s = ark_sum_args_of(p, arena);
+	const int n = s.n;
 	T *out = reinterpret_cast<T *>(arena + p.out);
-	const uintptr_t bases = (uintptr_t)(arena + p.in[0]) | (uintptr_t)(arena + p.in[1]) | (uintptr_t)p.in[2] |
-				(uintptr_t)out;
+	const uintptr_t bases = (uintptr_t)s.own | (uintptr_t)s.slots | (uintptr_t)s.stride | (uintptr_t)out;
 	const size_t e0 = t.k0, e1 = t.k1;
 	size_t v0 = e1, v1 = e1; /* the vector part [v0, v1) */
 	if ((bases & 15) == 0) {
@@ -34,16 +47,16 @@ template <typename T> __device__ void ark_sum_tile(const ark_opp &p, const ark_t
 	const size_t nh = v0 - e0, nt = e1 - v1;
 	for (size_t i = threadIdx.x; i < nh + nt; i += ARK_THREADS) {
 		const size_t e = i < nh ? e0 + i : v1 + (i - nh);
-		float acc = ark_to_f(ark_sum_term<T>(p, arena, 0)[e]);
+		float acc = ark_to_f(reinterpret_cast<const T *>(ark_sum_term(s, 0))[e]);
 		for (int j = 1; j < n; j++)
-			acc += ark_to_f(ark_sum_term<T>(p, arena, j)[e]);
-		out[e] = ark_from_f<T>(ark_act(acc, p.act));
+			acc += ark_to_f(reinterpret_cast<const T *>(ark_sum_term(s, j))[e]);
+		out[e] = ark_from_f<T>(ark_act(acc, s.act));
 	}
 	const size_t nv = (v1 - v0) / V; /* vectors */
 	for (size_t b = threadIdx.x; b < nv; b += (size_t)ARK_SUM_U * ARK_THREADS) {
 		float acc[ARK_SUM_U][V];
 		for (int j = 0; j < n; j++) {
-			const uint4 *src = reinterpret_cast<const uint4 *>(ark_sum_term<T>(p, arena, j) + v0);
+			const uint4 *src = reinterpret_cast<const uint4 *>(reinterpret_cast<const T *>(ark_sum_term(s, j)) + v0);
 			uint4 q[ARK_SUM_U];
 #pragma unroll
 			for (int u = 0; u < ARK_SUM_U; u++) /* every load first: ARK_SUM_U in flight */
@@ -65,7 +78,7 @@ template <typename T> __device__ void ark_sum_tile(const ark_opp &p, const ark_t
 				T x[V];
 #pragma unroll
 				for (int k = 0; k < V; k++)
-					x[k] = ark_from_f<T>(ark_act(acc[u][k], p.act));
+					x[k] = ark_from_f<T>(ark_act(acc[u][k], s.act));
 				uint4 q;
 				memcpy(&q, x, sizeof q);
 				dst[b + (size_t)u * ARK_THREADS] = q;
@@ -119,19 +132,17 @@ __device__ void ark_sum_ll_tile(const ark_opp &p, const ark_task &t, char *arena
 				const volatile uint32_t *abort_flag)
 {
 	constexpr int E = 4 / sizeof(T); /* elements per word */
-	const int n = (int)p.K + 1, me = (int)p.splits;
+	const ark_sum_args s = ark_sum_args_of(p, arena);
 	const size_t b1 = t.k1 * sizeof(T);
-	const char *own = arena + p.in[0];
 	T *out = reinterpret_cast<T *>(arena + p.out);
 	for (size_t w = t.k0 * sizeof(T) / 4 + threadIdx.x; 4 * w < b1; w += ARK_THREADS) {
 		float acc[E];
-		for (int j = 0; j < n; j++) {
+		for (int j = 0; j < s.n; j++) {
 			uint32_t word;
-			if (j == me) {
-				word = ark_ll_word(own, w, b1);
+			if (j == s.me) {
+				word = ark_ll_word(s.own, w, b1);
 			} else {
-				const unsigned long long *q = reinterpret_cast<const unsigned long long *>(
-					arena + p.in[1] + (size_t)(j - (j > me)) * p.in[2]) + w;
+				const unsigned long long *q = reinterpret_cast<const unsigned long long *>(ark_sum_term(s, j)) + w;
 				unsigned long long v;
 				for (uint32_t spins = 1; (uint32_t)((v = ark_ld_relaxed_sys_u64(q)) >> 32) != run; spins++)
 					if (spins % 4096 == 0 && *abort_flag)
@@ -147,7 +158,7 @@ __device__ void ark_sum_ll_tile(const ark_opp &p, const ark_task &t, char *arena
 #pragma unroll
 		for (int k = 0; k < E; k++)
 			if ((w * E + k) * sizeof(T) < b1)
-				out[w * E + k] = ark_from_f<T>(ark_act(acc[k], p.act));
+				out[w * E + k] = ark_from_f<T>(ark_act(acc[k], s.act));
 	}
 }
 
@@ -158,17 +169,18 @@ __device__ void ark_sum_ll_tile(const ark_opp &p, const ark_task &t, char *arena
 __device__ __noinline__ void ark_gather_tile(const ark_opp &p, const ark_task &t, char *arena)
 {
 	const size_t es = p.dtype == ARK_FP32 ? 4 : 2;
-	const size_t seg = (size_t)p.N * es, K = (size_t)p.K, own = p.splits;
-	const uintptr_t bases = (uintptr_t)(arena + p.in[0]) | (uintptr_t)(arena + p.in[1]) | (uintptr_t)p.in[2] |
-				(uintptr_t)(arena + p.out);
+	const size_t seg = (size_t)p.N * es, K = (size_t)p.K, own = p.splits, stride = p.in[2];
+	const char *in0 = arena + p.in[0], *in1 = arena + p.in[1];
+	char *const out = arena + p.out; /* the fields of p read once: stores to out might alias them */
+	const uintptr_t bases = (uintptr_t)in0 | (uintptr_t)in1 | (uintptr_t)stride | (uintptr_t)out;
 	const size_t u = (seg % 16 == 0 && (bases & 15) == 0 && (t.k0 * es) % 16 == 0 && (t.k1 * es) % 16 == 0)
 				 ? 16 : es;
 	const size_t b0 = t.k0 * es, b1 = t.k1 * es;
 	for (size_t b = b0 + threadIdx.x * u; b < b1; b += (size_t)ARK_THREADS * u) {
 		const size_t o = b / (K * seg), r = b % (K * seg), j = r / seg, w = r % seg;
-		const char *src = j == own ? arena + p.in[0] : arena + p.in[1] + (j - (j > own)) * p.in[2];
+		const char *src = j == own ? in0 : in1 + (j - (j > own)) * stride;
 		src += o * seg + w;
-		char *dst = arena + p.out + b;
+		char *dst = out + b;
 		if (u == 16)
 			*reinterpret_cast<uint4 *>(dst) = *reinterpret_cast<const uint4 *>(src);
 		else if (u == 4)
