@@ -596,15 +596,21 @@ static int use_dma(const struct sched *s, const struct op *o, int64_t bytes)
 	return o->transport == ARK_TR_DMA;
 }
 
-/* Box b of tensor src (on its GPU) to the same elements of tensor dst, in the slot that starts at
- * row slot_rows (slot_bytes bytes) of dst's view, on dst's GPU. */
+/* How a transfer travels: stores + fence + flag (p2p), the DMA engine, or packets that carry their
+ * own flag (op_comm.cuh) into a packet buffer whose rows are twice as wide as the source's. */
+enum xfer { XFER_P2P, XFER_DMA, XFER_LL };
+
+/* Box b of tensor src (on its GPU) to the same elements of tensor dst (its packets for XFER_LL), in
+ * the slot that starts at row slot_rows (slot_bytes bytes) of dst's view, on dst's GPU. */
 static void tile_transfer(struct sched *s, int oi, int src, int dst, int64_t slot_rows, uint64_t slot_bytes,
-			  struct box b, int dma)
+			  struct box b, enum xfer how)
 {
-	int sg = s->g->tensors[src].gpu, x = new_xopp(s, oi, sg, dma ? ARK_T_DMA : ARK_T_COPY);
-	int64_t C = s->cols[src], es = esize(s, src), pieces = dma ? 1 : xfer_pieces(s, b);
+	static const enum ark_tmpl tmpl[] = {[XFER_P2P] = ARK_T_COPY, [XFER_DMA] = ARK_T_DMA, [XFER_LL] = ARK_T_SEND_LL};
+	int sg = s->g->tensors[src].gpu, x = new_xopp(s, oi, sg, tmpl[how]);
+	int64_t C = s->cols[src], es = esize(s, src), pieces = how == XFER_DMA ? 1 : xfer_pieces(s, b);
+	int64_t wide = how == XFER_LL ? 2 : 1;
 	s->xo[x].peer = s->g->tensors[dst].gpu;
-	s->xo[x].flags = dma ? 0 : ARK_OPP_PUSH;
+	s->xo[x].flags = how == XFER_DMA ? 0 : ARK_OPP_PUSH;
 	s->xo[x].in0 = src;
 	s->xo[x].out = dst;
 	s->xo[x].out_add = slot_bytes;
@@ -617,34 +623,9 @@ static void tile_transfer(struct sched *s, int oi, int src, int dst, int64_t slo
 		v->m0 = (uint32_t)q.r0, v->m1 = (uint32_t)q.r1, v->n0 = (uint32_t)q.c0, v->n1 = (uint32_t)q.c1;
 		v->k0 = (uint32_t)(q.r0 * C + q.c0), v->k1 = (uint32_t)((q.r1 - 1) * C + q.c1);
 		add_read(v, src, q.r0, q.r1, q.c0, q.c1);
-		v->write = (struct region){dst, slot_rows + q.r0, slot_rows + q.r1, q.c0, q.c1};
+		v->write = (struct region){dst, slot_rows + q.r0, slot_rows + q.r1, wide * q.c0, wide * q.c1};
 		/* a DMA vCTA only writes a request; the simulator does not model the engine's copy */
-		v->bytes = dma ? 64.0 : (double)(2 * es * box_elems(q));
-	}
-}
-
-/* Box b of tensor src as packets (op_comm.cuh) into the slot at row slot_rows (slot_bytes bytes) of
- * dst, a packet buffer whose rows are twice as wide as src's. No signal: the receiver polls them. */
-static void tile_send_ll(struct sched *s, int oi, int src, int dst, int64_t slot_rows, uint64_t slot_bytes,
-			 struct box b)
-{
-	int sg = s->g->tensors[src].gpu, x = new_xopp(s, oi, sg, ARK_T_SEND_LL);
-	int64_t C = s->cols[src], es = esize(s, src), pieces = xfer_pieces(s, b);
-	s->xo[x].peer = s->g->tensors[dst].gpu;
-	s->xo[x].flags = ARK_OPP_PUSH;
-	s->xo[x].in0 = src;
-	s->xo[x].out = dst;
-	s->xo[x].out_add = slot_bytes;
-	for (int64_t p = 0; p < pieces; p++) {
-		struct box q;
-		if (!split_box(b, pieces, p, &q))
-			continue;
-		struct vcta *v = comm_vcta(s, oi, x);
-		v->m0 = (uint32_t)q.r0, v->m1 = (uint32_t)q.r1, v->n0 = (uint32_t)q.c0, v->n1 = (uint32_t)q.c1;
-		v->k0 = (uint32_t)(q.r0 * C + q.c0), v->k1 = (uint32_t)((q.r1 - 1) * C + q.c1);
-		add_read(v, src, q.r0, q.r1, q.c0, q.c1);
-		v->write = (struct region){dst, slot_rows + q.r0, slot_rows + q.r1, 2 * q.c0, 2 * q.c1};
-		v->bytes = (double)(3 * es * box_elems(q));
+		v->bytes = how == XFER_DMA ? 64.0 : (double)((1 + wide) * es * box_elems(q));
 	}
 }
 
@@ -661,7 +642,8 @@ static void tile_copy_xgpu(struct sched *s, int oi)
 	const struct op *o = &s->g->ops[oi];
 	int t = o->in[0], u = o->out[0];
 	struct box all = {0, s->rows[t], 0, s->cols[t]};
-	tile_transfer(s, oi, t, u, 0, 0, all, use_dma(s, o, (int64_t)tensor_bytes(&s->g->tensors[t])));
+	int dma = use_dma(s, o, (int64_t)tensor_bytes(&s->g->tensors[t]));
+	tile_transfer(s, oi, t, u, 0, 0, all, dma ? XFER_DMA : XFER_P2P);
 	tile_sink(s, oi, u);
 }
 
@@ -706,10 +688,8 @@ static void tile_all_reduce(struct sched *s, int oi)
 		for (int j = 0; j < n && has[i]; j++)
 			if (j != i) {
 				int slot = j - (j > i);
-				if (ll)
-					tile_send_ll(s, oi, o->in[j], st[i], slot * R, (uint64_t)slot * 2 * tb, part[i]);
-				else
-					tile_transfer(s, oi, o->in[j], st[i], slot * R, (uint64_t)slot * tb, part[i], dma);
+				tile_transfer(s, oi, o->in[j], st[i], slot * R, (uint64_t)slot * wide * tb, part[i],
+					      ll ? XFER_LL : dma ? XFER_DMA : XFER_P2P);
 			}
 	/* sum of part i on GPU i */
 	for (int i = 0; i < n; i++) {
@@ -745,7 +725,7 @@ static void tile_all_reduce(struct sched *s, int oi)
 	for (int i = 0; i < n; i++)
 		for (int k = 0; k < n && has[i]; k++)
 			if (k != i)
-				tile_transfer(s, oi, out[i], out[k], 0, 0, part[i], dma);
+				tile_transfer(s, oi, out[i], out[k], 0, 0, part[i], dma ? XFER_DMA : XFER_P2P);
 	for (int k = 0; k < n; k++)
 		tile_sink(s, oi, out[k]);
 }
@@ -769,7 +749,7 @@ static void tile_all_gather(struct sched *s, int oi)
 		for (int j = 0; j < n; j++)
 			if (j != i) {
 				int slot = j - (j > i);
-				tile_transfer(s, oi, o->in[j], st[i], slot * R, (uint64_t)slot * tb, all, dma);
+				tile_transfer(s, oi, o->in[j], st[i], slot * R, (uint64_t)slot * tb, all, dma ? XFER_DMA : XFER_P2P);
 			}
 	for (int i = 0; i < n; i++) {
 		int out = o->out[i], x = new_xopp(s, oi, g->tensors[o->in[i]].gpu, ARK_T_GATHER);
