@@ -112,16 +112,28 @@ static __device__ __forceinline__ uint32_t ark_ll_word(const char *src, size_t w
 	return *reinterpret_cast<const uint16_t *>(src + 4 * w);
 }
 
+/* Words per thread handled together: their loads are all issued before the first is used (the
+ * compiler cannot hoist a load above a store that might alias it). */
+#define ARK_LL_U 8
+
 /* SEND_LL: elements k0:k1 of in[0] as packets into peers[peer] + out. */
 __device__ __noinline__ void ark_send_ll_tile(const ark_opp &p, const ark_task &t, char *arena, char *const *peers,
 					      uint32_t run)
 {
-	const size_t es = p.dtype == ARK_FP32 ? 4 : 2, b1 = t.k1 * es;
+	const size_t es = p.dtype == ARK_FP32 ? 4 : 2, b1 = t.k1 * es, w1 = (b1 + 3) / 4;
 	const char *src = arena + p.in[0];
 	unsigned long long *dst = reinterpret_cast<unsigned long long *>(peers[p.peer] + p.out);
-	for (size_t w = t.k0 * es / 4 + threadIdx.x; 4 * w < b1; w += ARK_THREADS)
-		ark_st_relaxed_sys_u64(dst + w, (unsigned long long)ark_ll_word(src, w, b1) |
-							(unsigned long long)run << 32);
+	for (size_t w0 = t.k0 * es / 4 + threadIdx.x; w0 < w1; w0 += (size_t)ARK_LL_U * ARK_THREADS) {
+		uint32_t v[ARK_LL_U];
+#pragma unroll
+		for (int u = 0; u < ARK_LL_U; u++)
+			v[u] = w0 + (size_t)u * ARK_THREADS < w1 ? ark_ll_word(src, w0 + (size_t)u * ARK_THREADS, b1) : 0;
+#pragma unroll
+		for (int u = 0; u < ARK_LL_U; u++)
+			if (w0 + (size_t)u * ARK_THREADS < w1)
+				ark_st_relaxed_sys_u64(dst + w0 + (size_t)u * ARK_THREADS,
+						       (unsigned long long)v[u] | (unsigned long long)run << 32);
+	}
 }
 
 /* SUM_LL: SUM (above) whose K slots are packet buffers (slot s at in[1] + s * in[2]). Each thread
@@ -133,32 +145,54 @@ __device__ void ark_sum_ll_tile(const ark_opp &p, const ark_task &t, char *arena
 {
 	constexpr int E = 4 / sizeof(T); /* elements per word */
 	const ark_sum_args s = ark_sum_args_of(p, arena);
-	const size_t b1 = t.k1 * sizeof(T);
+	const size_t b1 = t.k1 * sizeof(T), w1 = (b1 + 3) / 4;
+	const unsigned long long ready = (unsigned long long)run << 32; /* what a missing word reads as */
 	T *out = reinterpret_cast<T *>(arena + p.out);
-	for (size_t w = t.k0 * sizeof(T) / 4 + threadIdx.x; 4 * w < b1; w += ARK_THREADS) {
-		float acc[E];
+	for (size_t w0 = t.k0 * sizeof(T) / 4 + threadIdx.x; w0 < w1; w0 += (size_t)ARK_LL_U * ARK_THREADS) {
+		float acc[ARK_LL_U][E];
 		for (int j = 0; j < s.n; j++) {
-			uint32_t word;
+			uint32_t word[ARK_LL_U];
 			if (j == s.me) {
-				word = ark_ll_word(s.own, w, b1);
-			} else {
-				const unsigned long long *q = reinterpret_cast<const unsigned long long *>(ark_sum_term(s, j)) + w;
-				unsigned long long v;
-				for (uint32_t spins = 1; (uint32_t)((v = ark_ld_relaxed_sys_u64(q)) >> 32) != run; spins++)
-					if (spins % 4096 == 0 && *abort_flag)
-						return;
-				word = (uint32_t)v;
-			}
-			T x[E];
-			memcpy(x, &word, sizeof x);
 #pragma unroll
-			for (int k = 0; k < E; k++)
-				acc[k] = j ? acc[k] + ark_to_f(x[k]) : ark_to_f(x[k]);
+				for (int u = 0; u < ARK_LL_U; u++) {
+					const size_t w = w0 + (size_t)u * ARK_THREADS;
+					word[u] = w < w1 ? ark_ll_word(s.own, w, b1) : 0;
+				}
+			} else { /* every packet's first look issued at once, then the late ones polled */
+				const unsigned long long *q = reinterpret_cast<const unsigned long long *>(ark_sum_term(s, j));
+				unsigned long long v[ARK_LL_U];
+#pragma unroll
+				for (int u = 0; u < ARK_LL_U; u++) {
+					const size_t w = w0 + (size_t)u * ARK_THREADS;
+					v[u] = w < w1 ? ark_ld_relaxed_sys_u64(q + w) : ready;
+				}
+#pragma unroll
+				for (int u = 0; u < ARK_LL_U; u++) {
+					for (uint32_t spins = 1; (uint32_t)(v[u] >> 32) != run; spins++) {
+						if (spins % 4096 == 0 && *abort_flag)
+							return;
+						v[u] = ark_ld_relaxed_sys_u64(q + w0 + (size_t)u * ARK_THREADS);
+					}
+					word[u] = (uint32_t)v[u];
+				}
+			}
+#pragma unroll
+			for (int u = 0; u < ARK_LL_U; u++) {
+				T x[E];
+				memcpy(x, &word[u], sizeof x);
+#pragma unroll
+				for (int k = 0; k < E; k++)
+					acc[u][k] = j ? acc[u][k] + ark_to_f(x[k]) : ark_to_f(x[k]);
+			}
 		}
 #pragma unroll
-		for (int k = 0; k < E; k++)
-			if ((w * E + k) * sizeof(T) < b1)
-				out[w * E + k] = ark_from_f<T>(ark_act(acc[k], s.act));
+		for (int u = 0; u < ARK_LL_U; u++) {
+			const size_t w = w0 + (size_t)u * ARK_THREADS;
+#pragma unroll
+			for (int k = 0; k < E; k++)
+				if ((w * E + k) * sizeof(T) < b1)
+					out[w * E + k] = ark_from_f<T>(ark_act(acc[u][k], s.act));
+		}
 	}
 }
 
