@@ -56,8 +56,9 @@ struct op_plan {
 #define ARK_ONESHOT_MAX_AUTO (-1)
 #define ARK_ONESHOT_MAX_MANY 262144
 /* one-shot all_reduce by p2p: inputs of at most this many bytes go as packets that carry their flag
- * (measured on 2 x H200: packets beat stores + fence + flag at every size up to 1 MiB) */
-#define ARK_LL_MAX_DEFAULT 1048576
+ * (measured on 2 x H200, bench/NOTES.md: the all_reduce in packets takes 8.6 us against 9.9 with
+ * stores + fence + flag at 4 KiB, 12.2 against 11.5 at 64 KiB; 16 KiB lies between) */
+#define ARK_LL_MAX_DEFAULT 16384
 
 /* Op params of a communication vCTA (emitted into the table of GPU `gpu`). Offsets are resolved
  * at emission: in[0] = offset of in0 (+ in0_add), in[1] = offset of in1, out = offset of out
