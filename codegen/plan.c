@@ -18,6 +18,13 @@ static uint32_t dma_chunks(uint64_t b)
 	return (uint32_t)n;
 }
 
+/* Edge e from u to a vCTA on another GPU that u sends packets to: the receiver polls the packets
+ * (op_comm.cuh), so the edge needs no counter (it stays in the verified DAG). */
+static int ll_edge(const struct sched *s, int u, int64_t e)
+{
+	return s->v[u].tmpl == ARK_T_SEND_LL && s->v[s->adj[e]].gpu != s->v[u].gpu;
+}
+
 /* Producers with the same set of consumers share a counter: hash the sets. */
 struct cset {
 	uint64_t hash;
@@ -57,13 +64,6 @@ static int same_consumers(const struct sched *s, const uint8_t *need, int a, int
  * tiles all feed the next layer's tiles gets one counter, whatever placement later prunes. A
  * consumer then waits on the whole group of each producer it still needs, which are all its
  * predecessors in the reduced DAG, so the wait cannot deadlock a placement that respects the DAG. */
-/* Edge e from u to a vCTA on another GPU that u sends packets to: the receiver polls the packets
- * (op_comm.cuh), so the edge needs no counter (it stays in the verified DAG). */
-static int ll_edge(const struct sched *s, int u, int64_t e)
-{
-	return s->v[u].tmpl == ARK_T_SEND_LL && s->v[s->adj[e]].gpu != s->v[u].gpu;
-}
-
 static void assign_counters(const struct sched *s, struct schedule *p)
 {
 	int n = s->n_vcta;

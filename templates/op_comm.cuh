@@ -91,7 +91,16 @@ template <typename T> __device__ void ark_sum_tile(const ark_opp &p, const ark_t
  * one 8-byte store {word, run} (run: the counters' iteration, never 0), which is single-copy atomic,
  * so the receiver polls the packets themselves: no fence, no counter, no separate flag. Packet w of
  * a slot is at byte 8 w: the packets of element e start at byte 2 e es. Every piece starts on a word
- * (arkgen only picks packets when it can); the last word of a 16-bit message may hold one element. */
+ * (arkgen only picks packets when it can); the last word of a 16-bit message may hold one element.
+ * A packet carries its own data; for what happened before it (a consumer of the sum may rely on a
+ * path through the sender), each sending thread fences before its stores and each summing thread
+ * after its polls (release and acquire patterns of the PTX memory model, at system scope). Neither
+ * fence waits for remote stores, which is what made the fence of a p2p send expensive. */
+static __device__ __forceinline__ void ark_fence_acq_rel_sys(void)
+{
+	asm volatile("fence.acq_rel.sys;" ::: "memory");
+}
+
 static __device__ __forceinline__ unsigned long long ark_ld_relaxed_sys_u64(const unsigned long long *p)
 {
 	unsigned long long v;
@@ -123,6 +132,7 @@ __device__ __noinline__ void ark_send_ll_tile(const ark_opp &p, const ark_task &
 	const size_t es = p.dtype == ARK_FP32 ? 4 : 2, b1 = t.k1 * es, w1 = (b1 + 3) / 4;
 	const char *src = arena + p.in[0];
 	unsigned long long *dst = reinterpret_cast<unsigned long long *>(peers[p.peer] + p.out);
+	ark_fence_acq_rel_sys();
 	for (size_t w0 = t.k0 * es / 4 + threadIdx.x; w0 < w1; w0 += (size_t)ARK_LL_U * ARK_THREADS) {
 		uint32_t v[ARK_LL_U];
 #pragma unroll
@@ -194,6 +204,7 @@ __device__ void ark_sum_ll_tile(const ark_opp &p, const ark_task &t, char *arena
 					out[w * E + k] = ark_from_f<T>(ark_act(acc[u][k], s.act));
 		}
 	}
+	ark_fence_acq_rel_sys();
 }
 
 /* GATHER: elements k0:k1 of out, viewed as [outer, K, N] (K = GPUs, N = elements of one input after
