@@ -55,10 +55,11 @@ struct op_plan {
 /* all_reduce: -1 picks one-shot for 2 GPUs at every size, and for 3 or more up to this many bytes */
 #define ARK_ONESHOT_MAX_AUTO (-1)
 #define ARK_ONESHOT_MAX_MANY 262144
-/* one-shot all_reduce by p2p: inputs of at most this many bytes go as packets that carry their flag
- * (measured on 2 x H200, bench/NOTES.md: the all_reduce in packets takes 8.6 us against 9.9 with
- * stores + fence + flag at 4 KiB, 12.2 against 11.5 at 64 KiB; 16 KiB lies between) */
-#define ARK_LL_MAX_DEFAULT 16384
+/* one-shot all_reduce by p2p: inputs of at most this many bytes go as packets that carry their flag.
+ * Off by default, as measured on 2 x H200 (bench/NOTES.md): with the fences that order a path
+ * through a packet, the all_reduce of 4 KiB takes 10.6 us in packets against 10.0 with stores +
+ * fence + flag (without them packets won, 8.6 against 9.9, but were not ordered enough). */
+#define ARK_LL_MAX_DEFAULT 0
 
 /* Op params of a communication vCTA (emitted into the table of GPU `gpu`). Offsets are resolved
  * at emission: in[0] = offset of in0 (+ in0_add), in[1] = offset of in1, out = offset of out

@@ -94,8 +94,9 @@ template <typename T> __device__ void ark_sum_tile(const ark_opp &p, const ark_t
  * (arkgen only picks packets when it can); the last word of a 16-bit message may hold one element.
  * A packet carries its own data; for what happened before it (a consumer of the sum may rely on a
  * path through the sender), each sending thread fences before its stores and each summing thread
- * after its polls (release and acquire patterns of the PTX memory model, at system scope). Neither
- * fence waits for remote stores, which is what made the fence of a p2p send expensive. */
+ * right after its polls, before its stores (release and acquire patterns of the PTX memory model,
+ * at system scope). Neither fence waits for remote stores, which is what made the fence of a p2p
+ * send expensive. */
 static __device__ __forceinline__ void ark_fence_acq_rel_sys(void)
 {
 	asm volatile("fence.acq_rel.sys;" ::: "memory");
@@ -186,6 +187,8 @@ __device__ void ark_sum_ll_tile(const ark_opp &p, const ark_task &t, char *arena
 					word[u] = (uint32_t)v[u];
 				}
 			}
+			if (j != s.me)
+				ark_fence_acq_rel_sys(); /* after the polls, before anything that depends on them */
 #pragma unroll
 			for (int u = 0; u < ARK_LL_U; u++) {
 				T x[E];
@@ -204,7 +207,6 @@ __device__ void ark_sum_ll_tile(const ark_opp &p, const ark_task &t, char *arena
 					out[w * E + k] = ark_from_f<T>(ark_act(acc[u][k], s.act));
 		}
 	}
-	ark_fence_acq_rel_sys();
 }
 
 /* GATHER: elements k0:k1 of out, viewed as [outer, K, N] (K = GPUs, N = elements of one input after

@@ -48,8 +48,8 @@ check "-o: the file defines the loop kernel" has '^ARK_DEFINE_LOOP()' "$tmp/mlp.
 check "-o: the report gives the predicted latency" has 'predicted latency [0-9.]* us' "$tmp/out"
 check "bad -d letter: exit 2" run 2 -dQ models/mlp.cfg
 check "bad --p2p-max: exit 2" run 2 --p2p-max -1 models/comm2.cfg
-check "comm2 by default: all_reduce over p2p in packets" has ' ar SEND_LL ' "$(run 0 models/comm2.cfg -o "$tmp/c.cu"; echo "$tmp/c.cu")"
-check "--ll-max 0: all_reduce over p2p stores" sh -c "'$ARKGEN' --ll-max 0 models/comm2.cfg -o '$tmp/s.cu' >/dev/null && grep -q ' ar COPY ' '$tmp/s.cu' && grep -q 'options: .*--ll-max 0' '$tmp/s.cu'"
+check "comm2 by default: all_reduce over p2p stores" has ' ar COPY ' "$(run 0 models/comm2.cfg -o "$tmp/c.cu"; echo "$tmp/c.cu")"
+check "--ll-max 4096: all_reduce over p2p in packets" sh -c "'$ARKGEN' --ll-max 4096 models/comm2.cfg -o '$tmp/s.cu' >/dev/null && grep -q ' ar SEND_LL ' '$tmp/s.cu' && grep -q 'options: .*--ll-max 4096' '$tmp/s.cu'"
 check "--oneshot-max 0: all_reduce in two phases" sh -c "'$ARKGEN' --oneshot-max 0 models/comm2.cfg -o '$tmp/t.cu' >/dev/null && grep -q 's0__rs' '$tmp/t.cu' && grep -q 'options: .*--oneshot-max 0' '$tmp/t.cu'"
 check "bad --ll-max: exit 2" run 2 --ll-max x models/comm2.cfg
 check "bad --oneshot-max: exit 2" run 2 --oneshot-max -5 models/comm2.cfg

@@ -3,8 +3,9 @@
 # auto), sizes from 4 bytes to 64 MiB (some not multiples of the DMA engine's 1 MiB chunks, some not
 # of 16 bytes), fp16/bf16/fp32, each checked against the CPU reference (--check: two iterations on
 # fresh random inputs, outputs poisoned first); on 2 GPUs also with the two-phase all_reduce
-# (--oneshot-max 0: the default there is one-shot at every size); then models/mlp_tp2.cfg and
-# mlp_tp4.cfg with --check and a soak of 100000 iterations. TAP; skips without 2 CUDA devices, the 4-GPU cases without 4.
+# (--oneshot-max 0: the default there is one-shot at every size) and in packets (--ll-max); then
+# models/mlp_tp2.cfg and mlp_tp4.cfg with --check and a soak of 100000 iterations. TAP; skips without
+# 2 CUDA devices, the 4-GPU cases without 4.
 #
 #   tests/gpu_comm.sh                 generates and builds the models (arkgen, nvcc), then runs them
 #   tests/gpu_comm.sh --build DIR     only generates and builds them into DIR (for scripts/gpu-bundle.sh)
@@ -73,6 +74,8 @@ build_all() { # DIR
 		"$ARKGEN" "$1/comm2_$tr.cfg" --oneshot-max 0 -o "$1/comm2_${tr}_2ph.cu" > "$1/comm2_${tr}_2ph.report" ||
 			return 1
 	done
+	# the one-shot all_reduce in packets (off by default), up to 1 MiB
+	"$ARKGEN" "$1/comm2_p2p.cfg" --ll-max 1048576 -o "$1/comm2_p2p_ll.cu" > "$1/comm2_p2p_ll.report" || return 1
 	for n in 2 4; do
 		"$ARKGEN" "$ROOT/models/mlp_tp$n.cfg" -o "$1/mlp_tp$n.cu" > "$1/mlp_tp$n.report" || return 1
 	done
@@ -113,7 +116,7 @@ else
 	build_all "$bin" || { echo "1..1"; echo "not ok 1 - build of the models"; exit 1; }
 fi
 
-echo "1..12"
+echo "1..13"
 i=0
 run() { # description, needed GPUs, command...
 	what=$1 need=$2
@@ -140,6 +143,7 @@ done
 for tr in dma p2p; do
 	run "comm2_${tr}_2ph --check (two-phase all_reduce)" 2 "$bin/comm2_${tr}_2ph" --check --timeout 10000
 done
+run "comm2_p2p_ll --check (all_reduce in packets up to 1 MiB)" 2 "$bin/comm2_p2p_ll" --check --timeout 10000
 for n in 2 4; do
 	run "mlp_tp$n --check" $n "$bin/mlp_tp$n" --check
 	run "mlp_tp$n --iterations $SOAK" $n "$bin/mlp_tp$n" --iterations "$SOAK"

@@ -31,8 +31,9 @@ struct fix {
 
 /* all_reduce's algorithm for the next builds: --oneshot-max (ARK_ONESHOT_MAX_AUTO: the default rule) */
 static int64_t oneshot_max = ARK_ONESHOT_MAX_AUTO;
-/* ... and --ll-max */
-static int64_t ll_max = ARK_LL_MAX_DEFAULT;
+/* ... and --ll-max: packets up to 1 MiB (off by default), so that the emulator runs them */
+#define LL_MAX_TESTS 1048576
+static int64_t ll_max = LL_MAX_TESTS;
 
 /* Loads, tiles and plans model text; returns 0 on success (diagnostics go to /dev/null). */
 static int build(struct fix *f, const char *text, int64_t p2p_max, int barrier)
@@ -350,9 +351,9 @@ static void test_emit_tables(void **state)
 	free(ll_text);
 	destroy(&f);
 	/* stores, then a flag on the peer */
-	ll_max = 0;
+	ll_max = ARK_LL_MAX_DEFAULT; /* the default: stores */
 	assert_int_equal(build(&f, model(2, 1, 4096, "bf16", ops), ARK_P2P_MAX_DEFAULT, 0), 0);
-	ll_max = ARK_LL_MAX_DEFAULT;
+	ll_max = LL_MAX_TESTS;
 	char *text = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&text, &len);
