@@ -666,10 +666,9 @@ static void tile_all_reduce(struct sched *s, int oi)
 	int has[ARK_MAX_IO], dma = 0, one = oneshot(s, n, tb), out[ARK_MAX_IO];
 	for (int i = 0; i < n; i++) {
 		/* with a fused activation, the sums go to the activations' outputs */
-		out[i] = o->out[i];
-		for (int a = 0; a < g->n_ops && s->plan[oi].act != ARK_ACT_NONE; a++)
-			if (s->plan[a].fused_into == oi && g->ops[a].in[0] == o->out[i])
-				out[i] = g->ops[a].out[0];
+		int a = s->plan[oi].act != ARK_ACT_NONE ? sole_activation(g, o->out[i]) : -1;
+		out[i] = a >= 0 ? g->ops[a].out[0] : o->out[i];
+		ARK_ASSERT(a < 0 || s->plan[a].fused_into == oi);
 		if (one) /* GPU i sums all of it */
 			has[i] = 1, part[i] = all;
 		else
