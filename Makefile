@@ -6,6 +6,8 @@ CC        ?= gcc
 CUDA_HOME ?= /usr/local/cuda
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
 ARCH      ?= sm_90
+# The virtual architecture that matches ARCH: sm_90 -> compute_90, sm_90a -> compute_90a.
+GENCODE   := -gencode arch=compute_$(patsubst sm_%,%,$(ARCH)),code=$(ARCH)
 PREFIX    ?= /usr/local
 MODEL     ?= models/mlp8.cfg
 SANITIZE  ?= 0
@@ -23,17 +25,23 @@ endif
 
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wshadow -MMD -MP $(SANFLAGS)
-CPPFLAGS += -I. -Iruntime -Itemplates -I$(CUDA_HOME)/include -DARKGEN_VERSION='"$(VERSION)"' \
-            -DARKGEN_PREFIX='"$(PREFIX)"' -DARKGEN_ARCH='"$(ARCH)"'
-LDFLAGS  += $(SANFLAGS) -L$(CUDA_HOME)/lib64
+# Include paths, one per folder of headers: abi/ (the contract between arkgen and the binaries it
+# generates), runtime/, templates/ and dma/. Only the two files that call CUDA see its headers.
+INC      := -I. -Iabi -Iruntime -Itemplates -Idma
+CPPFLAGS += $(INC) -DARKGEN_VERSION='"$(VERSION)"' -DARKGEN_PREFIX='"$(PREFIX)"' \
+            -DARKGEN_GENCODE='"$(GENCODE)"'
+LDFLAGS  += $(SANFLAGS)
 HOST_LIBS := -lconfig -lmetis -lcjson -lm -lpthread
-CUDA_LIBS := -lcudart -ldl -lrt
-NVCCFLAGS ?= -O3 -gencode arch=compute_90,code=$(ARCH) -std=c++17 -lineinfo
+NVCCFLAGS ?= -O3 $(GENCODE) -std=c++17 -lineinfo
 
 # ---- sources ---------------------------------------------------------------------------------
 CODEGEN_SRC := $(filter-out codegen/main.c,$(wildcard codegen/*.c))
 PART_SRC    := $(wildcard partition/*.c)
 RT_SRC      := $(wildcard runtime/*.c) $(wildcard dma/*.c)
+# The part of the runtime that needs no GPU (CPU reference, safetensors, DMA ring and dispatcher):
+# arkgen's tests link it alone, so nothing on the CPU side links a CUDA library.
+RT_CUDA_SRC := runtime/session.c runtime/driver.c runtime/trace.c dma/cuda_backend.c
+RT_HOST_SRC := $(filter-out $(RT_CUDA_SRC),$(RT_SRC))
 TEST_SRC    := $(wildcard tests/test_*.c)
 GPU_TEST_SRC := $(wildcard tests/gpu_*.cu)
 BENCH_SRC   := $(wildcard bench/*.c)
@@ -42,6 +50,7 @@ obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
 CODEGEN_OBJ := $(call obj,$(CODEGEN_SRC))
 PART_OBJ    := $(call obj,$(PART_SRC))
 RT_OBJ      := $(call obj,$(RT_SRC))
+RT_HOST_OBJ := $(call obj,$(RT_HOST_SRC))
 TESTS       := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
 GPU_TESTS   := $(if $(filter 1,$(SANITIZE)),,$(patsubst tests/%.cu,$(B)/tests/%,$(GPU_TEST_SRC)))
 BENCHES     := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
@@ -60,29 +69,33 @@ $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
+$(call obj,runtime/session.c dma/cuda_backend.c): CPPFLAGS += -I$(CUDA_HOME)/include
+
 $(B)/libcodegen.a: $(CODEGEN_OBJ)
 	@rm -f $@; ar rcs $@ $^
 $(B)/libpart.a: $(PART_OBJ)
 	@rm -f $@; ar rcs $@ $^
 $(B)/libarkrt.a: $(RT_OBJ)
 	@rm -f $@; ar rcs $@ $^
+$(B)/libarkhost.a: $(RT_HOST_OBJ)
+	@rm -f $@; ar rcs $@ $^
 
-ALL_LIBS := $(B)/libcodegen.a $(B)/libpart.a $(B)/libarkrt.a
+ALL_LIBS := $(B)/libcodegen.a $(B)/libpart.a $(B)/libarkhost.a
 
 $(B)/arkgen: $(B)/obj/codegen/main.o $(B)/libcodegen.a $(B)/libpart.a
 	$(CC) $(LDFLAGS) $^ $(HOST_LIBS) -o $@
 
 $(B)/tests/%: tests/%.c $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(ALL_LIBS) $(LDFLAGS) -lcmocka $(HOST_LIBS) $(CUDA_LIBS) -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(ALL_LIBS) $(LDFLAGS) -lcmocka $(HOST_LIBS) -o $@
 
 $(B)/tests/%: tests/%.cu $(B)/libarkrt.a
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) -Iruntime -Itemplates -I. $< $(B)/libarkrt.a -lcjson -o $@
+	$(NVCC) $(NVCCFLAGS) $(INC) $< $(B)/libarkrt.a -lcjson -o $@
 
 $(B)/bench/%: bench/%.c $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(ALL_LIBS) $(LDFLAGS) $(HOST_LIBS) $(CUDA_LIBS) -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(ALL_LIBS) $(LDFLAGS) $(HOST_LIBS) -o $@
 
 # The main job on the default model.
 run: deps all
@@ -102,7 +115,7 @@ golden: $(B)/arkgen
 FUZZ_SRC := codegen/cfg.c codegen/graph.c codegen/diag.c codegen/optab.c tests/fuzz_frontend.c
 fuzz: deps
 	@mkdir -p build/fuzz/corpus
-	clang -g -O1 -fsanitize=fuzzer,address,undefined -I. -Iruntime $(FUZZ_SRC) -lconfig -lm -o build/fuzz/fuzz_frontend
+	clang -g -O1 -fsanitize=fuzzer,address,undefined $(INC) $(FUZZ_SRC) -lconfig -lm -o build/fuzz/fuzz_frontend
 	cp models/*.cfg build/fuzz/corpus/
 	build/fuzz/fuzz_frontend -max_total_time=$(FUZZ_SECONDS) -timeout=10 -max_len=8192 build/fuzz/corpus
 
@@ -110,7 +123,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/arkgen
 	install -m 755 $(B)/arkgen $(DESTDIR)$(PREFIX)/bin/arkgen
 	install -m 644 $(B)/libarkrt.a $(DESTDIR)$(PREFIX)/lib/libarkrt.a
-	install -m 644 runtime/*.h templates/*.h templates/*.cuh dma/dma.h dma/dma_device.cuh $(DESTDIR)$(PREFIX)/include/arkgen/
+	install -m 644 abi/*.h abi/*.cuh runtime/*.h templates/*.cuh dma/dma_device.cuh $(DESTDIR)$(PREFIX)/include/arkgen/
 
 clean:
 	rm -rf build

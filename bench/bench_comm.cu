@@ -22,6 +22,7 @@
 
 #include "dma.h"
 #include "dma_device.cuh"
+#include "ark_memorder.cuh"
 
 #include "bench_cuda.h"
 
@@ -108,53 +109,21 @@ static __host__ __device__ __forceinline__ uint64_t word_sum(uint64_t w, uint64_
 	return mix64(w ^ (k * 0x9e3779b97f4a7c15ull));
 }
 
-/* ---- device memory-order primitives ----------------------------------------------------------- */
-static __device__ __forceinline__ uint32_t ld_acquire_sys(const uint32_t *p)
-{
-	uint32_t v;
-	asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(__cvta_generic_to_global(p)) : "memory");
-	return v;
-}
-
-static __device__ __forceinline__ uint32_t ld_relaxed_sys(const uint32_t *p)
-{
-	uint32_t v;
-	asm volatile("ld.relaxed.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(__cvta_generic_to_global(p)) : "memory");
-	return v;
-}
-
-static __device__ __forceinline__ void st_release_sys(uint32_t *p, uint32_t v)
-{
-	asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "r"(v) : "memory");
-}
-
-static __device__ __forceinline__ void st_relaxed_sys(uint32_t *p, uint32_t v)
-{
-	asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "r"(v) : "memory");
-}
-
-static __device__ __forceinline__ unsigned long long gtimer(void)
-{
-	unsigned long long t;
-	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-	return t;
-}
-
 /* Records this GPU's first timed-out wait and tells everybody to leave. */
 static __device__ void record_timeout(const pp_args &a, uint32_t where, uint32_t iter, uint32_t index,
 				      uint32_t seen, uint32_t want)
 {
 	struct side_diag *d = &a.ctl->side[a.side];
-	if (ld_relaxed_sys(&d->timed_out) == 0) {
-		st_relaxed_sys(&d->where, where);
-		st_relaxed_sys(&d->iter, iter);
-		st_relaxed_sys(&d->index, index);
-		st_relaxed_sys(&d->seen, seen);
-		st_relaxed_sys(&d->want, want);
-		st_relaxed_sys(&d->cta, blockIdx.x);
-		st_release_sys(&d->timed_out, 1);
+	if (ark_ld_relaxed_sys(&d->timed_out) == 0) {
+		ark_st_relaxed_sys(&d->where, where);
+		ark_st_relaxed_sys(&d->iter, iter);
+		ark_st_relaxed_sys(&d->index, index);
+		ark_st_relaxed_sys(&d->seen, seen);
+		ark_st_relaxed_sys(&d->want, want);
+		ark_st_relaxed_sys(&d->cta, blockIdx.x);
+		ark_st_release_sys(&d->timed_out, 1);
 	}
-	st_release_sys(&a.ctl->abort, 1);
+	ark_st_release_sys(&a.ctl->abort, 1);
 }
 
 /* Spins until (int32_t)(*flag - want) >= 0 (ld.acquire.sys). Returns 0, or 1 when the wait outlasted
@@ -164,18 +133,18 @@ static __device__ int wait_flag(const pp_args &a, const uint32_t *flag, uint32_t
 {
 	unsigned long long start = 0;
 	for (uint32_t spins = 1;; spins++) {
-		uint32_t v = ld_acquire_sys(flag);
+		uint32_t v = ark_ld_acquire_sys(flag);
 		if ((int32_t)(v - want) >= 0)
 			return 0;
 		if ((spins & 255) == 0) {
-			unsigned long long now = gtimer();
+			unsigned long long now = ark_globaltimer();
 			if (start == 0)
 				start = now;
 			else if (now - start > a.timeout_ns) {
 				record_timeout(a, where, iter, index, v, want);
 				return 1;
 			}
-			if ((spins & 4095) == 0 && ld_relaxed_sys(&a.ctl->abort))
+			if ((spins & 4095) == 0 && ark_ld_relaxed_sys(&a.ctl->abort))
 				return 1;
 		}
 	}
@@ -237,7 +206,7 @@ __global__ void __launch_bounds__(THREADS) dma_pingpong_kernel(pp_args a)
 	if (!a.check && !t0)
 		return;
 	if (t0 && a.side == 0)
-		a.ts[0] = gtimer();
+		a.ts[0] = ark_globaltimer();
 	for (uint32_t i = 0; i < a.n_iter; i++) {
 		const uint32_t v = (i + 1) * a.chunks; /* the last chunk of message i raises the flag to v */
 		if (a.side == 1) {
@@ -259,7 +228,7 @@ __global__ void __launch_bounds__(THREADS) dma_pingpong_kernel(pp_args a)
 			if (leave(a, bad))
 				return;
 			if (t0)
-				a.ts[i + 1] = gtimer();
+				a.ts[i + 1] = ark_globaltimer();
 			if (a.check)
 				check_recv(a, i);
 		} else if (leave(a, bad))
@@ -273,7 +242,7 @@ __global__ void dma_stream_kernel(pp_args a)
 {
 	if (threadIdx.x != 0)
 		return;
-	a.ts[0] = gtimer();
+	a.ts[0] = ark_globaltimer();
 	for (uint32_t k = 0; k < a.n_iter; k++) {
 		struct dma_req q = a.req;
 		q.flag_value = (k + 1) * a.chunks;
@@ -287,7 +256,7 @@ __global__ void dma_stream_kernel(pp_args a)
 	}
 	if (wait_flag(a, a.flags + F_STREAM_SRC, 1, W_SRC_FLAG, a.n_iter, F_STREAM_SRC))
 		return;
-	a.ts[1] = gtimer();
+	a.ts[1] = ark_globaltimer();
 }
 
 /* (c) this CTA's share of src[0, bytes) -> dst (the peer's memory), 16-byte words, four loads in
@@ -320,7 +289,7 @@ __global__ void __launch_bounds__(THREADS) p2p_pingpong_kernel(pp_args a)
 {
 	const int tid = threadIdx.x, cta = blockIdx.x, g = gridDim.x;
 	if (a.side == 0 && cta == 0 && tid == 0)
-		a.ts[0] = gtimer();
+		a.ts[0] = ark_globaltimer();
 	for (uint32_t i = 0; i < a.n_iter; i++) {
 		const uint32_t v = i + 1;
 		if (a.side == 1) {
@@ -334,14 +303,14 @@ __global__ void __launch_bounds__(THREADS) p2p_pingpong_kernel(pp_args a)
 		__syncthreads();
 		if (tid == 0) {
 			__threadfence_system();
-			st_release_sys(a.peer_flags + F_P2P + cta, v);
+			ark_st_release_sys(a.peer_flags + F_P2P + cta, v);
 		}
 		if (a.side == 0) {
 			int bad = tid < g && wait_flag(a, a.flags + F_P2P + tid, v, W_RETURN, i, F_P2P + tid);
 			if (__syncthreads_or(bad))
 				return;
 			if (cta == 0 && tid == 0)
-				a.ts[i + 1] = gtimer();
+				a.ts[i + 1] = ark_globaltimer();
 			if (a.check && cta == 0)
 				check_recv(a, i);
 		}
@@ -353,17 +322,6 @@ __global__ void __launch_bounds__(THREADS) p2p_pingpong_kernel(pp_args a)
  * themselves and no fence or separate flag is needed (the protocol NCCL calls LL). Each thread sends
  * and receives the same words, so the receiver's unpack and its send back need no barrier; in
  * checked runs one CTA does everything (the checksum reads the whole buffer). bytes % 8 == 0. */
-static __device__ __forceinline__ unsigned long long ld_relaxed_sys_u64(const unsigned long long *p)
-{
-	unsigned long long v;
-	asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(__cvta_generic_to_global(p)) : "memory");
-	return v;
-}
-
-static __device__ __forceinline__ void st_relaxed_sys_u64(unsigned long long *p, unsigned long long v)
-{
-	asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "l"(v) : "memory");
-}
 
 /* Waits for this thread's packets of round trip `flag` and unpacks them into recv. 0, or 1 on a
  * timeout (recorded) or abort. */
@@ -373,16 +331,16 @@ static __device__ int ll_receive(const pp_args &a, uint32_t flag, uint32_t where
 	uint32_t *recv = (uint32_t *)a.recv;
 	for (uint64_t k = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; k < words; k += step) {
 		unsigned long long start = 0, p;
-		for (uint32_t spins = 1; (uint32_t)((p = ld_relaxed_sys_u64(a.ll + k)) >> 32) != flag; spins++)
+		for (uint32_t spins = 1; (uint32_t)((p = ark_ld_relaxed_sys_u64(a.ll + k)) >> 32) != flag; spins++)
 			if ((spins & 1023) == 0) {
-				unsigned long long now = gtimer();
+				unsigned long long now = ark_globaltimer();
 				if (start == 0)
 					start = now;
 				else if (now - start > a.timeout_ns) {
 					record_timeout(a, where, iter, (uint32_t)k, (uint32_t)(p >> 32), flag);
 					return 1;
 				}
-				if (ld_relaxed_sys(&a.ctl->abort))
+				if (ark_ld_relaxed_sys(&a.ctl->abort))
 					return 1;
 			}
 		recv[k] = (uint32_t)p;
@@ -395,7 +353,7 @@ __global__ void __launch_bounds__(THREADS) p2p_ll_pingpong_kernel(pp_args a)
 	const uint64_t words = a.bytes / 4, step = (uint64_t)gridDim.x * blockDim.x;
 	const uint32_t *src = (const uint32_t *)a.src;
 	if (a.side == 0 && blockIdx.x == 0 && threadIdx.x == 0)
-		a.ts[0] = gtimer();
+		a.ts[0] = ark_globaltimer();
 	for (uint32_t i = 0; i < a.n_iter; i++) {
 		const uint32_t flag = i + 1;
 		if (a.side == 1) {
@@ -405,12 +363,12 @@ __global__ void __launch_bounds__(THREADS) p2p_ll_pingpong_kernel(pp_args a)
 				check_recv(a, i);
 		}
 		for (uint64_t k = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; k < words; k += step)
-			st_relaxed_sys_u64(a.peer_ll + k, (unsigned long long)src[k] | (unsigned long long)flag << 32);
+			ark_st_relaxed_sys_u64(a.peer_ll + k, (unsigned long long)src[k] | (unsigned long long)flag << 32);
 		if (a.side == 0) {
 			if (__syncthreads_or(ll_receive(a, flag, W_RETURN, i)))
 				return;
 			if (blockIdx.x == 0 && threadIdx.x == 0)
-				a.ts[i + 1] = gtimer();
+				a.ts[i + 1] = ark_globaltimer();
 			if (a.check)
 				check_recv(a, i);
 		}
@@ -428,9 +386,9 @@ __global__ void __launch_bounds__(THREADS) step_kernel(pp_args a, uint32_t iter)
 /* Smallest step of %globaltimer seen in a tight loop. */
 __global__ void timer_res_kernel(unsigned long long *out)
 {
-	unsigned long long t = gtimer(), best = ~0ull;
+	unsigned long long t = ark_globaltimer(), best = ~0ull;
 	for (int i = 0; i < 200000; i++) {
-		unsigned long long u = gtimer();
+		unsigned long long u = ark_globaltimer();
 		if (u != t) {
 			best = u - t < best ? u - t : best;
 			t = u;

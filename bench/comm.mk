@@ -6,13 +6,13 @@
 NCCL_HOME    ?= $(CUDA_HOME)
 NCCL_INC     ?= $(NCCL_HOME)/include
 NCCL_LIB     ?= $(NCCL_HOME)/lib
-COMM_NVFLAGS := -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -lineinfo -Xcompiler -Wall
-COMM_INC     := -I. -Iruntime -Itemplates -Idma
+COMM_NVFLAGS := -O3 -std=c++17 $(GENCODE) -lineinfo -Xcompiler -Wall
+COMM_INC     := $(INC)
 
 .PHONY: bench-comm
 bench-comm: $(B)/bench/bench_comm $(B)/bench/bench_nccl
 
-$(B)/bench/bench_comm: bench/bench_comm.cu bench/bench_cuda.h dma/dma.h dma/dma_device.cuh $(B)/libarkrt.a
+$(B)/bench/bench_comm: bench/bench_comm.cu bench/bench_cuda.h dma/dma.h dma/dma_device.cuh abi/ark_memorder.cuh $(B)/libarkrt.a
 	@mkdir -p $(dir $@)
 	$(NVCC) $(COMM_NVFLAGS) $(COMM_INC) $< $(B)/libarkrt.a -lpthread -o $@
 

@@ -6,12 +6,12 @@
 .PHONY: bench-probe
 bench-probe: $(B)/bench/stream_probe $(B)/bench/chain_probe
 
-$(B)/bench/stream_probe: bench/stream_probe.cu bench/bench_cuda.h $(wildcard templates/*.cuh templates/*.h)
+$(B)/bench/stream_probe: bench/stream_probe.cu bench/bench_cuda.h $(wildcard templates/*.cuh abi/*.h abi/*.cuh)
 	@mkdir -p $(dir $@)
-	$(NVCC) -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -DARK_TILES_FP16=0 -DARK_TILES_FP32=0 \
-		-Itemplates -Iruntime -I. $< -o $@
+	$(NVCC) -O3 -std=c++17 $(GENCODE) -DARK_TILES_FP16=0 -DARK_TILES_FP32=0 \
+		$(INC) $< -o $@
 
-$(B)/bench/chain_probe: bench/chain_probe.cu bench/bench_cuda.h $(wildcard templates/*.cuh templates/*.h)
+$(B)/bench/chain_probe: bench/chain_probe.cu bench/bench_cuda.h $(wildcard templates/*.cuh abi/*.h abi/*.cuh)
 	@mkdir -p $(dir $@)
-	$(NVCC) -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -DARK_TILES_FP16=0 -DARK_TILES_BF16=0 \
-		-Itemplates -Iruntime -I. $< -o $@
+	$(NVCC) -O3 -std=c++17 $(GENCODE) -DARK_TILES_FP16=0 -DARK_TILES_BF16=0 \
+		$(INC) $< -o $@

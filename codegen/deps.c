@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "diag.h"
-#include "sched.h"
+#include "tiling.h"
 
 struct access {
 	int v;       /* vCTA */
@@ -31,7 +31,7 @@ static void push(struct pairs *ps, int u, int v, int64_t bytes)
 	ps->p[ps->n++] = (struct pair){u, v, bytes};
 }
 
-static const struct region *reg(const struct sched *s, struct access a)
+static const struct region *reg(const struct tiling *s, struct access a)
 {
 	return a.r < 0 ? &s->v[a.v].write : &s->v[a.v].reads[a.r];
 }
@@ -45,7 +45,7 @@ static int64_t overlap(const struct region *a, const struct region *b)
 }
 
 /* Byte span [lo, hi) of a region inside its GPU's arena. */
-static void span(const struct sched *s, const struct region *r, uint64_t *lo, uint64_t *hi)
+static void span(const struct tiling *s, const struct region *r, uint64_t *lo, uint64_t *hi)
 {
 	int64_t cols = s->cols[r->tensor], es = ark_dtype_size(s->g->tensors[r->tensor].dtype);
 	*lo = s->offset[r->tensor] + (uint64_t)((r->r0 * cols + r->c0) * es);
@@ -66,7 +66,7 @@ struct index {
 };
 
 /* Per tensor, its writers (want_write) or readers, in vCTA order. */
-static void build_index(const struct sched *s, int want_write, struct index *ix)
+static void build_index(const struct tiling *s, int want_write, struct index *ix)
 {
 	int nt = s->g->n_tensors;
 	ix->start = xcalloc((size_t)nt + 1, sizeof *ix->start);
@@ -101,7 +101,7 @@ static void free_index(struct index *ix)
 }
 
 /* Hazards inside tensors: every read (and write) against the earlier writes of that tensor. */
-static void tensor_hazards(const struct sched *s, const struct index *wr, const struct index *rd,
+static void tensor_hazards(const struct tiling *s, const struct index *wr, const struct index *rd,
 			   struct pairs *ps)
 {
 	int nt = s->g->n_tensors;
@@ -130,7 +130,7 @@ static void tensor_hazards(const struct sched *s, const struct index *wr, const 
 
 /* Hazards between tensors that share bytes: every access of the earlier tensor before every write
  * of the later one that touches the same bytes. */
-static void reuse_hazards(const struct sched *s, const struct index *wr, const struct index *rd,
+static void reuse_hazards(const struct tiling *s, const struct index *wr, const struct index *rd,
 			  struct pairs *ps)
 {
 	const struct graph *g = s->g;
@@ -167,7 +167,7 @@ static void reuse_hazards(const struct sched *s, const struct index *wr, const s
 	}
 }
 
-int deps_build(struct sched *s)
+int deps_build(struct tiling *s)
 {
 	struct index wr, rd;
 	struct pairs ps = {0};
@@ -207,13 +207,13 @@ int deps_build(struct sched *s)
 	free(ps.p);
 
 	struct part_dag dag;
-	sched_dag(s, &dag);
+	tiling_dag(s, &dag);
 	s->keep = xmalloc((size_t)n + 1);
 	s->n_kept = part_transitive_reduce(&dag, s->keep);
 	return 0;
 }
 
-void sched_dag(const struct sched *s, struct part_dag *dag)
+void tiling_dag(const struct tiling *s, struct part_dag *dag)
 {
 	*dag = (struct part_dag){
 		.n = s->n_vcta,
@@ -228,7 +228,7 @@ void sched_dag(const struct sched *s, struct part_dag *dag)
 	};
 }
 
-void tile_dot(const struct sched *s, FILE *f)
+void tile_dot(const struct tiling *s, FILE *f)
 {
 	const struct graph *g = s->g;
 	fprintf(f, "digraph \"%s_vctas\" {\n  node [shape=box, fontsize=9];\n", g->name);

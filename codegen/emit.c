@@ -64,10 +64,10 @@ static const char *flit(char *buf, size_t n, double v)
 	return buf;
 }
 
-static uint64_t off(const struct sched *s, int t) { return t < 0 ? 0 : s->offset[t]; }
+static uint64_t off(const struct tiling *s, int t) { return t < 0 ? 0 : s->offset[t]; }
 
 /* Arena offset of tensor t as a C literal (buf: 32 bytes); intermediates of a fused group have none. */
-static const char *offstr(char *buf, const struct sched *s, int t)
+static const char *offstr(char *buf, const struct tiling *s, int t)
 {
 	if (t >= 0 && s->offset[t] == UINT64_MAX)
 		return "ARK_NOT_STORED";
@@ -90,11 +90,11 @@ static void bcast_strides(const struct tensor *in, const struct tensor *o, int64
 	}
 }
 
-static void emit_opp(FILE *f, const struct sched *s, int oi, unsigned extra_flags)
+static void emit_opp(FILE *f, const struct tiling *s, int oi, unsigned extra_flags)
 {
 	const struct graph *g = s->g;
 	const struct op *o = &g->ops[oi];
-	const struct op_plan *pl = &s->plan[oi];
+	const struct op_tiling *pl = &s->per_op[oi];
 	int outt = pl->out_tensor;
 	const struct tensor *T = &g->tensors[outt];
 	unsigned flags = extra_flags;
@@ -141,10 +141,10 @@ static void emit_opp(FILE *f, const struct sched *s, int oi, unsigned extra_flag
 
 /* A chain of elementwise ops (tile.c: plan_chains): its descriptor (dtype, first input, last output,
  * number of steps), then every op's own params, in order. */
-static void emit_chain_opp(FILE *f, const struct sched *s, int head)
+static void emit_chain_opp(FILE *f, const struct tiling *s, int head)
 {
 	const struct graph *g = s->g;
-	const struct op_plan *pl = &s->plan[head];
+	const struct op_tiling *pl = &s->per_op[head];
 	const struct op *h = &g->ops[head];
 	int outt = pl->out_tensor;
 	out(f, "\t/* chain of %d elementwise ops, %s (%s:%d) to %s, in registers: %s -> %s */\n", pl->chain_len,
@@ -156,7 +156,7 @@ static void emit_chain_opp(FILE *f, const struct sched *s, int head)
 	out(f, "\t %" PRId64 ", %" PRId64 ", 0, 0.0f, 0, {0, 0, 0, 0},\n", s->rows[outt], s->cols[outt]);
 	out(f, "\t {{0, 0, 0, 0}, {0, 0, 0, 0}}, -1},\n");
 	int prev_out = -1;
-	for (int x = head; x >= 0; x = s->plan[x].chain_next) {
+	for (int x = head; x >= 0; x = s->per_op[x].chain_next) {
 		const struct op *o = &g->ops[x];
 		emit_opp(f, s, x, prev_out >= 0 && o->n_in > 1 && o->in[1] == prev_out ? ARK_OPP_CHAIN_IN1 : 0);
 		prev_out = o->out[0];
@@ -168,10 +168,10 @@ static const char *const xtmpl_what[] = {
 	[ARK_T_NOP] = "receive", [ARK_T_SEND_LL] = "p2p send in packets", [ARK_T_SUM_LL] = "sum of packets",
 };
 
-void emit_xopp_params(const struct sched *s, int x, struct ark_opp *o)
+void emit_comm_opp_params(const struct tiling *s, int x, struct ark_opp *o)
 {
 	const struct graph *g = s->g;
-	const struct xopp *X = &s->xo[x];
+	const struct comm_opp *X = &s->comm[x];
 	const struct op *op = &g->ops[X->op];
 	memset(o, 0, sizeof *o);
 	o->kind = (uint16_t)op->kind;
@@ -188,13 +188,13 @@ void emit_xopp_params(const struct sched *s, int x, struct ark_opp *o)
 }
 
 /* Op params of a communication vCTA. */
-static void emit_xopp(FILE *f, const struct sched *s, int x)
+static void emit_comm_opp(FILE *f, const struct tiling *s, int x)
 {
 	const struct graph *g = s->g;
-	const struct xopp *X = &s->xo[x];
+	const struct comm_opp *X = &s->comm[x];
 	const struct op *o = &g->ops[X->op];
 	struct ark_opp p;
-	emit_xopp_params(s, x, &p);
+	emit_comm_opp_params(s, x, &p);
 	out(f, "\t/* %s: %s (%s:%d), %s", o->name, op_info[o->kind].name, g->file, o->line, xtmpl_what[X->tmpl]);
 	if (X->act != ARK_ACT_NONE)
 		out(f, " + %s fused", op_info[X->act].name);
@@ -208,7 +208,7 @@ static void emit_xopp(FILE *f, const struct sched *s, int x)
 	out(f, "\t {{0, 0, 0, 0}, {0, 0, 0, 0}}, %d},\n", p.peer);
 }
 
-static void emit_tensors(FILE *f, const struct sched *s)
+static void emit_tensors(FILE *f, const struct tiling *s)
 {
 	const struct graph *g = s->g;
 	out(f, "/* Tensors: name, dtype, role, ndim, GPU, shape, arena offset (ARK_NOT_STORED: computed inside "
@@ -230,7 +230,7 @@ static void emit_tensors(FILE *f, const struct sched *s)
 	out(f, "};\n\n");
 }
 
-static void emit_ops(FILE *f, const struct sched *s)
+static void emit_ops(FILE *f, const struct tiling *s)
 {
 	const struct graph *g = s->g;
 	out(f, "/* Ops in a topological order, for the CPU reference: name, kind, inputs, outputs, GPU, "
@@ -254,7 +254,7 @@ static void emit_ops(FILE *f, const struct sched *s)
 }
 
 /* wait0: index of the task's first wait in its GPU's wait table. */
-static void emit_task(FILE *f, const struct sched *s, const struct schedule *p, int v, const int *opp_index,
+static void emit_task(FILE *f, const struct tiling *s, const struct schedule *p, int v, const int *opp_index,
 		      int64_t wait0)
 {
 	const struct vcta *t = &s->v[v];
@@ -279,7 +279,7 @@ static void emit_task(FILE *f, const struct sched *s, const struct schedule *p, 
 	out(f, " (line %d) */\n", g->ops[t->op].line);
 }
 
-int emit_loop(const struct sched *s, const struct schedule *p, const struct emit_info *info, FILE *f)
+int emit_loop(const struct tiling *s, const struct schedule *p, const struct emit_info *info, FILE *f)
 {
 	const struct graph *g = s->g;
 	int sms = p->pl.sms / g->gpus;
@@ -317,7 +317,7 @@ int emit_loop(const struct sched *s, const struct schedule *p, const struct emit
 
 	/* Per GPU: op params, task lists, waits. */
 	int G = g->gpus;
-	int *opp_index = xmalloc(((size_t)g->n_ops + (size_t)s->n_xo) * sizeof *opp_index + 1);
+	int *opp_index = xmalloc(((size_t)g->n_ops + (size_t)s->n_comm) * sizeof *opp_index + 1);
 	int *opp_gpu = xmalloc((size_t)g->n_ops * sizeof *opp_gpu + 1);
 	int64_t *wbase = xmalloc((size_t)s->n_vcta * sizeof *wbase + 1);
 	int64_t *sm_begin = xmalloc(((size_t)sms + 1) * sizeof *sm_begin);
@@ -344,18 +344,18 @@ int emit_loop(const struct sched *s, const struct schedule *p, const struct emit
 			if (opp_gpu[oi] != gpu)
 				continue;
 			opp_index[oi] = n_opp[gpu];
-			if (s->plan[oi].chain_len) {
+			if (s->per_op[oi].chain_len) {
 				emit_chain_opp(f, s, oi);
-				n_opp[gpu] += 1 + s->plan[oi].chain_len;
+				n_opp[gpu] += 1 + s->per_op[oi].chain_len;
 			} else {
 				emit_opp(f, s, oi, 0);
 				n_opp[gpu]++;
 			}
 		}
-		for (int x = 0; x < s->n_xo; x++)
-			if (s->xo[x].gpu == gpu) {
+		for (int x = 0; x < s->n_comm; x++)
+			if (s->comm[x].gpu == gpu) {
 				opp_index[g->n_ops + x] = n_opp[gpu]++;
-				emit_xopp(f, s, x);
+				emit_comm_opp(f, s, x);
 			}
 		if (!n_opp[gpu])
 			out(f, "\t{0},\n");
@@ -490,7 +490,7 @@ static void json_graph(const struct graph *g, FILE *f)
 	out(f, "  ],\n");
 }
 
-int emit_schedule_json(const struct sched *s, const struct schedule *p, FILE *f)
+int emit_schedule_json(const struct tiling *s, const struct schedule *p, FILE *f)
 {
 	const struct graph *g = s->g;
 	out(f, "{\n  \"model\": ");

@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-#include "sched.h"
+#include "schedule.h"
 
 struct emit_info {
 	const char *options;  /* the options that shaped the output, as a command-line fragment */
@@ -13,10 +13,10 @@ struct emit_info {
 };
 
 /* Writes loop.cu for a placed schedule. Byte-identical for the same input. 0, or -1 (I/O error). */
-int emit_loop(const struct sched *s, const struct schedule *p, const struct emit_info *info, FILE *f);
-/* The op params the emitted file holds for communication vCTA params s->xo[x] (tests emulate them). */
-void emit_xopp_params(const struct sched *s, int x, struct ark_opp *o);
+int emit_loop(const struct tiling *s, const struct schedule *p, const struct emit_info *info, FILE *f);
+/* The op params the emitted file holds for communication vCTA params s->comm[x] (tests emulate them). */
+void emit_comm_opp_params(const struct tiling *s, int x, struct ark_opp *o);
 /* The schedule as JSON (vCTAs, placement, waits, signals, prediction) for other tools. */
-int emit_schedule_json(const struct sched *s, const struct schedule *p, FILE *f);
+int emit_schedule_json(const struct tiling *s, const struct schedule *p, FILE *f);
 
 #endif

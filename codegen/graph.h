@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../runtime/ark_ops.h"
+#include "ark_ops.h"
 
 /* Static facts about each op kind, derived from OP_LIST. */
 struct op_info {

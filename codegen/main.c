@@ -2,8 +2,8 @@
 #include "graph.h"
 #include "diag.h"
 #include "pipeline.h"
-#include "sched.h"
-#include "../partition/part.h"
+#include "schedule.h"
+#include "partition/part.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -117,13 +117,13 @@ static int print_nvcc_flags(void)
 	}
 	exe[n] = 0;
 	*strrchr(exe, '/') = 0; /* the folder of arkgen */
-	const char *arch = "-O3 -std=c++17 -gencode arch=compute_90,code=" ARKGEN_ARCH;
+	const char *arch = "-O3 -std=c++17 " ARKGEN_GENCODE;
 	for (const char *up = ".."; strlen(up) <= 5; up = strlen(up) == 2 ? "../.." : "../../..") {
 		snprintf(root, sizeof root, "%s/%s", exe, up);
 		char *real = realpath(root, NULL);
 		if (real && exists(real, "templates/ark_loop.cuh") && exists(exe, "libarkrt.a")) {
-			printf("%s -I%s/templates -I%s/runtime -I%s %s/libarkrt.a -lcjson -lcudart\n", arch, real, real,
-			       real, exe);
+			printf("%s -I%s/abi -I%s/templates -I%s/runtime -I%s/dma %s/libarkrt.a -lcjson -lcudart\n", arch, real,
+			       real, real, real, exe);
 			free(real);
 			return 0;
 		}

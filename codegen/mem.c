@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "diag.h"
-#include "sched.h"
+#include "tiling.h"
 
 #define MEM_ALIGN 256
 /* Tensors smaller than this keep space of their own: sharing it would save little and every
@@ -30,7 +30,7 @@ static int by_size_desc(const void *a, const void *b)
 }
 
 /* Lifetimes of the tensors vCTAs touch; birth = -1 for tensors no vCTA touches. */
-static void lifetimes(const struct sched *s, int *birth, int *death)
+static void lifetimes(const struct tiling *s, int *birth, int *death)
 {
 	int nt = s->g->n_tensors;
 	for (int t = 0; t < nt; t++)
@@ -46,7 +46,7 @@ static void lifetimes(const struct sched *s, int *birth, int *death)
 	}
 }
 
-int mem_plan(struct sched *s)
+int mem_plan(struct tiling *s)
 {
 	struct graph *g = s->g;
 	int nt = g->n_tensors;

@@ -8,7 +8,7 @@
 #include "diag.h"
 #include "emit.h"
 #include "pipeline.h"
-#include "sched.h"
+#include "schedule.h"
 
 static FILE *open_out(const char *path)
 {
@@ -27,7 +27,7 @@ static int close_out(FILE *f, const char *path)
 	return 0;
 }
 
-static int64_t edge_cut(const struct sched *s, const struct schedule *p)
+static int64_t edge_cut(const struct tiling *s, const struct schedule *p)
 {
 	int64_t cut = 0;
 	for (int u = 0; u < s->n_vcta; u++)
@@ -36,7 +36,7 @@ static int64_t edge_cut(const struct sched *s, const struct schedule *p)
 	return cut;
 }
 
-static void report_policy(const struct sched *s, const struct schedule *p)
+static void report_policy(const struct tiling *s, const struct schedule *p)
 {
 	printf("  %-10s predicted %8.1f us  critical path %8.1f us  SM utilisation %5.1f%%  edge cut %lld  "
 	       "waits %lld  counters %d\n",
@@ -44,16 +44,16 @@ static void report_policy(const struct sched *s, const struct schedule *p)
 	       (long long)edge_cut(s, p), (long long)p->wait0[s->n_vcta], p->n_counters);
 }
 
-static void report(const struct sched *s, const struct schedule *p, double secs)
+static void report(const struct tiling *s, const struct schedule *p, double secs)
 {
 	const struct graph *g = s->g;
 	int fused = 0, reduced = 0, chained = 0, splitk = 0;
 	for (int i = 0; i < g->n_ops; i++) {
-		int into = s->plan[i].fused_into;
+		int into = s->per_op[i].fused_into;
 		fused += into >= 0 && g->ops[into].kind == ARK_OP_MATMUL;
 		reduced += into >= 0 && g->ops[into].kind == ARK_OP_ALL_REDUCE;
 		chained += into >= 0 && g->ops[into].kind != ARK_OP_MATMUL && g->ops[into].kind != ARK_OP_ALL_REDUCE;
-		splitk += s->plan[i].splits > 1;
+		splitk += s->per_op[i].splits > 1;
 	}
 	printf("%s: %d ops (%d fused into a matmul, ", g->name, g->n_ops, fused);
 	if (reduced)
@@ -83,7 +83,7 @@ int pipeline_run(struct graph *g, const struct pipeline_opts *o)
 	struct tile_opts to = {.sms = o->sms, .smem = o->smem, .fuse = o->fuse, .reuse = o->reuse,
 			      .p2p_max = o->p2p_max,
 			      .oneshot_max = o->oneshot_max, .ll_max = o->ll_max};
-	struct sched s;
+	struct tiling s;
 	struct schedule p;
 	struct part_gpu gpu;
 	int rc = -1;
@@ -105,19 +105,19 @@ int pipeline_run(struct graph *g, const struct pipeline_opts *o)
 		printf("%s: %d vCTAs on %d SMs, %s\n", g->name, s.n_vcta, o->sms,
 		       o->barrier ? "grid barriers between levels" : "counters");
 		for (int pol = 0; pol < PART__COUNT; pol++) {
-			if (plan_schedule(&s, &gpu, pol, o->barrier, &p) < 0)
+			if (schedule_build(&s, &gpu, pol, o->barrier, &p) < 0)
 				goto out_plan;
 			report_policy(&s, &p);
-			plan_free(&p);
+			schedule_free(&p);
 		}
 		rc = 0;
 		goto out_sched;
 	}
-	if (plan_schedule(&s, &gpu, o->policy, o->barrier, &p) < 0)
+	if (schedule_build(&s, &gpu, o->policy, o->barrier, &p) < 0)
 		goto out_plan;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (o->dump_place)
-		plan_dump(&s, &p, stdout);
+		schedule_dump(&s, &p, stdout);
 	if (!o->quiet)
 		report(&s, &p, (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
 	if (o->schedule) {
@@ -140,8 +140,8 @@ int pipeline_run(struct graph *g, const struct pipeline_opts *o)
 	}
 	rc = 0;
 out_plan:
-	plan_free(&p);
+	schedule_free(&p);
 out_sched:
-	sched_free(&s);
+	tiling_free(&s);
 	return rc;
 }

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "diag.h"
-#include "sched.h"
+#include "tiling.h"
 
 static const char *const tmpl_names[] = {
 #define X(id) #id,
@@ -20,7 +20,7 @@ static int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 
-static struct vcta *new_vcta(struct sched *s, int op, int opp, enum ark_tmpl tmpl)
+static struct vcta *new_vcta(struct tiling *s, int op, int opp, enum ark_tmpl tmpl)
 {
 	if (s->n_vcta == s->cap_vcta) {
 		s->cap_vcta = s->cap_vcta ? 2 * s->cap_vcta : 1024;
@@ -41,10 +41,10 @@ static void add_read(struct vcta *v, int tensor, int64_t r0, int64_t r1, int64_t
 	v->reads[v->n_reads++] = (struct region){tensor, r0, r1, c0, c1};
 }
 
-static int64_t esize(const struct sched *s, int t) { return ark_dtype_size(s->g->tensors[t].dtype); }
+static int64_t esize(const struct tiling *s, int t) { return ark_dtype_size(s->g->tensors[t].dtype); }
 
 /* Adds an internal fp32 tensor (split-K workspace) to the graph; returns its index. */
-static int add_internal(struct sched *s, const char *base, int gpu, int64_t rows, int64_t cols)
+static int add_internal(struct tiling *s, const char *base, int gpu, int64_t rows, int64_t cols)
 {
 	struct graph *g = s->g;
 	g->tensors = xrealloc(g->tensors, (size_t)(g->n_tensors + 1) * sizeof *g->tensors);
@@ -85,7 +85,7 @@ static int sole_activation(const struct graph *g, int t)
 /* An activation directly after a matmul, reading nothing else, can run in the matmul's epilogue. The
  * same activation after every output of an all_reduce (tensor parallelism's pattern) runs on the
  * sums: each GPU applies it to its sum before storing (and, two-phase, before sending). */
-static void plan_fusion(struct sched *s)
+static void plan_fusion(struct tiling *s)
 {
 	struct graph *g = s->g;
 	for (int i = 0; i < g->n_ops; i++) {
@@ -101,8 +101,8 @@ static void plan_fusion(struct sched *s)
 		if (k < o->n_out)
 			continue;
 		for (k = 0; k < o->n_out; k++)
-			s->plan[act[k]].fused_into = i;
-		s->plan[i].act = g->ops[act[0]].kind;
+			s->per_op[act[k]].fused_into = i;
+		s->per_op[i].act = g->ops[act[0]].kind;
 	}
 	for (int i = 0; i < g->n_ops; i++) {
 		struct op *o = &g->ops[i];
@@ -112,13 +112,13 @@ static void plan_fusion(struct sched *s)
 		if (h->producer < 0 || h->n_readers != 1 || h->role == ARK_ROLE_OUTPUT)
 			continue;
 		struct op *mm = &g->ops[h->producer];
-		if (mm->kind != ARK_OP_MATMUL || mm->gpu != o->gpu || s->plan[h->producer].act != ARK_ACT_NONE)
+		if (mm->kind != ARK_OP_MATMUL || mm->gpu != o->gpu || s->per_op[h->producer].act != ARK_ACT_NONE)
 			continue;
 		if (g->tensors[o->out[0]].dtype != h->dtype)
 			continue;
-		s->plan[i].fused_into = h->producer;
-		s->plan[h->producer].act = o->kind;
-		s->plan[h->producer].out_tensor = o->out[0];
+		s->per_op[i].fused_into = h->producer;
+		s->per_op[h->producer].act = o->kind;
+		s->per_op[h->producer].out_tensor = o->out[0];
 	}
 }
 
@@ -162,7 +162,7 @@ static int read_once(int *reads, int *n, int t)
  * of the chain, and is no output: one vCTA runs the whole chain on a range of elements, values staying
  * in registers, so the intermediates are never stored. The head owns the vCTAs; the others are fused
  * into it. A chain stops before it would read more distinct tensors than a vCTA can record. */
-static void plan_chains(struct sched *s)
+static void plan_chains(struct tiling *s)
 {
 	struct graph *g = s->g;
 	int *reader = xmalloc((size_t)g->n_tensors * sizeof *reader), *prev = xmalloc((size_t)g->n_ops * sizeof *prev);
@@ -176,44 +176,44 @@ static void plan_chains(struct sched *s)
 	for (int k = 0; k < g->n_ops; k++) {
 		int oi = g->order[k];
 		const struct op *o = &g->ops[oi];
-		if (s->plan[oi].fused_into >= 0 || !ew_plain(g, o))
+		if (s->per_op[oi].fused_into >= 0 || !ew_plain(g, o))
 			continue;
 		const struct tensor *t = &g->tensors[o->out[0]];
 		int r = reader[o->out[0]];
 		if (t->n_readers != 1 || t->role == ARK_ROLE_OUTPUT || r < 0 || prev[r] >= 0)
 			continue;
 		const struct op *ro = &g->ops[r];
-		if (ro->gpu != o->gpu || s->plan[r].fused_into >= 0 || !ew_plain(g, ro) ||
+		if (ro->gpu != o->gpu || s->per_op[r].fused_into >= 0 || !ew_plain(g, ro) ||
 		    (ro->n_in > 1 && ro->in[0] == ro->in[1]))
 			continue;
-		s->plan[oi].chain_next = r;
+		s->per_op[oi].chain_next = r;
 		prev[r] = oi;
 	}
 	for (int k = 0; k < g->n_ops; k++) {
 		int head = g->order[k];
-		if (prev[head] >= 0 || s->plan[head].chain_next < 0)
+		if (prev[head] >= 0 || s->per_op[head].chain_next < 0)
 			continue;
 		/* distinct tensors read: the head's inputs, then every later step's operand */
 		int reads[VCTA_MAX_READS], n_reads = 0, len = 1, last = head;
 		const struct op *h = &g->ops[head];
 		for (int j = 0; j < h->n_in; j++)
 			read_once(reads, &n_reads, h->in[j]);
-		for (int x = s->plan[head].chain_next; x >= 0; x = s->plan[x].chain_next) {
+		for (int x = s->per_op[head].chain_next; x >= 0; x = s->per_op[x].chain_next) {
 			int opnd = chain_operand(&g->ops[x], g->ops[last].out[0]);
 			if (opnd >= 0 && read_once(reads, &n_reads, opnd) < 0)
 				break;
-			s->plan[x].fused_into = head;
+			s->per_op[x].fused_into = head;
 			len++;
 			last = x;
 		}
-		int cut = s->plan[last].chain_next;
-		s->plan[last].chain_next = -1;
+		int cut = s->per_op[last].chain_next;
+		s->per_op[last].chain_next = -1;
 		if (cut >= 0)
 			prev[cut] = -1; /* a new chain may start there: it is later in the order */
 		if (len < 2)
 			continue;
-		s->plan[head].chain_len = len;
-		s->plan[head].out_tensor = g->ops[last].out[0];
+		s->per_op[head].chain_len = len;
+		s->per_op[head].out_tensor = g->ops[last].out[0];
 	}
 	free(reader);
 	free(prev);
@@ -267,11 +267,11 @@ static int *matmul_shares(const struct graph *g, int sms)
 	return share;
 }
 
-static void tile_matmul(struct sched *s, int oi, int share)
+static void tile_matmul(struct tiling *s, int oi, int share)
 {
 	struct graph *g = s->g;
 	struct op *o = &g->ops[oi];
-	struct op_plan *pl = &s->plan[oi];
+	struct op_tiling *pl = &s->per_op[oi];
 	int a = o->in[0], b = o->in[1], bias = o->n_in > 2 ? o->in[2] : -1, out = pl->out_tensor;
 	int64_t M = s->rows[a], K = s->cols[a], N = s->cols[out];
 	int64_t es = esize(s, a), sms = share;
@@ -341,7 +341,7 @@ static void tile_matmul(struct sched *s, int oi, int share)
 }
 
 /* Region of input `in` that output box (r0..r1, c0..c1) of `out` needs under broadcasting. */
-static void bcast_read(struct sched *s, struct vcta *v, int in, int out, int64_t r0, int64_t r1, int64_t c0,
+static void bcast_read(struct tiling *s, struct vcta *v, int in, int out, int64_t r0, int64_t r1, int64_t c0,
 		       int64_t c1)
 {
 	const struct tensor *ti = &s->g->tensors[in], *to = &s->g->tensors[out];
@@ -359,11 +359,11 @@ static void bcast_read(struct sched *s, struct vcta *v, int in, int out, int64_t
 	add_read(v, in, rr0, rr1, cc0, cc1);
 }
 
-static void tile_elementwise(struct sched *s, int oi)
+static void tile_elementwise(struct tiling *s, int oi)
 {
 	struct graph *g = s->g;
 	struct op *o = &g->ops[oi];
-	struct op_plan *pl = &s->plan[oi];
+	struct op_tiling *pl = &s->per_op[oi];
 	int out = o->out[0];
 	int64_t R = s->rows[out], C = s->cols[out], E = R * C, sms = s->opt.sms;
 	int64_t es = esize(s, out);
@@ -409,10 +409,10 @@ static struct region range_box(int tensor, int64_t e0, int64_t e1, int64_t C)
 	return (struct region){tensor, r0, r1, 0, C};
 }
 
-static void tile_chain(struct sched *s, int head)
+static void tile_chain(struct tiling *s, int head)
 {
 	struct graph *g = s->g;
-	struct op_plan *pl = &s->plan[head];
+	struct op_tiling *pl = &s->per_op[head];
 	int out = pl->out_tensor;
 	int64_t C = s->cols[out], E = s->rows[out] * C, es = esize(s, out), vec = 16 / es;
 	int64_t unit = 256 * vec, chunk = imax(unit, cdiv(cdiv(E, s->opt.sms), unit) * unit);
@@ -424,7 +424,7 @@ static void tile_chain(struct sched *s, int head)
 	const struct op *h = &g->ops[head];
 	for (int j = 0; j < h->n_in; j++)
 		read_once(reads, &n_reads, h->in[j]);
-	for (int x = pl->chain_next, last = head; x >= 0; last = x, x = s->plan[x].chain_next) {
+	for (int x = pl->chain_next, last = head; x >= 0; last = x, x = s->per_op[x].chain_next) {
 		int opnd = chain_operand(&g->ops[x], g->ops[last].out[0]);
 		if (opnd >= 0)
 			ARK_ASSERT(read_once(reads, &n_reads, opnd) == 0);
@@ -455,11 +455,11 @@ static void tile_chain(struct sched *s, int head)
 	pl->n_vcta = s->n_vcta - pl->first_vcta;
 }
 
-static void tile_rows(struct sched *s, int oi, enum ark_tmpl tmpl)
+static void tile_rows(struct tiling *s, int oi, enum ark_tmpl tmpl)
 {
 	struct graph *g = s->g;
 	struct op *o = &g->ops[oi];
-	struct op_plan *pl = &s->plan[oi];
+	struct op_tiling *pl = &s->per_op[oi];
 	int out = o->out[0];
 	int64_t R = s->rows[out], C = s->cols[out], es = esize(s, out);
 	int64_t tr = cdiv(R, imin(R, s->opt.sms));
@@ -480,11 +480,11 @@ static void tile_rows(struct sched *s, int oi, enum ark_tmpl tmpl)
 	pl->n_vcta = s->n_vcta - pl->first_vcta;
 }
 
-static void tile_copy(struct sched *s, int oi)
+static void tile_copy(struct tiling *s, int oi)
 {
 	struct graph *g = s->g;
 	struct op *o = &g->ops[oi];
-	struct op_plan *pl = &s->plan[oi];
+	struct op_tiling *pl = &s->per_op[oi];
 	int in = o->in[0], out = o->out[0];
 	int64_t R = s->rows[out], C = s->cols[out], E = R * C, es = esize(s, out);
 	int64_t T = imax(1, imin(s->opt.sms, cdiv(E, 4096)));
@@ -545,18 +545,18 @@ static int split_box(struct box b, int64_t pieces, int64_t p, struct box *q)
 }
 
 /* p2p pieces of a box: about one per 4096 elements, at most one per SM. */
-static int64_t xfer_pieces(const struct sched *s, struct box b)
+static int64_t xfer_pieces(const struct tiling *s, struct box b)
 {
 	return imax(1, imin(s->opt.sms, cdiv(box_elems(b), 4096)));
 }
 
-static int new_xopp(struct sched *s, int op, int gpu, enum ark_tmpl tmpl)
+static int new_xopp(struct tiling *s, int op, int gpu, enum ark_tmpl tmpl)
 {
-	if (s->n_xo == s->cap_xo) {
-		s->cap_xo = s->cap_xo ? 2 * s->cap_xo : 16;
-		s->xo = xrealloc(s->xo, (size_t)s->cap_xo * sizeof *s->xo);
+	if (s->n_comm == s->cap_comm) {
+		s->cap_comm = s->cap_comm ? 2 * s->cap_comm : 16;
+		s->comm = xrealloc(s->comm, (size_t)s->cap_comm * sizeof *s->comm);
 	}
-	struct xopp *x = &s->xo[s->n_xo];
+	struct comm_opp *x = &s->comm[s->n_comm];
 	memset(x, 0, sizeof *x);
 	x->op = op;
 	x->gpu = gpu;
@@ -564,18 +564,18 @@ static int new_xopp(struct sched *s, int op, int gpu, enum ark_tmpl tmpl)
 	x->peer = -1;
 	x->in0 = x->in1 = x->out = -1;
 	x->act = ARK_ACT_NONE;
-	return s->n_xo++;
+	return s->n_comm++;
 }
 
-static struct vcta *comm_vcta(struct sched *s, int op, int x)
+static struct vcta *comm_vcta(struct tiling *s, int op, int x)
 {
-	struct vcta *v = new_vcta(s, op, s->g->n_ops + x, s->xo[x].tmpl);
-	v->gpu = s->xo[x].gpu;
+	struct vcta *v = new_vcta(s, op, s->g->n_ops + x, s->comm[x].tmpl);
+	v->gpu = s->comm[x].gpu;
 	return v;
 }
 
 /* Adds a staging tensor [rows, cols] of dtype on gpu, named after base; returns its index. */
-static int add_staging(struct sched *s, const char *base, const char *suffix, int gpu, int64_t rows, int64_t cols,
+static int add_staging(struct tiling *s, const char *base, const char *suffix, int gpu, int64_t rows, int64_t cols,
 		       enum ark_dtype dt)
 {
 	int t = add_internal(s, base, gpu, rows, cols);
@@ -589,7 +589,7 @@ static int add_staging(struct sched *s, const char *base, const char *suffix, in
 	return t;
 }
 
-static int use_dma(const struct sched *s, const struct op *o, int64_t bytes)
+static int use_dma(const struct tiling *s, const struct op *o, int64_t bytes)
 {
 	if (o->transport == ARK_TR_AUTO)
 		return bytes > s->opt.p2p_max;
@@ -602,19 +602,19 @@ enum xfer { XFER_P2P, XFER_DMA, XFER_LL };
 
 /* Box b of tensor src (on its GPU) to the same elements of tensor dst (its packets for XFER_LL), in
  * the slot that starts at row slot_rows (slot_bytes bytes) of dst's view, on dst's GPU. */
-static void tile_transfer(struct sched *s, int oi, int src, int dst, int64_t slot_rows, uint64_t slot_bytes,
+static void tile_transfer(struct tiling *s, int oi, int src, int dst, int64_t slot_rows, uint64_t slot_bytes,
 			  struct box b, enum xfer how)
 {
 	static const enum ark_tmpl tmpl[] = {[XFER_P2P] = ARK_T_COPY, [XFER_DMA] = ARK_T_DMA, [XFER_LL] = ARK_T_SEND_LL};
 	int sg = s->g->tensors[src].gpu, x = new_xopp(s, oi, sg, tmpl[how]);
 	int64_t C = s->cols[src], es = esize(s, src), pieces = how == XFER_DMA ? 1 : xfer_pieces(s, b);
 	int64_t wide = how == XFER_LL ? 2 : 1;
-	s->xo[x].peer = s->g->tensors[dst].gpu;
-	s->xo[x].flags = how == XFER_DMA ? 0 : ARK_OPP_PUSH;
-	s->xo[x].in0 = src;
-	s->xo[x].out = dst;
-	s->xo[x].out_add = slot_bytes;
-	ARK_ASSERT(s->xo[x].peer != sg);
+	s->comm[x].peer = s->g->tensors[dst].gpu;
+	s->comm[x].flags = how == XFER_DMA ? 0 : ARK_OPP_PUSH;
+	s->comm[x].in0 = src;
+	s->comm[x].out = dst;
+	s->comm[x].out_add = slot_bytes;
+	ARK_ASSERT(s->comm[x].peer != sg);
 	for (int64_t p = 0; p < pieces; p++) {
 		struct box q;
 		if (!split_box(b, pieces, p, &q))
@@ -630,14 +630,14 @@ static void tile_transfer(struct sched *s, int oi, int src, int dst, int64_t slo
 }
 
 /* A NOP vCTA on tensor t's GPU that reads all of t. */
-static void tile_sink(struct sched *s, int oi, int t)
+static void tile_sink(struct tiling *s, int oi, int t)
 {
 	struct vcta *v = comm_vcta(s, oi, new_xopp(s, oi, s->g->tensors[t].gpu, ARK_T_NOP));
 	add_read(v, t, 0, s->rows[t], 0, s->cols[t]);
 	v->write = (struct region){t, 0, 0, 0, 0}; /* writes nothing */
 }
 
-static void tile_copy_xgpu(struct sched *s, int oi)
+static void tile_copy_xgpu(struct tiling *s, int oi)
 {
 	const struct op *o = &s->g->ops[oi];
 	int t = o->in[0], u = o->out[0];
@@ -648,14 +648,14 @@ static void tile_copy_xgpu(struct sched *s, int oi)
 }
 
 /* all_reduce in one hop or two (the comment above this section). */
-static int oneshot(const struct sched *s, int gpus, uint64_t bytes)
+static int oneshot(const struct tiling *s, int gpus, uint64_t bytes)
 {
 	if (s->opt.oneshot_max < 0)
 		return gpus == 2 || bytes <= ARK_ONESHOT_MAX_MANY;
 	return bytes <= (uint64_t)s->opt.oneshot_max;
 }
 
-static void tile_all_reduce(struct sched *s, int oi)
+static void tile_all_reduce(struct tiling *s, int oi)
 {
 	struct graph *g = s->g;
 	const struct op *o = &g->ops[oi];
@@ -666,9 +666,9 @@ static void tile_all_reduce(struct sched *s, int oi)
 	int has[ARK_MAX_IO], dma = 0, one = oneshot(s, n, tb), out[ARK_MAX_IO];
 	for (int i = 0; i < n; i++) {
 		/* with a fused activation, the sums go to the activations' outputs */
-		int a = s->plan[oi].act != ARK_ACT_NONE ? sole_activation(g, o->out[i]) : -1;
+		int a = s->per_op[oi].act != ARK_ACT_NONE ? sole_activation(g, o->out[i]) : -1;
 		out[i] = a >= 0 ? g->ops[a].out[0] : o->out[i];
-		ARK_ASSERT(a < 0 || s->plan[a].fused_into == oi);
+		ARK_ASSERT(a < 0 || s->per_op[a].fused_into == oi);
 		if (one) /* GPU i sums all of it */
 			has[i] = 1, part[i] = all;
 		else
@@ -695,13 +695,13 @@ static void tile_all_reduce(struct sched *s, int oi)
 		if (!has[i])
 			continue;
 		int x = new_xopp(s, oi, g->tensors[o->in[i]].gpu, ll ? ARK_T_SUM_LL : ARK_T_SUM);
-		s->xo[x].in0 = o->in[i];
-		s->xo[x].in1 = st[i];
-		s->xo[x].out = out[i];
-		s->xo[x].in2 = (uint64_t)wide * tb;
-		s->xo[x].K = n - 1;
-		s->xo[x].splits = (uint32_t)i; /* where its own input comes in the GPU order */
-		s->xo[x].act = s->plan[oi].act;
+		s->comm[x].in0 = o->in[i];
+		s->comm[x].in1 = st[i];
+		s->comm[x].out = out[i];
+		s->comm[x].in2 = (uint64_t)wide * tb;
+		s->comm[x].K = n - 1;
+		s->comm[x].splits = (uint32_t)i; /* where its own input comes in the GPU order */
+		s->comm[x].act = s->per_op[oi].act;
 		int64_t pieces = xfer_pieces(s, part[i]);
 		for (int64_t p = 0; p < pieces; p++) {
 			struct box q;
@@ -729,7 +729,7 @@ static void tile_all_reduce(struct sched *s, int oi)
 		tile_sink(s, oi, out[k]);
 }
 
-static void tile_all_gather(struct sched *s, int oi)
+static void tile_all_gather(struct tiling *s, int oi)
 {
 	struct graph *g = s->g;
 	const struct op *o = &g->ops[oi];
@@ -753,13 +753,13 @@ static void tile_all_gather(struct sched *s, int oi)
 	for (int i = 0; i < n; i++) {
 		int out = o->out[i], x = new_xopp(s, oi, g->tensors[o->in[i]].gpu, ARK_T_GATHER);
 		int64_t Ro = s->rows[out], Co = s->cols[out], es = esize(s, out);
-		s->xo[x].in0 = o->in[i];
-		s->xo[x].in1 = st[i];
-		s->xo[x].out = out;
-		s->xo[x].in2 = tb;
-		s->xo[x].N = chunk;
-		s->xo[x].K = n;
-		s->xo[x].splits = (uint32_t)i;
+		s->comm[x].in0 = o->in[i];
+		s->comm[x].in1 = st[i];
+		s->comm[x].out = out;
+		s->comm[x].in2 = tb;
+		s->comm[x].N = chunk;
+		s->comm[x].K = n;
+		s->comm[x].splits = (uint32_t)i;
 		struct box ob = {0, Ro, 0, Co};
 		int64_t pieces = xfer_pieces(s, ob);
 		for (int64_t p = 0; p < pieces; p++) {
@@ -777,19 +777,19 @@ static void tile_all_gather(struct sched *s, int oi)
 	}
 }
 
-int tile_graph(struct sched *s, struct graph *g, const struct tile_opts *opt)
+int tile_graph(struct tiling *s, struct graph *g, const struct tile_opts *opt)
 {
 	memset(s, 0, sizeof *s);
 	s->g = g;
 	s->opt = *opt;
-	s->plan = xcalloc((size_t)g->n_ops, sizeof *s->plan);
+	s->per_op = xcalloc((size_t)g->n_ops, sizeof *s->per_op);
 	for (int i = 0; i < g->n_ops; i++) {
-		s->plan[i].fused_into = -1;
-		s->plan[i].act = ARK_ACT_NONE;
-		s->plan[i].out_tensor = g->ops[i].out[0];
-		s->plan[i].splits = 1;
-		s->plan[i].ws_tensor = -1;
-		s->plan[i].chain_next = -1;
+		s->per_op[i].fused_into = -1;
+		s->per_op[i].act = ARK_ACT_NONE;
+		s->per_op[i].out_tensor = g->ops[i].out[0];
+		s->per_op[i].splits = 1;
+		s->per_op[i].ws_tensor = -1;
+		s->per_op[i].chain_next = -1;
 	}
 	if (opt->fuse) {
 		plan_fusion(s);
@@ -812,15 +812,15 @@ int tile_graph(struct sched *s, struct graph *g, const struct tile_opts *opt)
 	int *share = matmul_shares(g, s->opt.sms);
 	for (int k = 0; k < g->n_ops; k++) {
 		int oi = g->order[k];
-		int into = s->plan[oi].fused_into;
+		int into = s->per_op[oi].fused_into;
 		/* A chain's vCTAs come at the place of its last op in the order, after every op that makes
 		 * one of its operands: vCTAs stay in a topological order. */
-		if (into >= 0 && s->plan[into].chain_len && s->plan[oi].chain_next < 0)
+		if (into >= 0 && s->per_op[into].chain_len && s->per_op[oi].chain_next < 0)
 			tile_chain(s, into);
 		if (into >= 0)
 			continue;
 		int nt = g->n_tensors;
-		if (s->plan[oi].chain_len) /* a chain's head: tiled where its last op is */
+		if (s->per_op[oi].chain_len) /* a chain's head: tiled where its last op is */
 			continue;
 		switch (g->ops[oi].kind) {
 		case ARK_OP_MATMUL: tile_matmul(s, oi, share[oi]); break;
@@ -829,21 +829,21 @@ int tile_graph(struct sched *s, struct graph *g, const struct tile_opts *opt)
 		case ARK_OP_RMSNORM: tile_rows(s, oi, ARK_T_RMSNORM); break;
 		case ARK_OP_COPY:
 			if (g->tensors[g->ops[oi].in[0]].gpu != g->ops[oi].gpu) {
-				s->plan[oi].first_vcta = s->n_vcta;
+				s->per_op[oi].first_vcta = s->n_vcta;
 				tile_copy_xgpu(s, oi);
-				s->plan[oi].n_vcta = s->n_vcta - s->plan[oi].first_vcta;
+				s->per_op[oi].n_vcta = s->n_vcta - s->per_op[oi].first_vcta;
 			} else {
 				tile_copy(s, oi);
 			}
 			break;
 		case ARK_OP_ALL_REDUCE:
 		case ARK_OP_ALL_GATHER:
-			s->plan[oi].first_vcta = s->n_vcta;
+			s->per_op[oi].first_vcta = s->n_vcta;
 			if (g->ops[oi].kind == ARK_OP_ALL_REDUCE)
 				tile_all_reduce(s, oi);
 			else
 				tile_all_gather(s, oi);
-			s->plan[oi].n_vcta = s->n_vcta - s->plan[oi].first_vcta;
+			s->per_op[oi].n_vcta = s->n_vcta - s->per_op[oi].first_vcta;
 			break;
 		default:
 			ARK_ASSERT(op_info[g->ops[oi].kind].flags & ARK_OPF_ELEMENTWISE);
@@ -872,7 +872,7 @@ int tile_graph(struct sched *s, struct graph *g, const struct tile_opts *opt)
 	return 0;
 }
 
-void tile_dump(const struct sched *s, FILE *f)
+void tile_dump(const struct tiling *s, FILE *f)
 {
 	const struct graph *g = s->g;
 	fprintf(f, "# vCTAs of %s: %d\n", g->name, s->n_vcta);
@@ -894,9 +894,9 @@ void tile_dump(const struct sched *s, FILE *f)
 	}
 }
 
-void sched_free(struct sched *s)
+void tiling_free(struct tiling *s)
 {
-	free(s->plan);
+	free(s->per_op);
 	free(s->v);
 	free(s->rows);
 	free(s->cols);
@@ -912,6 +912,6 @@ void sched_free(struct sched *s)
 	free(s->lat_us);
 	free(s->tc);
 	free(s->group);
-	free(s->xo);
+	free(s->comm);
 	memset(s, 0, sizeof *s);
 }

@@ -1,47 +1,17 @@
-/* dma_device.cuh: the GPU-side producer of the DMA request ring (protocol in dma.h). */
+/* dma_device.cuh: the GPU-side producer of the DMA request ring (layout in abi/ark_dma.h, protocol in
+ * dma/dma.h). */
 #ifndef DMA_DEVICE_CUH
 #define DMA_DEVICE_CUH
 
 #include <stdint.h>
 
-#include "dma.h"
+#include "ark_dma.h"
+#include "ark_memorder.cuh"
 
 /* Spins on a full ring between two looks at the abort flag. */
 #ifndef DMA_DEV_ABORT_SPINS
 #define DMA_DEV_ABORT_SPINS 4096
 #endif
-
-static __device__ __forceinline__ void dma_dev_store_release_sys(uint32_t *p, uint32_t v)
-{
-	asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "r"(v)
-		     : "memory");
-}
-
-static __device__ __forceinline__ uint32_t dma_dev_load_acquire_sys(const uint32_t *p)
-{
-	uint32_t v;
-	asm volatile("ld.acquire.sys.global.u32 %0, [%1];"
-		     : "=r"(v)
-		     : "l"(__cvta_generic_to_global(p))
-		     : "memory");
-	return v;
-}
-
-static __device__ __forceinline__ uint32_t dma_dev_load_acquire_gpu(const uint32_t *p)
-{
-	uint32_t v;
-	asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
-		     : "=r"(v)
-		     : "l"(__cvta_generic_to_global(p))
-		     : "memory");
-	return v;
-}
-
-static __device__ __forceinline__ void dma_dev_store_release_gpu(uint32_t *p, uint32_t v)
-{
-	asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "r"(v)
-		     : "memory");
-}
 
 /* Every field of slot s but seq, in five stores (the slot is one 64-byte aligned line):
  * [4] src_gpu; [8] dst_gpu, flags; [16] src_off, dst_off; [32] bytes, flag_index, flag_value;
@@ -80,13 +50,13 @@ static __device__ __forceinline__ int dma_dev_push(struct dma_ring_shm *shm, str
 	/* The cached tail was read from shm->tail (acquire) by some pusher and stored with release:
 	 * acquiring it orders the slot writes below after the dispatcher's reads of the older lap. A
 	 * stale (smaller) value is only conservative. */
-	uint32_t tail = dma_dev_load_acquire_gpu(&prod->tail);
+	uint32_t tail = ark_ld_acquire_gpu(&prod->tail);
 
 	if ((int32_t)(t - tail) >= (int32_t)capacity) {
 		uint32_t spins = 0;
 
 		for (;;) {
-			tail = dma_dev_load_acquire_sys(&shm->tail);
+			tail = ark_ld_acquire_sys(&shm->tail);
 			if ((int32_t)(t - tail) < (int32_t)capacity)
 				break;
 			if (++spins == DMA_DEV_ABORT_SPINS) {
@@ -96,11 +66,11 @@ static __device__ __forceinline__ int dma_dev_push(struct dma_ring_shm *shm, str
 			}
 			__nanosleep(256);
 		}
-		dma_dev_store_release_gpu(&prod->tail, tail);
+		ark_st_release_gpu(&prod->tail, tail);
 	}
 	struct dma_req *s = dma_ring_slots(shm) + (t & (capacity - 1));
 	dma_dev_write_slot(s, req);
-	dma_dev_store_release_sys(&s->seq, t + 1);
+	ark_st_release_sys(&s->seq, t + 1);
 	return 0;
 }
 

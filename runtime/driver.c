@@ -434,7 +434,7 @@ static int do_trace(struct drv *d)
 		return ARK_ERR;
 	int n = 0;
 	for (int g = 0; g < d->m->gpus; g++)
-		n += d->m->plan[g].n_tasks;
+		n += d->m->tables[g].n_tasks;
 	printf("trace: %d tasks of one iteration written to %s\n", n, d->a.trace);
 	return 0;
 }

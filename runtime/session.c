@@ -9,7 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include "ark_session.h"
-#include "../dma/dma.h"
+#include "dma.h"
 
 #define ARK_STOP_WAIT_MS 2000  /* close: time for the CTAs to leave after stop, then after abort */
 #define ARK_ABORT_WAIT_MS 1000 /* watchdog: time for the CTAs to leave after abort */
@@ -128,7 +128,7 @@ static int wait_finished(const struct ark_session *s, double ms)
 
 static int check_plan(const struct ark_model *m, int g)
 {
-	const struct ark_gpu_plan *p = &m->plan[g];
+	const struct ark_gpu_tables *p = &m->tables[g];
 	uint32_t n_ctr = ARK_CTR__FIRST + (uint32_t)p->n_counters;
 
 	if (p->n_tasks < 0 || p->n_waits < 0 || p->n_opp < 0 || p->n_counters < 0)
@@ -154,7 +154,7 @@ static int check_plan(const struct ark_model *m, int g)
 		int sg = t->sig_peer ? (int)t->sig_peer - 1 : g;
 		if (sg >= m->gpus || (t->tmpl == ARK_T_DMA && (t->signal == -1 || sg == g)))
 			return ark_error("model '%s', GPU %d: task %d signals GPU %d's counters", m->name, g, i, sg);
-		uint32_t s_ctr = ARK_CTR__FIRST + (uint32_t)m->plan[sg].n_counters;
+		uint32_t s_ctr = ARK_CTR__FIRST + (uint32_t)m->tables[sg].n_counters;
 		if (t->signal != -1 && (t->signal < ARK_CTR__FIRST || (uint32_t)t->signal >= s_ctr))
 			return ark_error("model '%s', GPU %d: task %d signals counter %d of GPU %d, outside %d..%u",
 					 m->name, g, i, t->signal, sg, ARK_CTR__FIRST, s_ctr - 1);
@@ -232,7 +232,7 @@ static int dev_alloc(int g, void **p, size_t n, const void *src)
 static int setup_gpu(struct ark_session *s, int g)
 {
 	const struct ark_model *m = s->m;
-	const struct ark_gpu_plan *p = &m->plan[g];
+	const struct ark_gpu_tables *p = &m->tables[g];
 	struct ark_gpu *G = &s->g[g];
 	void *bell = NULL, *dbell = NULL;
 
@@ -322,8 +322,8 @@ static int start_dma(struct ark_session *s)
 			return ark_error("GPU %d: DMA producer state: %s", g, dma_last_error());
 		arenas[g] = s->g[g].arena;
 		counters[g] = s->g[g].counters;
-		o.arena_bytes[g] = m->plan[g].arena_bytes;
-		o.n_flags[g] = ARK_CTR__FIRST + (uint32_t)m->plan[g].n_counters;
+		o.arena_bytes[g] = m->tables[g].arena_bytes;
+		o.n_flags[g] = ARK_CTR__FIRST + (uint32_t)m->tables[g].n_counters;
 	}
 	if (dma_cuda_create(&s->dcuda, m->gpus, arenas, counters, &be))
 		return ark_error("DMA engine: %s", dma_last_error());
@@ -376,8 +376,8 @@ int ark_session_open(struct ark_session **sp, const struct ark_model *m, const s
 			goto fail;
 	int remote_adds = 0;
 	for (int g = 0; g < m->gpus; g++)
-		for (int i = 0; i < m->plan[g].n_tasks; i++) {
-			const struct ark_task *t = &m->plan[g].tasks[i];
+		for (int i = 0; i < m->tables[g].n_tasks; i++) {
+			const struct ark_task *t = &m->tables[g].tasks[i];
 			s->use_dma |= t->tmpl == ARK_T_DMA;
 			remote_adds |= t->sig_peer && t->tmpl != ARK_T_DMA;
 		}
@@ -549,7 +549,7 @@ int ark_session_fill(struct ark_session *s, int t, int byte)
 /* ---- run and watchdog ------------------------------------------------------------------------- */
 
 /* The wait of task ti on counter c, for the signals it needs this iteration. */
-static const struct ark_wait *task_wait(const struct ark_gpu_plan *p, uint32_t ti, uint32_t c)
+static const struct ark_wait *task_wait(const struct ark_gpu_tables *p, uint32_t ti, uint32_t c)
 {
 	if (ti >= (uint32_t)p->n_tasks)
 		return NULL;
@@ -581,7 +581,7 @@ static int list_sms(char *buf, size_t size, const struct ark_bell *b, int n, uin
 static void diagnose_gpu(FILE *f, struct ark_session *s, int g, uint32_t iter)
 {
 	const struct ark_model *m = s->m;
-	const struct ark_gpu_plan *p = &m->plan[g];
+	const struct ark_gpu_tables *p = &m->tables[g];
 	const struct ark_bell *b = s->g[g].bell;
 	int shown = 0, hidden = 0;
 	char label[256];
@@ -745,7 +745,7 @@ int ark_session_trace(struct ark_session *s, const char *path)
 	if (!s->traced)
 		return ark_error("no traced iteration to write");
 	for (int g = 0; g < m->gpus; g++) {
-		size_t n = 2 * (size_t)m->plan[g].n_tasks * sizeof **host;
+		size_t n = 2 * (size_t)m->tables[g].n_tasks * sizeof **host;
 		host[g] = malloc(n ? n : 1);
 		if (!host[g]) {
 			ark_error("out of memory");

@@ -30,7 +30,7 @@ const char *ark_op_kind_name(int kind)
 
 int ark_opp_op(const struct ark_model *m, int g, int opp)
 {
-	const struct ark_gpu_plan *p = &m->plan[g];
+	const struct ark_gpu_tables *p = &m->tables[g];
 	int loose = -1;
 
 	if (opp < 0 || opp >= p->n_opp)
@@ -58,7 +58,7 @@ int ark_opp_op(const struct ark_model *m, int g, int opp)
 
 void ark_task_label(const struct ark_model *m, int g, int ti, char *buf, size_t size)
 {
-	const struct ark_gpu_plan *p = &m->plan[g];
+	const struct ark_gpu_tables *p = &m->tables[g];
 	if (ti < 0 || ti >= p->n_tasks) {
 		snprintf(buf, size, "task %d of %d", ti, p->n_tasks);
 		return;
@@ -120,7 +120,7 @@ int ark_trace_write(FILE *f, const struct ark_model *m, const unsigned long long
 	for (int g = 0; g < m->gpus; g++) {
 		if (!trace[g])
 			continue;
-		for (int i = 0; i < m->plan[g].n_tasks; i++) {
+		for (int i = 0; i < m->tables[g].n_tasks; i++) {
 			unsigned long long s = trace[g][2 * i];
 			if (s && (!t0 || s < t0))
 				t0 = s;
@@ -130,7 +130,7 @@ int ark_trace_write(FILE *f, const struct ark_model *m, const unsigned long long
 	json_str(f, m->name);
 	fputs("}, \"traceEvents\": [\n", f);
 	for (int g = 0; g < m->gpus; g++) {
-		const struct ark_gpu_plan *p = &m->plan[g];
+		const struct ark_gpu_tables *p = &m->tables[g];
 		if (!trace[g])
 			continue;
 		snprintf(label, sizeof label, "GPU %d (%s)", g, m->name);

@@ -11,11 +11,8 @@
 #include "ark_task.h"
 #include "ark_proto.h"
 #include "ark_model.h"
-#if __has_include("dma_device.cuh") /* installed next to this file */
+#include "ark_memorder.cuh"
 #include "dma_device.cuh"
-#else
-#include "../dma/dma_device.cuh"
-#endif
 
 #if !defined(ARK_THREADS) || !defined(ARK_SMEM_BYTES) || !defined(ARK_SMS)
 #error "define ARK_THREADS, ARK_SMEM_BYTES and ARK_SMS before including ark_loop.cuh"
@@ -25,102 +22,6 @@
 #define ARK_SUBMIT_ABORT_EVERY 64 /* SM 0's submit polls already read system memory */
 
 extern __shared__ __align__(128) char ark_smem[];
-
-/* ---- memory-model primitives ------------------------------------------------------------------ */
-/* Pointers are generic; on every architecture we target a global address is its own generic address,
- * the conversion is spelled out anyway. Mapped host memory is reached through its device pointer. */
-
-static __device__ __forceinline__ uint32_t ark_ld_acquire_gpu(const uint32_t *p)
-{
-	uint32_t v;
-	asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
-		     : "=r"(v)
-		     : "l"(__cvta_generic_to_global(p))
-		     : "memory");
-	return v;
-}
-
-static __device__ __forceinline__ uint32_t ark_ld_acquire_sys(const uint32_t *p)
-{
-	uint32_t v;
-	asm volatile("ld.acquire.sys.global.u32 %0, [%1];"
-		     : "=r"(v)
-		     : "l"(__cvta_generic_to_global(p))
-		     : "memory");
-	return v;
-}
-
-static __device__ __forceinline__ uint64_t ark_ld_acquire_sys_u64(const void *p)
-{
-	uint64_t v;
-	asm volatile("ld.acquire.sys.global.u64 %0, [%1];"
-		     : "=l"(v)
-		     : "l"(__cvta_generic_to_global(p))
-		     : "memory");
-	return v;
-}
-
-static __device__ __forceinline__ uint32_t ark_ld_relaxed_sys(const uint32_t *p)
-{
-	uint32_t v;
-	asm volatile("ld.relaxed.sys.global.u32 %0, [%1];"
-		     : "=r"(v)
-		     : "l"(__cvta_generic_to_global(p))
-		     : "memory");
-	return v;
-}
-
-static __device__ __forceinline__ void ark_st_release_gpu(uint32_t *p, uint32_t v)
-{
-	asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "r"(v)
-		     : "memory");
-}
-
-static __device__ __forceinline__ void ark_st_release_sys(uint32_t *p, uint32_t v)
-{
-	asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "r"(v)
-		     : "memory");
-}
-
-static __device__ __forceinline__ void ark_st_relaxed_sys(uint32_t *p, uint32_t v)
-{
-	asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "r"(v)
-		     : "memory");
-}
-
-static __device__ __forceinline__ void ark_red_release_gpu_add(uint32_t *p, uint32_t v)
-{
-	asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "r"(v)
-		     : "memory");
-}
-
-static __device__ __forceinline__ uint32_t ark_atom_acq_rel_gpu_add(uint32_t *p, uint32_t v)
-{
-	uint32_t old;
-	asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;"
-		     : "=r"(old)
-		     : "l"(__cvta_generic_to_global(p)), "r"(v)
-		     : "memory");
-	return old;
-}
-
-static __device__ __forceinline__ void ark_red_release_sys_add(uint32_t *p, uint32_t v)
-{
-	asm volatile("red.release.sys.global.add.u32 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "r"(v)
-		     : "memory");
-}
-
-static __device__ __forceinline__ unsigned long long ark_globaltimer(void)
-{
-	unsigned long long t;
-	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-	return t;
-}
-
-static __device__ __forceinline__ void ark_prefetch_l2(const void *p)
-{
-	asm volatile("prefetch.global.L2 [%0];" ::"l"(__cvta_generic_to_global(p)));
-}
 
 /* ---- thread 0's waits ------------------------------------------------------------------------- */
 

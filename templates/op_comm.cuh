@@ -3,6 +3,7 @@
 #define OP_COMM_CUH
 
 #include "ark_dtype.cuh"
+#include "ark_memorder.cuh"
 
 /* SUM: out[e] = the sum over GPUs j = 0 .. K of term j [e], for e in k0:k1, where term splits (this
  * GPU) is in[0] and the others are the K slots received, in GPU order, in[2] bytes apart from in[1].
@@ -97,22 +98,6 @@ template <typename T> __device__ void ark_sum_tile(const ark_opp &p, const ark_t
  * right after its polls, before its stores (release and acquire patterns of the PTX memory model,
  * at system scope). Neither fence waits for remote stores, which is what made the fence of a p2p
  * send expensive. */
-static __device__ __forceinline__ void ark_fence_acq_rel_sys(void)
-{
-	asm volatile("fence.acq_rel.sys;" ::: "memory");
-}
-
-static __device__ __forceinline__ unsigned long long ark_ld_relaxed_sys_u64(const unsigned long long *p)
-{
-	unsigned long long v;
-	asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(__cvta_generic_to_global(p)) : "memory");
-	return v;
-}
-
-static __device__ __forceinline__ void ark_st_relaxed_sys_u64(unsigned long long *p, unsigned long long v)
-{
-	asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(__cvta_generic_to_global(p)), "l"(v) : "memory");
-}
 
 /* Word w of the message at src whose last byte is b1 - 1 (a partial last word is read by halves). */
 static __device__ __forceinline__ uint32_t ark_ll_word(const char *src, size_t w, size_t b1)

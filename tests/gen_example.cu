@@ -1,7 +1,6 @@
 // gen_example.cu: a hand-written file in the format arkgen emits, for y = relu(x) + x on 4 SMs
 // (fp16, x [128, 256]); the fixture of tests/gpu_loop.cu, and a binary of its own with the driver:
-//   nvcc -O3 -gencode arch=compute_90,code=sm_90 -std=c++17 -Itemplates -Iruntime -I. \
-//        tests/gen_example.cu build/libarkrt.a -lcjson -o example
+//   nvcc $(build/arkgen --nvcc-flags) tests/gen_example.cu -o example
 //
 // Schedule: relu in 8 tiles of 16 rows, add in 4 tiles of 32 rows. Add tile j needs relu tiles 2j
 // and 2j + 1, which run on other SMs, so every add waits on two counters signalled from elsewhere.
@@ -82,7 +81,7 @@ extern "C" const struct ark_model ark_model_def = {
 	.tensors = tensors,
 	.n_ops = 2,
 	.ops = ops,
-	.plan = {{
+	.tables = {{
 		.arena_bytes = 196608,
 		.n_tasks = 12,
 		.tasks = tasks_g0,

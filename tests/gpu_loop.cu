@@ -205,8 +205,8 @@ int main(void)
 	memcpy(bad_waits, waits_g0, sizeof bad_waits);
 	bad_waits[4].counter = ARK_CTR__FIRST + 8;
 	struct ark_model bad = ark_model_def;
-	bad.plan[0].waits = bad_waits;
-	bad.plan[0].n_counters = 9;
+	bad.tables[0].waits = bad_waits;
+	bad.tables[0].n_counters = 9;
 	struct ark_session_opts quick = {300, 0};
 	s = NULL;
 	rc = ark_session_open(&s, &bad, &quick);

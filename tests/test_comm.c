@@ -12,19 +12,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/ark.h"
-#include "templates/ark_proto.h"
+#include "ark.h"
+#include "ark_proto.h"
 #include "codegen/diag.h"
 #include "codegen/emit.h"
 #include "codegen/graph.h"
-#include "codegen/sched.h"
+#include "codegen/schedule.h"
 #include "dma/dma.h"
 
 #define SMS 8 /* small GPUs: easy to count */
 
 struct fix {
 	struct graph g;
-	struct sched s;
+	struct tiling s;
 	struct schedule p;
 	int planned;
 };
@@ -51,7 +51,7 @@ static int build(struct fix *f, const char *text, int64_t p2p_max, int barrier)
 	if (!rc)
 		rc = tile_graph(&f->s, &f->g, &to) || mem_plan(&f->s) || deps_build(&f->s);
 	if (!rc) {
-		rc = plan_schedule(&f->s, &gpu, PART_METIS, barrier, &f->p);
+		rc = schedule_build(&f->s, &gpu, PART_METIS, barrier, &f->p);
 		f->planned = 1;
 	}
 	fclose(diag_out);
@@ -62,9 +62,9 @@ static int build(struct fix *f, const char *text, int64_t p2p_max, int barrier)
 static void destroy(struct fix *f)
 {
 	if (f->planned)
-		plan_free(&f->p);
+		schedule_free(&f->p);
 	if (f->s.g)
-		sched_free(&f->s);
+		tiling_free(&f->s);
 	graph_free(&f->g);
 }
 
@@ -86,7 +86,7 @@ static int count_tmpl(const struct fix *f, int tmpl, int gpu)
  * Returns the number of cross-GPU waits. */
 static int check_invariants(const struct fix *f)
 {
-	const struct sched *s = &f->s;
+	const struct tiling *s = &f->s;
 	const struct schedule *p = &f->p;
 	int G = f->g.gpus, sms = p->pl.sms / G, cross = 0;
 	assert_int_equal(p->pl.sms, G * SMS);
@@ -148,7 +148,7 @@ static void check_mutation_rejected(struct fix *f)
 {
 	struct part_dag dag;
 	char err[512];
-	sched_dag(&f->s, &dag);
+	tiling_dag(&f->s, &dag);
 	assert_int_equal(part_verify(&dag, f->p.need, &f->p.pl, f->s.n_hazards, f->s.hu, f->s.hv, err, sizeof err), 0);
 	int64_t cut = -1;
 	for (int u = 0; u < f->s.n_vcta && cut < 0; u++)
@@ -266,7 +266,7 @@ static void all_reduce_case(int n, int64_t rows, int64_t cols, const char *trans
 	for (int v = 0; v < f.s.n_vcta; v++)
 		if (f.s.v[v].tmpl == ARK_T_SUM || f.s.v[v].tmpl == ARK_T_SUM_LL) {
 			covered[f.s.v[v].gpu] += f.s.v[v].k1 - f.s.v[v].k0;
-			assert_int_equal(f.s.xo[f.s.v[v].opp - f.g.n_ops].splits, f.s.v[v].gpu);
+			assert_int_equal(f.s.comm[f.s.v[v].opp - f.g.n_ops].splits, f.s.v[v].gpu);
 		}
 	int64_t total = 0;
 	for (int g = 0; g < n; g++) {
@@ -467,7 +467,7 @@ static int task_ready(const struct emu *e, int v, uint32_t iter)
 /* Fails if a region of vCTA v touches destination bytes of a DMA request that have not arrived. */
 static void check_arrived(const struct emu *e, int v, const struct region *r)
 {
-	const struct sched *s = &e->f->s;
+	const struct tiling *s = &e->f->s;
 	int gpu = e->f->g.tensors[r->tensor].gpu;
 	uint64_t es = (uint64_t)ark_dtype_size(e->f->g.tensors[r->tensor].dtype), base = s->offset[r->tensor];
 	for (int k = 0; k < e->nq; k++) {
@@ -488,7 +488,7 @@ static void check_arrived(const struct emu *e, int v, const struct region *r)
 
 static void run_task(struct emu *e, int v, uint32_t iter)
 {
-	const struct sched *s = &e->f->s;
+	const struct tiling *s = &e->f->s;
 	const struct schedule *p = &e->f->p;
 	const struct vcta *t = &s->v[v];
 	int gpu = t->gpu;
@@ -583,7 +583,7 @@ static void ref_tables(const struct fix *f, struct ark_tensor *T, struct ark_op 
 
 static void emulate(const struct fix *f, uint64_t seed, int iters)
 {
-	const struct sched *s = &f->s;
+	const struct tiling *s = &f->s;
 	const struct schedule *p = &f->p;
 	const struct graph *g = &f->g;
 	struct emu e = {.f = f, .G = g->gpus, .sms = p->pl.sms / g->gpus, .rng = seed};
@@ -591,9 +591,9 @@ static void emulate(const struct fix *f, uint64_t seed, int iters)
 		e.arena[d] = calloc(1, s->arena[d] + 1);
 		e.ctr[d] = calloc(ARK_CTR__FIRST + (size_t)p->gpu_counters[d], sizeof(uint32_t));
 	}
-	e.xp = calloc((size_t)s->n_xo + 1, sizeof *e.xp);
-	for (int x = 0; x < s->n_xo; x++)
-		emit_xopp_params(s, x, &e.xp[x]);
+	e.xp = calloc((size_t)s->n_comm + 1, sizeof *e.xp);
+	for (int x = 0; x < s->n_comm; x++)
+		emit_comm_opp_params(s, x, &e.xp[x]);
 	e.next = calloc((size_t)p->pl.sms, sizeof *e.next);
 	struct ark_tensor *T = calloc((size_t)g->n_tensors, sizeof *T);
 	struct ark_op *O = calloc((size_t)g->n_ops, sizeof *O);
@@ -775,7 +775,7 @@ static void fused_case(int n, const char *acts[], int expect_fused)
 		int sums = 0;
 		for (int v = 0; v < f.s.n_vcta; v++)
 			if (f.s.v[v].tmpl == ARK_T_SUM || f.s.v[v].tmpl == ARK_T_SUM_LL) {
-				const struct xopp *x = &f.s.xo[f.s.v[v].opp - f.g.n_ops];
+				const struct comm_opp *x = &f.s.comm[f.s.v[v].opp - f.g.n_ops];
 				sums++;
 				assert_int_equal(x->act, expect_fused ? ARK_OP_GELU : ARK_ACT_NONE);
 				/* the sum goes straight to the activation's output */
@@ -816,7 +816,7 @@ static void test_dma_early_start(void **state)
 	assert_int_equal(build(&f, model(2, 1, 1 << 22, "fp32", ops), ARK_P2P_MAX_DEFAULT, 0), 0);
 	oneshot_max = ARK_ONESHOT_MAX_AUTO;
 	check_invariants(&f);
-	const struct sched *s = &f.s;
+	const struct tiling *s = &f.s;
 	const struct schedule *p = &f.p;
 	int partial = 0, full = 0;
 	for (int u = 0; u < s->n_vcta; u++) {

@@ -11,10 +11,10 @@
 #include <string.h>
 
 #include "codegen/graph.h"
-#include "codegen/sched.h"
+#include "codegen/schedule.h"
 
 static struct graph g;
-static struct sched s;
+static struct tiling s;
 
 /* Loads and tiles a model (tensors and ops given as libconfig text); fails the test on error. */
 static void tile_text(const char *tensors, const char *ops)
@@ -31,7 +31,7 @@ static void tile_text(const char *tensors, const char *ops)
 
 static void done(void)
 {
-	sched_free(&s);
+	tiling_free(&s);
 	graph_free(&g);
 }
 
@@ -71,13 +71,13 @@ static void test_chain_whole(void **state)
 		  "{ name = \"r\"; op = \"relu\"; in = [\"b\"]; out = \"c\"; },"
 		  "{ name = \"w\"; op = \"swiglu\"; in = [\"c\", \"u\"]; out = \"y\"; }");
 	int head = op("s");
-	assert_int_equal(s.plan[head].chain_len, 4);
-	assert_int_equal(s.plan[head].out_tensor, tensor("y"));
-	assert_int_equal(s.plan[op("p")].fused_into, head);
-	assert_int_equal(s.plan[op("r")].fused_into, head);
-	assert_int_equal(s.plan[op("w")].fused_into, head);
-	assert_int_equal(s.plan[head].chain_next, op("p"));
-	assert_int_equal(s.plan[op("w")].chain_next, -1);
+	assert_int_equal(s.per_op[head].chain_len, 4);
+	assert_int_equal(s.per_op[head].out_tensor, tensor("y"));
+	assert_int_equal(s.per_op[op("p")].fused_into, head);
+	assert_int_equal(s.per_op[op("r")].fused_into, head);
+	assert_int_equal(s.per_op[op("w")].fused_into, head);
+	assert_int_equal(s.per_op[head].chain_next, op("p"));
+	assert_int_equal(s.per_op[op("w")].chain_next, -1);
 	/* 12000 fp32 elements: ranges of 1024 (one vector of 16 bytes per thread), the last one shorter */
 	assert_int_equal(s.n_vcta, 12);
 	uint32_t covered = 0;
@@ -115,16 +115,16 @@ static void test_chain_stops(void **state)
 		  "{ name = \"s3\"; op = \"scale\"; in = [\"o1\"]; out = \"c\"; factor = 2.0; },"
 		  "{ name = \"twice\"; op = \"add\"; in = [\"c\", \"c\"]; out = \"d\"; },"
 		  "{ name = \"bc\"; op = \"mul\"; in = [\"d\", \"g\"]; out = \"y\"; }");
-	assert_int_equal(s.plan[op("act")].fused_into, op("m"));
+	assert_int_equal(s.per_op[op("act")].fused_into, op("m"));
 	/* s1 -> s2 chain ends at the output o1 */
-	assert_int_equal(s.plan[op("s1")].chain_len, 2);
-	assert_int_equal(s.plan[op("s2")].fused_into, op("s1"));
+	assert_int_equal(s.per_op[op("s1")].chain_len, 2);
+	assert_int_equal(s.per_op[op("s2")].fused_into, op("s1"));
 	/* s3's result is read twice by one op: no chain into 'twice'; 'bc' broadcasts g */
-	assert_int_equal(s.plan[op("s3")].chain_len, 0);
-	assert_int_equal(s.plan[op("s3")].fused_into, -1);
-	assert_int_equal(s.plan[op("twice")].fused_into, -1);
-	assert_int_equal(s.plan[op("twice")].chain_len, 0);
-	assert_int_equal(s.plan[op("bc")].fused_into, -1);
+	assert_int_equal(s.per_op[op("s3")].chain_len, 0);
+	assert_int_equal(s.per_op[op("s3")].fused_into, -1);
+	assert_int_equal(s.per_op[op("twice")].fused_into, -1);
+	assert_int_equal(s.per_op[op("twice")].chain_len, 0);
+	assert_int_equal(s.per_op[op("bc")].fused_into, -1);
 	int n_chain = 0, n_ew = 0;
 	for (int i = 0; i < s.n_vcta; i++) {
 		n_chain += s.v[i].tmpl == ARK_T_EW_CHAIN;
@@ -149,8 +149,8 @@ static void test_chain_order(void **state)
 		  "{ name = \"a0\"; op = \"add\"; in = [\"p0\", \"p1\"]; out = \"s0\"; },"
 		  "{ name = \"a1\"; op = \"add\"; in = [\"p2\", \"p3\"]; out = \"s1\"; },"
 		  "{ name = \"a2\"; op = \"add\"; in = [\"s0\", \"s1\"]; out = \"y\"; }");
-	assert_int_equal(s.plan[op("a0")].chain_len, 2);
-	assert_int_equal(s.plan[op("a2")].fused_into, op("a0"));
+	assert_int_equal(s.per_op[op("a0")].chain_len, 2);
+	assert_int_equal(s.per_op[op("a2")].fused_into, op("a0"));
 	int writer = -1, chain = -1;
 	for (int i = 0; i < s.n_vcta; i++) {
 		if (s.v[i].write.tensor == tensor("s1"))
@@ -183,7 +183,7 @@ static void test_matmul_share(void **state)
 	for (int b = 0; b < 8; b++) {
 		char name[8];
 		snprintf(name, sizeof name, "m%d", b);
-		const struct op_plan *pl = &s.plan[op(name)];
+		const struct op_tiling *pl = &s.per_op[op(name)];
 		assert_int_equal(pl->tn, 64);
 		assert_int_equal(pl->splits, 1);
 		assert_int_equal(pl->n_vcta, 16);
@@ -192,7 +192,7 @@ static void test_matmul_share(void **state)
 	tile_text("{ name = \"x\"; shape = [1, 1024]; role = \"input\"; },"
 		  "{ name = \"w\"; shape = [1024, 1024]; role = \"weight\"; }, { name = \"y\"; role = \"output\"; }",
 		  "{ name = \"m\"; op = \"matmul\"; in = [\"x\", \"w\"]; out = \"y\"; }");
-	assert_true(s.plan[0].n_vcta >= 100);
+	assert_true(s.per_op[0].n_vcta >= 100);
 	done();
 }
 

@@ -60,13 +60,6 @@ struct ark_wait {
 #define ARK_OPP_CHAIN_IN1 8u   /* chain step: the chained value is the op's in[1] (in[0]: the operand) */
 #define ARK_OPP_PUSH 16u       /* COPY: out is in peers[peer] (stores over NVLink/PCIe), in[0] here */
 #define ARK_ACT_NONE 0xffffu
-/* Chunks of the DMA dispatcher (dma_options.chunk_bytes, .chunk_max_bytes): the first chunk of a
- * request is ARK_DMA_CHUNK_BYTES, each next one twice the previous, up to ARK_DMA_CHUNK_MAX_BYTES. A
- * request of b bytes raises its flag dma_chunk_count(b, ARK_DMA_CHUNK_BYTES, ARK_DMA_CHUNK_MAX_BYTES)
- * times (dma/dma.h), which arkgen counts as the flag's signals per iteration. */
-#define ARK_DMA_CHUNK_BYTES (1u << 20)
-#define ARK_DMA_CHUNK_MAX_BYTES (16u << 20)
-#define ARK_DMA_RING_SLOTS 1024u /* requests in flight per GPU before senders wait */
 
 /* Device parameters of one op, as the templates see it. Offsets are bytes into the arena of the
  * GPU that runs the task; every tensor is a row-major 2-D view [M, N] (leading dims folded). */

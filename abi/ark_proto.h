@@ -20,11 +20,9 @@
 
 #include <stdint.h>
 
+#include "ark_ops.h"
 #include "ark_task.h"
 
-#ifndef ARK_MAX_GPUS
-#define ARK_MAX_GPUS 8 /* as in ark_ops.h */
-#endif
 #define ARK_MAX_SMS 256 /* per GPU, for the per-SM diagnostics of the bell */
 
 /* Reserved counters, at the start of the counter array. The model's counters follow from

@@ -1,14 +1,14 @@
-/* sched.h: the middle of arkgen: vCTAs (tiles of work), their dependencies, the memory plan and the
- * schedule built from them. */
-#ifndef SCHED_H
-#define SCHED_H
+/* tiling.h: the middle of arkgen: vCTAs (tiles of work) with the regions they read and write, the
+ * per-op decisions of the tiler, the memory plan and the dependency edges between vCTAs. */
+#ifndef TILING_H
+#define TILING_H
 
 #include <stdint.h>
 #include <stdio.h>
 
 #include "graph.h"
-#include "../partition/part.h"
-#include "../runtime/ark_model.h"
+#include "partition/part.h"
+#include "ark_model.h"
 
 /* Rows r0..r1 and columns c0..c1 of a tensor's 2-D view [rows, cols] (leading dims folded). */
 struct region {
@@ -21,7 +21,7 @@ struct region {
 /* One virtual CTA: one tile of one op. */
 struct vcta {
 	int op;               /* graph op (for a fused group: the first op) */
-	int opp;              /* index of its op params: an op, or n_ops + an index into sched.xo */
+	int opp;              /* index of its op params: an op, or n_ops + an index into tiling.comm */
 	enum ark_tmpl tmpl;
 	int gpu;
 	uint32_t m0, m1, n0, n1, k0, k1, split;
@@ -34,7 +34,7 @@ struct vcta {
 };
 
 /* Per-op facts the tiler decided. */
-struct op_plan {
+struct op_tiling {
 	int fused_into;       /* op index whose vCTAs compute this op (-1: computed by its own) */
 	int act;              /* matmul, all_reduce: fused activation op kind, ARK_ACT_NONE */
 	int out_tensor;       /* tensor the op's vCTAs write (the fused activation's output) */
@@ -64,7 +64,7 @@ struct op_plan {
 /* Op params of a communication vCTA (emitted into the table of GPU `gpu`). Offsets are resolved
  * at emission: in[0] = offset of in0 (+ in0_add), in[1] = offset of in1, out = offset of out
  * (+ out_add), in[2] = in2 as is. */
-struct xopp {
+struct comm_opp {
 	int op;
 	int gpu;
 	enum ark_tmpl tmpl;   /* COPY (p2p push), DMA, SUM, GATHER, NOP */
@@ -87,14 +87,14 @@ struct tile_opts {
 	int64_t ll_max;       /* one-shot all_reduce by p2p: packets up to this many bytes per GPU */
 };
 
-struct sched {
+struct tiling {
 	struct graph *g;
 	struct tile_opts opt;
-	struct op_plan *plan;         /* per op */
+	struct op_tiling *per_op;       /* per op */
 	int n_vcta, cap_vcta;
 	struct vcta *v;               /* in a topological order */
-	int n_xo, cap_xo;
-	struct xopp *xo;              /* op params of the communication vCTAs */
+	int n_comm, cap_comm;
+	struct comm_opp *comm;        /* op params of the communication vCTAs */
 	/* tensor 2-D views: rows, cols (leading dims folded) */
 	int64_t *rows, *cols;
 	/* dependency edges (CSR over vCTAs, u < v), hazards, kept after reduction */
@@ -116,42 +116,14 @@ struct sched {
 };
 
 /* Passes, in order. Each returns 0, or -1 after reporting an error. */
-int tile_graph(struct sched *s, struct graph *g, const struct tile_opts *opt);
-int mem_plan(struct sched *s);   /* offsets; adds reuse hazards later found by deps */
-int deps_build(struct sched *s); /* hazards from regions (and reused memory), edges, reduction */
-void sched_dag(const struct sched *s, struct part_dag *dag);
-void sched_free(struct sched *s);
+int tile_graph(struct tiling *s, struct graph *g, const struct tile_opts *opt);
+int mem_plan(struct tiling *s);   /* offsets; adds reuse hazards later found by deps */
+int deps_build(struct tiling *s); /* hazards from regions (and reused memory), edges, reduction */
+void tiling_dag(const struct tiling *s, struct part_dag *dag);
+void tiling_free(struct tiling *s);
 
-void tile_dump(const struct sched *s, FILE *f);  /* -dT */
-void tile_dot(const struct sched *s, FILE *f);   /* --dot of the vCTA graph */
+void tile_dump(const struct tiling *s, FILE *f);  /* -dT */
+void tile_dot(const struct tiling *s, FILE *f);   /* --dot of the vCTA graph */
 const char *tmpl_name(int tmpl);
-
-
-/* A placed, verified schedule with its counters and waits. */
-struct schedule {
-	enum part_policy policy;
-	int barrier;                  /* --sync barrier: grid barriers between dependency levels */
-	struct part_placement pl;     /* SM s of GPU g is SM g * sms + s (sms = pl.sms / gpus) */
-	uint8_t *need;                /* per edge: still waited on at run time */
-	int64_t n_need;
-	int *signal;                  /* per vCTA: model counter it signals, -1 */
-	int n_counters;
-	uint32_t *per_iter;           /* per counter: signals per iteration */
-	int64_t *wait0;               /* per vCTA: its waits are waits[wait0[v] .. wait0[v + 1]) */
-	struct ark_wait *waits;       /* model counters numbered from 0; the emitter adds ARK_CTR__FIRST */
-	int *ctr_gpu;                 /* per counter: GPU whose counter array holds it (its waiters') */
-	int *ctr_index;               /* per counter: its index in that array (model counters from 0) */
-	uint8_t *ctr_sys;             /* per counter: raised from another GPU or by the DMA engine */
-	int gpu_counters[ARK_MAX_GPUS]; /* model counters per GPU */
-	int n_levels;
-	int *level;                   /* per vCTA: dependency level (barrier mode) */
-	struct part_sim sim;
-};
-
-/* Places, prunes waits, assigns counters, verifies and simulates. 0, or -1 after an error. */
-int plan_schedule(struct sched *s, const struct part_gpu *gpu, enum part_policy policy, int barrier,
-		  struct schedule *out);
-void plan_free(struct schedule *p);
-void plan_dump(const struct sched *s, const struct schedule *p, FILE *f); /* -dP */
 
 #endif

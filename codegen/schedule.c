@@ -1,4 +1,4 @@
-/* plan.c: from the vCTA DAG to a schedule: placement on SMs (partition/), the waits still needed
+/* schedule.c: from the vCTA DAG to a schedule: placement on SMs (partition/), the waits still needed
  * once program order is known, counters shared by producers that signal the same consumers, the
  * verifier's proof and the simulator's prediction. */
 #define _GNU_SOURCE /* qsort_r */
@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "diag.h"
-#include "sched.h"
-#include "../dma/dma.h"
+#include "schedule.h"
+#include "ark_dma.h"
 
 /* Chunks (flag raises) of a DMA request of b bytes, as the engine that runtime/session.c starts cuts
  * it. */
@@ -20,7 +20,7 @@ static uint32_t dma_chunks(uint64_t b)
 
 /* Edge e from u to a vCTA on another GPU that u sends packets to: the receiver polls the packets
  * (op_comm.cuh), so the edge needs no counter (it stays in the verified DAG). */
-static int ll_edge(const struct sched *s, int u, int64_t e)
+static int ll_edge(const struct tiling *s, int u, int64_t e)
 {
 	return s->v[u].tmpl == ARK_T_SEND_LL && s->v[s->adj[e]].gpu != s->v[u].gpu;
 }
@@ -32,7 +32,7 @@ struct cset {
 	int counter;
 };
 
-static uint64_t hash_consumers(const struct sched *s, const uint8_t *need, int u)
+static uint64_t hash_consumers(const struct tiling *s, const uint8_t *need, int u)
 {
 	uint64_t h = 1469598103934665603ull;
 	for (int64_t e = s->xadj[u]; e < s->xadj[u + 1]; e++)
@@ -43,7 +43,7 @@ static uint64_t hash_consumers(const struct sched *s, const uint8_t *need, int u
 	return h;
 }
 
-static int same_consumers(const struct sched *s, const uint8_t *need, int a, int b)
+static int same_consumers(const struct tiling *s, const uint8_t *need, int a, int b)
 {
 	int64_t i = s->xadj[a], j = s->xadj[b];
 	for (;;) {
@@ -64,7 +64,7 @@ static int same_consumers(const struct sched *s, const uint8_t *need, int a, int
  * tiles all feed the next layer's tiles gets one counter, whatever placement later prunes. A
  * consumer then waits on the whole group of each producer it still needs, which are all its
  * predecessors in the reduced DAG, so the wait cannot deadlock a placement that respects the DAG. */
-static void assign_counters(const struct sched *s, struct schedule *p)
+static void assign_counters(const struct tiling *s, struct schedule *p)
 {
 	int n = s->n_vcta;
 	const uint8_t *grp = p->barrier ? p->need : s->keep; /* barrier mode: no counters at all */
@@ -130,7 +130,7 @@ static void assign_counters(const struct sched *s, struct schedule *p)
 /* Every counter lives on the GPU of the vCTAs that wait on it (one GPU: a producer's consumers are
  * all on one GPU, which the tiler guarantees) and is numbered there from 0. A counter some producer
  * raises from another GPU, or the DMA engine raises, is waited on at system scope. */
-static void map_counters(const struct sched *s, struct schedule *p)
+static void map_counters(const struct tiling *s, struct schedule *p)
 {
 	int nc = p->n_counters;
 	p->ctr_gpu = xmalloc((size_t)nc * sizeof *p->ctr_gpu + 1);
@@ -160,7 +160,7 @@ static void map_counters(const struct sched *s, struct schedule *p)
  * number, a topological order of the whole DAG: paths through other GPUs (a send, the peer's sum,
  * the send back) are invisible to a per-GPU placement, and an order that ignored them could
  * deadlock. */
-static int place_multi(const struct sched *s, const struct part_gpu *gpu, enum part_policy policy,
+static int place_multi(const struct tiling *s, const struct part_gpu *gpu, enum part_policy policy,
 		       struct part_placement *pl, char *err, size_t errlen)
 {
 	int n = s->n_vcta, G = s->g->gpus, sms = gpu->sms, rc = 0;
@@ -231,9 +231,9 @@ static int cmp_wait(const void *a, const void *b)
 
 /* A consumer of a DMA vCTA may start once the chunks it touches arrived, when every vCTA that
  * depends on the transfer waits on its flag directly: all of them are on the receiving GPU (then
- * plan_schedule makes every edge of the transfer a wait). Otherwise a consumer may stand for others
+ * schedule_build makes every edge of the transfer a wait). Otherwise a consumer may stand for others
  * that depend on the transfer through it, and it waits for all of it. */
-static int dma_partial(const struct sched *s, int u)
+static int dma_partial(const struct tiling *s, int u)
 {
 	int g = s->g->tensors[s->v[u].write.tensor].gpu;
 	for (int64_t e = s->xadj[u]; e < s->xadj[u + 1]; e++)
@@ -245,7 +245,7 @@ static int dma_partial(const struct sched *s, int u)
 /* Flag raises of DMA vCTA u (per_iter of its counter) that consumer v waits for: 1 + the chunk that
  * holds the last byte of u's transfer v reads or writes. The engine copies the write box as one
  * contiguous range: element (r, c) of the box is at (r - r0) * cols + (c - c0) from its start. */
-static uint32_t dma_need(const struct sched *s, int u, int v, uint32_t per_iter)
+static uint32_t dma_need(const struct tiling *s, int u, int v, uint32_t per_iter)
 {
 	const struct vcta *U = &s->v[u], *V = &s->v[v];
 	const struct region *w = &U->write;
@@ -271,7 +271,7 @@ static uint32_t dma_need(const struct sched *s, int u, int v, uint32_t per_iter)
 
 /* Each consumer waits on the counters of its needed producers, once per counter (for the largest
  * need). */
-static void build_waits(const struct sched *s, struct schedule *p)
+static void build_waits(const struct tiling *s, struct schedule *p)
 {
 	int n = s->n_vcta;
 	int64_t *cnt = xcalloc((size_t)n + 1, sizeof *cnt);
@@ -312,7 +312,7 @@ static void build_waits(const struct sched *s, struct schedule *p)
 }
 
 /* Dependency levels: longest path from a source over the kept edges. */
-static void levels(const struct sched *s, struct schedule *p)
+static void levels(const struct tiling *s, struct schedule *p)
 {
 	p->level = xcalloc((size_t)s->n_vcta + 1, sizeof *p->level);
 	p->n_levels = s->n_vcta ? 1 : 0;
@@ -334,12 +334,12 @@ static int by_level_then_pos(const void *a, const void *b, void *ctx)
 	return p->pl.pos[x] - p->pl.pos[y];
 }
 
-int plan_schedule(struct sched *s, const struct part_gpu *gpu, enum part_policy policy, int barrier,
+int schedule_build(struct tiling *s, const struct part_gpu *gpu, enum part_policy policy, int barrier,
 		  struct schedule *p)
 {
 	char err[512];
 	struct part_dag dag;
-	sched_dag(s, &dag);
+	tiling_dag(s, &dag);
 	memset(p, 0, sizeof *p);
 	p->policy = policy;
 	p->barrier = barrier;
@@ -404,7 +404,7 @@ int plan_schedule(struct sched *s, const struct part_gpu *gpu, enum part_policy 
 	return 0;
 }
 
-void plan_free(struct schedule *p)
+void schedule_free(struct schedule *p)
 {
 	part_placement_free(&p->pl);
 	free(p->need);
@@ -419,7 +419,7 @@ void plan_free(struct schedule *p)
 	memset(p, 0, sizeof *p);
 }
 
-void plan_dump(const struct sched *s, const struct schedule *p, FILE *f)
+void schedule_dump(const struct tiling *s, const struct schedule *p, FILE *f)
 {
 	const struct graph *g = s->g;
 	fprintf(f, "# placement of %s (%s%s): %d vCTAs on %d SMs, %d counters, %lld waits\n", g->name,

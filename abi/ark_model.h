@@ -48,10 +48,10 @@ static inline int64_t ark_tensor_elems(const struct ark_tensor *t)
 }
 
 
-#include "../templates/ark_task.h"
+#include "ark_task.h"
 
 /* Everything the runtime needs to know of a generated model; one per generated file. */
-struct ark_gpu_plan {
+struct ark_gpu_tables {
 	uint64_t arena_bytes;
 	int n_tasks;
 	const struct ark_task *tasks;   /* every SM's list, back to back */
@@ -79,7 +79,7 @@ struct ark_model {
 	const struct ark_tensor *tensors;
 	int n_ops;
 	const struct ark_op *ops; /* in a topological order */
-	struct ark_gpu_plan plan[ARK_MAX_GPUS];
+	struct ark_gpu_tables tables[ARK_MAX_GPUS];
 	/* Launches the loop kernel of `gpu` (cooperative launch); defined in the generated file. */
 	int (*launch)(int gpu, const struct ark_kargs *args, void *stream);
 	const void *kernel;     /* the loop kernel function, for occupancy queries */
