@@ -28,7 +28,7 @@ DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
 # op kind -> (fewest inputs, most inputs)
 ARITY = {
 	"matmul": (2, 3), "add": (2, 2), "mul": (2, 2), "scale": (1, 1), "relu": (1, 1), "gelu": (1, 1),
-	"silu": (1, 1), "swiglu": (2, 2), "softmax": (1, 1), "layernorm": (3, 3), "rmsnorm": (2, 2),
+	"silu": (1, 1), "sigmoid": (1, 1), "swiglu": (2, 2), "softmax": (1, 1), "layernorm": (3, 3), "rmsnorm": (2, 2),
 	"copy": (1, 1),
 }
 MULTI_GPU_OPS = ("all_reduce", "all_gather")
@@ -200,6 +200,8 @@ def build_module(torch, g, device, gen):
 			y = F.gelu(x, approximate="tanh")  # runtime/ref.c uses the tanh form
 		elif kind == "silu":
 			y = F.silu(x)
+		elif kind == "sigmoid":
+			y = torch.sigmoid(x)
 		elif kind == "swiglu":
 			y = F.silu(x) * a[1]
 		elif kind == "softmax":
