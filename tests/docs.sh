@@ -41,7 +41,7 @@ list_names() {
 
 # (a) every op has a heading with its name in backticks
 ops=$(list_names OP_LIST)
-[ -n "$ops" ] && ok "OP_LIST parsed from $OPS" || notok "OP_LIST parsed from $OPS: no op found"
+if [ -n "$ops" ]; then ok "OP_LIST parsed from $OPS"; else notok "OP_LIST parsed from $OPS: no op found"; fi
 for op in $ops; do
 	if grep -q "^#.*\`$op\`" "$DOC"; then
 		ok "op $op has a heading in $DOC"
@@ -52,7 +52,7 @@ done
 
 # (b) every attribute is named
 attrs=$(list_names ATTR_LIST)
-[ -n "$attrs" ] && ok "ATTR_LIST parsed from $OPS" || notok "ATTR_LIST parsed from $OPS: no attribute found"
+if [ -n "$attrs" ]; then ok "ATTR_LIST parsed from $OPS"; else notok "ATTR_LIST parsed from $OPS: no attribute found"; fi
 for a in $attrs; do
 	if grep -q "\`$a\`" "$DOC"; then
 		ok "attribute $a is documented in $DOC"
@@ -126,10 +126,12 @@ while read -r n line tag name; do
 			ok "$DOC:$line: arkgen prints this for the model at line $last_line"
 		else
 			notok "$DOC:$line: arkgen prints this for the model at line $last_line"
-			echo "expected (the doc):" >"$tmp/d"
-			cat "$b" >>"$tmp/d"
-			echo "got (arkgen):" >>"$tmp/d"
-			cat "$tmp/last_err" >>"$tmp/d"
+			{
+				echo "expected (the doc):"
+				cat "$b"
+				echo "got (arkgen):"
+				cat "$tmp/last_err"
+			} >"$tmp/d"
 			diag "$tmp/d"
 		fi
 		last=""
@@ -141,8 +143,8 @@ while read -r n line tag name; do
 done <"$tmp/blocks/index"
 
 # The checks above would pass on a doc without examples: make sure there are some of each kind.
-[ "$n_cfg" -ge 1 ] && ok "$DOC has $n_cfg \`\`\`cfg models" || notok "$DOC has \`\`\`cfg models"
-[ "$n_err" -ge 1 ] && ok "$DOC has $n_err \`\`\`cfg-error models" || notok "$DOC has \`\`\`cfg-error models"
+if [ "$n_cfg" -ge 1 ]; then ok "$DOC has $n_cfg \`\`\`cfg models"; else notok "$DOC has \`\`\`cfg models"; fi
+if [ "$n_err" -ge 1 ]; then ok "$DOC has $n_err \`\`\`cfg-error models"; else notok "$DOC has \`\`\`cfg-error models"; fi
 
 echo "1..$i"
 cat "$res"
