@@ -1,0 +1,642 @@
+#!/usr/bin/env python3
+"""sweep.py: the shape sweep's seeded random model generator, and its table.
+
+usage:
+  sweep.py gen --seed S --count N --out DIR [--index I]
+      writes DIR/swS_000.cfg .. DIR/swS_<N-1>.cfg (with --index I: only model I). Model I depends on
+      S and I alone, so any one of them is replayed with --index. Same seed: byte-identical files.
+  sweep.py table OUT [OUT ...] [--models DIR] [--json FILE]
+      reads the logs that `bench/sweep.sh --run` left in OUT, OUT/logs or OUT/logs.tar.gz (name the
+      file) (the OUT dirs of one draw run in parts, MODELS=..., are merged) and prints one markdown row per model, the 10 worst ratios
+      first in their own table, and the geometric means. --models DIR: where the .cfg and schedule
+      .json files are when OUT lacks them.
+
+Models are single-GPU graphs over the op catalog of abi/ark_ops.h (matmul with and without bias and
+transpose_b, add, mul, scale, relu, gelu, silu, swiglu, softmax, layernorm, rmsnorm), made of blocks:
+elementwise/row-op chains, diamonds, parallel branches joined by adds, MLP blocks (matmul, activation,
+matmul), GLU blocks (two matmuls, swiglu, matmul) and residuals with a norm (pre- or post-norm). Rows
+M from 1 to 512, mostly 1-16 (batch-1 decode); widths from 32 to 4096, drawn as primes, odd numbers,
+multiples of 8, 16 or 64 and powers of two; 2-D [M, H] or 3-D [B, S, H] activations; broadcast
+operands [H] (bias-like), per-row [M, 1] / [B, S, 1] / [S, 1] / [B, 1, 1] and [1]; fp16, bf16 or fp32;
+at most 64 MiB of weights per model. Python 3 standard library only.
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import re
+import sys
+import tarfile
+import tempfile
+
+# ---- a random generator that every Python 3 draws the same way ---------------------------------
+# random.Random seeded with a str is stable across versions (sha512 of the text) and so is random();
+# its higher-level helpers (randrange, choice) are not promised to be, so only random() is used.
+
+
+class Rng:
+	def __init__(self, seed, index):
+		self.r = random.Random("arkgen-sweep:%d:%d" % (seed, index))
+
+	def u(self):
+		return self.r.random()
+
+	def int(self, lo, hi):
+		"""Uniform integer in [lo, hi]."""
+		return lo + min(int(self.u() * (hi - lo + 1)), hi - lo)
+
+	def pick(self, seq):
+		return seq[self.int(0, len(seq) - 1)]
+
+	def weighted(self, pairs):
+		"""One value of [(weight, value), ...]."""
+		x = self.u() * sum(w for w, _ in pairs)
+		for w, v in pairs:
+			x -= w
+			if x < 0:
+				return v
+		return pairs[-1][1]
+
+	def chance(self, p):
+		return self.u() < p
+
+	def shuffle(self, a):
+		for i in range(len(a) - 1, 0, -1):
+			j = self.int(0, i)
+			a[i], a[j] = a[j], a[i]
+
+
+def is_prime(n):
+	if n < 2:
+		return False
+	for p in range(2, int(math.isqrt(n)) + 1):
+		if n % p == 0:
+			return False
+	return True
+
+
+DTYPES = ("fp16", "bf16", "fp32")
+DSIZE = {"fp16": 2, "bf16": 2, "fp32": 4}
+WEIGHT_BUDGET = 64 << 20  # bytes of weights per model
+KINDS = ("chain", "diamond", "branches", "mlp", "glu", "resnorm")
+ACTS = ("relu", "gelu", "silu")
+FACTORS = ("0.5", "0.125", "0.75", "1.5", "2.0", "-1.0", "0.3333", "1.25", "-0.6")
+
+
+def dim(rng, lo, hi):
+	"""A size in [lo, hi] (mostly 256 or more), log-uniform, of a random kind: prime, odd, multiple of 8
+	(not 16), of 16 (not 64), of 64, or a power of two. Any size in range when the kind has none near."""
+	if lo < 256 < hi and rng.chance(0.7):  # most widths of real layers are in the hundreds or more
+		lo = 256
+	target = math.exp(math.log(lo) + rng.u() * (math.log(hi) - math.log(lo)))
+	kind = rng.weighted([(25, "prime"), (15, "odd"), (15, "m8"), (15, "m16"), (20, "m64"), (10, "pow2")])
+	t = int(round(target))
+	cands = []
+	if kind == "prime":
+		n = t
+		while n <= hi and not is_prime(n):
+			n += 1
+		cands = [n] if n <= hi else []
+	elif kind == "odd":
+		cands = [t | 1]
+	elif kind == "m8":
+		cands = [8 * (2 * max(0, round((t / 8 - 1) / 2)) + 1)]
+	elif kind == "m16":
+		cands = [16 * (2 * max(0, round((t / 16 - 1) / 2)) + 1)]
+	elif kind == "m64":
+		cands = [64 * max(1, round(t / 64))]
+	else:
+		cands = [1 << max(0, round(math.log2(max(t, 1))))]
+	cands = [c for c in cands if lo <= c <= hi]
+	return cands[0] if cands else max(lo, min(hi, t))
+
+
+def shape_text(s):
+	return "[" + ", ".join(str(d) for d in s) + "]"
+
+
+def broadcast(a, b):
+	n = max(len(a), len(b))
+	a, b = [1] * (n - len(a)) + list(a), [1] * (n - len(b)) + list(b)
+	out = []
+	for x, y in zip(a, b):
+		if x != y and x != 1 and y != 1:
+			raise AssertionError("generator bug: %s and %s do not broadcast" % (a, b))
+		out.append(max(x, y))
+	return out
+
+
+class Model:
+	"""A graph being drawn: tensors, ops in creation (topological) order, and shapes inferred as
+	codegen/graph.c infers them (an assertion here is a generator bug, never arkgen's)."""
+
+	def __init__(self, name, dtype, rng, hmax):
+		self.name, self.dtype, self.rng, self.hmax = name, dtype, rng, hmax
+		self.tensors = []  # (name, shape, role) of inputs and weights, in order
+		self.ops = []  # {"name", "op", "in", "out", "attrs": [(key, text)]}
+		self.shape = {}
+		self.count = {}
+		self.weight_bytes = 0
+		self.kinds = []
+		self.matmuls = []  # (K, N, transpose_b, bias)
+		self.shrink = 0  # muls/swiglus since the last norm: values get small in fp16 without norms
+
+	def fresh(self, prefix):
+		self.count[prefix] = self.count.get(prefix, 0) + 1
+		return "%s%d" % (prefix, self.count[prefix])
+
+	def leaf(self, prefix, shape, role, name=None):
+		n = name or self.fresh(prefix)
+		self.tensors.append((n, list(shape), role))
+		self.shape[n] = list(shape)
+		if role == "weight":
+			self.weight_bytes += math.prod(shape) * DSIZE[self.dtype]
+		return n
+
+	def weight(self, prefix, shape):
+		return self.leaf(prefix, shape, "weight")
+
+	def op(self, kind, ins, attrs=()):
+		s = [self.shape[i] for i in ins]
+		if kind == "matmul":
+			tb = dict(attrs).get("transpose_b") == "true"
+			a, b = s[0], s[1]
+			assert len(a) >= 2 and len(b) == 2 and a[-1] == (b[1] if tb else b[0]), (kind, s, attrs)
+			n = b[0] if tb else b[1]
+			assert len(s) == 2 or s[2] == [n], (kind, s)
+			out = a[:-1] + [n]
+		elif kind in ("add", "mul"):
+			out = broadcast(s[0], s[1])
+		elif kind == "swiglu":
+			assert s[0] == s[1], (kind, s)
+			out = s[0]
+		elif kind in ("layernorm", "rmsnorm"):
+			assert all(v == [s[0][-1]] for v in s[1:]), (kind, s)
+			out = s[0]
+		else:
+			assert len(ins) == 1
+			out = s[0]
+		o = self.fresh("t")
+		self.shape[o] = list(out)
+		self.ops.append({"name": self.fresh(OP_PREFIX[kind]), "op": kind, "in": list(ins), "out": o,
+				 "attrs": list(attrs)})
+		return o
+
+	# ---- ops with their operands ----------------------------------------------------------------
+
+	def matmul(self, x, n, bias=None, tb=None):
+		k = self.shape[x][-1]
+		tb = self.rng.chance(0.5) if tb is None else tb
+		w = self.weight("w", [n, k] if tb else [k, n])
+		ins = [x, w]
+		if bias if bias is not None else self.rng.chance(0.35):
+			ins.append(self.weight("b", [n]))
+		attrs = [("transpose_b", "true")] if tb else ([("transpose_b", "false")] if self.rng.chance(0.2) else [])
+		self.matmuls.append((k, n, tb, len(ins) == 3))
+		return self.op("matmul", ins, attrs)
+
+	def norm(self, x, kind=None):
+		kind = kind or self.rng.pick(("layernorm", "rmsnorm"))
+		h = self.shape[x][-1]
+		ins = [x, self.weight("g", [h])]
+		if kind == "layernorm":
+			ins.append(self.weight("be", [h]))
+		attrs = []
+		if self.rng.chance(0.3):
+			attrs = [("eps", self.rng.pick(("1e-5", "1e-6", "0.0001")))]
+		self.shrink = 0
+		return self.op(kind, ins, attrs)
+
+	def act(self, x, kind=None):
+		return self.op(kind or self.rng.pick(ACTS), [x])
+
+	def operand(self, x):
+		"""A second operand for add/mul with x: full shape, bias-like [H], per-row, [1] or [1, H], a
+		weight or (sometimes) a second model input."""
+		s = self.shape[x]
+		lead, h = s[:-1], s[-1]
+		kind = self.rng.weighted([(30, "full"), (30, "bias"), (20, "row"), (8, "scalar"), (12, "bias2")])
+		if kind == "full":
+			shape = list(s)
+		elif kind == "bias":
+			shape = [h]
+		elif kind == "bias2":
+			shape = [1, h]
+		elif kind == "scalar":
+			shape = [1]
+		elif len(lead) == 1:
+			shape = [lead[0], 1]
+		else:  # 3-D: per row, per row of one sequence (broadcast over the batch), or per batch
+			shape = self.rng.pick((lead + [1], lead[1:] + [1], [lead[0]] + [1] * (len(lead) - 1) + [1]))
+		role = "input" if kind in ("full", "row") and self.rng.chance(0.3) else "weight"
+		return self.leaf("v" if role == "weight" else "in", shape, role)
+
+	def binary(self, x, kind):
+		v = self.operand(x)
+		if kind == "mul":
+			self.shrink += 1
+		return self.op(kind, [v, x] if self.rng.chance(0.3) else [x, v])
+
+	def elementwise(self, x):
+		"""One op of a chain on x, same shape out."""
+		choices = [(14, "act"), (8, "scale"), (14, "add"), (6, "softmax"), (7, "norm")]
+		if self.shrink < 2:
+			choices += [(9, "mul"), (5, "swiglu")]
+		k = self.rng.weighted(choices)
+		if k == "act":
+			return self.act(x)
+		if k == "scale":
+			return self.op("scale", [x], [("factor", self.rng.pick(FACTORS))])
+		if k in ("add", "mul"):
+			return self.binary(x, k)
+		if k == "softmax":
+			return self.op("softmax", [x])
+		if k == "norm":
+			return self.norm(x)
+		self.shrink += 1
+		w = self.weight("v", self.shape[x])
+		return self.op("swiglu", [w, x] if self.rng.chance(0.3) else [x, w])
+
+	def width(self):
+		return dim(self.rng, 32, self.hmax)
+
+	# ---- blocks: each takes the activation x and returns the next one ---------------------------
+
+	def chain(self, x):
+		n = self.rng.int(12, 24) if self.rng.chance(0.15) else self.rng.int(2, 7)
+		for _ in range(n):
+			x = self.elementwise(x)
+		return x
+
+	def diamond(self, x):
+		h = self.shape[x][-1]
+		for _ in range(self.rng.weighted([(6, 1), (3, 2), (1, 3)])):
+			sides = []
+			for side in range(2):
+				y = x
+				if side == 1 and self.rng.chance(0.25):
+					sides.append(y)  # one side is x itself: a skip connection
+					continue
+				for _ in range(self.rng.int(1, 2)):
+					k = self.rng.weighted([(5, "matmul"), (3, "act"), (1, "scale"), (1, "norm")])
+					if k == "matmul":
+						y = self.matmul(y, h)
+					elif k == "act":
+						y = self.act(y)
+					elif k == "scale":
+						y = self.op("scale", [y], [("factor", self.rng.pick(FACTORS))])
+					else:
+						y = self.norm(y)
+				sides.append(y)
+			if sides[0] == sides[1]:
+				sides[1] = self.act(x)
+			join = self.rng.weighted([(7, "add"), (2, "mul"), (1, "swiglu")])
+			x = self.op(join, sides)
+		return x
+
+	def branches(self, x):
+		n = self.width()
+		ys = []
+		for _ in range(self.rng.int(2, 6)):
+			y = self.matmul(x, n)
+			if self.rng.chance(0.6):
+				y = self.act(y)
+			if self.rng.chance(0.3):
+				y = self.matmul(y, n)
+			ys.append(y)
+		while len(ys) > 1:  # a tree of adds
+			ys = [self.op("add", ys[i:i + 2]) if i + 1 < len(ys) else ys[i] for i in range(0, len(ys), 2)]
+		return ys[0]
+
+	def mlp(self, x):
+		h = self.shape[x][-1]
+		y = self.act(self.matmul(x, self.width()))
+		return self.matmul(y, h if self.rng.chance(0.7) else self.width())
+
+	def glu(self, x):
+		h = self.shape[x][-1]
+		f = self.width()
+		tb = self.rng.chance(0.5)  # gate and up share a layout, as in a checkpoint
+		g = self.matmul(x, f, tb=tb)
+		u = self.matmul(x, f, tb=tb)
+		self.shrink = 0
+		y = self.op("swiglu", [g, u])
+		return self.matmul(y, h if self.rng.chance(0.8) else self.width())
+
+	def resnorm(self, x):
+		h = self.shape[x][-1]
+		pre = self.rng.chance(0.5)
+		y = self.norm(x) if pre else x
+		k = self.rng.weighted([(4, "matmul"), (3, "mlp"), (1, "ew")])
+		if k == "matmul":
+			y = self.matmul(y, h)
+			if self.rng.chance(0.5):
+				y = self.act(y)
+		elif k == "mlp":
+			f = self.width()
+			y = self.matmul(self.act(self.matmul(y, f)), h)
+		else:
+			y = self.elementwise(y)
+		r = self.op("add", [x, y] if self.rng.chance(0.5) else [y, x])
+		return r if pre else self.norm(r)
+
+	# ---- the whole model ------------------------------------------------------------------------
+
+	def draw(self, kind, three_d):
+		rng = self.rng
+		m = rng.weighted([(45, "decode"), (30, "mid"), (25, "large")])
+		m = rng.int(1, 16) if m == "decode" else dim(rng, 17, 128) if m == "mid" else dim(rng, 129, 512)
+		h = self.width()
+		if three_d:
+			b = rng.pick((1, 2, 3, 4, 8))
+			lead = [b, max(1, int(round(m / b)))]
+		else:
+			lead = [m]
+		x = self.leaf("x", lead + [h], "input", "x")
+		self.x = x
+		blocks = [kind]
+		for _ in range(rng.weighted([(5, 0), (3, 1), (2, 2)])):
+			blocks.insert(rng.int(0, len(blocks)), rng.pick(KINDS))
+		outs = []
+		for i, b in enumerate(blocks):
+			x = getattr(self, b)(x)
+			if i + 1 < len(blocks) and rng.chance(0.1):
+				outs.append(x)  # an intermediate result is an output too
+		self.kinds = blocks
+		outs.append(x)
+		return outs
+
+
+OP_PREFIX = {"matmul": "mm", "add": "add", "mul": "mul", "scale": "sc", "relu": "relu", "gelu": "gelu",
+	     "silu": "silu", "swiglu": "swiglu", "softmax": "smax", "layernorm": "ln", "rmsnorm": "rms"}
+
+
+def render(m, outs, seed, index):
+	"""The model file's text: header comment, then version, name, dtype, tensors, ops."""
+	names = {}  # the outputs are y (the last one) and y1, y2 (intermediate ones)
+	for i, o in enumerate(outs):
+		names[o] = "y" if o == outs[-1] else "y%d" % (i + 1)
+	ren = lambda t: names.get(t, t)  # noqa: E731
+	ops = list(m.ops)
+	shuffled = m.rng.chance(0.2)  # the format says op order does not matter: hold arkgen to it
+	if shuffled:
+		m.rng.shuffle(ops)
+	x = m.shape[m.x]
+	mm = m.matmuls
+	widths = []
+	for k, n, _, _ in mm:
+		for d in (k, n):
+			if d not in widths:
+				widths.append(d)
+	summ = "%s %s x%s, %d ops" % ("+".join(m.kinds), m.dtype, shape_text(x).replace(" ", ""), len(ops))
+	if mm:
+		summ += ", %d matmul (%d transpose_b, %d bias) over %s" % (
+			len(mm), sum(1 for t in mm if t[2]), sum(1 for t in mm if t[3]), ",".join(str(w) for w in widths))
+	wb = m.weight_bytes
+	summ += ", %s of weights" % ("%.1f MiB" % (wb / (1 << 20)) if wb >= 1 << 20 else "%.1f KiB" % (wb / 1024))
+	lines = ["# sweep seed %d, index %d: %s" % (seed, index, summ),
+		 "# drawn by bench/sweep.py gen --seed %d --index %d%s" % (
+			 seed, index, " (ops listed in shuffled order)" if shuffled else ""),
+		 "version = 1;", 'name = "%s";' % m.name, 'dtype = "%s";' % m.dtype, "", "tensors = ("]
+	ts = ['  { name = "%s"; shape = %s; role = "%s"; }' % (n, shape_text(s), r) for n, s, r in m.tensors]
+	ts += ['  { name = "%s"; role = "output"; }' % names[o] for o in outs]
+	lines.append(",\n".join(ts))
+	lines += [");", "", "ops = ("]
+	os_ = []
+	for o in ops:
+		ins = ", ".join('"%s"' % ren(i) for i in o["in"])
+		at = "".join(" %s = %s;" % kv for kv in o["attrs"])
+		os_.append('  { name = "%s"; op = "%s"; in = [%s]; out = "%s";%s }' % (
+			o["name"], o["op"], ins, ren(o["out"]), at))
+	lines.append(",\n".join(os_))
+	lines.append(");")
+	return "\n".join(lines) + "\n", summ
+
+
+def model_name(seed, index):
+	return "sw%d_%03d" % (seed, index)
+
+
+def generate(seed, index):
+	"""The text of model `index` of `seed`. Draws again with smaller widths while the weights exceed
+	the budget (deterministic: the retries are part of the draw)."""
+	rng = Rng(seed, index)
+	kind = KINDS[index % len(KINDS)]
+	dtype = rng.pick(DTYPES)
+	three_d = rng.chance(0.35)
+	hmax = 4096
+	for _ in range(40):
+		m = Model(model_name(seed, index), dtype, rng, hmax)
+		outs = m.draw(kind, three_d)
+		if m.weight_bytes <= WEIGHT_BUDGET:
+			return render(m, outs, seed, index)[0]
+		hmax = max(64, int(hmax * 0.8))
+	raise AssertionError("no model under the weight budget after 40 draws (seed %d, index %d)" % (seed, index))
+
+
+def cmd_gen(a):
+	if a.seed < 0 or a.count < 0:
+		print("sweep.py gen: --seed and --count must be >= 0", file=sys.stderr)
+		return 2
+	os.makedirs(a.out, exist_ok=True)
+	idx = [a.index] if a.index is not None else range(a.count)
+	for i in idx:
+		path = os.path.join(a.out, model_name(a.seed, i) + ".cfg")
+		with open(path, "w") as f:
+			f.write(generate(a.seed, i))
+	return 0
+
+
+# ---- the table ------------------------------------------------------------------------------------
+
+NUM = r"([0-9.]+|nan|inf)"
+BENCH_RE = re.compile(r"^bench: (\d+) iterations after (\d+) warm-up: median %s us, p99 %s us, min %s us"
+		      r"(?: \(predicted %s us\))?" % (NUM, NUM, NUM, NUM), re.M)
+TORCH_VARIANTS = ("eager", "graph", "compile", "compile_ro")
+
+
+def read(path):
+	try:
+		with open(path) as f:
+			return f.read()
+	except OSError:
+		return None
+
+
+def read_rc(path):
+	s = read(path)
+	try:
+		return int(s.strip()) if s is not None else None
+	except ValueError:
+		return None
+
+
+def find(dirs, fname):
+	"""The first DIR/fname or DIR/logs/fname of dirs."""
+	for d in dirs:
+		for p in (os.path.join(d, fname), os.path.join(d, "logs", fname)):
+			if os.path.exists(p):
+				return p
+	return None
+
+
+def collect_one(name, dirs):
+	e = {"name": name}
+	cfg = read(find(dirs, name + ".cfg") or "") or ""
+	m = re.match(r"# sweep seed \d+, index \d+: (.*)", cfg)
+	e["shape"] = m.group(1) if m else "?"
+	e["skip"] = (read(find(dirs, name + ".skip") or "") or "").strip() or None
+	e["check_rc"] = read_rc(find(dirs, name + ".check.rc") or "")
+	log = read(find(dirs, name + ".check.log") or "") or ""
+	e["check_note"] = next((ln.strip() for ln in log.splitlines() if "error" in ln.lower() or "MISMATCH" in ln), None)
+	b = BENCH_RE.search(read(find(dirs, name + ".bench.log") or "") or "")
+	e["arkgen_us"] = float(b.group(3)) if b else None
+	e["predicted_us"] = float(b.group(6)) if b and b.group(6) else None
+	if e["predicted_us"] is None:
+		try:
+			with open(find(dirs, name + ".json") or "") as f:
+				e["predicted_us"] = json.load(f).get("predicted_us")
+		except (OSError, ValueError):
+			pass
+	e["torch"], e["best_us"], e["best_variant"] = None, None, None
+	try:
+		with open(find(dirs, name + ".torch.json") or "") as f:
+			t = json.load(f)
+	except (OSError, ValueError):
+		t = None
+	if t:
+		e["gpu"] = t.get("meta", {}).get("gpu")
+		e["torch"] = {}
+		for v in TORCH_VARIANTS:
+			r = t.get(v)
+			if not isinstance(r, dict) or r.get("median_us") is None:
+				continue
+			e["torch"][v] = r["median_us"]
+			if r.get("matches_eager") is False:  # wrong results: not a baseline
+				continue
+			if e["best_us"] is None or r["median_us"] < e["best_us"]:
+				e["best_us"], e["best_variant"] = r["median_us"], v
+	else:
+		tl = (read(find(dirs, name + ".torch.log") or "") or "").strip().splitlines()
+		e["torch_note"] = tl[-1] if tl else None
+	a, p = e["arkgen_us"], e["best_us"]
+	e["ratio"] = p / a if a and p else None
+	e["pred_ratio"] = e["predicted_us"] / a if a and e["predicted_us"] else None
+	return e
+
+
+def fmt(v, d=1):
+	return "-" if v is None else "%.*f" % (d, v)
+
+
+def check_cell(e):
+	if e["skip"]:
+		return "not built"
+	rc = e["check_rc"]
+	return "-" if rc is None else "ok" if rc == 0 else "FAIL (exit %d)" % rc
+
+
+def row(e):
+	return "| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+		e["name"], e["shape"], check_cell(e), fmt(e["arkgen_us"]), fmt(e["best_us"]), e["best_variant"] or "-",
+		"-" if e["ratio"] is None else "%.2fx" % e["ratio"], fmt(e["predicted_us"]), fmt(e["pred_ratio"], 2))
+
+
+HEAD = ["| model | shape | check | arkgen (us) | best PyTorch (us) | variant | best PyTorch / arkgen "
+	"| predicted (us) | predicted / measured |", "|---|---|---|---|---|---|---|---|---|"]
+
+
+def geomean(v):
+	return math.exp(sum(math.log(x) for x in v) / len(v)) if v else None
+
+
+def table(rows, gpu):
+	out = ["GPU: %s; %d models" % (gpu or "unknown (nothing measured)", len(rows)), ""]
+	ranked = sorted((e for e in rows if e["ratio"] is not None), key=lambda e: e["ratio"])
+	out += ["The 10 worst ratios (best PyTorch / arkgen; below 1: PyTorch is faster):", ""] + HEAD
+	out += [row(e) for e in ranked[:10]] or ["| (nothing measured) |||||||||"]
+	out += ["", "Every model:", ""] + HEAD + [row(e) for e in rows]
+	ok = [e for e in rows if e["check_rc"] == 0]
+	r = [e["ratio"] for e in ok if e["ratio"] is not None]
+	p = [e["pred_ratio"] for e in ok if e["pred_ratio"] is not None]
+	g, gp = geomean(r), geomean(p)
+	out += ["",
+		"Geometric mean of best PyTorch / arkgen: %s over %d models whose --check passed; arkgen at least "
+		"as fast on %d of them." % ("-" if g is None else "%.2fx" % g, len(r), sum(1 for x in r if x >= 1)),
+		"Geometric mean of predicted / measured: %s over %d models; within [0.67, 1.5] on %d." % (
+			fmt(gp, 2), len(p), sum(1 for x in p if 0.67 <= x <= 1.5))]
+	bad = [e for e in rows if e["skip"] or (e["check_rc"] not in (0, None))]
+	for e in bad:
+		out.append("- %s: %s" % (e["name"], e["skip"] or "--check failed: %s" % (e["check_note"] or "see log")))
+	for e in rows:
+		if e["torch"] is None and e.get("torch_note"):
+			out.append("- %s, PyTorch: %s" % (e["name"], e["torch_note"]))
+	out += ["", "Medians per iteration: arkgen host-timed from doorbell to completion (--bench), PyTorch "
+		"by CUDA events around each forward (bench/torch_baseline.py); a PyTorch variant whose outputs "
+		"differ from eager is left out of the best."]
+	return "\n".join(out)
+
+
+def unpack(paths, tmp):
+	"""paths, with each .tar.gz of logs (sweep.sh --run's OUT/logs.tar.gz) replaced by its contents."""
+	out = []
+	for i, p in enumerate(paths):
+		if os.path.isfile(p) and p.endswith((".tar.gz", ".tgz")):
+			d = os.path.join(tmp, str(i))
+			with tarfile.open(p) as t:
+				for m in t.getmembers():  # logs/NAME.*: plain files, no links, nothing outside d
+					if m.isfile() and re.fullmatch(r"(logs/)?[A-Za-z0-9_.-]+", m.name):
+						t.extract(m, d)
+			p = d
+		out.append(p)
+	return out
+
+
+def cmd_table(a):
+	with tempfile.TemporaryDirectory() as tmp:
+		return table_of(unpack(a.dirs, tmp) + ([a.models] if a.models else []), a.json)
+
+
+def table_of(dirs, json_path):
+	names = set()
+	for d in dirs:
+		if not os.path.isdir(d):
+			print("sweep.py table: no folder %s" % d, file=sys.stderr)
+			return 1
+		for sub in (d, os.path.join(d, "logs")):
+			if os.path.isdir(sub):
+				names.update(f[:-4] for f in os.listdir(sub) if f.endswith(".cfg"))
+	if not names:
+		print("sweep.py table: no model files (.cfg) in %s" % ", ".join(dirs), file=sys.stderr)
+		return 1
+	rows = [collect_one(n, dirs) for n in sorted(names)]
+	gpu = (read(find(dirs, "gpu.txt") or "") or "").strip().splitlines()
+	gpu = gpu[0] if gpu else next((e.get("gpu") for e in rows if e.get("gpu")), None)
+	print(table(rows, gpu))
+	if json_path:
+		with open(json_path, "w") as f:
+			json.dump({"gpu": gpu, "models": rows}, f, indent=1)
+			f.write("\n")
+	return 0
+
+
+def main(argv):
+	ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+	sub = ap.add_subparsers(dest="cmd", required=True)
+	g = sub.add_parser("gen", help="write random models")
+	g.add_argument("--seed", type=int, required=True)
+	g.add_argument("--count", type=int, default=40)
+	g.add_argument("--index", type=int, help="write only model INDEX")
+	g.add_argument("--out", required=True, help="folder for the .cfg files")
+	t = sub.add_parser("table", help="the markdown table of a run")
+	t.add_argument("dirs", nargs="+", help="output folders of sweep.sh --run, or their logs.tar.gz")
+	t.add_argument("--models", help="folder of the built models (.cfg, schedule .json)")
+	t.add_argument("--json", help="also write the rows as JSON to this file")
+	a = ap.parse_args(argv)
+	return cmd_gen(a) if a.cmd == "gen" else cmd_table(a)
+
+
+if __name__ == "__main__":
+	sys.exit(main(sys.argv[1:]))

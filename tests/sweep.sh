@@ -1,0 +1,123 @@
+#!/bin/sh
+# tests/sweep.sh: bench/sweep.py, the shape sweep's model generator. 30 models of a fixed seed and 10 of
+# a seed from the clock (printed; SWEEP_SEED=S replays it): arkgen accepts each one without a warning
+# and predicts its latency, its weights stay under 64 MiB, bench/torch_baseline.py can read its
+# schedule; the same seed gives the same bytes, --index replays one model, and the fixed draw covers
+# the whole single-GPU op catalog, every dtype, transpose_b, biases, 3-D and broadcast operands,
+# M <= 16 and M > 128, and widths that are primes and not multiples of 8. No nvcc, no GPU.
+ARKGEN=${ARKGEN:-build/arkgen}
+PYTHON=${PYTHON:-python3}
+cd "$(dirname "$0")/.." || exit 1
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/arkgen-sweep.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+FIXED=20240611
+CLOCK=${SWEEP_SEED:-$(date +%s)}
+NFIX=30
+NCLK=10
+i=0
+check() { # check DESCRIPTION COMMAND...: ok when the command succeeds
+	i=$((i + 1))
+	desc=$1
+	shift
+	if "$@"; then echo "ok $i - $desc"; else echo "not ok $i - $desc"; fi
+}
+
+# accepted FILE: arkgen emits the model, exit 0, a predicted latency, no warning, weights <= 64 MiB
+accepted() {
+	rm -f "$tmp/m.json"
+	"$ARKGEN" "$1" -o "$tmp/m.cu" --schedule "$tmp/m.json" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ $rc -ne 0 ] || ! grep -q 'predicted latency [0-9.]* us' "$tmp/out" || [ -s "$tmp/err" ]; then
+		echo "# arkgen $1: exit status $rc"
+		sed 's/^/#   /' "$tmp/err" "$tmp/out" | head -n 20
+		return 1
+	fi
+	sed -n 's/.* \([0-9.]*\) \(B\|KiB\|MiB\|GiB\) of weights.*/\1 \2/p' "$tmp/out" | awk '
+		{ n++; if ($2 == "GiB" || ($2 == "MiB" && $1 > 64)) { print "# weights: " $1 " " $2 " (over 64 MiB)"; bad = 1 } }
+		END { if (n != 1) print "# no weight size in the report"; exit bad || n != 1 }'
+}
+planned() { # torch_baseline.py --plan reads the schedule of the last accepted model (no torch needed)
+	"$PYTHON" bench/torch_baseline.py "$tmp/m.json" --plan >"$tmp/plan" 2>&1 || { sed 's/^/# /' "$tmp/plan"; return 1; }
+}
+headed() { # headed FILE SEED INDEX: the first line gives seed, index and a summary; the name matches
+	want=$(printf '# sweep seed %s, index %s: ' "$2" "$3")
+	line=$(head -n 1 "$1" 2>/dev/null) || { echo "# no file $1"; return 1; }
+	case $line in "$want"?*) ;; *) echo "# first line of $1: $line"; return 1 ;; esac
+	grep -q "^name = \"$(basename "$1" .cfg)\";" "$1"
+}
+have() { # have DESCRIPTION PATTERN: some fixed-seed model matches the extended regular expression
+	grep -Eq -e "$2" "$tmp/a"/*.cfg || { echo "# no model has $1 ($2)"; return 1; }
+}
+# rows PRED: some model's x has M (the product of its leading dimensions) with PRED true (awk)
+rows() {
+	sed -n 's/^ *{ name = "x"; shape = \[\(.*\)\];.*/\1/p' "$tmp/a"/*.cfg |
+		awk -F', ' "{ m = 1; for (k = 1; k < NF; k++) m *= \$k; if ($1) found = 1 } END { exit !found }"
+}
+# widths PRED: some matmul weight [A, B] has a dimension d with PRED true (awk)
+widths() {
+	sed -n 's/^ *{ name = "w[0-9]*"; shape = \[\([0-9]*\), \([0-9]*\)\];.*/\1 \2/p' "$tmp/a"/*.cfg |
+		awk "function prime(n,  p) { if (n < 2) return 0; for (p = 2; p * p <= n; p++) if (n % p == 0) return 0; return 1 }
+			{ for (k = 1; k <= 2; k++) { d = \$k; if ($1) found = 1 } } END { exit !found }"
+}
+
+other_seed() { # model 1 of seed FIXED+1 differs from model 1 of FIXED past the lines that name it
+	"$PYTHON" bench/sweep.py gen --seed $((FIXED + 1)) --count 2 --out "$tmp/d" || return 1
+	tail -n +5 "$tmp/d/sw$((FIXED + 1))_001.cfg" >"$tmp/d1"
+	tail -n +5 "$tmp/a/sw${FIXED}_001.cfg" >"$tmp/a1"
+	! cmp -s "$tmp/d1" "$tmp/a1"
+}
+
+again() { # the same seed again, into another folder: the same files, byte for byte
+	"$PYTHON" bench/sweep.py gen --seed $FIXED --count $NFIX --out "$tmp/b" && diff -r "$tmp/a" "$tmp/b"
+}
+replay() { # --index 17 writes model 17 alone, as the whole draw wrote it
+	"$PYTHON" bench/sweep.py gen --seed $FIXED --index 17 --out "$tmp/c" &&
+		[ "$(ls "$tmp/c")" = "sw${FIXED}_017.cfg" ] && cmp "$tmp/c/sw${FIXED}_017.cfg" "$tmp/a/sw${FIXED}_017.cfg"
+}
+usage_error() { "$PYTHON" bench/sweep.py gen --count 3 --out "$tmp/e" 2>/dev/null; [ $? -eq 2 ]; }
+
+ops="matmul add mul scale relu gelu silu swiglu softmax layernorm rmsnorm"
+echo "1..$((8 + 2 * (NFIX + NCLK) + 3 + 11 + 9))"
+echo "# fixed seed $FIXED, clock seed $CLOCK (replay: SWEEP_SEED=$CLOCK tests/sweep.sh, or"
+echo "#   bench/sweep.py gen --seed $CLOCK --count $NCLK --out DIR)"
+
+check "gen --seed $FIXED --count $NFIX exits 0" "$PYTHON" bench/sweep.py gen --seed $FIXED --count $NFIX --out "$tmp/a"
+check "it writes $NFIX model files" test "$(find "$tmp/a" -name '*.cfg' | wc -l)" -eq $NFIX
+check "the same seed again: byte-identical files" again
+check "--index 17 alone: the same file as model 17 of the draw" replay
+check "another seed: other models" other_seed
+check "gen --seed $CLOCK --count $NCLK exits 0" "$PYTHON" bench/sweep.py gen --seed "$CLOCK" --count $NCLK --out "$tmp/k"
+check "no --seed: usage error, exit 2" usage_error
+hdr=1
+for k in $(seq 0 $((NFIX - 1))); do
+	headed "$tmp/a/$(printf 'sw%s_%03d.cfg' $FIXED "$k")" $FIXED "$k" || hdr=0
+done
+for k in $(seq 0 $((NCLK - 1))); do
+	headed "$tmp/k/$(printf 'sw%s_%03d.cfg' "$CLOCK" "$k")" "$CLOCK" "$k" || hdr=0
+done
+check "every file starts with '# sweep seed S, index I: summary' and has its name" test $hdr = 1
+
+for k in $(seq 0 $((NFIX + NCLK - 1))); do
+	if [ "$k" -lt $NFIX ]; then seed=$FIXED d=a j=$k; else seed=$CLOCK d=k j=$((k - NFIX)); fi
+	n=$(printf 'sw%s_%03d' "$seed" "$j")
+	f=$tmp/$d/$n.cfg
+	check "$n: arkgen accepts it ($(sed -n '1s/^# sweep seed [0-9]*, index [0-9]*: //p' "$f" 2>/dev/null))" accepted "$f"
+	check "$n: torch_baseline.py --plan reads its schedule" planned
+done
+
+check "fixed draw: some model is 3-D" rows "NF == 3"
+check "fixed draw: some model has M <= 16" rows "m <= 16"
+check "fixed draw: some model has M > 128" rows "m > 128"
+for o in $ops; do
+	check "fixed draw: op $o appears" have "op $o" "op = \"$o\";"
+done
+check "fixed draw: transpose_b = true" have "transpose_b" 'transpose_b = true;'
+check "fixed draw: a matmul with a bias" have "a bias" 'op = "matmul"; in = \["[^"]*", "[^"]*", "[^"]*"\]'
+check "fixed draw: a per-row broadcast operand [.., 1]" have "a per-row operand" 'name = "(v|in)[0-9]+"; shape = \[[0-9, ]*[0-9]+, 1\]'
+check "fixed draw: a bias-like broadcast operand [N]" have "a [N] operand" 'name = "v[0-9]+"; shape = \[[0-9]+\]'
+for dt in fp16 bf16 fp32; do
+	check "fixed draw: dtype $dt" have "$dt" "^dtype = \"$dt\";"
+done
+check "fixed draw: a matmul width that is prime" widths "d > 100 && prime(d)"
+check "fixed draw: a matmul width that is not a multiple of 8" widths "d % 8 != 0"
