@@ -703,6 +703,7 @@ int cfg_load(struct graph *g, const char *path)
 {
 	memset(g, 0, sizeof *g);
 	g->file = xstrdup(path);
+	graph_index_names(g);
 	FILE *f = fopen(path, "r");
 	if (!f) {
 		diag_error(path, 0, "cannot open model file: %s", strerror(errno));
@@ -719,6 +720,7 @@ int cfg_load_string(struct graph *g, const char *path, const char *text)
 {
 	memset(g, 0, sizeof *g);
 	g->file = xstrdup(path);
+	graph_index_names(g);
 	config_t c;
 	config_init(&c);
 	int ok = config_read_string(&c, text);

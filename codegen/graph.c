@@ -2,6 +2,7 @@
  * dtypes inferred) and its dumps (-dG text, Graphviz). */
 #include "graph.h"
 #include "diag.h"
+#include "strmap.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -10,12 +11,24 @@
 
 #define SHAPE_BUF 96
 
+/* The names of tensors[0..done) or ops[0..done), hashed. */
+struct name_index {
+	struct strmap map;
+	int done;
+};
+
 void graph_free(struct graph *g)
 {
 	for (int i = 0; i < g->n_tensors; i++)
 		free(g->tensors[i].name);
 	for (int i = 0; i < g->n_ops; i++)
 		free(g->ops[i].name);
+	if (g->tensor_index)
+		strmap_free(&g->tensor_index->map);
+	if (g->op_index)
+		strmap_free(&g->op_index->map);
+	free(g->tensor_index);
+	free(g->op_index);
 	free(g->tensors);
 	free(g->ops);
 	free(g->order);
@@ -24,8 +37,34 @@ void graph_free(struct graph *g)
 	memset(g, 0, sizeof *g);
 }
 
+void graph_index_names(struct graph *g)
+{
+	if (!g->tensor_index)
+		g->tensor_index = xcalloc(1, sizeof *g->tensor_index);
+	if (!g->op_index)
+		g->op_index = xcalloc(1, sizeof *g->op_index);
+}
+
+static const char *tensor_name(const void *g, int i) { return ((const struct graph *)g)->tensors[i].name; }
+static const char *op_name(const void *g, int i) { return ((const struct graph *)g)->ops[i].name; }
+
+/* Looks name up in x, after hashing the entries [x->done, n) appended since the last lookup (all of
+ * them again if the array shrank). */
+static int find(struct name_index *x, int n, strmap_name_fn *name_of, const struct graph *g, const char *name)
+{
+	if (x->done > n) {
+		strmap_free(&x->map);
+		x->done = 0;
+	}
+	for (; x->done < n; x->done++)
+		strmap_put(&x->map, name_of(g, x->done), x->done, name_of, g);
+	return strmap_get(&x->map, name, name_of, g);
+}
+
 int graph_find_tensor(const struct graph *g, const char *name)
 {
+	if (g->tensor_index)
+		return find(g->tensor_index, g->n_tensors, tensor_name, g, name);
 	for (int i = 0; i < g->n_tensors; i++)
 		if (!strcmp(g->tensors[i].name, name))
 			return i;
@@ -34,6 +73,8 @@ int graph_find_tensor(const struct graph *g, const char *name)
 
 int graph_find_op(const struct graph *g, const char *name)
 {
+	if (g->op_index)
+		return find(g->op_index, g->n_ops, op_name, g, name);
 	for (int i = 0; i < g->n_ops; i++)
 		if (!strcmp(g->ops[i].name, name))
 			return i;

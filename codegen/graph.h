@@ -61,6 +61,7 @@ struct graph {
 	struct tensor *tensors;
 	struct op *ops;
 	int *order;            /* ops in a topological order (after graph_check) */
+	struct name_index *tensor_index, *op_index; /* for graph_find_*, made by graph_index_names */
 };
 
 /* Parse a model file into g. Returns 0, or -1 after reporting FILE:LINE: error: ... */
@@ -72,8 +73,11 @@ int cfg_load_string(struct graph *g, const char *path, const char *text);
 int graph_check(struct graph *g);
 
 void graph_free(struct graph *g);
+/* Index of the tensor or op called name, or -1. Hashed once graph_index_names has run (cfg_load runs
+ * it); tensors and ops appended since are hashed on the next lookup. Without an index, a scan. */
 int graph_find_tensor(const struct graph *g, const char *name);
 int graph_find_op(const struct graph *g, const char *name);
+void graph_index_names(struct graph *g);
 
 /* Byte size of a tensor; its element count times the dtype size (checked not to overflow by graph_check). */
 uint64_t tensor_bytes(const struct tensor *t);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "codegen/diag.h"
 #include "codegen/graph.h"
@@ -409,6 +410,46 @@ static void test_long_chain(void **state)
 	free(text);
 }
 
+static double seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* 100,000 ops: names are hashed, so reading and checking take well under the 10 s bound here (a scan
+ * per name took 65 s). */
+static void test_chain_100k(void **state)
+{
+	enum { N = 100000 };
+	size_t cap = (size_t)N * 80 + 256, n = 0;
+	char *text = malloc(cap);
+	n += (size_t)snprintf(text + n, cap - n, HEAD "tensors = ( { name = \"t0\"; shape = [2, 3]; role = \"input\"; } );\nops = (");
+	for (int i = N - 1; i >= 0; i--)
+		n += (size_t)snprintf(text + n, cap - n, "{ name = \"o%d\"; op = \"relu\"; in = [\"t%d\"]; out = \"t%d\"; }%s\n", i, i,
+				      i + 1, i ? "," : "");
+	snprintf(text + n, cap - n, ");\n");
+	struct graph g;
+	double t0 = seconds();
+	assert_int_equal(load(&g, text), 0);
+	double dt = seconds() - t0;
+	if (dt > 10)
+		fail_msg("reading and checking %d ops took %.1f s", N, dt);
+	assert_int_equal(g.n_ops, N);
+	assert_int_equal(g.order[0], N - 1); /* o0, listed last */
+	assert_int_equal(graph_find_op(&g, "o0"), N - 1);
+	assert_int_equal(graph_find_tensor(&g, "t100000"), 2); /* written by the first op listed */
+	assert_int_equal(graph_find_tensor(&g, "t100001"), -1);
+	/* a tensor appended by a later pass is found too */
+	g.tensors = realloc(g.tensors, sizeof *g.tensors * (size_t)(g.n_tensors + 1));
+	memset(&g.tensors[g.n_tensors], 0, sizeof *g.tensors);
+	g.tensors[g.n_tensors].name = strdup("late__ws");
+	g.n_tensors++;
+	assert_int_equal(graph_find_tensor(&g, "late__ws"), N + 1);
+	graph_free(&g);
+	free(text);
+}
+
 static void test_dumps(void **state)
 {
 	struct graph g;
@@ -502,6 +543,7 @@ int main(void)
 		cmocka_unit_test(test_dtype_and_gpu_inheritance),
 		cmocka_unit_test(test_rejections),
 		cmocka_unit_test(test_long_chain),
+		cmocka_unit_test(test_chain_100k),
 		cmocka_unit_test(test_dumps),
 		cmocka_unit_test(test_models_load),
 	};
