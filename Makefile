@@ -112,7 +112,7 @@ golden: $(B)/arkgen
 	@for m in $(GOLDEN); do $(B)/arkgen models/$$m.cfg -o tests/golden/$$m.cu > /dev/null || exit 1; done
 
 # Coverage-guided fuzzing of the front end (libFuzzer), seeded with models/.
-FUZZ_SRC := codegen/cfg.c codegen/graph.c codegen/diag.c codegen/optab.c codegen/strmap.c tests/fuzz_frontend.c
+FUZZ_SRC := codegen/cfg.c codegen/graph.c codegen/diag.c codegen/optab.c codegen/strmap.c codegen/source.c tests/fuzz_frontend.c
 fuzz: deps
 	@mkdir -p build/fuzz/corpus
 	clang -g -O1 -fsanitize=fuzzer,address,undefined $(INC) $(FUZZ_SRC) -lconfig -lm -o build/fuzz/fuzz_frontend

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "codegen/diag.h"
 #include "codegen/graph.h"
@@ -450,6 +452,123 @@ static void test_chain_100k(void **state)
 	free(text);
 }
 
+/* Writes text to dir/name. */
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	char p[512];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* A model split over files: includes resolve against the including file's folder, tensors and ops
+ * know the file and line they were written at, and lines after an include keep their numbers. */
+static void test_includes(void **state)
+{
+	char dir[256], sub[300], model[320];
+	const char *tmp = getenv("TMPDIR");
+	snprintf(dir, sizeof dir, "%s/ark_inc_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	assert_non_null(mkdtemp(dir));
+	snprintf(sub, sizeof sub, "%s/parts", dir);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	write_file(dir, "m.cfg", HEAD "tensors = (\n"
+		   "  @include \"parts/tensors.cfg\" /* the rest of this line follows the include */ ,\n"
+		   "  { name = \"y\"; role = \"output\"; }\n"
+		   ");\n"
+		   "# @include \"not/an/include.cfg\" in a comment\n"
+		   "ops = (\n"
+		   "@include \"parts/ops.cfg\"\n"
+		   ");\n");
+	write_file(sub, "tensors.cfg", "{ name = \"x\";\n  shape = [4, 8];\n  role = \"input\"; }");
+	write_file(sub, "ops.cfg", "{ name = \"r\"; op = \"relu\"; in = [\"x\"]; out = \"h\"; },\n@include \"more_ops.cfg\"\n");
+	write_file(sub, "more_ops.cfg", "\n{ name = \"s\"; op = \"softmax\"; in = [\"h\"]; out = \"y\"; }\n");
+	snprintf(model, sizeof model, "%s/m.cfg", dir);
+	struct graph g;
+	capture_begin();
+	int rc = cfg_load(&g, model);
+	if (!rc)
+		rc = graph_check(&g);
+	capture_end();
+	if (rc)
+		fail_msg("%s", diag_text);
+	char want[400];
+	snprintf(want, sizeof want, "%s/parts/tensors.cfg", dir);
+	assert_string_equal(T(&g, "x")->file, want);
+	assert_int_equal(T(&g, "x")->line, 1);
+	assert_null(T(&g, "y")->file);
+	assert_int_equal(T(&g, "y")->line, 4);
+	snprintf(want, sizeof want, "%s/parts/ops.cfg", dir);
+	assert_string_equal(O(&g, "r")->file, want);
+	assert_int_equal(O(&g, "r")->line, 1);
+	assert_string_equal(T(&g, "h")->file, want); /* produced there */
+	snprintf(want, sizeof want, "%s/parts/more_ops.cfg", dir);
+	assert_string_equal(O(&g, "s")->file, want);
+	assert_int_equal(O(&g, "s")->line, 2);
+	SHAPE(T(&g, "y"), 4, 8);
+	graph_free(&g);
+
+	/* an error in an included file names that file; one after the include, the including file */
+	write_file(sub, "more_ops.cfg", "\n{ name = \"s\"; op = \"softmax\"; in = [\"h\"]; out = \"y\"; axis = 1; }\n");
+	capture_begin();
+	assert_int_equal(cfg_load(&g, model), -1);
+	capture_end();
+	snprintf(want, sizeof want, "%s/parts/more_ops.cfg:2: error: op 's' (softmax) has no attribute 'axis'", dir);
+	if (!strstr(diag_text, want))
+		fail_msg("expected '%s' in:\n%s", want, diag_text);
+	graph_free(&g);
+	write_file(sub, "more_ops.cfg", "{ name = \"s\"; op = \"softmax\"; in = [\"h\"]; out = \"y\"; }\n");
+	write_file(dir, "m.cfg", HEAD "tensors = (\n@include \"parts/tensors.cfg\"\n);\n"
+		   "ops = (\n@include \"parts/ops.cfg\"\n);\n\n\nextra = 1;\n");
+	capture_begin();
+	assert_int_equal(cfg_load(&g, model), -1);
+	capture_end();
+	snprintf(want, sizeof want, "%s/m.cfg:10: error: unknown top-level setting 'extra'", dir);
+	if (!strstr(diag_text, want))
+		fail_msg("expected '%s' in:\n%s", want, diag_text);
+	graph_free(&g);
+
+	char cmd[400];
+	snprintf(cmd, sizeof cmd, "rm -r '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* Lines past 65,535 keep their numbers (libconfig's config_setting_source_line cuts them to 16 bits),
+ * and a NUL byte is refused where it is (libconfig would stop reading there). */
+static void test_text_lines(void **state)
+{
+	size_t n = 70000;
+	char *text = malloc(n + 256);
+	memset(text, '\n', n);
+	snprintf(text + n, 256, HEAD "tensors = ( { name = \"x\"; shape = [4]; role = \"inptu\"; } );\nops = ();\n");
+	struct graph g;
+	assert_int_equal(load(&g, text), -1);
+	assert_non_null(strstr(diag_text, "t.cfg:70002: error: 'role' of tensor 'x' is \"inptu\""));
+	graph_free(&g);
+	free(text);
+
+	static const char nul[] = HEAD "tensors = ( { name = \"x\"; shape = [4]; role = \"input\"; } );\n"
+				  "ops = ( { name = \"r\"; op = \"relu\"; in = [\"x\"]; out = \"y\"; } );\n# \0\ngarbage = 1;\n";
+	FILE *f = fopen("t_nul.cfg", "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(nul, 1, sizeof nul - 1, f), sizeof nul - 1);
+	assert_int_equal(fclose(f), 0);
+	capture_begin();
+	assert_int_equal(cfg_load(&g, "t_nul.cfg"), -1);
+	capture_end();
+	unlink("t_nul.cfg");
+	assert_non_null(strstr(diag_text, "t_nul.cfg:4: error: NUL byte in the file"));
+	graph_free(&g);
+
+	/* a directory */
+	capture_begin();
+	assert_int_equal(cfg_load(&g, "models"), -1);
+	capture_end();
+	assert_string_equal(diag_text, "models: error: is a directory\n");
+	graph_free(&g);
+}
+
 static void test_dumps(void **state)
 {
 	struct graph g;
@@ -544,6 +663,8 @@ int main(void)
 		cmocka_unit_test(test_rejections),
 		cmocka_unit_test(test_long_chain),
 		cmocka_unit_test(test_chain_100k),
+		cmocka_unit_test(test_includes),
+		cmocka_unit_test(test_text_lines),
 		cmocka_unit_test(test_dumps),
 		cmocka_unit_test(test_models_load),
 	};
