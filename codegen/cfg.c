@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <libconfig.h>
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,9 +162,24 @@ static int get_int(struct reader *r, const config_setting_t *s, const char *what
 	return 0;
 }
 
-static int clamp_int(int64_t v)
+/* The 'gpu' of a tensor or op (what: "tensor" or "op"), checked against 'gpus' as written. */
+static int get_gpu(struct reader *r, const config_setting_t *s, const char *what, const char *name, int *out)
 {
-	return v < INT_MIN ? INT_MIN : v > INT_MAX ? INT_MAX : (int)v;
+	char desc[300];
+	int64_t v;
+	snprintf(desc, sizeof desc, "'gpu' of %s '%s'", what, name);
+	if (get_int(r, s, desc, &v))
+		return -1;
+	if (v < 0 || v >= r->g->gpus) {
+		if (r->g->gpus == 1)
+			diag_error(AT(s), "%s is %lld, expected 0 (the model has one GPU)", desc, (long long)v);
+		else
+			diag_error(AT(s), "%s is %lld, expected 0 to %d", desc, (long long)v, r->g->gpus - 1);
+		diag_hint("the model has gpus = %d; raise 'gpus' or change the %s's 'gpu'", r->g->gpus, what);
+		return -1;
+	}
+	*out = (int)v;
+	return 0;
 }
 
 static int get_dtype(struct reader *r, const config_setting_t *s, const char *what, enum ark_dtype *out)
@@ -252,9 +266,6 @@ static int read_shape(struct reader *r, const config_setting_t *s, struct tensor
 		if (v < 1) {
 			diag_error(AT(s), "'shape' of tensor '%s' has %lld in dimension %d, expected at least 1",
 				   t->name, (long long)v, i);
-			if (config_setting_type(e) == CONFIG_TYPE_INT)
-				diag_hint("for a dimension of 2^31 or more, write an L suffix (4294967296L): libconfig keeps "
-					  "only the low 32 bits of a plain integer");
 			return -1;
 		}
 		t->shape[i] = v;
@@ -319,7 +330,6 @@ static int read_tensor(struct reader *r, const config_setting_t *s, int index)
 	for (int i = 0; i < config_setting_length(s); i++) {
 		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
 		const char *key = config_setting_name(e);
-		int64_t v;
 		switch (key_index(key, tensor_keys, COUNT(tensor_keys))) {
 		case 0: /* name */
 			break;
@@ -338,10 +348,8 @@ static int read_tensor(struct reader *r, const config_setting_t *s, int index)
 			t->dtype_given = 1;
 			break;
 		case 4:
-			snprintf(what, sizeof what, "'gpu' of tensor '%s'", t->name);
-			if (get_int(r, e, what, &v))
+			if (get_gpu(r, e, "tensor", t->name, &t->gpu))
 				return -1;
-			t->gpu = clamp_int(v);
 			t->gpu_given = 1;
 			break;
 		default:
@@ -474,7 +482,12 @@ static int read_attr(struct reader *r, const config_setting_t *s, struct op *o, 
 		if (get_int(r, s, what, &iv))
 			return -1;
 		ARK_ASSERT(a == ARK_ATTR_AXIS);
-		o->axis = clamp_int(iv);
+		if (iv < -ARK_MAX_DIMS || iv >= ARK_MAX_DIMS) { /* graph_check says more once shapes are known */
+			diag_error(AT(s), "%s is %lld, expected -%d to %d (tensors have at most %d dimensions)", what,
+				   (long long)iv, ARK_MAX_DIMS, ARK_MAX_DIMS - 1, ARK_MAX_DIMS);
+			return -1;
+		}
+		o->axis = (int)iv;
 		break;
 	}
 	case AT_STRING: {
@@ -570,14 +583,10 @@ static int read_op(struct reader *r, const config_setting_t *s, int index)
 	for (int i = 0; i < config_setting_length(s); i++) {
 		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
 		const char *key = config_setting_name(e);
-		int64_t v;
-		char what[300];
 		int k = key_index(key, op_keys, COUNT(op_keys));
 		if (k == 4) {
-			snprintf(what, sizeof what, "'gpu' of op '%s'", o->name);
-			if (get_int(r, e, what, &v))
+			if (get_gpu(r, e, "op", o->name, &o->gpu))
 				return -1;
-			o->gpu = clamp_int(v);
 		} else if (k < 0) {
 			int a = key_index(key, attr_name, ARK_ATTR__COUNT);
 			if (a < 0) {

@@ -1,8 +1,9 @@
 /* source.c: a model's text as libconfig is given it (source.h). The scanner follows libconfig 1.5's
  * lexical rules (lib/scanner.l): block and line comments, strings with their escapes, names, and the
  * longest match among its number patterns, so that it sees an @include or an integer exactly where
- * libconfig does. libconfig 1.5 itself resolves includes against the working directory and numbers
- * the lines after an include wrongly; the splicing here and the line map stand in for it. */
+ * libconfig does. libconfig 1.5 itself resolves includes against the working directory, numbers the
+ * lines after an include wrongly and keeps only the low 32 bits of an integer written without L; the
+ * splicing here, the line map and the literal check stand in for it. */
 #include "source.h"
 #include "diag.h"
 
@@ -213,6 +214,41 @@ static size_t match_number(const char *p, size_t n, enum num *kind)
 	return best;
 }
 
+/* An integer literal t[0..n) of kind k that libconfig 1.5 would not read as written: reported. */
+static int check_int(const char *file, int line, const char *t, size_t n, enum num k)
+{
+	int wide = k == NUM_INT64 || k == NUM_HEX64, hex = k == NUM_HEX || k == NUM_HEX64, neg = t[0] == '-';
+	size_t j = hex ? 2 : (t[0] == '-' || t[0] == '+'), end = n;
+	while (end > j && t[end - 1] == 'L')
+		end--;
+	uint64_t v = 0, base = hex ? 16 : 10;
+	int over = 0;
+	for (; j < end; j++) {
+		uint64_t dg = is_digit(t[j]) ? (uint64_t)(t[j] - '0') : (uint64_t)((t[j] | 0x20) - 'a' + 10);
+		if (v > (UINT64_MAX - dg) / base)
+			over = 1;
+		else
+			v = v * base + dg;
+	}
+	/* what fits in 64 bits, and in 32 (libconfig stores a hex literal into a signed int too) */
+	int fits64 = !over && v <= (neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX);
+	int fits32 = fits64 && v <= (neg ? (uint64_t)INT32_MAX + 1 : (uint64_t)INT32_MAX);
+	if (wide ? fits64 : fits32)
+		return 0;
+	int w = n > 40 ? 40 : (int)n;
+	const char *more = n > 40 ? "..." : "";
+	if (!fits64) {
+		diag_error(file, line, "integer %.*s%s does not fit in 64 bits", w, t, more);
+		diag_hint("integers run from -9223372036854775808L to 9223372036854775807L");
+		return -1;
+	}
+	int32_t cut = (int32_t)(uint32_t)(neg ? 0 - v : v);
+	diag_error(file, line, "integer %.*s%s does not fit in 32 bits: libconfig would read it as %" PRId32, w, t, more,
+		   cut);
+	diag_hint("write %.*sL for a 64-bit integer (an array holds one type: give every element the L)", (int)end, t);
+	return -1;
+}
+
 /* Length of ^[ \t]*@include[ \t]+" at p, p at the start of a line; 0 if there is none. */
 static size_t include_open(const char *p, size_t n)
 {
@@ -319,6 +355,8 @@ static int scan(struct builder *b, int file, const char *t, size_t n)
 			while (i < n && is_name_char(t[i]))
 				i++;
 		} else if ((j = match_number(t + i, n - i, &k))) {
+			if (k != NUM_FLOAT && check_int(name, line, t + i, j, k))
+				return -1;
 			i += j;
 		} else {
 			i++;

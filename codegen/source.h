@@ -1,6 +1,6 @@
 /* source.h: a model's text as libconfig is given it: the model file with every @include'd file spliced
- * in (each resolved against the folder of the file that includes it), and a map from each line back
- * to its file and line. */
+ * in (each resolved against the folder of the file that includes it), integer literals checked
+ * against what libconfig 1.5 would silently cut, and a map from each line back to its file and line. */
 #ifndef SOURCE_H
 #define SOURCE_H
 
@@ -16,8 +16,8 @@ struct source {
 	int n_files;
 };
 
-/* Reads the model at path (text: its contents, or NULL to read the file) and splices its includes.
- * 0, or -1 after reporting FILE:LINE: error: ... */
+/* Reads the model at path (text: its contents, or NULL to read the file), splices its includes and
+ * checks its integer literals. 0, or -1 after reporting FILE:LINE: error: ... */
 int source_read(struct source *s, const char *path, const char *text);
 /* The file index and line in that file of line `line` of s->text. */
 void source_where(const struct source *s, unsigned line, int *file, int *file_line);

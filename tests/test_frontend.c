@@ -452,6 +452,49 @@ static void test_chain_100k(void **state)
 	free(text);
 }
 
+/* Integer literals that libconfig 1.5 would cut to 32 bits are refused at their line; the same digits
+ * in comments, strings and names, and literals that fit, are not. */
+static void test_int_literals(void **state)
+{
+	struct graph g;
+	assert_int_equal(load(&g, HEAD "# 99999999999999999999 in a comment\n"
+				  "tensors = ( { name = \"t4294967296\"; shape = [4294967296L, 0x1L]; role = \"input\"; } ); /* 4294967296 */\n"
+				  "gpus = 0x00000001; // 2147483648\n"
+				  "ops = ( { name = \"o\"; op = \"scale\"; in = [\"t4294967296\"]; out = \"y\"; factor = 4294967296.0; },\n"
+				  "  { name = \"p\"; op = \"scale\"; in = [\"y\"]; out = \"z\"; factor = -2147483648; },\n"
+				  "  { name = \"q\"; op = \"scale\"; in = [\"z\"]; out = \"u\"; factor = 1e10; } );\n"),
+			 0);
+	SHAPE(T(&g, "y"), 4294967296, 1);
+	assert_true(O(&g, "o")->factor == 4294967296.0);
+	assert_true(O(&g, "p")->factor == -2147483648.0);
+	graph_free(&g);
+
+	static const struct {
+		const char *text, *error;
+	} cases[] = {
+		{ HEAD "gpus = 2147483648;\n", "t.cfg:2: error: integer 2147483648 does not fit in 32 bits: libconfig would "
+						"read it as -2147483648\nhint: write 2147483648L for a 64-bit integer" },
+		{ HEAD "\ngpus = 0x80000000;\n", "t.cfg:3: error: integer 0x80000000 does not fit in 32 bits: libconfig would "
+						 "read it as -2147483648\nhint: write 0x80000000L" },
+		{ HEAD "gpus = 0x10000000000000000L;\n", "t.cfg:2: error: integer 0x10000000000000000L does not fit in 64 bits" },
+		{ HEAD "gpus = -9223372036854775809L;\n", "t.cfg:2: error: integer -9223372036854775809L does not fit in 64 bits" },
+		/* a string with an escaped quote, then digits still in the string, then a literal */
+		{ HEAD "name2 = \"a\\\" 4294967296 \\\\\"; x = [1,\n 4294967297];\n", "t.cfg:3: error: integer 4294967297 does not fit" },
+		{ HEAD "/* 4294967296\n */ x = 4294967299;\n", "t.cfg:3: error: integer 4294967299 does not fit" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		assert_int_equal(load(&g, cases[i].text), -1);
+		if (strncmp(diag_text, cases[i].error, strlen(cases[i].error)))
+			fail_msg("case %zu: expected '%s' at the start of:\n%s", i, cases[i].error, diag_text);
+		graph_free(&g);
+	}
+
+	/* a dimension written as 0 is just that: no hint about 64-bit literals */
+	assert_int_equal(load(&g, HEAD "tensors = ( { name = \"x\"; shape = [0, 4]; role = \"input\"; } );\nops = ();\n"), -1);
+	assert_string_equal(diag_text, "t.cfg:2: error: 'shape' of tensor 'x' has 0 in dimension 0, expected at least 1\n");
+	graph_free(&g);
+}
+
 /* Writes text to dir/name. */
 static void write_file(const char *dir, const char *name, const char *text)
 {
@@ -664,6 +707,7 @@ int main(void)
 		cmocka_unit_test(test_long_chain),
 		cmocka_unit_test(test_chain_100k),
 		cmocka_unit_test(test_includes),
+		cmocka_unit_test(test_int_literals),
 		cmocka_unit_test(test_text_lines),
 		cmocka_unit_test(test_dumps),
 		cmocka_unit_test(test_models_load),
