@@ -5,6 +5,7 @@
 #include "source.h"
 
 #include <errno.h>
+#include <float.h>
 #include <libconfig.h>
 #include <math.h>
 #include <stdlib.h>
@@ -467,6 +468,22 @@ static int read_attr(struct reader *r, const config_setting_t *s, struct op *o, 
 		if (!isfinite(d) || (a == ARK_ATTR_EPS && d <= 0)) {
 			diag_error(AT(s), "'%s' of op '%s' is %g, expected a %snumber", key, o->name, d,
 				   a == ARK_ATTR_EPS ? "positive " : "finite ");
+			return -1;
+		}
+		/* The kernels get it as a float: it must be one, finite and (unless 0) normal. Doubles from
+		 * FLT_MAX + half an ulp up round to infinity. */
+		if (fabs(d) >= 0x1.ffffffp+127) {
+			diag_error(AT(s), "'%s' of op '%s' is %g, expected a number that fits in a float (at most %g in size)",
+				   key, o->name, d, (double)FLT_MAX);
+			return -1;
+		}
+		if (d != 0 && fabsf((float)d) < FLT_MIN) {
+			if (a == ARK_ATTR_EPS)
+				diag_error(AT(s), "'%s' of op '%s' is %g, expected a positive number of at least %g (the smallest "
+					   "normal float)", key, o->name, d, (double)FLT_MIN);
+			else
+				diag_error(AT(s), "'%s' of op '%s' is %g, expected 0 or a number of at least %g in size (the "
+					   "smallest normal float)", key, o->name, d, (double)FLT_MIN);
 			return -1;
 		}
 		if (a == ARK_ATTR_FACTOR)

@@ -495,6 +495,41 @@ static void test_int_literals(void **state)
 	graph_free(&g);
 }
 
+/* eps and factor reach the kernels as floats: checked as the floats they become. */
+static void test_float_attributes(void **state)
+{
+	static const struct {
+		const char *attr;
+		int ok;
+	} cases[] = {
+		{ "factor = 0.0", 1 },
+		{ "factor = 3.4028234663852886e+38", 1 },  /* FLT_MAX */
+		{ "factor = -3.4028235e+38", 1 },          /* rounds to -FLT_MAX */
+		{ "factor = 3.4028236e+38", 0 },           /* rounds to infinity */
+		{ "factor = 1.1754943508222875e-38", 1 },  /* FLT_MIN */
+		{ "factor = 1e-40", 0 },                   /* subnormal as a float */
+		{ "factor = 1e-46", 0 },                   /* 0 as a float */
+		{ "eps = 1.1754943508222875e-38", 1 },
+		{ "eps = 1.1754942e-38", 0 },
+		{ "eps = 0.0", 0 },
+		{ "eps = 1e-12", 1 },
+		{ "eps = 1e39", 0 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char text[512];
+		int scale = cases[i].attr[0] == 'f';
+		snprintf(text, sizeof text, HEAD "tensors = ( { name = \"x\"; shape = [4, 8]; role = \"input\"; },\n"
+			 "  { name = \"g\"; shape = [8]; role = \"weight\"; } );\n"
+			 "ops = ( { name = \"o\"; op = \"%s\"; in = [\"x\"%s]; out = \"y\"; %s; } );\n",
+			 scale ? "scale" : "rmsnorm", scale ? "" : ", \"g\"", cases[i].attr);
+		struct graph g;
+		int rc = load(&g, text);
+		if (cases[i].ok ? rc != 0 : rc != -1 || !strstr(diag_text, "t.cfg:4: error: "))
+			fail_msg("%s: rc %d, diagnostics:\n%s", cases[i].attr, rc, diag_text);
+		graph_free(&g);
+	}
+}
+
 /* Writes text to dir/name. */
 static void write_file(const char *dir, const char *name, const char *text)
 {
@@ -708,6 +743,7 @@ int main(void)
 		cmocka_unit_test(test_chain_100k),
 		cmocka_unit_test(test_includes),
 		cmocka_unit_test(test_int_literals),
+		cmocka_unit_test(test_float_attributes),
 		cmocka_unit_test(test_text_lines),
 		cmocka_unit_test(test_dumps),
 		cmocka_unit_test(test_models_load),
