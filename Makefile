@@ -111,13 +111,18 @@ GOLDEN := mlp chain64 comm2
 golden: $(B)/arkgen
 	@for m in $(GOLDEN); do $(B)/arkgen models/$$m.cfg -o tests/golden/$$m.cu > /dev/null || exit 1; done
 
-# Coverage-guided fuzzing of the front end (libFuzzer), seeded with models/.
-FUZZ_SRC := codegen/cfg.c codegen/graph.c codegen/diag.c codegen/optab.c tests/fuzz_frontend.c
+# Coverage-guided fuzzing (libFuzzer), FUZZ_SECONDS for each target: the front end, seeded with
+# models/, then the safetensors reader, which seeds its own corpus folder. Undefined behaviour stops it.
+FUZZ_SRC := codegen/cfg.c codegen/graph.c codegen/diag.c codegen/optab.c codegen/strmap.c codegen/source.c tests/fuzz_frontend.c
+FUZZ_ST_SRC := runtime/safetensors.c runtime/error.c runtime/dtype.c tests/fuzz_safetensors.c
+FUZZ_CC := clang -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $(INC)
 fuzz: deps
-	@mkdir -p build/fuzz/corpus
-	clang -g -O1 -fsanitize=fuzzer,address,undefined $(INC) $(FUZZ_SRC) -lconfig -lm -o build/fuzz/fuzz_frontend
+	@mkdir -p build/fuzz/corpus build/fuzz/st_corpus
+	$(FUZZ_CC) $(FUZZ_SRC) -lconfig -lm -o build/fuzz/fuzz_frontend
+	$(FUZZ_CC) $(FUZZ_ST_SRC) -lcjson -lm -o build/fuzz/fuzz_safetensors
 	cp models/*.cfg build/fuzz/corpus/
 	build/fuzz/fuzz_frontend -max_total_time=$(FUZZ_SECONDS) -timeout=10 -max_len=8192 build/fuzz/corpus
+	build/fuzz/fuzz_safetensors -max_total_time=$(FUZZ_SECONDS) -timeout=10 -max_len=65536 build/fuzz/st_corpus
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/arkgen

@@ -2,10 +2,11 @@
  * setting against shared/spec/model-cfg.md. Cross-references (producers, shapes) are graph.c's job. */
 #include "graph.h"
 #include "diag.h"
+#include "source.h"
 
 #include <errno.h>
+#include <float.h>
 #include <libconfig.h>
-#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,13 +29,40 @@ static const char *const planned_ops[] = { "attention", "embedding", "rope", "kv
 
 struct reader {
 	struct graph *g;
-	const char *file;
+	const struct source *src; /* the text libconfig read, and where each of its lines comes from */
 };
 
-static int line_of(const config_setting_t *s)
+/* The name of file k of the source: the model, or an included file (kept by the graph). */
+static const char *file_name(const struct reader *r, int k)
 {
-	return s ? (int)config_setting_source_line(s) : 0;
+	return k ? r->g->files[k - 1] : r->g->file;
 }
+
+/* Where setting s was written: its file and its line in that file. (The line is read from the
+ * setting itself: config_setting_source_line cuts it to 16 bits.) */
+static int line_of(const struct reader *r, const config_setting_t *s)
+{
+	int k, line;
+	source_where(r->src, s ? s->line : 0, &k, &line);
+	return line;
+}
+
+static const char *file_of(const struct reader *r, const config_setting_t *s)
+{
+	int k, line;
+	source_where(r->src, s ? s->line : 0, &k, &line);
+	return file_name(r, k);
+}
+
+/* The `file` of a tensor or op written at s: NULL for the model file itself. */
+static const char *file_ref(const struct reader *r, const config_setting_t *s)
+{
+	const char *f = file_of(r, s);
+	return f == r->g->file ? NULL : f;
+}
+
+/* Where s was written, as the first two arguments of diag_*. */
+#define AT(s) file_of(r, s), line_of(r, s)
 
 static const char *type_desc(const config_setting_t *s)
 {
@@ -118,7 +146,7 @@ static void hint_closest(const char *s, const char *const *names, int n)
 static int get_string(struct reader *r, const config_setting_t *s, const char *what, const char **out)
 {
 	if (config_setting_type(s) != CONFIG_TYPE_STRING) {
-		diag_error(r->file, line_of(s), "%s must be a string, found %s", what, type_desc(s));
+		diag_error(AT(s), "%s must be a string, found %s", what, type_desc(s));
 		return -1;
 	}
 	*out = config_setting_get_string(s);
@@ -128,16 +156,31 @@ static int get_string(struct reader *r, const config_setting_t *s, const char *w
 static int get_int(struct reader *r, const config_setting_t *s, const char *what, int64_t *out)
 {
 	if (!is_int(s)) {
-		diag_error(r->file, line_of(s), "%s must be an integer, found %s", what, type_desc(s));
+		diag_error(AT(s), "%s must be an integer, found %s", what, type_desc(s));
 		return -1;
 	}
 	*out = config_setting_get_int64(s);
 	return 0;
 }
 
-static int clamp_int(int64_t v)
+/* The 'gpu' of a tensor or op (what: "tensor" or "op"), checked against 'gpus' as written. */
+static int get_gpu(struct reader *r, const config_setting_t *s, const char *what, const char *name, int *out)
 {
-	return v < INT_MIN ? INT_MIN : v > INT_MAX ? INT_MAX : (int)v;
+	char desc[300];
+	int64_t v;
+	snprintf(desc, sizeof desc, "'gpu' of %s '%s'", what, name);
+	if (get_int(r, s, desc, &v))
+		return -1;
+	if (v < 0 || v >= r->g->gpus) {
+		if (r->g->gpus == 1)
+			diag_error(AT(s), "%s is %lld, expected 0 (the model has one GPU)", desc, (long long)v);
+		else
+			diag_error(AT(s), "%s is %lld, expected 0 to %d", desc, (long long)v, r->g->gpus - 1);
+		diag_hint("the model has gpus = %d; raise 'gpus' or change the %s's 'gpu'", r->g->gpus, what);
+		return -1;
+	}
+	*out = (int)v;
+	return 0;
 }
 
 static int get_dtype(struct reader *r, const config_setting_t *s, const char *what, enum ark_dtype *out)
@@ -150,7 +193,7 @@ static int get_dtype(struct reader *r, const config_setting_t *s, const char *wh
 			*out = (enum ark_dtype)i;
 			return 0;
 		}
-	diag_error(r->file, line_of(s), "%s is \"%s\", expected \"fp16\", \"bf16\" or \"fp32\"", what, v);
+	diag_error(AT(s), "%s is \"%s\", expected \"fp16\", \"bf16\" or \"fp32\"", what, v);
 	hint_closest(v, dtype_name, ARK_DTYPE__COUNT);
 	return -1;
 }
@@ -169,13 +212,14 @@ static int grow_at(int n)
 	return n == 0 || (n >= 8 && (n & (n - 1)) == 0);
 }
 
-static int add_tensor(struct graph *g, const char *name, int line)
+static int add_tensor(struct graph *g, const char *name, const char *file, int line)
 {
 	if (grow_at(g->n_tensors))
 		g->tensors = xrealloc(g->tensors, sizeof(*g->tensors) * (size_t)(g->n_tensors ? 2 * g->n_tensors : 8));
 	struct tensor *t = &g->tensors[g->n_tensors];
 	memset(t, 0, sizeof *t);
 	t->name = xstrdup(name);
+	t->file = file;
 	t->line = line;
 	t->dtype = g->dtype;
 	t->role = ARK_ROLE_ACTIVATION;
@@ -183,13 +227,14 @@ static int add_tensor(struct graph *g, const char *name, int line)
 	return g->n_tensors++;
 }
 
-static int add_op(struct graph *g, const char *name, int line)
+static int add_op(struct graph *g, const char *name, const char *file, int line)
 {
 	if (grow_at(g->n_ops))
 		g->ops = xrealloc(g->ops, sizeof(*g->ops) * (size_t)(g->n_ops ? 2 * g->n_ops : 8));
 	struct op *o = &g->ops[g->n_ops];
 	memset(o, 0, sizeof *o);
 	o->name = xstrdup(name);
+	o->file = file;
 	o->line = line;
 	o->axis = -1;
 	o->transport = ARK_TR_AUTO;
@@ -201,30 +246,27 @@ static int add_op(struct graph *g, const char *name, int line)
 static int read_shape(struct reader *r, const config_setting_t *s, struct tensor *t)
 {
 	if (config_setting_type(s) != CONFIG_TYPE_ARRAY) {
-		diag_error(r->file, line_of(s), "'shape' of tensor '%s' must be an array of integers like [8, 1024], found %s",
+		diag_error(AT(s), "'shape' of tensor '%s' must be an array of integers like [8, 1024], found %s",
 			   t->name, type_desc(s));
 		return -1;
 	}
 	int n = config_setting_length(s);
 	if (n < 1 || n > ARK_MAX_DIMS) {
-		diag_error(r->file, line_of(s), "'shape' of tensor '%s' has %d dimensions, expected 1 to %d", t->name, n,
+		diag_error(AT(s), "'shape' of tensor '%s' has %d dimensions, expected 1 to %d", t->name, n,
 			   ARK_MAX_DIMS);
 		return -1;
 	}
 	for (int i = 0; i < n; i++) {
 		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
 		if (!is_int(e)) {
-			diag_error(r->file, line_of(s), "'shape' of tensor '%s' must hold integers, found %s", t->name,
+			diag_error(AT(s), "'shape' of tensor '%s' must hold integers, found %s", t->name,
 				   type_desc(e));
 			return -1;
 		}
 		int64_t v = config_setting_get_int64(e);
 		if (v < 1) {
-			diag_error(r->file, line_of(s), "'shape' of tensor '%s' has %lld in dimension %d, expected at least 1",
+			diag_error(AT(s), "'shape' of tensor '%s' has %lld in dimension %d, expected at least 1",
 				   t->name, (long long)v, i);
-			if (config_setting_type(e) == CONFIG_TYPE_INT)
-				diag_hint("for a dimension of 2^31 or more, write an L suffix (4294967296L): libconfig keeps "
-					  "only the low 32 bits of a plain integer");
 			return -1;
 		}
 		t->shape[i] = v;
@@ -244,7 +286,7 @@ static int read_role(struct reader *r, const config_setting_t *s, struct tensor 
 		return -1;
 	int i = key_index(v, user_roles, COUNT(user_roles));
 	if (i < 0) {
-		diag_error(r->file, line_of(s),
+		diag_error(AT(s),
 			   "'role' of tensor '%s' is \"%s\", expected \"input\", \"weight\", \"output\" or \"activation\"",
 			   t->name, v);
 		hint_closest(v, user_roles, COUNT(user_roles));
@@ -258,39 +300,37 @@ static int read_role(struct reader *r, const config_setting_t *s, struct tensor 
 static int read_tensor(struct reader *r, const config_setting_t *s, int index)
 {
 	struct graph *g = r->g;
-	int line = line_of(s);
 	if (config_setting_type(s) != CONFIG_TYPE_GROUP) {
-		diag_error(r->file, line, "element %d of 'tensors' must be a group { name = ...; }, found %s", index + 1,
+		diag_error(AT(s), "element %d of 'tensors' must be a group { name = ...; }, found %s", index + 1,
 			   type_desc(s));
 		return -1;
 	}
 	const config_setting_t *ns = config_setting_get_member(s, "name");
 	const char *name;
 	if (!ns) {
-		diag_error(r->file, line, "tensor %d has no 'name'", index + 1);
+		diag_error(AT(s), "tensor %d has no 'name'", index + 1);
 		diag_hint("every tensor needs name = \"...\";");
 		return -1;
 	}
 	if (get_string(r, ns, "'name' of a tensor", &name))
 		return -1;
 	if (!is_ident(name)) {
-		diag_error(r->file, line_of(ns), "tensor name \"%s\" is not an identifier [A-Za-z_][A-Za-z0-9_]*", name);
+		diag_error(AT(ns), "tensor name \"%s\" is not an identifier [A-Za-z_][A-Za-z0-9_]*", name);
 		return -1;
 	}
 	int prev = graph_find_tensor(g, name);
 	if (prev >= 0) {
-		diag_error(r->file, line_of(ns), "duplicate tensor name '%s'", name);
-		diag_note(r->file, g->tensors[prev].line, "'%s' was first declared here", name);
+		diag_error(AT(ns), "duplicate tensor name '%s'", name);
+		diag_note(graph_file_of(g, g->tensors[prev].file), g->tensors[prev].line, "'%s' was first declared here", name);
 		return -1;
 	}
-	int ti = add_tensor(g, name, line); /* may move g->tensors */
+	int ti = add_tensor(g, name, file_ref(r, s), line_of(r, s)); /* may move g->tensors */
 	struct tensor *t = &g->tensors[ti];
 	t->declared = 1;
 	char what[300];
 	for (int i = 0; i < config_setting_length(s); i++) {
 		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
 		const char *key = config_setting_name(e);
-		int64_t v;
 		switch (key_index(key, tensor_keys, COUNT(tensor_keys))) {
 		case 0: /* name */
 			break;
@@ -309,14 +349,12 @@ static int read_tensor(struct reader *r, const config_setting_t *s, int index)
 			t->dtype_given = 1;
 			break;
 		case 4:
-			snprintf(what, sizeof what, "'gpu' of tensor '%s'", t->name);
-			if (get_int(r, e, what, &v))
+			if (get_gpu(r, e, "tensor", t->name, &t->gpu))
 				return -1;
-			t->gpu = clamp_int(v);
 			t->gpu_given = 1;
 			break;
 		default:
-			diag_error(r->file, line_of(e), "unknown setting '%s' in tensor '%s'", key, t->name);
+			diag_error(AT(e), "unknown setting '%s' in tensor '%s'", key, t->name);
 			if (!closest(key, tensor_keys, COUNT(tensor_keys)))
 				diag_hint("a tensor takes name, shape, role, dtype and gpu");
 			hint_closest(key, tensor_keys, COUNT(tensor_keys));
@@ -329,10 +367,10 @@ static int read_tensor(struct reader *r, const config_setting_t *s, int index)
 /* ---- ops -------------------------------------------------------------------------------------- */
 
 /* Index of the tensor called `name`, declared or not; an undeclared one becomes an activation. */
-static int tensor_ref(struct reader *r, const char *name, int line)
+static int tensor_ref(struct reader *r, const char *name, const struct op *o)
 {
 	int t = graph_find_tensor(r->g, name);
-	return t >= 0 ? t : add_tensor(r->g, name, line);
+	return t >= 0 ? t : add_tensor(r->g, name, o->file, o->line);
 }
 
 /* `in` (array of strings) or `out` (string or array of strings) into idx[]. */
@@ -346,33 +384,33 @@ static int read_names(struct reader *r, const config_setting_t *s, struct op *o,
 	} else if (type == CONFIG_TYPE_ARRAY) {
 		n = config_setting_length(s);
 	} else {
-		diag_error(r->file, line_of(s), "'%s' of op '%s' must be %san array of tensor names like [\"x\"], found %s",
+		diag_error(AT(s), "'%s' of op '%s' must be %san array of tensor names like [\"x\"], found %s",
 			   key, o->name, single_ok ? "a tensor name or " : "", type_desc(s));
 		return -1;
 	}
 	if (n == 0) {
-		diag_error(r->file, line_of(s), "'%s' of op '%s' is empty", key, o->name);
+		diag_error(AT(s), "'%s' of op '%s' is empty", key, o->name);
 		return -1;
 	}
 	if (n > ARK_MAX_IO) {
-		diag_error(r->file, line_of(s), "'%s' of op '%s' names %d tensors, at most %d are supported", key,
+		diag_error(AT(s), "'%s' of op '%s' names %d tensors, at most %d are supported", key,
 			   o->name, n, ARK_MAX_IO);
 		return -1;
 	}
 	for (int i = 0; i < n; i++) {
 		const config_setting_t *e = type == CONFIG_TYPE_STRING ? s : config_setting_get_elem(s, (unsigned)i);
 		if (config_setting_type(e) != CONFIG_TYPE_STRING) {
-			diag_error(r->file, line_of(s), "'%s' of op '%s' must hold tensor names (strings), found %s", key,
+			diag_error(AT(s), "'%s' of op '%s' must hold tensor names (strings), found %s", key,
 				   o->name, type_desc(e));
 			return -1;
 		}
 		const char *name = config_setting_get_string(e);
 		if (!is_ident(name)) {
-			diag_error(r->file, line_of(s), "tensor name \"%s\" in '%s' of op '%s' is not an identifier "
+			diag_error(AT(s), "tensor name \"%s\" in '%s' of op '%s' is not an identifier "
 				   "[A-Za-z_][A-Za-z0-9_]*", name, key, o->name);
 			return -1;
 		}
-		idx[i] = tensor_ref(r, name, o->line);
+		idx[i] = tensor_ref(r, name, o);
 	}
 	*n_out = n;
 	return 0;
@@ -397,7 +435,7 @@ static int read_attr(struct reader *r, const config_setting_t *s, struct op *o, 
 	const char *kind = op_info[o->kind].name;
 	int type = config_setting_type(s);
 	if (!(op_info[o->kind].attrs & (1u << a))) {
-		diag_error(r->file, line_of(s), "op '%s' (%s) has no attribute '%s'", o->name, kind, key);
+		diag_error(AT(s), "op '%s' (%s) has no attribute '%s'", o->name, kind, key);
 		if (!op_info[o->kind].attrs)
 			diag_hint("%s takes no attributes", kind);
 		else
@@ -409,7 +447,7 @@ static int read_attr(struct reader *r, const config_setting_t *s, struct op *o, 
 	switch (attr_type[a]) {
 	case AT_BOOL:
 		if (type != CONFIG_TYPE_BOOL) {
-			diag_error(r->file, line_of(s), "'%s' of op '%s' must be a boolean (true or false), found %s", key,
+			diag_error(AT(s), "'%s' of op '%s' must be a boolean (true or false), found %s", key,
 				   o->name, type_desc(s));
 			return -1;
 		}
@@ -423,13 +461,29 @@ static int read_attr(struct reader *r, const config_setting_t *s, struct op *o, 
 		else if (is_int(s))
 			d = (double)config_setting_get_int64(s);
 		else {
-			diag_error(r->file, line_of(s), "'%s' of op '%s' must be a number, found %s", key, o->name,
+			diag_error(AT(s), "'%s' of op '%s' must be a number, found %s", key, o->name,
 				   type_desc(s));
 			return -1;
 		}
 		if (!isfinite(d) || (a == ARK_ATTR_EPS && d <= 0)) {
-			diag_error(r->file, line_of(s), "'%s' of op '%s' is %g, expected a %snumber", key, o->name, d,
+			diag_error(AT(s), "'%s' of op '%s' is %g, expected a %snumber", key, o->name, d,
 				   a == ARK_ATTR_EPS ? "positive " : "finite ");
+			return -1;
+		}
+		/* The kernels get it as a float: it must be one, finite and (unless 0) normal. Doubles from
+		 * FLT_MAX + half an ulp up round to infinity. */
+		if (fabs(d) >= 0x1.ffffffp+127) {
+			diag_error(AT(s), "'%s' of op '%s' is %g, expected a number that fits in a float (at most %g in size)",
+				   key, o->name, d, (double)FLT_MAX);
+			return -1;
+		}
+		if (d != 0 && fabsf((float)d) < FLT_MIN) {
+			if (a == ARK_ATTR_EPS)
+				diag_error(AT(s), "'%s' of op '%s' is %g, expected a positive number of at least %g (the smallest "
+					   "normal float)", key, o->name, d, (double)FLT_MIN);
+			else
+				diag_error(AT(s), "'%s' of op '%s' is %g, expected 0 or a number of at least %g in size (the "
+					   "smallest normal float)", key, o->name, d, (double)FLT_MIN);
 			return -1;
 		}
 		if (a == ARK_ATTR_FACTOR)
@@ -445,7 +499,12 @@ static int read_attr(struct reader *r, const config_setting_t *s, struct op *o, 
 		if (get_int(r, s, what, &iv))
 			return -1;
 		ARK_ASSERT(a == ARK_ATTR_AXIS);
-		o->axis = clamp_int(iv);
+		if (iv < -ARK_MAX_DIMS || iv >= ARK_MAX_DIMS) { /* graph_check says more once shapes are known */
+			diag_error(AT(s), "%s is %lld, expected -%d to %d (tensors have at most %d dimensions)", what,
+				   (long long)iv, ARK_MAX_DIMS, ARK_MAX_DIMS - 1, ARK_MAX_DIMS);
+			return -1;
+		}
+		o->axis = (int)iv;
 		break;
 	}
 	case AT_STRING: {
@@ -456,7 +515,7 @@ static int read_attr(struct reader *r, const config_setting_t *s, struct op *o, 
 		ARK_ASSERT(a == ARK_ATTR_TRANSPORT);
 		ti = key_index(v, transport_name, 3);
 		if (ti < 0) {
-			diag_error(r->file, line_of(s), "'transport' of op '%s' is \"%s\", expected \"auto\", \"dma\" or \"p2p\"",
+			diag_error(AT(s), "'transport' of op '%s' is \"%s\", expected \"auto\", \"dma\" or \"p2p\"",
 				   o->name, v);
 			hint_closest(v, transport_name, 3);
 			return -1;
@@ -481,7 +540,7 @@ static int read_op_kind(struct reader *r, const config_setting_t *s, struct op *
 			o->kind = (enum ark_op_kind)k;
 			return 0;
 		}
-	diag_error(r->file, line_of(s), "unknown op \"%s\" in op '%s'", v, o->name);
+	diag_error(AT(s), "unknown op \"%s\" in op '%s'", v, o->name);
 	if (key_index(v, planned_ops, COUNT(planned_ops)) >= 0) {
 		diag_hint("'%s' is planned for a later format version; version 1 does not have it", v);
 	} else {
@@ -500,39 +559,38 @@ static int read_op_kind(struct reader *r, const config_setting_t *s, struct op *
 static int read_op(struct reader *r, const config_setting_t *s, int index)
 {
 	struct graph *g = r->g;
-	int line = line_of(s);
 	if (config_setting_type(s) != CONFIG_TYPE_GROUP) {
-		diag_error(r->file, line, "element %d of 'ops' must be a group { name = ...; op = ...; }, found %s",
+		diag_error(AT(s), "element %d of 'ops' must be a group { name = ...; op = ...; }, found %s",
 			   index + 1, type_desc(s));
 		return -1;
 	}
 	const config_setting_t *ns = config_setting_get_member(s, "name");
 	const char *name;
 	if (!ns) {
-		diag_error(r->file, line, "op %d has no 'name'", index + 1);
+		diag_error(AT(s), "op %d has no 'name'", index + 1);
 		diag_hint("every op needs name = \"...\";");
 		return -1;
 	}
 	if (get_string(r, ns, "'name' of an op", &name))
 		return -1;
 	if (!is_ident(name)) {
-		diag_error(r->file, line_of(ns), "op name \"%s\" is not an identifier [A-Za-z_][A-Za-z0-9_]*", name);
+		diag_error(AT(ns), "op name \"%s\" is not an identifier [A-Za-z_][A-Za-z0-9_]*", name);
 		return -1;
 	}
 	int prev = graph_find_op(g, name);
 	if (prev >= 0) {
-		diag_error(r->file, line_of(ns), "duplicate op name '%s'", name);
-		diag_note(r->file, g->ops[prev].line, "'%s' was first defined here", name);
+		diag_error(AT(ns), "duplicate op name '%s'", name);
+		diag_note(graph_file_of(g, g->ops[prev].file), g->ops[prev].line, "'%s' was first defined here", name);
 		return -1;
 	}
-	int oi = add_op(g, name, line); /* may move g->ops */
+	int oi = add_op(g, name, file_ref(r, s), line_of(r, s)); /* may move g->ops */
 	struct op *o = &g->ops[oi];
 	const config_setting_t *ks = config_setting_get_member(s, "op");
 	const config_setting_t *is = config_setting_get_member(s, "in");
 	const config_setting_t *os = config_setting_get_member(s, "out");
 	const char *missing = !ks ? "op" : !is ? "in" : !os ? "out" : NULL;
 	if (missing) {
-		diag_error(r->file, line, "op '%s' has no '%s'", o->name, missing);
+		diag_error(AT(s), "op '%s' has no '%s'", o->name, missing);
 		diag_hint("every op needs op = \"...\"; in = [...]; out = ...;");
 		return -1;
 	}
@@ -542,18 +600,14 @@ static int read_op(struct reader *r, const config_setting_t *s, int index)
 	for (int i = 0; i < config_setting_length(s); i++) {
 		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
 		const char *key = config_setting_name(e);
-		int64_t v;
-		char what[300];
 		int k = key_index(key, op_keys, COUNT(op_keys));
 		if (k == 4) {
-			snprintf(what, sizeof what, "'gpu' of op '%s'", o->name);
-			if (get_int(r, e, what, &v))
+			if (get_gpu(r, e, "op", o->name, &o->gpu))
 				return -1;
-			o->gpu = clamp_int(v);
 		} else if (k < 0) {
 			int a = key_index(key, attr_name, ARK_ATTR__COUNT);
 			if (a < 0) {
-				diag_error(r->file, line_of(e), "unknown setting '%s' in op '%s'", key, o->name);
+				diag_error(AT(e), "unknown setting '%s' in op '%s'", key, o->name);
 				const char *keys[COUNT(op_keys) + ARK_ATTR__COUNT];
 				int n = 0;
 				for (int j = 0; j < COUNT(op_keys); j++)
@@ -573,7 +627,7 @@ static int read_op(struct reader *r, const config_setting_t *s, int index)
 		}
 	}
 	if (o->kind == ARK_OP_SCALE && !(o->attrs_given & ARK_A(FACTOR))) {
-		diag_error(r->file, line, "op '%s' (scale) needs attribute 'factor'", o->name);
+		diag_error(AT(s), "op '%s' (scale) needs attribute 'factor'", o->name);
 		diag_hint("add factor = 0.5; (any number)");
 		return -1;
 	}
@@ -596,7 +650,7 @@ static int read_list(struct reader *r, const config_setting_t *s, const char *ke
 {
 	int type = config_setting_type(s);
 	if (type != CONFIG_TYPE_LIST && !(type == CONFIG_TYPE_ARRAY && config_setting_length(s) == 0)) {
-		diag_error(r->file, line_of(s), "'%s' must be a list of groups ( { ... }, { ... } ), found %s", key,
+		diag_error(AT(s), "'%s' must be a list of groups ( { ... }, { ... } ), found %s", key,
 			   type_desc(s));
 		return -1;
 	}
@@ -614,7 +668,7 @@ static int read_model(struct reader *r, config_t *c)
 		const config_setting_t *e = config_setting_get_elem(root, (unsigned)i);
 		const char *key = config_setting_name(e);
 		if (key_index(key, top_keys, COUNT(top_keys)) < 0) {
-			diag_error(r->file, line_of(e), "unknown top-level setting '%s'", key);
+			diag_error(AT(e), "unknown top-level setting '%s'", key);
 			if (!closest(key, top_keys, COUNT(top_keys)))
 				diag_hint("the top level takes version, name, dtype, gpus, tensors and ops");
 			hint_closest(key, top_keys, COUNT(top_keys));
@@ -626,19 +680,19 @@ static int read_model(struct reader *r, config_t *c)
 		s[i] = config_setting_get_member(root, top_keys[i]);
 	int64_t v;
 	if (!s[0]) {
-		diag_error(r->file, 1, "missing setting 'version'");
+		diag_error(r->g->file, 1, "missing setting 'version'");
 		diag_hint("start the file with version = 1;");
 		return -1;
 	}
 	if (get_int(r, s[0], "'version'", &v))
 		return -1;
 	if (v != 1) {
-		diag_error(r->file, line_of(s[0]), "unsupported 'version' %lld, expected 1", (long long)v);
+		diag_error(AT(s[0]), "unsupported 'version' %lld, expected 1", (long long)v);
 		diag_hint("this arkgen reads model-file format version 1");
 		return -1;
 	}
 	if (!s[1]) {
-		diag_error(r->file, 1, "missing setting 'name'");
+		diag_error(r->g->file, 1, "missing setting 'name'");
 		diag_hint("name the model, e.g. name = \"mlp\";");
 		return -1;
 	}
@@ -646,7 +700,7 @@ static int read_model(struct reader *r, config_t *c)
 	if (get_string(r, s[1], "'name'", &name))
 		return -1;
 	if (!is_ident(name)) {
-		diag_error(r->file, line_of(s[1]), "'name' is \"%s\", expected an identifier [A-Za-z_][A-Za-z0-9_]*", name);
+		diag_error(AT(s[1]), "'name' is \"%s\", expected an identifier [A-Za-z_][A-Za-z0-9_]*", name);
 		diag_hint("the name is used in generated symbol names");
 		return -1;
 	}
@@ -659,68 +713,66 @@ static int read_model(struct reader *r, config_t *c)
 		if (get_int(r, s[3], "'gpus'", &v))
 			return -1;
 		if (v < 1 || v > ARK_MAX_GPUS) {
-			diag_error(r->file, line_of(s[3]), "'gpus' is %lld, expected 1 to %d", (long long)v, ARK_MAX_GPUS);
+			diag_error(AT(s[3]), "'gpus' is %lld, expected 1 to %d", (long long)v, ARK_MAX_GPUS);
 			return -1;
 		}
 		g->gpus = (int)v;
 	}
 	if (!s[4] || !s[5]) {
-		diag_error(r->file, 1, "missing setting '%s'", s[4] ? "ops" : "tensors");
+		diag_error(r->g->file, 1, "missing setting '%s'", s[4] ? "ops" : "tensors");
 		diag_hint("a model needs tensors = ( ... ); and ops = ( ... );");
 		return -1;
 	}
 	if (read_list(r, s[4], "tensors", read_tensor) || read_list(r, s[5], "ops", read_op))
 		return -1;
 	if (g->n_ops == 0) {
-		diag_error(r->file, line_of(s[5]), "'ops' is empty: a model needs at least one op");
+		diag_error(AT(s[5]), "'ops' is empty: a model needs at least one op");
 		return -1;
 	}
 	return 0;
 }
 
-static int load(struct graph *g, config_t *c, int read_ok)
+/* Reads the model at path (or the text given for it), then its settings into g. */
+static int load(struct graph *g, const char *path, const char *text)
 {
-	struct reader r = { g, g->file };
+	struct source src;
+	config_t c;
 	int rc = -1;
-	if (!read_ok) {
-		if (config_error_type(c) == CONFIG_ERR_FILE_IO) {
-			diag_error(g->file, 0, "cannot read model file");
-		} else {
-			const char *f = config_error_file(c);
-			diag_error(f ? f : g->file, config_error_line(c), "%s", config_error_text(c));
-			diag_hint("settings end with ';', strings are in double quotes, arrays are [ ... ], "
-				  "lists ( ... ), groups { ... }");
-		}
+	memset(g, 0, sizeof *g);
+	g->file = xstrdup(path);
+	graph_index_names(g);
+	if (source_read(&src, path, text)) {
+		source_free(&src);
+		return -1;
+	}
+	/* the graph keeps the names of the included files: its tensors and ops point at them */
+	g->n_files = src.n_files - 1;
+	g->files = xmalloc(sizeof *g->files * (size_t)(g->n_files ? g->n_files : 1));
+	memcpy(g->files, src.files + 1, sizeof *g->files * (size_t)g->n_files);
+	src.n_files = 1;
+	struct reader r = { g, &src };
+	config_init(&c);
+	if (!config_read_string(&c, src.text)) {
+		int k, line;
+		source_where(&src, (unsigned)config_error_line(&c), &k, &line);
+		diag_error(file_name(&r, k), line, "%s", config_error_text(&c));
+		diag_hint("settings end with ';', strings are in double quotes, arrays are [ ... ], "
+			  "lists ( ... ), groups { ... }");
 		goto out;
 	}
-	rc = read_model(&r, c);
+	rc = read_model(&r, &c);
 out:
-	config_destroy(c);
+	config_destroy(&c);
+	source_free(&src);
 	return rc;
 }
 
 int cfg_load(struct graph *g, const char *path)
 {
-	memset(g, 0, sizeof *g);
-	g->file = xstrdup(path);
-	FILE *f = fopen(path, "r");
-	if (!f) {
-		diag_error(path, 0, "cannot open model file: %s", strerror(errno));
-		return -1;
-	}
-	config_t c;
-	config_init(&c);
-	int ok = config_read(&c, f);
-	fclose(f);
-	return load(g, &c, ok);
+	return load(g, path, NULL);
 }
 
 int cfg_load_string(struct graph *g, const char *path, const char *text)
 {
-	memset(g, 0, sizeof *g);
-	g->file = xstrdup(path);
-	config_t c;
-	config_init(&c);
-	int ok = config_read_string(&c, text);
-	return load(g, &c, ok);
+	return load(g, path, text);
 }

@@ -2,6 +2,7 @@
  * dtypes inferred) and its dumps (-dG text, Graphviz). */
 #include "graph.h"
 #include "diag.h"
+#include "strmap.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -10,12 +11,27 @@
 
 #define SHAPE_BUF 96
 
+/* The names of tensors[0..done) or ops[0..done), hashed. */
+struct name_index {
+	struct strmap map;
+	int done;
+};
+
 void graph_free(struct graph *g)
 {
 	for (int i = 0; i < g->n_tensors; i++)
 		free(g->tensors[i].name);
 	for (int i = 0; i < g->n_ops; i++)
 		free(g->ops[i].name);
+	for (int i = 0; i < g->n_files; i++)
+		free(g->files[i]);
+	if (g->tensor_index)
+		strmap_free(&g->tensor_index->map);
+	if (g->op_index)
+		strmap_free(&g->op_index->map);
+	free(g->tensor_index);
+	free(g->op_index);
+	free(g->files);
 	free(g->tensors);
 	free(g->ops);
 	free(g->order);
@@ -24,8 +40,42 @@ void graph_free(struct graph *g)
 	memset(g, 0, sizeof *g);
 }
 
+const char *graph_file_of(const struct graph *g, const char *file)
+{
+	return file ? file : g->file;
+}
+
+/* Where tensor or op x was written, as the first two arguments of diag_*. */
+#define AT(x) graph_file_of(g, (x)->file), (x)->line
+
+void graph_index_names(struct graph *g)
+{
+	if (!g->tensor_index)
+		g->tensor_index = xcalloc(1, sizeof *g->tensor_index);
+	if (!g->op_index)
+		g->op_index = xcalloc(1, sizeof *g->op_index);
+}
+
+static const char *tensor_name(const void *g, int i) { return ((const struct graph *)g)->tensors[i].name; }
+static const char *op_name(const void *g, int i) { return ((const struct graph *)g)->ops[i].name; }
+
+/* Looks name up in x, after hashing the entries [x->done, n) appended since the last lookup (all of
+ * them again if the array shrank). */
+static int find(struct name_index *x, int n, strmap_name_fn *name_of, const struct graph *g, const char *name)
+{
+	if (x->done > n) {
+		strmap_free(&x->map);
+		x->done = 0;
+	}
+	for (; x->done < n; x->done++)
+		strmap_put(&x->map, name_of(g, x->done), x->done, name_of, g);
+	return strmap_get(&x->map, name, name_of, g);
+}
+
 int graph_find_tensor(const struct graph *g, const char *name)
 {
+	if (g->tensor_index)
+		return find(g->tensor_index, g->n_tensors, tensor_name, g, name);
 	for (int i = 0; i < g->n_tensors; i++)
 		if (!strcmp(g->tensors[i].name, name))
 			return i;
@@ -34,6 +84,8 @@ int graph_find_tensor(const struct graph *g, const char *name)
 
 int graph_find_op(const struct graph *g, const char *name)
 {
+	if (g->op_index)
+		return find(g->op_index, g->n_ops, op_name, g, name);
 	for (int i = 0; i < g->n_ops; i++)
 		if (!strcmp(g->ops[i].name, name))
 			return i;
@@ -100,19 +152,19 @@ static int check_size(const struct graph *g, const struct tensor *t)
 		goto overflow;
 	return 0;
 overflow:
-	diag_error(g->file, t->line, "tensor '%s' of shape %s (%s) is too large: its size in bytes overflows 64 bits",
+	diag_error(AT(t), "tensor '%s' of shape %s (%s) is too large: its size in bytes overflows 64 bits",
 		   t->name, shp(t), dtype_name[t->dtype]);
 	return -1;
 }
 
-static int check_gpu(const struct graph *g, int gpu, int line, const char *what, const char *name)
+static int check_gpu(const struct graph *g, int gpu, const char *file, int line, const char *what, const char *name)
 {
 	if (gpu >= 0 && gpu < g->gpus)
 		return 0;
 	if (g->gpus == 1)
-		diag_error(g->file, line, "'gpu' of %s '%s' is %d, expected 0 (the model has one GPU)", what, name, gpu);
+		diag_error(graph_file_of(g, file), line, "'gpu' of %s '%s' is %d, expected 0 (the model has one GPU)", what, name, gpu);
 	else
-		diag_error(g->file, line, "'gpu' of %s '%s' is %d, expected 0 to %d", what, name, gpu, g->gpus - 1);
+		diag_error(graph_file_of(g, file), line, "'gpu' of %s '%s' is %d, expected 0 to %d", what, name, gpu, g->gpus - 1);
 	diag_hint("the model has gpus = %d; raise 'gpus' or change the %s's 'gpu'", g->gpus, what);
 	return -1;
 }
@@ -127,18 +179,18 @@ static int check_basic(struct graph *g)
 		struct tensor *t = &g->tensors[i];
 		if (!t->shape_given)
 			t->ndim = 0; /* inferred again below */
-		if (t->declared && check_gpu(g, t->gpu, t->line, "tensor", t->name))
+		if (t->declared && check_gpu(g, t->gpu, t->file, t->line, "tensor", t->name))
 			return -1;
 		if (!t->shape_given)
 			continue;
 		if (t->ndim < 1 || t->ndim > ARK_MAX_DIMS) {
-			diag_error(g->file, t->line, "'shape' of tensor '%s' has %d dimensions, expected 1 to %d", t->name,
+			diag_error(AT(t), "'shape' of tensor '%s' has %d dimensions, expected 1 to %d", t->name,
 				   t->ndim, ARK_MAX_DIMS);
 			return -1;
 		}
 		for (int d = 0; d < t->ndim; d++)
 			if (t->shape[d] < 1) {
-				diag_error(g->file, t->line, "'shape' of tensor '%s' has %" PRId64 " in dimension %d, "
+				diag_error(AT(t), "'shape' of tensor '%s' has %" PRId64 " in dimension %d, "
 					   "expected at least 1", t->name, t->shape[d], d);
 				return -1;
 			}
@@ -149,20 +201,20 @@ static int check_basic(struct graph *g)
 		struct op *o = &g->ops[i];
 		ARK_ASSERT(o->kind >= 0 && o->kind < ARK_OP__COUNT);
 		const struct op_info *oi = &op_info[o->kind];
-		if (check_gpu(g, o->gpu, o->line, "op", o->name))
+		if (check_gpu(g, o->gpu, o->file, o->line, "op", o->name))
 			return -1;
 		if (o->n_in < oi->min_in || o->n_in > oi->max_in) {
 			if (oi->min_in == oi->max_in)
-				diag_error(g->file, o->line, "op '%s' (%s) takes %d %s, found %d", o->name, oi->name,
+				diag_error(AT(o), "op '%s' (%s) takes %d %s, found %d", o->name, oi->name,
 					   oi->min_in, plural(oi->min_in, "input", "inputs"), o->n_in);
 			else
-				diag_error(g->file, o->line, "op '%s' (%s) takes %d to %d inputs, found %d", o->name,
+				diag_error(AT(o), "op '%s' (%s) takes %d to %d inputs, found %d", o->name,
 					   oi->name, oi->min_in, oi->max_in, o->n_in);
 			return -1;
 		}
 		int want = oi->n_out ? oi->n_out : o->n_in;
 		if (o->n_out != want) {
-			diag_error(g->file, o->line, "op '%s' (%s) has %d %s, expected %d%s", o->name, oi->name, o->n_out,
+			diag_error(AT(o), "op '%s' (%s) has %d %s, expected %d%s", o->name, oi->name, o->n_out,
 				   plural(o->n_out, "output", "outputs"), want, oi->n_out ? "" : " (one per input)");
 			return -1;
 		}
@@ -186,16 +238,16 @@ static int resolve(struct graph *g)
 			struct tensor *t = &g->tensors[o->out[j]];
 			if (t->producer >= 0) {
 				const struct op *p = &g->ops[t->producer];
-				diag_error(g->file, o->line, "tensor '%s' is produced twice: by op '%s' and by op '%s'",
+				diag_error(AT(o), "tensor '%s' is produced twice: by op '%s' and by op '%s'",
 					   t->name, p->name, o->name);
-				diag_note(g->file, p->line, "op '%s' already produces '%s'", p->name, t->name);
+				diag_note(AT(p), "op '%s' already produces '%s'", p->name, t->name);
 				diag_hint("a tensor is produced by at most one op; rename one of the outputs");
 				return -1;
 			}
 			if (t->role == ARK_ROLE_INPUT || t->role == ARK_ROLE_WEIGHT) {
-				diag_error(g->file, o->line, "op '%s' writes '%s', which is declared as %s", o->name,
+				diag_error(AT(o), "op '%s' writes '%s', which is declared as %s", o->name,
 					   t->name, t->role == ARK_ROLE_INPUT ? "an input" : "a weight");
-				diag_note(g->file, t->line, "'%s' is declared here", t->name);
+				diag_note(AT(t), "'%s' is declared here", t->name);
 				diag_hint("inputs and weights are produced by no op; rename the op's output");
 				return -1;
 			}
@@ -208,7 +260,7 @@ static int resolve(struct graph *g)
 			struct tensor *t = &g->tensors[o->in[j]];
 			t->n_readers++;
 			if (!t->declared && t->producer < 0) {
-				diag_error(g->file, o->line, "op '%s' reads unknown tensor '%s'", o->name, t->name);
+				diag_error(AT(o), "op '%s' reads unknown tensor '%s'", o->name, t->name);
 				diag_hint("declare '%s' in 'tensors' (role = \"input\" or \"weight\", with a shape) "
 					  "or name it in the 'out' of an op", t->name);
 				return -1;
@@ -221,21 +273,21 @@ static int resolve(struct graph *g)
 		case ARK_ROLE_INPUT:
 		case ARK_ROLE_WEIGHT:
 			if (!t->shape_given) {
-				diag_error(g->file, t->line, "%s '%s' has no 'shape'", role_name[t->role], t->name);
+				diag_error(AT(t), "%s '%s' has no 'shape'", role_name[t->role], t->name);
 				diag_hint("inputs and weights need a shape, e.g. shape = [8, 1024];");
 				return -1;
 			}
 			break;
 		case ARK_ROLE_OUTPUT:
 			if (t->producer < 0) {
-				diag_error(g->file, t->line, "output '%s' is not produced by any op", t->name);
+				diag_error(AT(t), "output '%s' is not produced by any op", t->name);
 				diag_hint("name '%s' in the 'out' of an op", t->name);
 				return -1;
 			}
 			break;
 		default:
 			if (t->producer < 0) {
-				diag_error(g->file, t->line, "tensor '%s' is not produced by any op, and it is not an input "
+				diag_error(AT(t), "tensor '%s' is not produced by any op, and it is not an input "
 					   "or a weight", t->name);
 				diag_hint("give it role = \"input\" or role = \"weight\" and a shape, or produce it with an op");
 				return -1;
@@ -349,10 +401,10 @@ static void report_cycle(const struct graph *g, const int *indeg)
 	struct text msg = { 0 };
 	for (int k = 0; k <= m; k++)
 		text_add(&msg, "%sop '%s'", k ? " -> " : "", g->ops[cyc[(first + k) % m]].name);
-	diag_error(g->file, g->ops[cyc[first]].line, "cycle: %s", msg.s);
+	diag_error(AT(&g->ops[cyc[first]]), "cycle: %s", msg.s);
 	for (int k = 0; k < m; k++) {
 		int a = cyc[(first + k) % m], b = cyc[(first + k + 1) % m];
-		diag_note(g->file, g->ops[a].line, "op '%s' writes '%s', which op '%s' reads", g->ops[a].name,
+		diag_note(AT(&g->ops[a]), "op '%s' writes '%s', which op '%s' reads", g->ops[a].name,
 			  g->tensors[ten[(first + k) % m]].name, g->ops[b].name);
 	}
 	diag_hint("dependencies come from tensor names: rename an output to break the cycle");
@@ -439,10 +491,10 @@ static int same_shape(const struct tensor *a, const struct tensor *b)
 static void note_tensor(const struct graph *g, const struct tensor *t)
 {
 	if (t->producer >= 0 && !t->shape_given)
-		diag_note(g->file, g->ops[t->producer].line, "'%s' (%s) is produced by op '%s' here", t->name, shp(t),
+		diag_note(AT(&g->ops[t->producer]), "'%s' (%s) is produced by op '%s' here", t->name, shp(t),
 			  g->ops[t->producer].name);
 	else
-		diag_note(g->file, t->line, "'%s' (%s) is declared here", t->name, shp(t));
+		diag_note(AT(t), "'%s' (%s) is declared here", t->name, shp(t));
 }
 
 static int infer_matmul(struct graph *g, struct op *o, int *nd, int64_t *shape)
@@ -450,13 +502,13 @@ static int infer_matmul(struct graph *g, struct op *o, int *nd, int64_t *shape)
 	const struct tensor *a = &g->tensors[o->in[0]], *b = &g->tensors[o->in[1]];
 	char exp[SHAPE_BUF];
 	if (a->ndim < 2) {
-		diag_error(g->file, o->line, "input '%s' of op '%s' (matmul) has shape %s, expected [..., M, K]", a->name,
+		diag_error(AT(o), "input '%s' of op '%s' (matmul) has shape %s, expected [..., M, K]", a->name,
 			   o->name, shp(a));
 		note_tensor(g, a);
 		return -1;
 	}
 	if (b->ndim != 2) {
-		diag_error(g->file, o->line, "input '%s' of op '%s' (matmul) has shape %s, expected %s", b->name,
+		diag_error(AT(o), "input '%s' of op '%s' (matmul) has shape %s, expected %s", b->name,
 			   o->name, shp(b), o->transpose_b ? "[N, K]" : "[K, N]");
 		note_tensor(g, b);
 		return -1;
@@ -470,7 +522,7 @@ static int infer_matmul(struct graph *g, struct op *o, int *nd, int64_t *shape)
 		for (int i = 0; i < a->ndim - 1; i++)
 			w += (size_t)snprintf(exp + w, sizeof exp - w, "%s*", i ? ", " : "[");
 		snprintf(exp + w, sizeof exp - w, ", %" PRId64 "]", kb);
-		diag_error(g->file, o->line, "input '%s' of op '%s' has shape %s, expected %s", a->name, o->name, shp(a),
+		diag_error(AT(o), "input '%s' of op '%s' has shape %s, expected %s", a->name, o->name, shp(a),
 			   exp);
 		note_tensor(g, b);
 		diag_hint("the last dimension of '%s' must equal the %s dimension of '%s'%s", a->name,
@@ -481,7 +533,7 @@ static int infer_matmul(struct graph *g, struct op *o, int *nd, int64_t *shape)
 	if (o->n_in == 3) {
 		const struct tensor *c = &g->tensors[o->in[2]];
 		if (c->ndim != 1 || c->shape[0] != n) {
-			diag_error(g->file, o->line, "bias '%s' of op '%s' has shape %s, expected [%" PRId64 "]", c->name,
+			diag_error(AT(o), "bias '%s' of op '%s' has shape %s, expected [%" PRId64 "]", c->name,
 				   o->name, shp(c), n);
 			note_tensor(g, c);
 			return -1;
@@ -500,7 +552,7 @@ static int infer_broadcast(struct graph *g, struct op *o, int *nd, int64_t *shap
 		int64_t da = i < a->ndim ? a->shape[a->ndim - 1 - i] : 1;
 		int64_t db = i < b->ndim ? b->shape[b->ndim - 1 - i] : 1;
 		if (da != db && da != 1 && db != 1) {
-			diag_error(g->file, o->line, "inputs of op '%s' (%s) cannot be broadcast: '%s' has shape %s, "
+			diag_error(AT(o), "inputs of op '%s' (%s) cannot be broadcast: '%s' has shape %s, "
 				   "'%s' has shape %s", o->name, op_info[o->kind].name, a->name, shp(a), b->name, shp(b));
 			note_tensor(g, b);
 			diag_hint("broadcasting matches trailing dimensions, which must be equal or 1");
@@ -519,7 +571,7 @@ static int check_vector(struct graph *g, struct op *o, int which, const char *ro
 	int64_t n = a->shape[a->ndim - 1];
 	if (v->ndim == 1 && v->shape[0] == n)
 		return 0;
-	diag_error(g->file, o->line, "%s '%s' of op '%s' (%s) has shape %s, expected [%" PRId64 "] (the last dimension of '%s')",
+	diag_error(AT(o), "%s '%s' of op '%s' (%s) has shape %s, expected [%" PRId64 "] (the last dimension of '%s')",
 		   role, v->name, o->name, op_info[o->kind].name, shp(v), n, a->name);
 	note_tensor(g, v);
 	return -1;
@@ -531,7 +583,7 @@ static int infer_same(struct graph *g, struct op *o)
 	for (int j = 1; j < o->n_in; j++) {
 		const struct tensor *b = &g->tensors[o->in[j]];
 		if (!same_shape(a, b)) {
-			diag_error(g->file, o->line, "input '%s' of op '%s' (%s) has shape %s, expected %s like '%s'",
+			diag_error(AT(o), "input '%s' of op '%s' (%s) has shape %s, expected %s like '%s'",
 				   b->name, o->name, op_info[o->kind].name, shp(b), shp(a), a->name);
 			note_tensor(g, b);
 			return -1;
@@ -568,7 +620,7 @@ static int infer_shape(struct graph *g, struct op *o, int *nd, int64_t *shape)
 			return -1;
 		int ax = o->axis;
 		if (ax < -a->ndim || ax >= a->ndim) {
-			diag_error(g->file, o->line, "'axis' of op '%s' (all_gather) is %d, expected -%d to %d for inputs "
+			diag_error(AT(o), "'axis' of op '%s' (all_gather) is %d, expected -%d to %d for inputs "
 				   "of shape %s", o->name, ax, a->ndim, a->ndim - 1, shp(a));
 			return -1;
 		}
@@ -577,7 +629,7 @@ static int infer_shape(struct graph *g, struct op *o, int *nd, int64_t *shape)
 		o->axis = ax;
 		set_shape(shape, nd, a->ndim, a->shape);
 		if (__builtin_mul_overflow(shape[ax], (int64_t)o->n_in, &shape[ax])) {
-			diag_error(g->file, o->line, "op '%s' (all_gather) concatenates %d inputs of shape %s: the result "
+			diag_error(AT(o), "op '%s' (all_gather) concatenates %d inputs of shape %s: the result "
 				   "is too large", o->name, o->n_in, shp(a));
 			return -1;
 		}
@@ -598,14 +650,14 @@ static int infer_op(struct graph *g, struct op *o)
 		const struct tensor *t = &g->tensors[o->in[j]];
 		ARK_ASSERT(t->ndim > 0);
 		if (t->dtype != a->dtype) {
-			diag_error(g->file, o->line, "inputs of op '%s' (%s) have different dtypes: '%s' is %s, '%s' is %s",
+			diag_error(AT(o), "inputs of op '%s' (%s) have different dtypes: '%s' is %s, '%s' is %s",
 				   o->name, oi->name, a->name, dtype_name[a->dtype], t->name, dtype_name[t->dtype]);
 			note_tensor(g, t);
 			diag_hint("all inputs of an op share one dtype; set 'dtype' on the tensors");
 			return -1;
 		}
 		if (!(oi->flags & ARK_OPF_COMM) && t->gpu != o->gpu) {
-			diag_error(g->file, o->line, "input '%s' of op '%s' (%s) lives on gpu %d, but the op runs on gpu %d",
+			diag_error(AT(o), "input '%s' of op '%s' (%s) lives on gpu %d, but the op runs on gpu %d",
 				   t->name, o->name, oi->name, t->gpu, o->gpu);
 			note_tensor(g, t);
 			diag_hint("only communication ops read other GPUs: add a copy op with gpu = %d", o->gpu);
@@ -614,7 +666,7 @@ static int infer_op(struct graph *g, struct op *o)
 		if (oi->n_out == 0)
 			for (int k = 0; k < j; k++)
 				if (g->tensors[o->in[k]].gpu == t->gpu) {
-					diag_error(g->file, o->line, "inputs '%s' and '%s' of op '%s' (%s) both live on gpu %d, "
+					diag_error(AT(o), "inputs '%s' and '%s' of op '%s' (%s) both live on gpu %d, "
 						   "expected one input per GPU", g->tensors[o->in[k]].name, t->name,
 						   o->name, oi->name, t->gpu);
 					note_tensor(g, t);
@@ -629,16 +681,16 @@ static int infer_op(struct graph *g, struct op *o)
 		struct tensor *t = &g->tensors[o->out[j]];
 		int gpu = oi->n_out == 0 ? g->tensors[o->in[j]].gpu : o->gpu;
 		if (t->gpu_given && t->gpu != gpu) {
-			diag_error(g->file, t->line, "tensor '%s' is declared on gpu %d, but op '%s' (%s) produces it on gpu %d",
+			diag_error(AT(t), "tensor '%s' is declared on gpu %d, but op '%s' (%s) produces it on gpu %d",
 				   t->name, t->gpu, o->name, oi->name, gpu);
-			diag_note(g->file, o->line, "op '%s' is defined here", o->name);
+			diag_note(AT(o), "op '%s' is defined here", o->name);
 			return -1;
 		}
 		t->gpu = gpu;
 		if (t->dtype_given && t->dtype != a->dtype) {
-			diag_error(g->file, t->line, "tensor '%s' is declared as %s, but op '%s' (%s) produces %s", t->name,
+			diag_error(AT(t), "tensor '%s' is declared as %s, but op '%s' (%s) produces %s", t->name,
 				   dtype_name[t->dtype], o->name, oi->name, dtype_name[a->dtype]);
-			diag_note(g->file, o->line, "op '%s' is defined here", o->name);
+			diag_note(AT(o), "op '%s' is defined here", o->name);
 			return -1;
 		}
 		t->dtype = a->dtype;
@@ -646,9 +698,9 @@ static int infer_op(struct graph *g, struct op *o)
 			char want[SHAPE_BUF];
 			shape_str(want, sizeof want, nd, shape);
 			if (t->ndim != nd || memcmp(t->shape, shape, sizeof(int64_t) * (size_t)nd)) {
-				diag_error(g->file, t->line, "tensor '%s' is declared with shape %s, but op '%s' (%s) produces %s",
+				diag_error(AT(t), "tensor '%s' is declared with shape %s, but op '%s' (%s) produces %s",
 					   t->name, shp(t), o->name, oi->name, want);
-				diag_note(g->file, o->line, "op '%s' is defined here", o->name);
+				diag_note(AT(o), "op '%s' is defined here", o->name);
 				return -1;
 			}
 		} else {
@@ -670,7 +722,7 @@ int graph_check(struct graph *g)
 	for (int i = 0; i < g->n_tensors; i++) {
 		const struct tensor *t = &g->tensors[i];
 		if (t->n_readers == 0 && t->role != ARK_ROLE_OUTPUT)
-			diag_warning(g->file, t->line, "%s '%s' is never read and is not an output", role_name[t->role],
+			diag_warning(AT(t), "%s '%s' is never read and is not an output", role_name[t->role],
 				     t->name);
 	}
 	return 0;
@@ -728,7 +780,7 @@ void graph_dump(const struct graph *g, FILE *f)
 		fprintf(f, "  %-*s  %-22s %s  %-10s gpu %d  ", w, t->name, shp(t), dtype_name[t->dtype],
 			role_name[t->role], t->gpu);
 		print_size(f, tensor_bytes(t));
-		fprintf(f, "  line %d", t->line);
+		fprintf(f, "  line %d%s%s", t->line, t->file ? " of " : "", t->file ? t->file : "");
 		if (t->producer >= 0)
 			fprintf(f, "  from op '%s'", g->ops[t->producer].name);
 		fprintf(f, ", %d reader%s\n", t->n_readers, t->n_readers == 1 ? "" : "s");
@@ -736,7 +788,8 @@ void graph_dump(const struct graph *g, FILE *f)
 	fprintf(f, "\nops%s:\n", g->order ? " in topological order" : " (unchecked, in file order)");
 	for (int i = 0; i < g->n_ops; i++) {
 		const struct op *o = &g->ops[op_at(g, i)];
-		fprintf(f, "  %d. %s = %s  gpu %d  line %d\n", i, o->name, op_info[o->kind].name, o->gpu, o->line);
+		fprintf(f, "  %d. %s = %s  gpu %d  line %d%s%s\n", i, o->name, op_info[o->kind].name, o->gpu, o->line,
+			o->file ? " of " : "", o->file ? o->file : "");
 		for (int j = 0; j < o->n_in; j++) {
 			const struct tensor *t = &g->tensors[o->in[j]];
 			fprintf(f, "      in  %-*s  %s %s gpu %d\n", w, t->name, shp(t), dtype_name[t->dtype], t->gpu);

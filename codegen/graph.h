@@ -36,6 +36,7 @@ struct tensor {
 	unsigned dtype_given : 1;
 	unsigned gpu_given : 1;
 	unsigned role_given : 1;
+	const char *file;      /* file of `line` when it is not the model file (an @include'd one) */
 };
 
 struct op {
@@ -50,6 +51,7 @@ struct op {
 	int axis;              /* as written; normalised to 0..ndim-1 by inference */
 	enum ark_transport transport;
 	unsigned attrs_given;  /* mask of ARK_A(...) */
+	const char *file;      /* file of `line` when it is not the model file (an @include'd one) */
 };
 
 struct graph {
@@ -61,6 +63,9 @@ struct graph {
 	struct tensor *tensors;
 	struct op *ops;
 	int *order;            /* ops in a topological order (after graph_check) */
+	char **files;          /* (n_files) the @include'd files that tensor and op `file`s point to */
+	int n_files;
+	struct name_index *tensor_index, *op_index; /* for graph_find_*, made by graph_index_names */
 };
 
 /* Parse a model file into g. Returns 0, or -1 after reporting FILE:LINE: error: ... */
@@ -72,8 +77,13 @@ int cfg_load_string(struct graph *g, const char *path, const char *text);
 int graph_check(struct graph *g);
 
 void graph_free(struct graph *g);
+/* Index of the tensor or op called name, or -1. Hashed once graph_index_names has run (cfg_load runs
+ * it); tensors and ops appended since are hashed on the next lookup. Without an index, a scan. */
 int graph_find_tensor(const struct graph *g, const char *name);
 int graph_find_op(const struct graph *g, const char *name);
+void graph_index_names(struct graph *g);
+/* The file a tensor or op was written in: its own (an @include'd file), or the model's. */
+const char *graph_file_of(const struct graph *g, const char *file);
 
 /* Byte size of a tensor; its element count times the dtype size (checked not to overflow by graph_check). */
 uint64_t tensor_bytes(const struct tensor *t);

@@ -57,13 +57,15 @@ struct ark_st {
 	char *path;
 	int n;
 	struct ark_st_entry *e;
+	struct ark_st_entry **by_name; /* (n) the entries sorted by name, for ark_st_find */
 	unsigned char *data;     /* data section */
 	uint64_t data_bytes;
 	void *map;               /* whole file */
 	size_t map_bytes;
 };
-/* Opens and validates a safetensors file (header JSON parsed with cJSON; offsets, sizes and dtypes
- * checked against the file). */
+/* Opens and validates a safetensors file (header JSON parsed with cJSON, and held to the format: a
+ * JSON object from the first byte, names without NUL, integers written as integers, known dtypes,
+ * each name once, byte ranges that tile the data section exactly). */
 int ark_st_open(struct ark_st *st, const char *path);
 void ark_st_close(struct ark_st *st);
 const struct ark_st_entry *ark_st_find(const struct ark_st *st, const char *name);

@@ -53,15 +53,25 @@ void ark_st_close(struct ark_st *st)
 	for (int i = 0; i < st->n; i++)
 		free(st->e[i].name);
 	free(st->e);
+	free(st->by_name);
 	free(st->path);
 	memset(st, 0, sizeof *st);
 }
 
 const struct ark_st_entry *ark_st_find(const struct ark_st *st, const char *name)
 {
-	for (int i = 0; i < st->n; i++)
-		if (!strcmp(st->e[i].name, name))
-			return &st->e[i];
+	int lo = 0, hi = st->n; /* binary search of by_name[lo, hi) */
+	if (!st->by_name)
+		return NULL;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2, c = strcmp(st->by_name[mid]->name, name);
+		if (!c)
+			return st->by_name[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return NULL;
 }
 
@@ -83,6 +93,80 @@ static int cmp_begin(const void *a, const void *b)
 	const struct ark_st_entry *x = *(const struct ark_st_entry *const *)a;
 	const struct ark_st_entry *y = *(const struct ark_st_entry *const *)b;
 	return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : (x->end > y->end) - (x->end < y->end);
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp((*(const struct ark_st_entry *const *)a)->name, (*(const struct ark_st_entry *const *)b)->name);
+}
+
+/* ---- what cJSON lets through ---------------------------------------------------------------------
+ * cJSON accepts a NUL written \u0000 in a string (and cuts the string there), raw control characters
+ * in strings, and numbers written 12.0, 1.2e1, -0 or 012 (all 12.0 or 0.0 to the caller). The header
+ * text is scanned once more for them. */
+
+/* The header JSON h[0..n), which cJSON parsed: a NUL escape or a raw control character in a string
+ * is refused; the number tokens are listed, in order, into num[] (start) and num_len[]. */
+static int st_scan(const char *path, const char *h, size_t n, const char **num, size_t *num_len, int max_num,
+		   int *n_num)
+{
+	*n_num = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (h[i] == '"') {
+			size_t start = i;
+			for (i++; i < n && h[i] != '"'; i++) {
+				if ((unsigned char)h[i] < 0x20)
+					return ark_error("%s: raw control character 0x%02x in a header string at byte %zu "
+							 "(JSON writes it escaped)", path, (unsigned char)h[i], i);
+				if (h[i] != '\\')
+					continue;
+				if (i + 5 < n && !memcmp(h + i + 1, "u0000", 5)) {
+					size_t end = i;
+					while (end < n && h[end] != '"')
+						end++;
+					return ark_error("%s: header string %.*s\"%s holds a NUL character (\\u0000) at byte %zu",
+							 path, (int)(end - start > 60 ? 60 : end - start), h + start,
+							 end - start > 60 ? "..." : "", i);
+				}
+				i++; /* the escaped character */
+			}
+		} else if (h[i] == '-' || (h[i] >= '0' && h[i] <= '9')) {
+			size_t start = i;
+			while (i + 1 < n && strchr("0123456789+-eE.", h[i + 1]) && h[i + 1])
+				i++;
+			if (*n_num == max_num)
+				return ark_error("%s: malformed JSON header: more numbers than cJSON found", path);
+			num[*n_num] = h + start;
+			num_len[(*n_num)++] = i + 1 - start;
+		}
+	}
+	return ARK_OK;
+}
+
+static int count_numbers(const cJSON *j)
+{
+	int n = 0;
+	for (; j; j = j->next)
+		n += cJSON_IsNumber(j) ? 1 : count_numbers(j->child);
+	return n;
+}
+
+/* Numbers in document order, as cJSON keeps them: one not written as a plain integer (0 or
+ * [1-9][0-9]*) becomes NaN, which every check of an offset or dimension refuses. */
+static void mark_numbers(cJSON *j, const char *const *num, const size_t *num_len, int *k)
+{
+	for (; j; j = j->next) {
+		if (!cJSON_IsNumber(j)) {
+			mark_numbers(j->child, num, num_len, k);
+			continue;
+		}
+		const char *t = num[*k];
+		size_t len = num_len[(*k)++], d = 0;
+		while (d < len && t[d] >= '0' && t[d] <= '9')
+			d++;
+		if (d != len || (t[0] == '0' && len > 1))
+			j->valuedouble = NAN;
+	}
 }
 
 /* Parses one header entry j (named by j->string) into e; path names the file in errors. */
@@ -108,7 +192,9 @@ static int st_entry(const char *path, const cJSON *j, const struct ark_st *st, s
 	for (size_t i = 0; i < sizeof st_dtypes / sizeof st_dtypes[0]; i++)
 		if (!strcmp(st_dtypes[i].name, dt->valuestring))
 			k = (int)i;
-	e->dtype = k >= 0 ? st_dtypes[k].ark : -1;
+	if (k < 0)
+		return ark_error("%s: tensor '%s': unknown dtype '%s'", path, name, dt->valuestring);
+	e->dtype = st_dtypes[k].ark;
 
 	if (!sh)
 		return ark_error("%s: tensor '%s': missing \"shape\"", path, name);
@@ -143,18 +229,16 @@ static int st_entry(const char *path, const cJSON *j, const struct ark_st *st, s
 		return ark_error("%s: tensor '%s': data_offsets [%llu, %llu] out of the data section (%llu bytes)",
 				 path, name, (unsigned long long)e->begin, (unsigned long long)e->end,
 				 (unsigned long long)st->data_bytes);
-	if (k >= 0) {
-		bits = (uint64_t)st_dtypes[k].bits;
-		if (elems > UINT64_MAX / bits)
-			return ark_error("%s: tensor '%s': shape is too large", path, name);
-		bytes = (elems * bits + 7) / 8;
-		if (bytes != e->end - e->begin)
-			return ark_error("%s: tensor '%s': data_offsets [%llu, %llu] hold %llu bytes, but dtype %s and "
-					 "shape of %llu elements need %llu",
-					 path, name, (unsigned long long)e->begin, (unsigned long long)e->end,
-					 (unsigned long long)(e->end - e->begin), e->dtype_str,
-					 (unsigned long long)elems, (unsigned long long)bytes);
-	}
+	bits = (uint64_t)st_dtypes[k].bits;
+	if (elems > UINT64_MAX / bits)
+		return ark_error("%s: tensor '%s': shape is too large", path, name);
+	bytes = elems * bits / 8 + (elems * bits % 8 != 0);
+	if (bytes != e->end - e->begin)
+		return ark_error("%s: tensor '%s': data_offsets [%llu, %llu] hold %llu bytes, but dtype %s and "
+				 "shape of %llu elements need %llu",
+				 path, name, (unsigned long long)e->begin, (unsigned long long)e->end,
+				 (unsigned long long)(e->end - e->begin), e->dtype_str, (unsigned long long)elems,
+				 (unsigned long long)bytes);
 	if (!(e->name = strdup(name)))
 		return ark_error("%s: out of memory", path);
 	return ARK_OK;
@@ -164,11 +248,12 @@ int ark_st_open(struct ark_st *st, const char *path)
 {
 	struct stat sb;
 	const unsigned char *p;
-	const char *end = NULL;
+	const char *h, *end = NULL, **num = NULL;
+	size_t *num_len = NULL;
 	cJSON *root = NULL, *j;
 	struct ark_st_entry **order = NULL;
-	uint64_t hlen = 0;
-	int fd, n = 0;
+	uint64_t hlen = 0, pos = 0;
+	int fd, n = 0, n_num = 0, k = 0, meta = 0;
 
 	memset(st, 0, sizeof *st);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
@@ -202,32 +287,59 @@ int ark_st_open(struct ark_st *st, const char *path)
 	p = st->map;
 	for (int i = 7; i >= 0; i--)
 		hlen = hlen << 8 | p[i];
-	if (hlen > st->map_bytes - 8 || hlen > ST_MAX_HEADER) {
-		ark_error("%s: header length %llu is beyond the file's %zu bytes%s", path, (unsigned long long)hlen,
-			  st->map_bytes, hlen > ST_MAX_HEADER ? " (or absurd)" : " (truncated file?)");
+	if (hlen > ST_MAX_HEADER) {
+		ark_error("%s: header length %llu is over the limit of %llu bytes", path, (unsigned long long)hlen,
+			  (unsigned long long)ST_MAX_HEADER);
+		goto fail;
+	}
+	if (hlen > st->map_bytes - 8) {
+		ark_error("%s: header length %llu is beyond the %llu bytes that follow it (truncated file?)", path,
+			  (unsigned long long)hlen, (unsigned long long)(st->map_bytes - 8));
+		goto fail;
+	}
+	h = (const char *)p + 8;
+	/* the header is a JSON object from its first byte (padding may follow it, not precede it) */
+	if (hlen == 0 || h[0] != '{') {
+		ark_error("%s: the header does not start with '{'%s", path,
+			  hlen == 0 ? " (it is empty)" : " (a byte-order mark or leading spaces?)");
 		goto fail;
 	}
 	st->data = (unsigned char *)st->map + 8 + hlen;
 	st->data_bytes = st->map_bytes - 8 - hlen;
 
-	root = cJSON_ParseWithLengthOpts((const char *)p + 8, (size_t)hlen, &end, 0);
+	root = cJSON_ParseWithLengthOpts(h, (size_t)hlen, &end, 0);
 	if (!root) {
-		ark_error("%s: malformed JSON header near byte %lld of %llu", path,
-			  end ? (long long)(end - (const char *)p - 8) : -1LL, (unsigned long long)hlen);
+		ark_error("%s: malformed JSON header near byte %lld of %llu", path, end ? (long long)(end - h) : -1LL,
+			  (unsigned long long)hlen);
 		goto fail;
 	}
-	for (const char *q = end; q < (const char *)p + 8 + hlen; q++)
+	for (const char *q = end; q < h + hlen; q++)
 		if (*q != ' ' && *q != '\t' && *q != '\n' && *q != '\r') {
 			ark_error("%s: malformed JSON header: garbage after the object at byte %lld", path,
-				  (long long)(q - (const char *)p - 8));
+				  (long long)(q - h));
 			goto fail;
 		}
 	if (!cJSON_IsObject(root)) {
 		ark_error("%s: malformed JSON header: not an object", path);
 		goto fail;
 	}
+	n_num = count_numbers(root->child);
+	if (!(num = malloc(sizeof *num * (size_t)(n_num + 1))) || !(num_len = malloc(sizeof *num_len * (size_t)(n_num + 1)))) {
+		ark_error("%s: out of memory", path);
+		goto fail;
+	}
+	if (st_scan(path, h, (size_t)(end - h), num, num_len, n_num, &k))
+		goto fail;
+	if (k != n_num) {
+		ark_error("%s: malformed JSON header: %d numbers, cJSON found %d", path, k, n_num);
+		goto fail;
+	}
+	k = 0;
+	mark_numbers(root->child, num, num_len, &k);
+
 	cJSON_ArrayForEach(j, root) n++;
-	if (!(st->e = calloc((size_t)(n ? n : 1), sizeof *st->e)) || !(order = calloc((size_t)(n ? n : 1), sizeof *order))) {
+	if (!(st->e = calloc((size_t)(n ? n : 1), sizeof *st->e)) || !(order = calloc((size_t)(n ? n : 1), sizeof *order)) ||
+	    !(st->by_name = calloc((size_t)(n ? n : 1), sizeof *st->by_name))) {
 		ark_error("%s: out of memory", path);
 		goto fail;
 	}
@@ -235,6 +347,10 @@ int ark_st_open(struct ark_st *st, const char *path)
 	{
 		if (!strcmp(j->string, "__metadata__")) {
 			const cJSON *v;
+			if (meta++) {
+				ark_error("%s: \"__metadata__\" appears twice in the header", path);
+				goto fail;
+			}
 			if (!cJSON_IsObject(j)) {
 				ark_error("%s: \"__metadata__\" is not an object", path);
 				goto fail;
@@ -246,33 +362,52 @@ int ark_st_open(struct ark_st *st, const char *path)
 			}
 			continue;
 		}
-		if (ark_st_find(st, j->string)) {
-			ark_error("%s: tensor '%s' appears twice in the header", path, j->string);
-			goto fail;
-		}
 		if (st_entry(path, j, st, &st->e[st->n]))
 			goto fail;
-		order[st->n] = &st->e[st->n];
+		order[st->n] = st->by_name[st->n] = &st->e[st->n];
 		st->n++;
 	}
-	/* no two non-empty byte ranges may overlap */
-	qsort(order, (size_t)st->n, sizeof *order, cmp_begin);
-	for (int i = 0, last = -1; i < st->n; i++) {
-		if (order[i]->begin == order[i]->end)
-			continue;
-		if (last >= 0 && order[i]->begin < order[last]->end) {
-			ark_error("%s: tensors '%s' [%llu, %llu] and '%s' [%llu, %llu] overlap in the data section", path,
-				  order[last]->name, (unsigned long long)order[last]->begin,
-				  (unsigned long long)order[last]->end, order[i]->name,
-				  (unsigned long long)order[i]->begin, (unsigned long long)order[i]->end);
+	/* names: each once */
+	qsort(st->by_name, (size_t)st->n, sizeof *st->by_name, cmp_name);
+	for (int i = 1; i < st->n; i++)
+		if (!strcmp(st->by_name[i - 1]->name, st->by_name[i]->name)) {
+			ark_error("%s: tensor '%s' appears twice in the header", path, st->by_name[i]->name);
 			goto fail;
 		}
-		last = i;
+	/* byte ranges: back to back from 0 to the end of the data section, as the format requires */
+	qsort(order, (size_t)st->n, sizeof *order, cmp_begin);
+	for (int i = 0, last = -1; i < st->n; i++) {
+		const struct ark_st_entry *e = order[i];
+		if (e->begin < pos) {
+			ark_error("%s: tensors '%s' [%llu, %llu] and '%s' [%llu, %llu] overlap in the data section", path,
+				  order[last]->name, (unsigned long long)order[last]->begin,
+				  (unsigned long long)order[last]->end, e->name, (unsigned long long)e->begin,
+				  (unsigned long long)e->end);
+			goto fail;
+		}
+		if (e->begin > pos) {
+			ark_error("%s: bytes [%llu, %llu) of the data section belong to no tensor (a gap before tensor '%s')",
+				  path, (unsigned long long)pos, (unsigned long long)e->begin, e->name);
+			goto fail;
+		}
+		if (e->end > e->begin) {
+			pos = e->end;
+			last = i;
+		}
 	}
+	if (pos != st->data_bytes) {
+		ark_error("%s: the data section has %llu bytes, but its tensors end at byte %llu", path,
+			  (unsigned long long)st->data_bytes, (unsigned long long)pos);
+		goto fail;
+	}
+	free(num);
+	free(num_len);
 	free(order);
 	cJSON_Delete(root);
 	return ARK_OK;
 fail:
+	free(num);
+	free(num_len);
 	free(order);
 	cJSON_Delete(root);
 	ark_st_close(st);
@@ -326,11 +461,24 @@ static const char *dims_str(char *buf, size_t n, int ndim, const int64_t *shape)
 	return buf;
 }
 
-static int model_find(const struct ark_model *m, const char *name)
+static int cmp_tensor_name(const void *a, const void *b)
 {
-	for (int t = 0; t < m->n_tensors; t++)
-		if (m->tensors[t].name && !strcmp(m->tensors[t].name, name))
-			return t;
+	return strcmp((*(const struct ark_tensor *const *)a)->name, (*(const struct ark_tensor *const *)b)->name);
+}
+
+/* Index of the model's tensor called name, by binary search of by_name[0..n) (sorted by name). */
+static int model_find(const struct ark_model *m, const struct ark_tensor *const *by_name, int n, const char *name)
+{
+	int lo = 0, hi = n;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2, c = strcmp(by_name[mid]->name, name);
+		if (!c)
+			return (int)(by_name[mid] - m->tensors);
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return -1;
 }
 
@@ -340,21 +488,27 @@ int ark_st_load(const char *path, const struct ark_model *m, unsigned role_mask,
 	struct ark_st st;
 	const char *base = st_base(path);
 	char s1[160], s2[160];
-	int *idx = NULL;
+	int *idx = NULL, n_named = 0;
+	const struct ark_tensor **by_name = NULL;
 
 	if (loaded)
 		*loaded = 0;
 	if (ark_st_open(&st, path))
 		return ARK_ERR;
-	if (!(idx = malloc((size_t)(st.n ? st.n : 1) * sizeof *idx))) {
+	if (!(idx = malloc((size_t)(st.n ? st.n : 1) * sizeof *idx)) ||
+	    !(by_name = malloc((size_t)(m->n_tensors > 0 ? m->n_tensors : 1) * sizeof *by_name))) {
 		ark_error("%s: out of memory", path);
 		goto fail;
 	}
+	for (int t = 0; t < m->n_tensors; t++)
+		if (m->tensors[t].name)
+			by_name[n_named++] = &m->tensors[t];
+	qsort(by_name, (size_t)n_named, sizeof *by_name, cmp_tensor_name);
 	/* check everything first, so a bad file leaves the buffers untouched */
 	for (int i = 0; i < st.n; i++) {
 		const struct ark_st_entry *e = &st.e[i];
 		const struct ark_tensor *t;
-		int ti = model_find(m, e->name);
+		int ti = model_find(m, by_name, n_named, e->name);
 		if (ti < 0) {
 			ark_error("tensor '%s' of file %s is not a tensor of model '%s'", e->name, base,
 				  m->name ? m->name : "?");
@@ -386,10 +540,12 @@ int ark_st_load(const char *path, const struct ark_model *m, unsigned role_mask,
 		memcpy(bufs[idx[i]], st.data + st.e[i].begin, (size_t)(st.e[i].end - st.e[i].begin));
 	if (loaded)
 		*loaded = st.n;
+	free(by_name);
 	free(idx);
 	ark_st_close(&st);
 	return ARK_OK;
 fail:
+	free(by_name);
 	free(idx);
 	ark_st_close(&st);
 	return ARK_ERR;

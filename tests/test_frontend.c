@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "codegen/diag.h"
 #include "codegen/graph.h"
@@ -409,6 +412,241 @@ static void test_long_chain(void **state)
 	free(text);
 }
 
+static double seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* 100,000 ops: names are hashed, so reading and checking take well under the 10 s bound here (a scan
+ * per name took 65 s). */
+static void test_chain_100k(void **state)
+{
+	enum { N = 100000 };
+	size_t cap = (size_t)N * 80 + 256, n = 0;
+	char *text = malloc(cap);
+	n += (size_t)snprintf(text + n, cap - n, HEAD "tensors = ( { name = \"t0\"; shape = [2, 3]; role = \"input\"; } );\nops = (");
+	for (int i = N - 1; i >= 0; i--)
+		n += (size_t)snprintf(text + n, cap - n, "{ name = \"o%d\"; op = \"relu\"; in = [\"t%d\"]; out = \"t%d\"; }%s\n", i, i,
+				      i + 1, i ? "," : "");
+	snprintf(text + n, cap - n, ");\n");
+	struct graph g;
+	double t0 = seconds();
+	assert_int_equal(load(&g, text), 0);
+	double dt = seconds() - t0;
+	if (dt > 10)
+		fail_msg("reading and checking %d ops took %.1f s", N, dt);
+	assert_int_equal(g.n_ops, N);
+	assert_int_equal(g.order[0], N - 1); /* o0, listed last */
+	assert_int_equal(graph_find_op(&g, "o0"), N - 1);
+	assert_int_equal(graph_find_tensor(&g, "t100000"), 2); /* written by the first op listed */
+	assert_int_equal(graph_find_tensor(&g, "t100001"), -1);
+	/* a tensor appended by a later pass is found too */
+	g.tensors = realloc(g.tensors, sizeof *g.tensors * (size_t)(g.n_tensors + 1));
+	memset(&g.tensors[g.n_tensors], 0, sizeof *g.tensors);
+	g.tensors[g.n_tensors].name = strdup("late__ws");
+	g.n_tensors++;
+	assert_int_equal(graph_find_tensor(&g, "late__ws"), N + 1);
+	graph_free(&g);
+	free(text);
+}
+
+/* Integer literals that libconfig 1.5 would cut to 32 bits are refused at their line; the same digits
+ * in comments, strings and names, and literals that fit, are not. */
+static void test_int_literals(void **state)
+{
+	struct graph g;
+	assert_int_equal(load(&g, HEAD "# 99999999999999999999 in a comment\n"
+				  "tensors = ( { name = \"t4294967296\"; shape = [4294967296L, 0x1L]; role = \"input\"; } ); /* 4294967296 */\n"
+				  "gpus = 0x00000001; // 2147483648\n"
+				  "ops = ( { name = \"o\"; op = \"scale\"; in = [\"t4294967296\"]; out = \"y\"; factor = 4294967296.0; },\n"
+				  "  { name = \"p\"; op = \"scale\"; in = [\"y\"]; out = \"z\"; factor = -2147483648; },\n"
+				  "  { name = \"q\"; op = \"scale\"; in = [\"z\"]; out = \"u\"; factor = 1e10; } );\n"),
+			 0);
+	SHAPE(T(&g, "y"), 4294967296, 1);
+	assert_true(O(&g, "o")->factor == 4294967296.0);
+	assert_true(O(&g, "p")->factor == -2147483648.0);
+	graph_free(&g);
+
+	static const struct {
+		const char *text, *error;
+	} cases[] = {
+		{ HEAD "gpus = 2147483648;\n", "t.cfg:2: error: integer 2147483648 does not fit in 32 bits: libconfig would "
+						"read it as -2147483648\nhint: write 2147483648L for a 64-bit integer" },
+		{ HEAD "\ngpus = 0x80000000;\n", "t.cfg:3: error: integer 0x80000000 does not fit in 32 bits: libconfig would "
+						 "read it as -2147483648\nhint: write 0x80000000L" },
+		{ HEAD "gpus = 0x10000000000000000L;\n", "t.cfg:2: error: integer 0x10000000000000000L does not fit in 64 bits" },
+		{ HEAD "gpus = -9223372036854775809L;\n", "t.cfg:2: error: integer -9223372036854775809L does not fit in 64 bits" },
+		/* a string with an escaped quote, then digits still in the string, then a literal */
+		{ HEAD "name2 = \"a\\\" 4294967296 \\\\\"; x = [1,\n 4294967297];\n", "t.cfg:3: error: integer 4294967297 does not fit" },
+		{ HEAD "/* 4294967296\n */ x = 4294967299;\n", "t.cfg:3: error: integer 4294967299 does not fit" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		assert_int_equal(load(&g, cases[i].text), -1);
+		if (strncmp(diag_text, cases[i].error, strlen(cases[i].error)))
+			fail_msg("case %zu: expected '%s' at the start of:\n%s", i, cases[i].error, diag_text);
+		graph_free(&g);
+	}
+
+	/* a dimension written as 0 is just that: no hint about 64-bit literals */
+	assert_int_equal(load(&g, HEAD "tensors = ( { name = \"x\"; shape = [0, 4]; role = \"input\"; } );\nops = ();\n"), -1);
+	assert_string_equal(diag_text, "t.cfg:2: error: 'shape' of tensor 'x' has 0 in dimension 0, expected at least 1\n");
+	graph_free(&g);
+}
+
+/* eps and factor reach the kernels as floats: checked as the floats they become. */
+static void test_float_attributes(void **state)
+{
+	static const struct {
+		const char *attr;
+		int ok;
+	} cases[] = {
+		{ "factor = 0.0", 1 },
+		{ "factor = 3.4028234663852886e+38", 1 },  /* FLT_MAX */
+		{ "factor = -3.4028235e+38", 1 },          /* rounds to -FLT_MAX */
+		{ "factor = 3.4028236e+38", 0 },           /* rounds to infinity */
+		{ "factor = 1.1754943508222875e-38", 1 },  /* FLT_MIN */
+		{ "factor = 1e-40", 0 },                   /* subnormal as a float */
+		{ "factor = 1e-46", 0 },                   /* 0 as a float */
+		{ "eps = 1.1754943508222875e-38", 1 },
+		{ "eps = 1.1754942e-38", 0 },
+		{ "eps = 0.0", 0 },
+		{ "eps = 1e-12", 1 },
+		{ "eps = 1e39", 0 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char text[512];
+		int scale = cases[i].attr[0] == 'f';
+		snprintf(text, sizeof text, HEAD "tensors = ( { name = \"x\"; shape = [4, 8]; role = \"input\"; },\n"
+			 "  { name = \"g\"; shape = [8]; role = \"weight\"; } );\n"
+			 "ops = ( { name = \"o\"; op = \"%s\"; in = [\"x\"%s]; out = \"y\"; %s; } );\n",
+			 scale ? "scale" : "rmsnorm", scale ? "" : ", \"g\"", cases[i].attr);
+		struct graph g;
+		int rc = load(&g, text);
+		if (cases[i].ok ? rc != 0 : rc != -1 || !strstr(diag_text, "t.cfg:4: error: "))
+			fail_msg("%s: rc %d, diagnostics:\n%s", cases[i].attr, rc, diag_text);
+		graph_free(&g);
+	}
+}
+
+/* Writes text to dir/name. */
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	char p[512];
+	snprintf(p, sizeof p, "%s/%s", dir, name);
+	FILE *f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* A model split over files: includes resolve against the including file's folder, tensors and ops
+ * know the file and line they were written at, and lines after an include keep their numbers. */
+static void test_includes(void **state)
+{
+	char dir[256], sub[300], model[320];
+	const char *tmp = getenv("TMPDIR");
+	snprintf(dir, sizeof dir, "%s/ark_inc_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	assert_non_null(mkdtemp(dir));
+	snprintf(sub, sizeof sub, "%s/parts", dir);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	write_file(dir, "m.cfg", HEAD "tensors = (\n"
+		   "  @include \"parts/tensors.cfg\" /* the rest of this line follows the include */ ,\n"
+		   "  { name = \"y\"; role = \"output\"; }\n"
+		   ");\n"
+		   "# @include \"not/an/include.cfg\" in a comment\n"
+		   "ops = (\n"
+		   "@include \"parts/ops.cfg\"\n"
+		   ");\n");
+	write_file(sub, "tensors.cfg", "{ name = \"x\";\n  shape = [4, 8];\n  role = \"input\"; }");
+	write_file(sub, "ops.cfg", "{ name = \"r\"; op = \"relu\"; in = [\"x\"]; out = \"h\"; },\n@include \"more_ops.cfg\"\n");
+	write_file(sub, "more_ops.cfg", "\n{ name = \"s\"; op = \"softmax\"; in = [\"h\"]; out = \"y\"; }\n");
+	snprintf(model, sizeof model, "%s/m.cfg", dir);
+	struct graph g;
+	capture_begin();
+	int rc = cfg_load(&g, model);
+	if (!rc)
+		rc = graph_check(&g);
+	capture_end();
+	if (rc)
+		fail_msg("%s", diag_text);
+	char want[400];
+	snprintf(want, sizeof want, "%s/parts/tensors.cfg", dir);
+	assert_string_equal(T(&g, "x")->file, want);
+	assert_int_equal(T(&g, "x")->line, 1);
+	assert_null(T(&g, "y")->file);
+	assert_int_equal(T(&g, "y")->line, 4);
+	snprintf(want, sizeof want, "%s/parts/ops.cfg", dir);
+	assert_string_equal(O(&g, "r")->file, want);
+	assert_int_equal(O(&g, "r")->line, 1);
+	assert_string_equal(T(&g, "h")->file, want); /* produced there */
+	snprintf(want, sizeof want, "%s/parts/more_ops.cfg", dir);
+	assert_string_equal(O(&g, "s")->file, want);
+	assert_int_equal(O(&g, "s")->line, 2);
+	SHAPE(T(&g, "y"), 4, 8);
+	graph_free(&g);
+
+	/* an error in an included file names that file; one after the include, the including file */
+	write_file(sub, "more_ops.cfg", "\n{ name = \"s\"; op = \"softmax\"; in = [\"h\"]; out = \"y\"; axis = 1; }\n");
+	capture_begin();
+	assert_int_equal(cfg_load(&g, model), -1);
+	capture_end();
+	snprintf(want, sizeof want, "%s/parts/more_ops.cfg:2: error: op 's' (softmax) has no attribute 'axis'", dir);
+	if (!strstr(diag_text, want))
+		fail_msg("expected '%s' in:\n%s", want, diag_text);
+	graph_free(&g);
+	write_file(sub, "more_ops.cfg", "{ name = \"s\"; op = \"softmax\"; in = [\"h\"]; out = \"y\"; }\n");
+	write_file(dir, "m.cfg", HEAD "tensors = (\n@include \"parts/tensors.cfg\"\n);\n"
+		   "ops = (\n@include \"parts/ops.cfg\"\n);\n\n\nextra = 1;\n");
+	capture_begin();
+	assert_int_equal(cfg_load(&g, model), -1);
+	capture_end();
+	snprintf(want, sizeof want, "%s/m.cfg:10: error: unknown top-level setting 'extra'", dir);
+	if (!strstr(diag_text, want))
+		fail_msg("expected '%s' in:\n%s", want, diag_text);
+	graph_free(&g);
+
+	char cmd[400];
+	snprintf(cmd, sizeof cmd, "rm -r '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* Lines past 65,535 keep their numbers (libconfig's config_setting_source_line cuts them to 16 bits),
+ * and a NUL byte is refused where it is (libconfig would stop reading there). */
+static void test_text_lines(void **state)
+{
+	size_t n = 70000;
+	char *text = malloc(n + 256);
+	memset(text, '\n', n);
+	snprintf(text + n, 256, HEAD "tensors = ( { name = \"x\"; shape = [4]; role = \"inptu\"; } );\nops = ();\n");
+	struct graph g;
+	assert_int_equal(load(&g, text), -1);
+	assert_non_null(strstr(diag_text, "t.cfg:70002: error: 'role' of tensor 'x' is \"inptu\""));
+	graph_free(&g);
+	free(text);
+
+	static const char nul[] = HEAD "tensors = ( { name = \"x\"; shape = [4]; role = \"input\"; } );\n"
+				  "ops = ( { name = \"r\"; op = \"relu\"; in = [\"x\"]; out = \"y\"; } );\n# \0\ngarbage = 1;\n";
+	FILE *f = fopen("t_nul.cfg", "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(nul, 1, sizeof nul - 1, f), sizeof nul - 1);
+	assert_int_equal(fclose(f), 0);
+	capture_begin();
+	assert_int_equal(cfg_load(&g, "t_nul.cfg"), -1);
+	capture_end();
+	unlink("t_nul.cfg");
+	assert_non_null(strstr(diag_text, "t_nul.cfg:4: error: NUL byte in the file"));
+	graph_free(&g);
+
+	/* a directory */
+	capture_begin();
+	assert_int_equal(cfg_load(&g, "models"), -1);
+	capture_end();
+	assert_string_equal(diag_text, "models: error: is a directory\n");
+	graph_free(&g);
+}
+
 static void test_dumps(void **state)
 {
 	struct graph g;
@@ -502,6 +740,11 @@ int main(void)
 		cmocka_unit_test(test_dtype_and_gpu_inheritance),
 		cmocka_unit_test(test_rejections),
 		cmocka_unit_test(test_long_chain),
+		cmocka_unit_test(test_chain_100k),
+		cmocka_unit_test(test_includes),
+		cmocka_unit_test(test_int_literals),
+		cmocka_unit_test(test_float_attributes),
+		cmocka_unit_test(test_text_lines),
 		cmocka_unit_test(test_dumps),
 		cmocka_unit_test(test_models_load),
 	};

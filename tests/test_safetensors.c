@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -264,10 +265,35 @@ static void test_bad_files(void **state)
 {
 	static const struct bad_case cases[] = {
 		/* truncated: the header length is beyond the file */
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 1000, 8, {"header length 1000", "truncated"}},
-		{"{}", 1ll << 40, 0, {"header length", "absurd"}},
+		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 1000, 8,
+		 {"header length 1000 is beyond the 62 bytes that follow it", "truncated"}},
+		{"{}", 1ll << 40, 0, {"header length 1099511627776 is over the limit of 104857600 bytes", NULL}},
+		{"{}", (100ll << 20) + 1, 0, {"header length 104857601 is over the limit of 104857600 bytes", NULL}},
+		/* what cJSON lets through */
+		{"{\"x\\u0000evil\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", -1, 8,
+		 {"\"x\\u0000evil\" holds a NUL character", NULL}},
+		{"{\"a\":{\"dtype\":\"F32\\u0000\",\"shape\":[2],\"data_offsets\":[0,8]}}", -1, 8, {"NUL character", NULL}},
+		{"{\"a\x01\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", -1, 8, {"raw control character 0x01", NULL}},
+		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8.0]}}", -1, 8, {"'a'", "[begin, end]"}},
+		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,0.8e1]}}", -1, 8, {"'a'", "[begin, end]"}},
+		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[-0,8]}}", -1, 8, {"'a'", "[begin, end]"}},
+		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,08]}}", -1, 8, {"'a'", "[begin, end]"}},
+		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[2E0],\"data_offsets\":[0,8]}}", -1, 8, {"'a'", "dimension 0"}},
+		{"\xef\xbb\xbf{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", -1, 8, {"does not start with '{'", NULL}},
+		{"  {\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", -1, 8, {"does not start with '{'", NULL}},
+		{"", -1, 0, {"does not start with '{' (it is empty)", NULL}},
+		{"{\"a\":{\"dtype\":\"F99\",\"shape\":[2],\"data_offsets\":[0,8]}}", -1, 8, {"'a'", "unknown dtype 'F99'"}},
+		/* byte ranges must tile the data section */
+		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+		 "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}", -1, 12, {"bytes [4, 8)", "before tensor 'b'"}},
+		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", -1, 8, {"bytes [0, 4)", "before tensor 'a'"}},
+		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", -1, 12,
+		 {"the data section has 12 bytes, but its tensors end at byte 8", NULL}},
+		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+		 "\"e\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]}}", -1, 8, {"'a'", "overlap"}},
+		{"{\"__metadata__\":{},\"__metadata__\":{}}", -1, 0, {"\"__metadata__\" appears twice", NULL}},
 		{"{\"a\":{\"dtype\":\"F32\",", -1, 0, {"malformed JSON", NULL}},
-		{"[1, 2]", -1, 0, {"not an object", NULL}},
+		{"[1, 2]", -1, 0, {"does not start with '{'", NULL}},
 		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}} x", -1, 8, {"garbage", NULL}},
 		{"{\"a\":5}", -1, 0, {"'a'", "not an object"}},
 		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,80]}}", -1, 8, {"'a'", "out of the data section"}},
@@ -323,6 +349,65 @@ static void test_bad_files(void **state)
 
 	assert_int_equal(ark_st_open(&st, path_of("missing.safetensors")), ARK_ERR);
 	assert_error_has("missing.safetensors: cannot open");
+}
+
+/* ---- a header of 80,000 entries --------------------------------------------------------------- */
+
+static double seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* 80,000 one-element F16 tensors t0 ... t79999; with dup, the last one is called t0 again. */
+static const char *write_many(const char *name, int n, int dup)
+{
+	size_t cap = (size_t)n * 80 + 16, k = 0;
+	char *h = malloc(cap);
+	assert_non_null(h);
+	k += (size_t)snprintf(h + k, cap - k, "{");
+	for (int i = 0; i < n; i++)
+		k += (size_t)snprintf(h + k, cap - k, "%s\"t%d\":{\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[%d,%d]}",
+				      i ? "," : "", dup && i == n - 1 ? 0 : i, 2 * i, 2 * i + 2);
+	snprintf(h + k, cap - k, "}");
+	unsigned char *data = calloc((size_t)n, 2);
+	assert_non_null(data);
+	const char *p = write_raw(name, h, -1, data, (size_t)n * 2);
+	free(h);
+	free(data);
+	return p;
+}
+
+/* Names are sorted once, not compared pairwise: opening, finding every name and finding the
+ * duplicate take well under the bound here (the pairwise check took 20 s, the lookups 17 s). */
+static void test_large_header(void **state)
+{
+	enum { N = 80000 };
+	struct ark_st st;
+	char name[16];
+	const char *p = write_many("many.safetensors", N, 0);
+	double t0 = seconds();
+	assert_int_equal(ark_st_open(&st, p), ARK_OK);
+	assert_int_equal(st.n, N);
+	for (int i = 0; i < N; i++) {
+		snprintf(name, sizeof name, "t%d", i);
+		const struct ark_st_entry *e = ark_st_find(&st, name);
+		assert_non_null(e);
+		assert_int_equal(e->begin, 2 * i);
+		assert_true(e == &st.e[i]); /* entries stay in file order */
+	}
+	assert_null(ark_st_find(&st, "t80000"));
+	assert_null(ark_st_find(&st, ""));
+	ark_st_close(&st);
+	p = write_many("many_dup.safetensors", N, 1);
+	assert_int_equal(ark_st_open(&st, p), ARK_ERR);
+	assert_error_has("tensor 't0' appears twice in the header");
+	double dt = seconds() - t0;
+	if (dt > 10)
+		fail_msg("two headers of %d entries took %.1f s", N, dt);
+	unlink(path_of("many.safetensors"));
+	unlink(path_of("many_dup.safetensors"));
 }
 
 /* ---- files that do not fit the model ---------------------------------------------------------- */
@@ -393,6 +478,7 @@ int main(void)
 		cmocka_unit_test(test_write_errors),
 		cmocka_unit_test(test_handwritten),
 		cmocka_unit_test(test_bad_files),
+		cmocka_unit_test(test_large_header),
 		cmocka_unit_test(test_model_mismatch),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
