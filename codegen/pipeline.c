@@ -89,15 +89,17 @@ int pipeline_run(struct graph *g, const struct pipeline_opts *o)
 	int rc = -1;
 	part_gpu_default(&gpu, o->sms);
 	memset(&p, 0, sizeof p);
-	if (tile_graph(&s, g, &to) < 0 || mem_plan(&s) < 0 || deps_build(&s) < 0)
+	tiling_init(&s, g, &to);
+	fuse_graph(&s);
+	if (tile_graph(&s) < 0 || mem_plan(&s) < 0 || deps_build(&s) < 0)
 		goto out_sched;
 	if (o->dump_tiles)
-		tile_dump(&s, stdout);
+		tiling_dump(&s, stdout);
 	if (o->dot_vcta) {
 		FILE *f = open_out(o->dot_vcta);
 		if (!f)
 			goto out_sched;
-		tile_dot(&s, f);
+		tiling_dot(&s, f);
 		if (close_out(f, o->dot_vcta) < 0)
 			goto out_sched;
 	}

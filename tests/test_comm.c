@@ -49,7 +49,7 @@ static int build(struct fix *f, const char *text, int64_t p2p_max, int barrier)
 	if (!rc)
 		rc = graph_check(&f->g);
 	if (!rc)
-		rc = tile_graph(&f->s, &f->g, &to) || mem_plan(&f->s) || deps_build(&f->s);
+		rc = (tiling_init(&f->s, &f->g, &to), fuse_graph(&f->s), tile_graph(&f->s)) || mem_plan(&f->s) || deps_build(&f->s);
 	if (!rc) {
 		rc = schedule_build(&f->s, &gpu, PART_METIS, barrier, &f->p);
 		f->planned = 1;

@@ -26,7 +26,9 @@ static void tile_text(const char *tensors, const char *ops)
 	assert_int_equal(cfg_load_string(&g, "t.cfg", text), 0);
 	assert_int_equal(graph_check(&g), 0);
 	struct tile_opts opt = {.sms = 132, .smem = 131072, .fuse = 1, .reuse = 1};
-	assert_int_equal(tile_graph(&s, &g, &opt), 0);
+	tiling_init(&s, &g, &opt);
+	fuse_graph(&s);
+	assert_int_equal(tile_graph(&s), 0);
 }
 
 static void done(void)
