@@ -1,9 +1,9 @@
-/* main.c: the arkgen command line: options, then a short list of passes over the model. */
-#include "graph.h"
+/* main.c: the arkgen command line: options, arkgen_compile (every pass, arkgen.h), then what the
+ * options ask to see or write: dumps, Graphviz files, the report, the schedule and the loop kernel. */
+#include "arkgen.h"
 #include "diag.h"
-#include "pipeline.h"
-#include "schedule.h"
-#include "partition/part.h"
+#include "emit.h"
+#include "report.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -21,13 +21,7 @@ struct options {
 	const char *out;       /* -o: generated CUDA file, NULL for none */
 	const char *dot;       /* --dot: Graphviz file of the op graph, "-" for stdout */
 	char dumps[16];        /* -d letters: G = checked graph, T = vCTAs, P = placement */
-	int sms, smem;         /* --sms, --smem: the target GPU */
-	int policy;            /* --policy, -1: all */
-	int barrier;           /* --sync barrier */
-	int fuse, reuse;       /* cleared by --no-fuse, --no-reuse */
-	long long p2p_max;     /* --p2p-max */
-	long long oneshot_max; /* --oneshot-max, ARK_ONESHOT_MAX_AUTO: the default rule */
-	long long ll_max;      /* --ll-max */
+	struct arkgen_options ark; /* the knobs of the compile */
 	const char *dot_vctas; /* --dot-vctas */
 	const char *schedule;  /* --schedule */
 	char shaping[256];     /* the options that shape the generated code, for its header */
@@ -173,12 +167,7 @@ static int parse_options(int argc, char **argv, struct options *o, int *status)
 	};
 	int c;
 	memset(o, 0, sizeof *o);
-	o->sms = 132;
-	o->smem = 131072;
-	o->fuse = o->reuse = 1;
-	o->p2p_max = ARK_P2P_MAX_DEFAULT;
-	o->oneshot_max = ARK_ONESHOT_MAX_AUTO;
-	o->ll_max = ARK_LL_MAX_DEFAULT;
+	o->ark = arkgen_options_default();
 	*status = EXIT_USAGE;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":hVo:d:", longopts, NULL)) != -1) {
@@ -207,12 +196,12 @@ static int parse_options(int argc, char **argv, struct options *o, int *status)
 					c == OPT_SMS ? "--sms" : "--smem", lo, hi, optarg);
 				goto bad;
 			}
-			*(c == OPT_SMS ? &o->sms : &o->smem) = (int)v;
+			*(c == OPT_SMS ? &o->ark.sms : &o->ark.smem) = (int)v;
 			break;
 		}
 		case OPT_POLICY:
-			o->policy = strcmp(optarg, "all") ? part_policy_parse(optarg) : -1;
-			if (o->policy < 0 && strcmp(optarg, "all")) {
+			o->ark.policy = strcmp(optarg, "all") ? part_policy_parse(optarg) : -1;
+			if (o->ark.policy < 0 && strcmp(optarg, "all")) {
 				fprintf(stderr, "arkgen: error: unknown policy '%s' (metis, roundrobin, wavefront, "
 						"critical, all)\n", optarg);
 				goto bad;
@@ -223,13 +212,13 @@ static int parse_options(int argc, char **argv, struct options *o, int *status)
 				fprintf(stderr, "arkgen: error: --sync takes counters or barrier, not '%s'\n", optarg);
 				goto bad;
 			}
-			o->barrier = !strcmp(optarg, "barrier");
+			o->ark.barrier = !strcmp(optarg, "barrier");
 			break;
 		case OPT_NOFUSE:
-			o->fuse = 0;
+			o->ark.fuse = 0;
 			break;
 		case OPT_NOREUSE:
-			o->reuse = 0;
+			o->ark.reuse = 0;
 			break;
 		case OPT_P2PMAX:
 		case OPT_ONESHOT:
@@ -242,7 +231,7 @@ static int parse_options(int argc, char **argv, struct options *o, int *status)
 				fprintf(stderr, "arkgen: error: %s takes a byte count >= 0, not '%s'\n", name, optarg);
 				goto bad;
 			}
-			*(c == OPT_P2PMAX ? &o->p2p_max : c == OPT_ONESHOT ? &o->oneshot_max : &o->ll_max) = v;
+			*(c == OPT_P2PMAX ? &o->ark.p2p_max : c == OPT_ONESHOT ? &o->ark.oneshot_max : &o->ark.ll_max) = v;
 			break;
 		}
 		case OPT_SCHED:
@@ -288,43 +277,25 @@ static int parse_options(int argc, char **argv, struct options *o, int *status)
 		goto bad;
 	}
 	o->model = argv[optind];
-	snprintf(o->shaping, sizeof o->shaping, "--sms %d --smem %d --policy %s --sync %s%s%s", o->sms, o->smem,
-		 o->policy < 0 ? "all" : part_policy_name[o->policy], o->barrier ? "barrier" : "counters",
-		 o->fuse ? "" : " --no-fuse", o->reuse ? "" : " --no-reuse");
-	if (o->p2p_max != ARK_P2P_MAX_DEFAULT) {
+	snprintf(o->shaping, sizeof o->shaping, "--sms %d --smem %d --policy %s --sync %s%s%s", o->ark.sms, o->ark.smem,
+		 o->ark.policy < 0 ? "all" : part_policy_name[o->ark.policy], o->ark.barrier ? "barrier" : "counters",
+		 o->ark.fuse ? "" : " --no-fuse", o->ark.reuse ? "" : " --no-reuse");
+	if (o->ark.p2p_max != ARK_P2P_MAX_DEFAULT) {
 		size_t n = strlen(o->shaping);
-		snprintf(o->shaping + n, sizeof o->shaping - n, " --p2p-max %lld", o->p2p_max);
+		snprintf(o->shaping + n, sizeof o->shaping - n, " --p2p-max %lld", o->ark.p2p_max);
 	}
-	if (o->oneshot_max != ARK_ONESHOT_MAX_AUTO) {
+	if (o->ark.oneshot_max != ARK_ONESHOT_MAX_AUTO) {
 		size_t n = strlen(o->shaping);
-		snprintf(o->shaping + n, sizeof o->shaping - n, " --oneshot-max %lld", o->oneshot_max);
+		snprintf(o->shaping + n, sizeof o->shaping - n, " --oneshot-max %lld", o->ark.oneshot_max);
 	}
-	if (o->ll_max != ARK_LL_MAX_DEFAULT) {
+	if (o->ark.ll_max != ARK_LL_MAX_DEFAULT) {
 		size_t n = strlen(o->shaping);
-		snprintf(o->shaping + n, sizeof o->shaping - n, " --ll-max %lld", o->ll_max);
+		snprintf(o->shaping + n, sizeof o->shaping - n, " --ll-max %lld", o->ark.ll_max);
 	}
 	return 0;
 bad:
 	fprintf(stderr, "usage: arkgen [options] MODEL.cfg [-o OUT.cu]; arkgen --help for more\n");
 	return -1;
-}
-
-static void summary(const struct graph *g, FILE *f)
-{
-	int n_role[5] = { 0 };
-	uint64_t weight_bytes = 0;
-	for (int i = 0; i < g->n_tensors; i++) {
-		n_role[g->tensors[i].role]++;
-		if (g->tensors[i].role == ARK_ROLE_WEIGHT)
-			weight_bytes += tensor_bytes(&g->tensors[i]);
-	}
-	fprintf(f, "%s: %s checked: %d op%s, %d tensors (%d input%s, %d weight%s, %d output%s, %d activation%s), "
-		"%d GPU%s, default dtype %s, %.2f MiB of weights.\n",
-		g->file, g->name, g->n_ops, g->n_ops == 1 ? "" : "s", g->n_tensors, n_role[ARK_ROLE_INPUT],
-		n_role[ARK_ROLE_INPUT] == 1 ? "" : "s", n_role[ARK_ROLE_WEIGHT], n_role[ARK_ROLE_WEIGHT] == 1 ? "" : "s",
-		n_role[ARK_ROLE_OUTPUT], n_role[ARK_ROLE_OUTPUT] == 1 ? "" : "s", n_role[ARK_ROLE_ACTIVATION],
-		n_role[ARK_ROLE_ACTIVATION] == 1 ? "" : "s", g->gpus, g->gpus == 1 ? "" : "s", dtype_name[g->dtype],
-		(double)weight_bytes / (1 << 20));
 }
 
 static int write_dot(const struct graph *g, const char *path)
@@ -342,38 +313,107 @@ static int write_dot(const struct graph *g, const char *path)
 	return 0;
 }
 
+static FILE *open_out(const char *path)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		diag_error(path, 0, "cannot write: %s", strerror(errno));
+	return f;
+}
+
+static int close_out(FILE *f, const char *path)
+{
+	if (fclose(f) != 0) {
+		diag_error(path, 0, "write failed: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* The vCTA dependency graph (--dot-vctas). */
+static int write_dot_vctas(const struct tiling *s, const char *path)
+{
+	FILE *f = open_out(path);
+	if (!f)
+		return -1;
+	tiling_dot(s, f);
+	return close_out(f, path);
+}
+
+static int write_schedule(const struct arkgen_result *r, const char *path)
+{
+	FILE *f = open_out(path);
+	if (!f)
+		return -1;
+	if (emit_schedule_json(&r->tiling, &r->schedule[0], f) < 0) {
+		fclose(f);
+		return -1;
+	}
+	return close_out(f, path);
+}
+
+/* The loop kernel (-o); no file is left behind when emission fails. */
+static int write_loop(const struct arkgen_result *r, const char *options, const char *path)
+{
+	struct emit_info info = {.options = options, .threads = r->opt.threads, .smem = r->opt.smem};
+	FILE *f = open_out(path);
+	if (!f)
+		return -1;
+	if (emit_loop(&r->tiling, &r->schedule[0], &info, f) < 0) {
+		fclose(f);
+		remove(path);
+		return -1;
+	}
+	return close_out(f, path);
+}
+
+/* What the command line asked to see or write, for the passes that completed, in pass order. */
+static int outputs(const struct options *o, const struct arkgen_result *r)
+{
+	if (r->done < ARKGEN_PASS_CHECK)
+		return 0;
+	struct graph model = r->graph; /* as checked: without the tensors the tiler added */
+	model.n_tensors = r->n_model_tensors;
+	if (want_dump(o, 'G'))
+		graph_dump(&model, stdout);
+	if (o->dot && write_dot(&model, o->dot))
+		return -1;
+	if (o->dot && !strcmp(o->dot, "-")) /* keep a Graphviz stdout clean */
+		return 0;
+	report_model(&model, stdout);
+	if (r->done < ARKGEN_PASS_DEPS)
+		return 0;
+	if (want_dump(o, 'T'))
+		tiling_dump(&r->tiling, stdout);
+	if (o->dot_vctas && write_dot_vctas(&r->tiling, o->dot_vctas) < 0)
+		return -1;
+	if (o->ark.policy == ARKGEN_POLICY_ALL) {
+		report_policies(r, stdout);
+		return 0;
+	}
+	if (r->done < ARKGEN_PASS_SCHEDULE)
+		return 0;
+	if (want_dump(o, 'P'))
+		schedule_dump(&r->tiling, &r->schedule[0], stdout);
+	report_schedule(r, stdout);
+	if (o->schedule && write_schedule(r, o->schedule) < 0)
+		return -1;
+	if (o->out && write_loop(r, o->shaping, o->out) < 0)
+		return -1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct options opt;
-	struct graph g;
+	struct arkgen_result r;
 	int status;
 	if (parse_options(argc, argv, &opt, &status))
 		return status;
-
-	/* The passes, in order; each returns nonzero after reporting an error. */
-	status = EXIT_MODEL;
-	if (cfg_load(&g, opt.model) || graph_check(&g))
-		goto out;
-	if (want_dump(&opt, 'G'))
-		graph_dump(&g, stdout);
-	if (opt.dot && write_dot(&g, opt.dot))
-		goto out;
-	if (opt.dot && !strcmp(opt.dot, "-")) { /* keep a Graphviz stdout clean */
-		status = 0;
-		goto out;
-	}
-	summary(&g, stdout);
-	struct pipeline_opts po = {
-		.sms = opt.sms, .smem = opt.smem, .threads = 256, .policy = opt.policy, .barrier = opt.barrier,
-		.fuse = opt.fuse, .reuse = opt.reuse, .p2p_max = opt.p2p_max, .oneshot_max = opt.oneshot_max, .ll_max = opt.ll_max,
-		.dump_tiles = want_dump(&opt, 'T'),
-		.dump_place = want_dump(&opt, 'P'), .dot_vcta = opt.dot_vctas, .schedule = opt.schedule,
-		.out = opt.out, .options = opt.shaping,
-	};
-	if (pipeline_run(&g, &po))
-		goto out;
-	status = 0;
-out:
-	graph_free(&g);
+	/* --dot -: the op graph on stdout and nothing else */
+	opt.ark.until = opt.dot && !strcmp(opt.dot, "-") ? ARKGEN_PASS_CHECK : ARKGEN_PASS_SCHEDULE;
+	int rc = arkgen_compile(opt.model, NULL, &opt.ark, &r);
+	status = outputs(&opt, &r) < 0 || rc < 0 ? EXIT_MODEL : 0;
+	arkgen_result_free(&r);
 	return status;
 }
