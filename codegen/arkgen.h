@@ -36,6 +36,9 @@ struct arkgen_options {
 	enum arkgen_pass until; /* the last pass to run (arkgen_options_default: every pass) */
 };
 
+#define ARKGEN_SMS_DEFAULT 132     /* H100, H200 */
+#define ARKGEN_SMEM_DEFAULT 131072
+
 /* The defaults of the command line (arkgen --help). */
 struct arkgen_options arkgen_options_default(void);
 

@@ -7,8 +7,8 @@
 struct arkgen_options arkgen_options_default(void)
 {
 	return (struct arkgen_options){
-		.sms = 132,
-		.smem = 131072,
+		.sms = ARKGEN_SMS_DEFAULT,
+		.smem = ARKGEN_SMEM_DEFAULT,
 		.threads = 256,
 		.policy = PART_METIS,
 		.barrier = 0,
