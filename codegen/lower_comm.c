@@ -124,6 +124,38 @@ static int oneshot(const struct tiling *s, int gpus, uint64_t bytes)
 	return bytes <= (uint64_t)s->opt.oneshot_max;
 }
 
+/* The SUM vCTAs of all_reduce oi on GPU i: its own input and the n - 1 others staged in st (as
+ * packets when ll), in GPU order, over the elements of `part`, into out (its activation applied). */
+static void sum_part(struct tiling *s, int oi, int i, int st, int out, struct box part, int ll)
+{
+	const struct op *o = &s->g->ops[oi];
+	int n = o->n_in, t0 = o->in[0], wide = ll ? 2 : 1;
+	int64_t R = s->rows[t0], C = s->cols[t0], es = esize(s, t0);
+	int x = tiling_new_comm(s, oi, s->g->tensors[o->in[i]].gpu, ll ? ARK_T_SUM_LL : ARK_T_SUM);
+	s->comm[x].in0 = o->in[i];
+	s->comm[x].in1 = st;
+	s->comm[x].out = out;
+	s->comm[x].in2 = (uint64_t)wide * tensor_bytes(&s->g->tensors[t0]);
+	s->comm[x].K = n - 1;
+	s->comm[x].splits = (uint32_t)i; /* where its own input comes in the GPU order */
+	s->comm[x].act = s->per_op[oi].act;
+	int64_t pieces = xfer_pieces(s, part);
+	for (int64_t p = 0; p < pieces; p++) {
+		struct box q;
+		if (!split_box(part, pieces, p, &q))
+			continue;
+		struct vcta *v = comm_vcta(s, oi, x);
+		v->m0 = (uint32_t)q.r0, v->m1 = (uint32_t)q.r1, v->n0 = (uint32_t)q.c0, v->n1 = (uint32_t)q.c1;
+		v->k0 = (uint32_t)(q.r0 * C + q.c0), v->k1 = (uint32_t)((q.r1 - 1) * C + q.c1);
+		vcta_add_read(v, o->in[i], q.r0, q.r1, q.c0, q.c1);
+		for (int k = 0; k < n - 1; k++)
+			vcta_add_read(v, st, k * R + q.r0, k * R + q.r1, wide * q.c0, wide * q.c1);
+		v->write = (struct region){out, q.r0, q.r1, q.c0, q.c1};
+		v->flops = (double)(n * box_elems(q));
+		v->bytes = (double)((n + 1) * es * box_elems(q));
+	}
+}
+
 void lower_all_reduce(struct tiling *s, int oi)
 {
 	struct graph *g = s->g;
@@ -160,33 +192,9 @@ void lower_all_reduce(struct tiling *s, int oi)
 					 ll ? XFER_LL : dma ? XFER_DMA : XFER_P2P);
 			}
 	/* sum of part i on GPU i */
-	for (int i = 0; i < n; i++) {
-		if (!has[i])
-			continue;
-		int x = tiling_new_comm(s, oi, g->tensors[o->in[i]].gpu, ll ? ARK_T_SUM_LL : ARK_T_SUM);
-		s->comm[x].in0 = o->in[i];
-		s->comm[x].in1 = st[i];
-		s->comm[x].out = out[i];
-		s->comm[x].in2 = (uint64_t)wide * tb;
-		s->comm[x].K = n - 1;
-		s->comm[x].splits = (uint32_t)i; /* where its own input comes in the GPU order */
-		s->comm[x].act = s->per_op[oi].act;
-		int64_t pieces = xfer_pieces(s, part[i]);
-		for (int64_t p = 0; p < pieces; p++) {
-			struct box q;
-			if (!split_box(part[i], pieces, p, &q))
-				continue;
-			struct vcta *v = comm_vcta(s, oi, x);
-			v->m0 = (uint32_t)q.r0, v->m1 = (uint32_t)q.r1, v->n0 = (uint32_t)q.c0, v->n1 = (uint32_t)q.c1;
-			v->k0 = (uint32_t)(q.r0 * C + q.c0), v->k1 = (uint32_t)((q.r1 - 1) * C + q.c1);
-			vcta_add_read(v, o->in[i], q.r0, q.r1, q.c0, q.c1);
-			for (int k = 0; k < n - 1; k++)
-				vcta_add_read(v, st[i], k * R + q.r0, k * R + q.r1, wide * q.c0, wide * q.c1);
-			v->write = (struct region){out[i], q.r0, q.r1, q.c0, q.c1};
-			v->flops = (double)(n * box_elems(q));
-			v->bytes = (double)((n + 1) * es * box_elems(q));
-		}
-	}
+	for (int i = 0; i < n; i++)
+		if (has[i])
+			sum_part(s, oi, i, st[i], out[i], part[i], ll);
 	if (one)
 		return; /* every output was summed where it lives */
 	/* all-gather: the summed part i to every other output */
