@@ -54,8 +54,9 @@ struct arkgen_result {
 };
 
 /* Runs the passes on the model file `path`, or on `text` when not NULL (`path` then names it in
- * diagnostics), up to opt->until. 0, or -1 after an error was reported; either way *r holds what
- * the passes before made (r->done) until arkgen_result_free. */
+ * diagnostics), up to opt->until. opt: as arkgen_options_default() gives it, changed within the
+ * ranges arkgen --help states (cli.c checks them for the command line). 0, or -1 after an error was
+ * reported; either way *r holds what the passes made (r->done) until arkgen_result_free. */
 int arkgen_compile(const char *path, const char *text, const struct arkgen_options *opt, struct arkgen_result *r);
 void arkgen_result_free(struct arkgen_result *r);
 
