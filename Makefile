@@ -43,6 +43,8 @@ RT_SRC      := $(wildcard runtime/*.c) $(wildcard dma/*.c)
 RT_CUDA_SRC := runtime/session.c runtime/driver.c runtime/trace.c dma/cuda_backend.c
 RT_HOST_SRC := $(filter-out $(RT_CUDA_SRC),$(RT_SRC))
 TEST_SRC    := $(wildcard tests/test_*.c)
+# What the tests share: the harness on the compile API and the emulator of the emitted tables.
+TEST_LIB_SRC := tests/harness.c tests/emu.c
 GPU_TEST_SRC := $(wildcard tests/gpu_*.cu)
 BENCH_SRC   := $(wildcard bench/*.c)
 
@@ -79,15 +81,17 @@ $(B)/libarkrt.a: $(RT_OBJ)
 	@rm -f $@; ar rcs $@ $^
 $(B)/libarkhost.a: $(RT_HOST_OBJ)
 	@rm -f $@; ar rcs $@ $^
+$(B)/libtest.a: $(call obj,$(TEST_LIB_SRC))
+	@rm -f $@; ar rcs $@ $^
 
 ALL_LIBS := $(B)/libcodegen.a $(B)/libpart.a $(B)/libarkhost.a
 
 $(B)/arkgen: $(B)/obj/codegen/main.o $(B)/libcodegen.a $(B)/libpart.a
 	$(CC) $(LDFLAGS) $^ $(HOST_LIBS) -o $@
 
-$(B)/tests/%: tests/%.c $(ALL_LIBS)
+$(B)/tests/%: tests/%.c $(B)/libtest.a $(ALL_LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(ALL_LIBS) $(LDFLAGS) -lcmocka $(HOST_LIBS) -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(B)/libtest.a $(ALL_LIBS) $(LDFLAGS) -lcmocka $(HOST_LIBS) -o $@
 
 $(B)/tests/%: tests/%.cu $(B)/libarkrt.a
 	@mkdir -p $(dir $@)

@@ -212,34 +212,3 @@ int deps_build(struct tiling *s)
 	s->n_kept = part_transitive_reduce(&dag, s->keep);
 	return 0;
 }
-
-void tiling_dag(const struct tiling *s, struct part_dag *dag)
-{
-	*dag = (struct part_dag){
-		.n = s->n_vcta,
-		.xadj = s->xadj,
-		.adj = s->adj,
-		.ebytes = s->ebytes,
-		.flops = s->flops,
-		.bytes = s->bytes,
-		.tc = s->tc,
-		.lat_us = s->lat_us,
-		.group = s->group,
-	};
-}
-
-void tile_dot(const struct tiling *s, FILE *f)
-{
-	const struct graph *g = s->g;
-	fprintf(f, "digraph \"%s_vctas\" {\n  node [shape=box, fontsize=9];\n", g->name);
-	for (int i = 0; i < s->n_vcta; i++) {
-		const struct vcta *v = &s->v[i];
-		fprintf(f, "  v%d [label=\"v%d %s\\n%s %u:%u,%u:%u\"];\n", i, i, g->ops[v->op].name,
-			tmpl_name(v->tmpl), v->m0, v->m1, v->n0, v->n1);
-	}
-	for (int u = 0; u < s->n_vcta; u++)
-		for (int64_t e = s->xadj[u]; e < s->xadj[u + 1]; e++)
-			if (!s->keep || s->keep[e])
-				fprintf(f, "  v%d -> v%d;\n", u, s->adj[e]);
-	fprintf(f, "}\n");
-}

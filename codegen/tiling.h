@@ -44,6 +44,8 @@ struct op_tiling {
 	int first_vcta, n_vcta;
 	int chain_next;       /* elementwise chain: the next op of the chain, -1 */
 	int chain_len;        /* head of a chain: its number of ops (>= 2), else 0 */
+	int sm_share;         /* SMs its tiles may count on: the GPU's, shared among the matmuls of its
+			       * dependency level on its GPU (the matmul tiler reads it) */
 };
 
 /* Transfers of a communication op of at most this many bytes go GPU to GPU by SM stores (p2p),
@@ -95,8 +97,9 @@ struct tiling {
 	struct vcta *v;               /* in a topological order */
 	int n_comm, cap_comm;
 	struct comm_opp *comm;        /* op params of the communication vCTAs */
-	/* tensor 2-D views: rows, cols (leading dims folded) */
+	/* tensor 2-D views: rows, cols (leading dims folded), cap_views entries (>= g->n_tensors) */
 	int64_t *rows, *cols;
+	int cap_views;
 	/* dependency edges (CSR over vCTAs, u < v), hazards, kept after reduction */
 	int64_t *xadj;
 	int *adj;
@@ -115,15 +118,25 @@ struct tiling {
 	int *group;
 };
 
-/* Passes, in order. Each returns 0, or -1 after reporting an error. */
-int tile_graph(struct tiling *s, struct graph *g, const struct tile_opts *opt);
-int mem_plan(struct tiling *s);   /* offsets; adds reuse hazards later found by deps */
-int deps_build(struct tiling *s); /* hazards from regions (and reused memory), edges, reduction */
-void tiling_dag(const struct tiling *s, struct part_dag *dag);
+/* Passes, in order, after tiling_init. Each returns 0, or -1 after reporting an error. */
+void fuse_graph(struct tiling *s);  /* fusion decisions in per_op (opt.fuse) */
+int tile_graph(struct tiling *s);   /* vCTAs of every op, communication ops lowered (lower_comm.c) */
+int mem_plan(struct tiling *s);     /* offsets; adds reuse hazards later found by deps */
+int deps_build(struct tiling *s);   /* hazards from regions (and reused memory), edges, reduction */
+
+/* Constructor and growth (tiling.c). tiling_init sizes per_op and the 2-D views of g's tensors. */
+void tiling_init(struct tiling *s, struct graph *g, const struct tile_opts *opt);
+/* Adds an internal tensor [rows, cols] of dtype on gpu, named base + suffix, with its 2-D view. */
+int tiling_add_tensor(struct tiling *s, const char *base, const char *suffix, int gpu, int64_t rows, int64_t cols,
+		      enum ark_dtype dtype);
+struct vcta *tiling_new_vcta(struct tiling *s, int op, int opp, enum ark_tmpl tmpl);
+int tiling_new_comm(struct tiling *s, int op, int gpu, enum ark_tmpl tmpl); /* index into s->comm */
+void vcta_add_read(struct vcta *v, int tensor, int64_t r0, int64_t r1, int64_t c0, int64_t c1);
 void tiling_free(struct tiling *s);
 
-void tile_dump(const struct tiling *s, FILE *f);  /* -dT */
-void tile_dot(const struct tiling *s, FILE *f);   /* --dot of the vCTA graph */
+void tiling_dag(const struct tiling *s, struct part_dag *dag); /* the view partition/ reads */
+void tiling_dump(const struct tiling *s, FILE *f);  /* -dT */
+void tiling_dot(const struct tiling *s, FILE *f);   /* --dot-vctas: the vCTA graph */
 const char *tmpl_name(int tmpl);
 
 #endif

@@ -45,6 +45,258 @@ static double critical_path(const struct part_dag *dag, const struct part_gpu *g
 	return best;
 }
 
+/* The simulation's state: the inputs, the per-SM run order, and per vertex its release, start,
+ * finish and what it last waited for. */
+struct sim {
+	const struct part_dag *dag;
+	const uint8_t *keep;
+	const struct part_placement *pl;
+	const struct part_gpu *gpu;
+	int barrier;           /* --sync barrier: levels released by grid barriers instead of edges */
+	int n, sms, nlev;
+	struct smstate *st;    /* per SM */
+	int *seq;              /* per-SM run order, CSR by pl->begin */
+	int *npend;            /* per vertex: kept in-edges not yet satisfied */
+	int *cause;            /* per vertex: the vertex it waited for last, -1 */
+	uint8_t *ckind;        /* per vertex: CAUSE_* of cause */
+	double *ready, *start, *fin;
+	int *level;            /* barrier: per vertex; per level: */
+	int *left, *lastfin;   /* vertices not finished, the last one to finish */
+	double *release;       /* when its barrier released it, -1: not yet */
+	double t, busy;        /* now; busy SM time */
+	int done, nmem;        /* vertices finished; SMs streaming memory */
+};
+
+static void sim_free(struct sim *m)
+{
+	free(m->st), free(m->seq), free(m->npend), free(m->cause), free(m->ckind), free(m->ready), free(m->start);
+	free(m->fin), free(m->level), free(m->left), free(m->lastfin), free(m->release);
+}
+
+static int sim_alloc(struct sim *m)
+{
+	size_t n = (size_t)m->n + 1;
+	m->st = calloc((size_t)m->sms, sizeof *m->st);
+	m->seq = malloc(n * sizeof *m->seq);
+	m->npend = calloc(n, sizeof *m->npend);
+	m->cause = malloc(n * sizeof *m->cause);
+	m->ckind = calloc(n, 1);
+	m->ready = calloc(n, sizeof *m->ready);
+	m->start = calloc(n, sizeof *m->start);
+	m->fin = calloc(n, sizeof *m->fin);
+	m->level = malloc(n * sizeof *m->level);
+	if (!m->st || !m->seq || !m->npend || !m->cause || !m->ckind || !m->ready || !m->start || !m->fin || !m->level)
+		return -1;
+	memcpy(m->seq, m->pl->list, (size_t)m->n * sizeof *m->seq);
+	for (int v = 0; v < m->n; v++)
+		m->cause[v] = -1;
+	return 0;
+}
+
+/* ARK's scheme: dependency level by level, a grid barrier between levels; every SM runs its list
+ * level by level. */
+static int init_levels(struct sim *m)
+{
+	const struct part_placement *pl = m->pl;
+	m->nlev = part_levels(m->dag, m->level);
+	m->left = calloc((size_t)m->nlev + 1, sizeof *m->left);
+	m->lastfin = malloc(((size_t)m->nlev + 1) * sizeof *m->lastfin);
+	m->release = malloc(((size_t)m->nlev + 1) * sizeof *m->release);
+	if (!m->left || !m->lastfin || !m->release)
+		return -1;
+	for (int v = 0; v < m->n; v++)
+		m->left[m->level[v]]++;
+	for (int l = 0; l <= m->nlev; l++)
+		m->release[l] = -1, m->lastfin[l] = -1;
+	m->release[0] = 0;
+	for (int s = 0; s < m->sms; s++) { /* stable insertion sort by level: lists are short */
+		int *a = m->seq + pl->begin[s], len = pl->begin[s + 1] - pl->begin[s];
+		for (int i = 1; i < len; i++) {
+			int x = a[i], j = i;
+			while (j > 0 && m->level[a[j - 1]] > m->level[x]) {
+				a[j] = a[j - 1];
+				j--;
+			}
+			a[j] = x;
+		}
+	}
+	return 0;
+}
+
+/* Counters: every vertex waits for its kept in-edges. */
+static void init_edges(struct sim *m)
+{
+	const struct part_dag *dag = m->dag;
+	for (int64_t e = 0; e < (m->n > 0 ? dag->xadj[m->n] : 0); e++)
+		if (!m->keep || m->keep[e])
+			m->npend[dag->adj[e]]++;
+}
+
+/* The next vertex on SM s, -1 when its list is done. */
+static int next_vertex(const struct sim *m, int s)
+{
+	const struct smstate *q = &m->st[s];
+	return q->next < m->pl->begin[s + 1] - m->pl->begin[s] ? m->seq[m->pl->begin[s] + q->next] : -1;
+}
+
+/* When vertex v may start: its barrier's release or its last edge's arrival; -1: not known yet. */
+static double release_of(const struct sim *m, int v)
+{
+	if (m->barrier)
+		return m->release[m->level[v]];
+	return m->npend[v] > 0 ? -1 : m->ready[v];
+}
+
+/* Starts every idle SM whose next vertex can start now, recording what it waited for. */
+static void start_ready(struct sim *m)
+{
+	for (int s = 0; s < m->sms; s++) {
+		struct smstate *q = &m->st[s];
+		int v = next_vertex(m, s);
+		if (q->phase != IDLE || v < 0)
+			continue;
+		double at = release_of(m, v);
+		if (at < 0 || at > m->t + EPS)
+			continue;
+		m->start[v] = m->t;
+		if (m->barrier && m->level[v] > 0 && at >= q->free_at) {
+			m->cause[v] = m->lastfin[m->level[v] - 1], m->ckind[v] = CAUSE_BARRIER;
+		} else if (!m->barrier && m->cause[v] >= 0 && at >= q->free_at) {
+			m->ckind[v] = CAUSE_EDGE;
+		} else if (q->next > 0) {
+			m->cause[v] = m->seq[m->pl->begin[s] + q->next - 1], m->ckind[v] = CAUSE_PROGRAM;
+		} else {
+			m->cause[v] = -1, m->ckind[v] = CAUSE_NONE;
+		}
+		q->phase = DISPATCH, q->v = v, q->t_disp = m->t + m->gpu->task_us;
+	}
+}
+
+/* Device-memory bandwidth each streaming SM gets now, bytes per us. */
+static double memory_rate(const struct sim *m)
+{
+	double share = m->nmem > 0 ? m->gpu->dram_gbps / m->nmem : m->gpu->dram_gbps;
+	if (share > m->gpu->sm_gbps)
+		share = m->gpu->sm_gbps;
+	return share * 1e3;
+}
+
+/* Time of the next event (a dispatch or a vertex ending, a vertex released); INFINITY if none. */
+static double next_event(const struct sim *m, double rate)
+{
+	double tn = INFINITY;
+	for (int s = 0; s < m->sms; s++) {
+		const struct smstate *q = &m->st[s];
+		if (q->phase == DISPATCH) {
+			tn = fmin(tn, q->t_disp);
+		} else if (q->phase == WORK) {
+			if (q->mem_left > 0)
+				tn = fmin(tn, m->t + q->mem_left / rate);
+			else
+				tn = fmin(tn, q->t_comp);
+		} else {
+			int v = next_vertex(m, s);
+			if (v >= 0 && release_of(m, v) >= 0)
+				tn = fmin(tn, release_of(m, v));
+		}
+	}
+	return tn;
+}
+
+/* Moves the streaming SMs' bytes on to time tn. */
+static void advance(struct sim *m, double tn, double rate)
+{
+	for (int s = 0; s < m->sms; s++) {
+		struct smstate *q = &m->st[s];
+		if (q->phase == WORK && q->mem_left > 0) {
+			if (m->t + q->mem_left / rate <= tn + EPS) {
+				q->mem_left = 0;
+				m->nmem--;
+			} else {
+				q->mem_left -= rate * (tn - m->t);
+			}
+		}
+	}
+	m->t = tn;
+}
+
+/* Vertex v finished on SM s: release its level's barrier, or its successors' edges. */
+static void finish(struct sim *m, int s, int v)
+{
+	struct smstate *q = &m->st[s];
+	m->fin[v] = m->t;
+	m->busy += m->t - m->start[v];
+	m->done++;
+	q->phase = IDLE, q->next++, q->free_at = m->t;
+	if (m->barrier) {
+		int l = m->level[v];
+		m->lastfin[l] = v;
+		if (--m->left[l] == 0 && l + 1 < m->nlev)
+			m->release[l + 1] = m->t + m->gpu->barrier_us;
+		return;
+	}
+	const struct part_dag *dag = m->dag;
+	for (int64_t e = dag->xadj[v]; e < dag->xadj[v + 1]; e++) {
+		if (m->keep && !m->keep[e])
+			continue;
+		int w = dag->adj[e];
+		double a = m->t + (m->pl->sm[w] != s ? m->gpu->hop_us : 0.0);
+		if (m->cause[w] < 0 || a > m->ready[w])
+			m->ready[w] = a, m->cause[w] = v;
+		m->npend[w]--;
+	}
+}
+
+/* Dispatches that ended start their work; work that ended finishes its vertex. */
+static void end_phases(struct sim *m)
+{
+	for (int s = 0; s < m->sms; s++) {
+		struct smstate *q = &m->st[s];
+		if (q->phase == DISPATCH && q->t_disp <= m->t + EPS) {
+			q->phase = WORK;
+			q->t_comp = q->t_disp + compute_us(m->dag, m->gpu, q->v);
+			q->mem_left = m->dag->bytes ? m->dag->bytes[q->v] : 0.0;
+			if (q->mem_left > 0)
+				m->nmem++;
+		}
+		if (q->phase == WORK && q->mem_left <= 0 && q->t_comp <= m->t + EPS)
+			finish(m, s, q->v);
+	}
+}
+
+/* The critical chain, back from the last vertex to finish, split into compute, memory, hops and
+ * waits; the latency and utilisation. */
+static void critical_chain(const struct sim *m, struct part_sim *out)
+{
+	const struct part_gpu *gpu = m->gpu;
+	double makespan = 0;
+	int x = -1;
+	for (int v = 0; v < m->n; v++)
+		if (x < 0 || m->fin[v] > makespan)
+			makespan = m->fin[v], x = v;
+	while (x >= 0) {
+		double work = m->fin[x] - m->start[x] - gpu->task_us, comp = compute_us(m->dag, gpu, x);
+		out->critical_len++;
+		out->dispatch_us += gpu->task_us;
+		if (comp >= work - EPS)
+			out->compute_us += work;
+		else
+			out->memory_us += work;
+		int c = m->cause[x];
+		if (c < 0) {
+			out->wait_us += m->start[x];
+		} else if (m->ckind[x] == CAUSE_EDGE && m->pl->sm[c] != m->pl->sm[x]) {
+			out->hop_us += gpu->hop_us;
+			out->wait_us += m->start[x] - m->fin[c] - gpu->hop_us;
+		} else {
+			out->wait_us += m->start[x] - m->fin[c];
+		}
+		x = c;
+	}
+	out->latency_us = makespan + gpu->doorbell_us;
+	out->utilisation = out->latency_us > 0 ? m->busy / (m->sms * out->latency_us) : 0.0;
+}
+
 int part_simulate(const struct part_dag *dag, const uint8_t *keep, const struct part_placement *pl,
 		  const struct part_gpu *gpu, int barrier_sync, struct part_sim *out)
 {
@@ -54,189 +306,25 @@ int part_simulate(const struct part_dag *dag, const uint8_t *keep, const struct 
 	if (!gpu || gpu->sms < 1 || part_check_dag(dag, NULL, 0) < 0 ||
 	    part_check_placement(dag, pl, NULL, 0) < 0 || pl->sms > gpu->sms)
 		return -1;
-	int n = dag->n, sms = pl->sms, rc = -1, nlev = 0;
-	double hop = gpu->hop_us;
-	struct smstate *st = calloc((size_t)sms, sizeof *st);
-	int *seq = malloc(((size_t)n + 1) * sizeof *seq);      /* per-SM run order, CSR by pl->begin */
-	int *npend = calloc((size_t)n + 1, sizeof *npend), *cause = malloc(((size_t)n + 1) * sizeof *cause);
-	uint8_t *ckind = calloc((size_t)n + 1, 1);
-	double *ready = calloc((size_t)n + 1, sizeof *ready), *start = calloc((size_t)n + 1, sizeof *start);
-	double *fin = calloc((size_t)n + 1, sizeof *fin);
-	int *level = malloc(((size_t)n + 1) * sizeof *level), *left = NULL, *lastfin = NULL;
-	double *release = NULL;
-	if (!st || !seq || !npend || !cause || !ckind || !ready || !start || !fin || !level)
+	struct sim m = {.dag = dag, .keep = keep, .pl = pl, .gpu = gpu, .barrier = barrier_sync, .n = dag->n,
+			.sms = pl->sms};
+	int rc = -1;
+	if (sim_alloc(&m) < 0 || (barrier_sync && init_levels(&m) < 0))
 		goto out;
-	memcpy(seq, pl->list, (size_t)n * sizeof *seq);
-	for (int v = 0; v < n; v++)
-		cause[v] = -1;
-	if (barrier_sync) {
-		/* ARK's scheme: dependency level by level, a grid barrier between levels. */
-		nlev = part_levels(dag, level);
-		left = calloc((size_t)nlev + 1, sizeof *left);
-		lastfin = malloc(((size_t)nlev + 1) * sizeof *lastfin);
-		release = malloc(((size_t)nlev + 1) * sizeof *release);
-		if (!left || !lastfin || !release)
-			goto out;
-		for (int v = 0; v < n; v++)
-			left[level[v]]++;
-		for (int l = 0; l <= nlev; l++)
-			release[l] = -1, lastfin[l] = -1;
-		release[0] = 0;
-		for (int s = 0; s < sms; s++) { /* stable insertion sort by level: lists are short */
-			int *a = seq + pl->begin[s], len = pl->begin[s + 1] - pl->begin[s];
-			for (int i = 1; i < len; i++) {
-				int x = a[i], j = i;
-				while (j > 0 && level[a[j - 1]] > level[x]) {
-					a[j] = a[j - 1];
-					j--;
-				}
-				a[j] = x;
-			}
-		}
-	} else {
-		for (int64_t e = 0; e < (n > 0 ? dag->xadj[n] : 0); e++)
-			if (!keep || keep[e])
-				npend[dag->adj[e]]++;
-	}
-
-	double t = 0, busy = 0;
-	int done = 0, nmem = 0;
-	while (done < n) {
-		/* start every idle SM whose next vertex can start now */
-		for (int s = 0; s < sms; s++) {
-			struct smstate *q = &st[s];
-			if (q->phase != IDLE || q->next >= pl->begin[s + 1] - pl->begin[s])
-				continue;
-			int v = seq[pl->begin[s] + q->next];
-			double at;
-			if (barrier_sync) {
-				if (release[level[v]] < 0)
-					continue;
-				at = release[level[v]];
-			} else {
-				if (npend[v] > 0)
-					continue;
-				at = ready[v];
-			}
-			if (at > t + EPS)
-				continue;
-			start[v] = t;
-			if (barrier_sync && level[v] > 0 && at >= q->free_at) {
-				cause[v] = lastfin[level[v] - 1], ckind[v] = CAUSE_BARRIER;
-			} else if (!barrier_sync && cause[v] >= 0 && at >= q->free_at) {
-				ckind[v] = CAUSE_EDGE;
-			} else if (q->next > 0) {
-				cause[v] = seq[pl->begin[s] + q->next - 1], ckind[v] = CAUSE_PROGRAM;
-			} else {
-				cause[v] = -1, ckind[v] = CAUSE_NONE;
-			}
-			q->phase = DISPATCH, q->v = v, q->t_disp = t + gpu->task_us;
-		}
-		/* next event */
-		double share = nmem > 0 ? gpu->dram_gbps / nmem : gpu->dram_gbps;
-		if (share > gpu->sm_gbps)
-			share = gpu->sm_gbps;
-		double rate = share * 1e3; /* bytes per us */
-		double tn = INFINITY;
-		for (int s = 0; s < sms; s++) {
-			struct smstate *q = &st[s];
-			if (q->phase == DISPATCH) {
-				tn = fmin(tn, q->t_disp);
-			} else if (q->phase == WORK) {
-				if (q->mem_left > 0)
-					tn = fmin(tn, t + q->mem_left / rate);
-				else
-					tn = fmin(tn, q->t_comp);
-			} else if (q->next < pl->begin[s + 1] - pl->begin[s]) {
-				int v = seq[pl->begin[s] + q->next];
-				if (barrier_sync ? release[level[v]] >= 0 : npend[v] == 0)
-					tn = fmin(tn, barrier_sync ? release[level[v]] : ready[v]);
-			}
-		}
+	if (!barrier_sync)
+		init_edges(&m);
+	while (m.done < m.n) {
+		start_ready(&m);
+		double rate = memory_rate(&m), tn = next_event(&m, rate);
 		if (tn == INFINITY)
 			goto out; /* nothing can run: the lists deadlock */
-		if (tn < t)
-			tn = t;
-		/* advance to tn */
-		for (int s = 0; s < sms; s++) {
-			struct smstate *q = &st[s];
-			if (q->phase == WORK && q->mem_left > 0) {
-				if (t + q->mem_left / rate <= tn + EPS) {
-					q->mem_left = 0;
-					nmem--;
-				} else {
-					q->mem_left -= rate * (tn - t);
-				}
-			}
-		}
-		t = tn;
-		for (int s = 0; s < sms; s++) {
-			struct smstate *q = &st[s];
-			if (q->phase == DISPATCH && q->t_disp <= t + EPS) {
-				int v = q->v;
-				q->phase = WORK;
-				q->t_comp = q->t_disp + compute_us(dag, gpu, v);
-				q->mem_left = dag->bytes ? dag->bytes[v] : 0.0;
-				if (q->mem_left > 0)
-					nmem++;
-			}
-			if (q->phase == WORK && q->mem_left <= 0 && q->t_comp <= t + EPS) {
-				int v = q->v;
-				fin[v] = t;
-				busy += t - start[v];
-				done++;
-				q->phase = IDLE, q->next++, q->free_at = t;
-				if (barrier_sync) {
-					int l = level[v];
-					lastfin[l] = v;
-					if (--left[l] == 0 && l + 1 < nlev)
-						release[l + 1] = t + gpu->barrier_us;
-					continue;
-				}
-				for (int64_t e = dag->xadj[v]; e < dag->xadj[v + 1]; e++) {
-					if (keep && !keep[e])
-						continue;
-					int w = dag->adj[e];
-					double a = t + (pl->sm[w] != s ? hop : 0.0);
-					if (cause[w] < 0 || a > ready[w])
-						ready[w] = a, cause[w] = v;
-					npend[w]--;
-				}
-			}
-		}
+		advance(&m, tn < m.t ? m.t : tn, rate);
+		end_phases(&m);
 	}
-
-	/* the critical chain, back from the last vertex to finish */
-	double makespan = 0;
-	int x = -1;
-	for (int v = 0; v < n; v++)
-		if (x < 0 || fin[v] > makespan)
-			makespan = fin[v], x = v;
-	while (x >= 0) {
-		double work = fin[x] - start[x] - gpu->task_us, comp = compute_us(dag, gpu, x);
-		out->critical_len++;
-		out->dispatch_us += gpu->task_us;
-		if (comp >= work - EPS)
-			out->compute_us += work;
-		else
-			out->memory_us += work;
-		int c = cause[x];
-		if (c < 0) {
-			out->wait_us += start[x];
-		} else if (ckind[x] == CAUSE_EDGE && pl->sm[c] != pl->sm[x]) {
-			out->hop_us += hop;
-			out->wait_us += start[x] - fin[c] - hop;
-		} else {
-			out->wait_us += start[x] - fin[c];
-		}
-		x = c;
-	}
-	out->latency_us = makespan + gpu->doorbell_us;
-	out->critical_us = critical_path(dag, gpu, ready);
-	out->utilisation = out->latency_us > 0 ? busy / (sms * out->latency_us) : 0.0;
+	critical_chain(&m, out);
+	out->critical_us = critical_path(dag, gpu, m.ready);
 	rc = 0;
 out:
-	free(st), free(seq), free(npend), free(cause), free(ckind), free(ready), free(start), free(fin);
-	free(level), free(left), free(lastfin), free(release);
+	sim_free(&m);
 	return rc;
 }

@@ -14,34 +14,19 @@
 #include <unistd.h>
 
 #include "codegen/diag.h"
-#include "codegen/graph.h"
+#include "harness.h"
 
-/* Diagnostics of the last load, captured from diag_out. */
-static char *diag_text;
-static size_t diag_len;
-
-static void capture_begin(void)
-{
-	free(diag_text);
-	diag_text = NULL;
-	diag_out = open_memstream(&diag_text, &diag_len);
-	diag_reset();
-}
-
-static void capture_end(void)
-{
-	fclose(diag_out);
-	diag_out = NULL;
-}
-
-/* Parse and check model text; 0 on success. Messages land in diag_text. */
+/* Parse and check model text through the compile API, stopping after the check; 0 on success. The
+ * test owns the graph; messages in harness_diag(). */
 static int load(struct graph *g, const char *text)
 {
-	capture_begin();
-	int rc = cfg_load_string(g, "t.cfg", text);
-	if (!rc)
-		rc = graph_check(g);
-	capture_end();
+	struct arkgen_options opt = arkgen_options_default();
+	struct arkgen_result r;
+	opt.until = ARKGEN_PASS_CHECK;
+	int rc = harness_compile(text, &opt, &r);
+	*g = r.graph;
+	memset(&r.graph, 0, sizeof r.graph);
+	arkgen_result_free(&r);
 	return rc;
 }
 
@@ -73,9 +58,9 @@ static void assert_shape(const struct tensor *t, int ndim, const int64_t *want)
 static void test_parse_mlp(void **state)
 {
 	struct graph g;
-	capture_begin();
+	harness_capture_begin();
 	assert_int_equal(cfg_load(&g, "models/mlp.cfg"), 0);
-	capture_end();
+	harness_capture_end();
 	assert_string_equal(g.file, "models/mlp.cfg");
 	assert_string_equal(g.name, "mlp");
 	assert_int_equal(g.dtype, ARK_FP16);
@@ -103,19 +88,19 @@ static void test_parse_mlp(void **state)
 	assert_int_equal(graph_find_op(&g, "nope"), -1);
 	assert_int_equal(graph_find_tensor(&g, "nope"), -1);
 
-	capture_begin();
+	harness_capture_begin();
 	assert_int_equal(graph_check(&g), 0);
-	capture_end();
-	assert_string_equal(diag_text, "");
+	harness_capture_end();
+	assert_string_equal(harness_diag(), "");
 	SHAPE(h, 8, 4096);
 	SHAPE(y, 8, 1024);
 	assert_int_equal(y->producer, graph_find_op(&g, "fc2"));
 	assert_int_equal(T(&g, "a")->n_readers, 1);
 	assert_int_equal(tensor_bytes(T(&g, "w1")), 1024 * 4096 * 2);
 	/* checking twice gives the same result */
-	capture_begin();
+	harness_capture_begin();
 	assert_int_equal(graph_check(&g), 0);
-	capture_end();
+	harness_capture_end();
 	SHAPE(h, 8, 4096);
 	assert_int_equal(h->n_readers, 1);
 	graph_free(&g);
@@ -154,7 +139,7 @@ static void test_attributes_and_defaults(void **state)
 	assert_int_equal(T(&g, "r")->gpu, 0);
 	assert_int_equal(T(&g, "c1")->dtype, ARK_BF16);
 	/* c1 and c2 are never read: warnings, not errors */
-	assert_non_null(strstr(diag_text, "t.cfg:11: warning: activation 'c1' is never read and is not an output"));
+	assert_non_null(strstr(harness_diag(), "t.cfg:11: warning: activation 'c1' is never read and is not an output"));
 	graph_free(&g);
 }
 
@@ -171,7 +156,7 @@ static void test_matmul_shapes(void **state)
 			 0);
 	SHAPE(T(&g, "h"), 2, 3, 8, 32);
 	SHAPE(T(&g, "o"), 2, 3, 8, 48);
-	assert_string_equal(diag_text, "");
+	assert_string_equal(harness_diag(), "");
 	graph_free(&g);
 
 	/* K mismatch names both shapes */
@@ -179,7 +164,7 @@ static void test_matmul_shapes(void **state)
 				  "  { name = \"b\"; shape = [32, 64]; role = \"weight\"; } );\n"
 				  "ops = ( { name = \"m\"; op = \"matmul\"; in = [\"a\", \"b\"]; out = \"y\"; } );\n"),
 			 -1);
-	assert_non_null(strstr(diag_text, "t.cfg:4: error: input 'a' of op 'm' has shape [3, 8, 64], expected [*, *, 32]\n"
+	assert_non_null(strstr(harness_diag(), "t.cfg:4: error: input 'a' of op 'm' has shape [3, 8, 64], expected [*, *, 32]\n"
 					  "t.cfg:3: note: 'b' ([32, 64]) is declared here\n"));
 	assert_int_equal(diag_errors(), 1);
 	graph_free(&g);
@@ -196,7 +181,7 @@ static void check_binary(const char *op, const char *sa, const char *sb, const c
 	int rc = load(&g, text);
 	if (!want) {
 		assert_int_equal(rc, -1);
-		assert_non_null(strstr(diag_text, "cannot be broadcast"));
+		assert_non_null(strstr(harness_diag(), "cannot be broadcast"));
 	} else {
 		assert_int_equal(rc, 0);
 		const struct tensor *y = T(&g, "y");
@@ -242,7 +227,7 @@ static void test_unary_and_norm_shapes(void **state)
 				  "  { name = \"gm\"; shape = [2]; role = \"weight\"; } );\n"
 				  "ops = ( { name = \"d\"; op = \"rmsnorm\"; in = [\"x\", \"gm\"]; out = \"r\"; } );\n"),
 			 -1);
-	assert_non_null(strstr(diag_text, "t.cfg:4: error: gamma 'gm' of op 'd' (rmsnorm) has shape [2], expected [7]"));
+	assert_non_null(strstr(harness_diag(), "t.cfg:4: error: gamma 'gm' of op 'd' (rmsnorm) has shape [2], expected [7]"));
 	graph_free(&g);
 }
 
@@ -283,10 +268,10 @@ static void test_collectives(void **state)
 	assert_int_equal(O(&g, "col")->axis, 0);
 	graph_free(&g);
 	assert_int_equal(load(&g, collective("all_gather", "axis = -3;")), -1);
-	assert_non_null(strstr(diag_text, "'axis' of op 'col' (all_gather) is -3, expected -2 to 1"));
+	assert_non_null(strstr(harness_diag(), "'axis' of op 'col' (all_gather) is -3, expected -2 to 1"));
 	graph_free(&g);
 	assert_int_equal(load(&g, collective("all_reduce", "axis = 0;")), -1);
-	assert_non_null(strstr(diag_text, "op 'col' (all_reduce) has no attribute 'axis'"));
+	assert_non_null(strstr(harness_diag(), "op 'col' (all_reduce) has no attribute 'axis'"));
 	graph_free(&g);
 }
 
@@ -319,7 +304,7 @@ static void test_cycle(void **state)
 				  "  { name = \"a\"; op = \"relu\"; in = [\"tc\"]; out = \"ta\"; },\n"
 				  "  { name = \"b\"; op = \"relu\"; in = [\"ta\"]; out = \"tb\"; } );\n"),
 			 -1);
-	assert_string_equal(diag_text, "t.cfg:4: error: cycle: op 'c' -> op 'a' -> op 'b' -> op 'c'\n"
+	assert_string_equal(harness_diag(), "t.cfg:4: error: cycle: op 'c' -> op 'a' -> op 'b' -> op 'c'\n"
 				       "t.cfg:4: note: op 'c' writes 'tc', which op 'a' reads\n"
 				       "t.cfg:5: note: op 'a' writes 'ta', which op 'b' reads\n"
 				       "t.cfg:6: note: op 'b' writes 'tb', which op 'c' reads\n"
@@ -355,7 +340,7 @@ static void test_dtype_and_gpu_inheritance(void **state)
 				  "tensors = ( { name = \"x\"; shape = [4]; role = \"input\"; gpu = 1; } );\n"
 				  "ops = ( { name = \"r\"; op = \"relu\"; in = [\"x\"]; out = \"y\"; } );\n"),
 			 -1);
-	assert_non_null(strstr(diag_text, "t.cfg:4: error: input 'x' of op 'r' (relu) lives on gpu 1, but the op runs on gpu 0"));
+	assert_non_null(strstr(harness_diag(), "t.cfg:4: error: input 'x' of op 'r' (relu) lives on gpu 1, but the op runs on gpu 0"));
 	graph_free(&g);
 }
 
@@ -383,8 +368,8 @@ static void test_rejections(void **state)
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		struct graph g;
 		assert_int_equal(load(&g, cases[i].text), -1);
-		if (!strstr(diag_text, cases[i].error))
-			fail_msg("case %zu: expected '%s' in:\n%s", i, cases[i].error, diag_text);
+		if (!strstr(harness_diag(), cases[i].error))
+			fail_msg("case %zu: expected '%s' in:\n%s", i, cases[i].error, harness_diag());
 		assert_int_equal(diag_errors(), 1);
 		graph_free(&g);
 	}
@@ -650,10 +635,10 @@ static void test_text_lines(void **state)
 static void test_dumps(void **state)
 {
 	struct graph g;
-	capture_begin();
+	harness_capture_begin();
 	assert_int_equal(cfg_load(&g, "models/mlp.cfg"), 0);
 	assert_int_equal(graph_check(&g), 0);
-	capture_end();
+	harness_capture_end();
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -685,13 +670,13 @@ static void test_models_load(void **state)
 	assert_true(gl.gl_pathc >= 4);
 	for (size_t i = 0; i < gl.gl_pathc; i++) {
 		struct graph g;
-		capture_begin();
+		harness_capture_begin();
 		int rc = cfg_load(&g, gl.gl_pathv[i]);
 		if (!rc)
 			rc = graph_check(&g);
-		capture_end();
+		harness_capture_end();
 		if (rc)
-			fail_msg("%s: %s", gl.gl_pathv[i], diag_text);
+			fail_msg("%s: %s", gl.gl_pathv[i], harness_diag());
 		assert_true(g.n_ops > 0);
 		for (int t = 0; t < g.n_tensors; t++)
 			assert_true(g.tensors[t].ndim > 0);
@@ -700,26 +685,26 @@ static void test_models_load(void **state)
 	globfree(&gl);
 	/* the named models have the shapes their comments promise */
 	struct graph g;
-	capture_begin();
+	harness_capture_begin();
 	assert_int_equal(cfg_load(&g, "models/branchy.cfg"), 0);
 	assert_int_equal(graph_check(&g), 0);
-	capture_end();
+	harness_capture_end();
 	assert_int_equal(g.n_ops, 8 * 7 + 7);
 	SHAPE(T(&g, "y"), 1, 1024);
 	assert_int_equal(T(&g, "y")->dtype, ARK_BF16);
 	graph_free(&g);
-	capture_begin();
+	harness_capture_begin();
 	assert_int_equal(cfg_load(&g, "models/chain64.cfg"), 0);
 	assert_int_equal(graph_check(&g), 0);
-	capture_end();
+	harness_capture_end();
 	assert_int_equal(g.n_ops, 128);
 	assert_true(O(&g, "scale17")->factor == 1.0001);
 	SHAPE(T(&g, "y"), 4096);
 	graph_free(&g);
-	capture_begin();
+	harness_capture_begin();
 	assert_int_equal(cfg_load(&g, "models/mlp8.cfg"), 0);
 	assert_int_equal(graph_check(&g), 0);
-	capture_end();
+	harness_capture_end();
 	assert_int_equal(g.n_ops, 16);
 	assert_int_equal(g.ops[g.order[15]].kind, ARK_OP_GELU);
 	SHAPE(T(&g, "y"), 1, 4096);
@@ -749,7 +734,5 @@ int main(void)
 		cmocka_unit_test(test_models_load),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
-	int rc = cmocka_run_group_tests(tests, NULL, NULL);
-	free(diag_text);
-	return rc;
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,43 +10,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/graph.h"
-#include "codegen/schedule.h"
+#include "harness.h"
 
-static struct graph g;
-static struct tiling s;
+static struct arkgen_result r;
+static const struct graph *g = &r.graph;
+static const struct tiling *s = &r.tiling;
 
-/* Loads and tiles a model (tensors and ops given as libconfig text); fails the test on error. */
+/* Compiles a model (tensors and ops given as libconfig text) for an H100; fails the test on error. */
 static void tile_text(const char *tensors, const char *ops)
 {
 	char text[8192];
 	snprintf(text, sizeof text, "version = 1; name = \"t\"; dtype = \"fp32\";\ntensors = (%s);\nops = (%s);\n",
 		 tensors, ops);
-	memset(&g, 0, sizeof g);
-	assert_int_equal(cfg_load_string(&g, "t.cfg", text), 0);
-	assert_int_equal(graph_check(&g), 0);
-	struct tile_opts opt = {.sms = 132, .smem = 131072, .fuse = 1, .reuse = 1};
-	assert_int_equal(tile_graph(&s, &g, &opt), 0);
+	struct arkgen_options opt = arkgen_options_default();
+	if (harness_compile(text, &opt, &r) < 0)
+		fail_msg("%s", harness_diag());
 }
 
 static void done(void)
 {
-	tiling_free(&s);
-	graph_free(&g);
+	arkgen_result_free(&r);
 }
 
 static int op(const char *name)
 {
-	int i = graph_find_op(&g, name);
-	assert_true(i >= 0);
-	return i;
+	return harness_op(g, name);
 }
 
 static int tensor(const char *name)
 {
-	int t = graph_find_tensor(&g, name);
-	assert_true(t >= 0);
-	return t;
+	return harness_tensor(g, name);
 }
 
 static int reads(const struct vcta *v, const char *name)
@@ -71,18 +64,18 @@ static void test_chain_whole(void **state)
 		  "{ name = \"r\"; op = \"relu\"; in = [\"b\"]; out = \"c\"; },"
 		  "{ name = \"w\"; op = \"swiglu\"; in = [\"c\", \"u\"]; out = \"y\"; }");
 	int head = op("s");
-	assert_int_equal(s.per_op[head].chain_len, 4);
-	assert_int_equal(s.per_op[head].out_tensor, tensor("y"));
-	assert_int_equal(s.per_op[op("p")].fused_into, head);
-	assert_int_equal(s.per_op[op("r")].fused_into, head);
-	assert_int_equal(s.per_op[op("w")].fused_into, head);
-	assert_int_equal(s.per_op[head].chain_next, op("p"));
-	assert_int_equal(s.per_op[op("w")].chain_next, -1);
+	assert_int_equal(s->per_op[head].chain_len, 4);
+	assert_int_equal(s->per_op[head].out_tensor, tensor("y"));
+	assert_int_equal(s->per_op[op("p")].fused_into, head);
+	assert_int_equal(s->per_op[op("r")].fused_into, head);
+	assert_int_equal(s->per_op[op("w")].fused_into, head);
+	assert_int_equal(s->per_op[head].chain_next, op("p"));
+	assert_int_equal(s->per_op[op("w")].chain_next, -1);
 	/* 12000 fp32 elements: ranges of 1024 (one vector of 16 bytes per thread), the last one shorter */
-	assert_int_equal(s.n_vcta, 12);
+	assert_int_equal(s->n_vcta, 12);
 	uint32_t covered = 0;
-	for (int i = 0; i < s.n_vcta; i++) {
-		const struct vcta *v = &s.v[i];
+	for (int i = 0; i < s->n_vcta; i++) {
+		const struct vcta *v = &s->v[i];
 		assert_int_equal(v->tmpl, ARK_T_EW_CHAIN);
 		assert_int_equal(v->k0, covered);
 		covered = v->k1;
@@ -115,20 +108,20 @@ static void test_chain_stops(void **state)
 		  "{ name = \"s3\"; op = \"scale\"; in = [\"o1\"]; out = \"c\"; factor = 2.0; },"
 		  "{ name = \"twice\"; op = \"add\"; in = [\"c\", \"c\"]; out = \"d\"; },"
 		  "{ name = \"bc\"; op = \"mul\"; in = [\"d\", \"g\"]; out = \"y\"; }");
-	assert_int_equal(s.per_op[op("act")].fused_into, op("m"));
+	assert_int_equal(s->per_op[op("act")].fused_into, op("m"));
 	/* s1 -> s2 chain ends at the output o1 */
-	assert_int_equal(s.per_op[op("s1")].chain_len, 2);
-	assert_int_equal(s.per_op[op("s2")].fused_into, op("s1"));
+	assert_int_equal(s->per_op[op("s1")].chain_len, 2);
+	assert_int_equal(s->per_op[op("s2")].fused_into, op("s1"));
 	/* s3's result is read twice by one op: no chain into 'twice'; 'bc' broadcasts g */
-	assert_int_equal(s.per_op[op("s3")].chain_len, 0);
-	assert_int_equal(s.per_op[op("s3")].fused_into, -1);
-	assert_int_equal(s.per_op[op("twice")].fused_into, -1);
-	assert_int_equal(s.per_op[op("twice")].chain_len, 0);
-	assert_int_equal(s.per_op[op("bc")].fused_into, -1);
+	assert_int_equal(s->per_op[op("s3")].chain_len, 0);
+	assert_int_equal(s->per_op[op("s3")].fused_into, -1);
+	assert_int_equal(s->per_op[op("twice")].fused_into, -1);
+	assert_int_equal(s->per_op[op("twice")].chain_len, 0);
+	assert_int_equal(s->per_op[op("bc")].fused_into, -1);
 	int n_chain = 0, n_ew = 0;
-	for (int i = 0; i < s.n_vcta; i++) {
-		n_chain += s.v[i].tmpl == ARK_T_EW_CHAIN;
-		n_ew += s.v[i].tmpl == ARK_T_ELEMENTWISE;
+	for (int i = 0; i < s->n_vcta; i++) {
+		n_chain += s->v[i].tmpl == ARK_T_EW_CHAIN;
+		n_ew += s->v[i].tmpl == ARK_T_ELEMENTWISE;
 	}
 	assert_int_equal(n_chain, 1);
 	assert_true(n_ew >= 3);
@@ -149,18 +142,18 @@ static void test_chain_order(void **state)
 		  "{ name = \"a0\"; op = \"add\"; in = [\"p0\", \"p1\"]; out = \"s0\"; },"
 		  "{ name = \"a1\"; op = \"add\"; in = [\"p2\", \"p3\"]; out = \"s1\"; },"
 		  "{ name = \"a2\"; op = \"add\"; in = [\"s0\", \"s1\"]; out = \"y\"; }");
-	assert_int_equal(s.per_op[op("a0")].chain_len, 2);
-	assert_int_equal(s.per_op[op("a2")].fused_into, op("a0"));
+	assert_int_equal(s->per_op[op("a0")].chain_len, 2);
+	assert_int_equal(s->per_op[op("a2")].fused_into, op("a0"));
 	int writer = -1, chain = -1;
-	for (int i = 0; i < s.n_vcta; i++) {
-		if (s.v[i].write.tensor == tensor("s1"))
+	for (int i = 0; i < s->n_vcta; i++) {
+		if (s->v[i].write.tensor == tensor("s1"))
 			writer = i;
-		if (s.v[i].tmpl == ARK_T_EW_CHAIN)
+		if (s->v[i].tmpl == ARK_T_EW_CHAIN)
 			chain = i;
 	}
 	assert_true(writer >= 0 && chain >= 0);
 	assert_true(writer < chain);
-	assert_true(reads(&s.v[chain], "s1"));
+	assert_true(reads(&s->v[chain], "s1"));
 	done();
 }
 
@@ -183,7 +176,7 @@ static void test_matmul_share(void **state)
 	for (int b = 0; b < 8; b++) {
 		char name[8];
 		snprintf(name, sizeof name, "m%d", b);
-		const struct op_tiling *pl = &s.per_op[op(name)];
+		const struct op_tiling *pl = &s->per_op[op(name)];
 		assert_int_equal(pl->tn, 64);
 		assert_int_equal(pl->splits, 1);
 		assert_int_equal(pl->n_vcta, 16);
@@ -192,7 +185,7 @@ static void test_matmul_share(void **state)
 	tile_text("{ name = \"x\"; shape = [1, 1024]; role = \"input\"; },"
 		  "{ name = \"w\"; shape = [1024, 1024]; role = \"weight\"; }, { name = \"y\"; role = \"output\"; }",
 		  "{ name = \"m\"; op = \"matmul\"; in = [\"x\", \"w\"]; out = \"y\"; }");
-	assert_true(s.per_op[0].n_vcta >= 100);
+	assert_true(s->per_op[0].n_vcta >= 100);
 	done();
 }
 

@@ -1,0 +1,111 @@
+/* compile.c: arkgen_compile, the list of passes from a model to a verified, simulated schedule. */
+#include <string.h>
+#include <time.h>
+
+#include "arkgen.h"
+
+struct arkgen_options arkgen_options_default(void)
+{
+	return (struct arkgen_options){
+		.sms = ARKGEN_SMS_DEFAULT,
+		.smem = ARKGEN_SMEM_DEFAULT,
+		.threads = 256,
+		.policy = PART_METIS,
+		.barrier = 0,
+		.fuse = 1,
+		.reuse = 1,
+		.p2p_max = ARK_P2P_MAX_DEFAULT,
+		.oneshot_max = ARK_ONESHOT_MAX_AUTO,
+		.ll_max = ARK_LL_MAX_DEFAULT,
+		.until = ARKGEN_PASS_SCHEDULE,
+	};
+}
+
+/* Records that pass p completed; 1 when the options stop after it. */
+static int done(struct arkgen_result *r, enum arkgen_pass p)
+{
+	r->done = p;
+	return p >= r->opt.until;
+}
+
+static int load(struct arkgen_result *r, const char *path, const char *text)
+{
+	return text ? cfg_load_string(&r->graph, path, text) : cfg_load(&r->graph, path);
+}
+
+/* Placement, waits, counters, proof and prediction: for one policy, or for each. */
+static int schedule(struct arkgen_result *r)
+{
+	const struct arkgen_options *o = &r->opt;
+	struct part_gpu gpu;
+	part_gpu_default(&gpu, o->sms);
+	int first = o->policy == ARKGEN_POLICY_ALL ? 0 : o->policy;
+	int last = o->policy == ARKGEN_POLICY_ALL ? PART__COUNT - 1 : o->policy;
+	for (int pol = first; pol <= last; pol++) {
+		struct schedule *p = &r->schedule[r->n_schedules];
+		if (schedule_build(&r->tiling, &gpu, pol, o->barrier, p) < 0) {
+			schedule_free(p);
+			return -1;
+		}
+		r->n_schedules++;
+	}
+	return 0;
+}
+
+static double since(const struct timespec *t0)
+{
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
+}
+
+int arkgen_compile(const char *path, const char *text, const struct arkgen_options *opt, struct arkgen_result *r)
+{
+	const struct tile_opts to = {.sms = opt->sms, .smem = opt->smem, .fuse = opt->fuse, .reuse = opt->reuse,
+				     .p2p_max = opt->p2p_max, .oneshot_max = opt->oneshot_max, .ll_max = opt->ll_max};
+	struct timespec t0;
+	memset(r, 0, sizeof *r);
+	r->opt = *opt;
+	if (load(r, path, text) < 0)
+		return -1;
+	if (done(r, ARKGEN_PASS_LOAD))
+		return 0;
+	if (graph_check(&r->graph) < 0)
+		return -1;
+	r->n_model_tensors = r->graph.n_tensors;
+	if (done(r, ARKGEN_PASS_CHECK))
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	tiling_init(&r->tiling, &r->graph, &to);
+	fuse_graph(&r->tiling);
+	if (done(r, ARKGEN_PASS_FUSE))
+		return 0;
+	if (tile_graph(&r->tiling) < 0)
+		return -1;
+	if (done(r, ARKGEN_PASS_TILE))
+		return 0;
+	if (mem_plan(&r->tiling) < 0)
+		return -1;
+	if (done(r, ARKGEN_PASS_MEM))
+		return 0;
+	if (deps_build(&r->tiling) < 0)
+		return -1;
+	if (done(r, ARKGEN_PASS_DEPS))
+		return 0;
+	int rc = schedule(r);
+	r->seconds = since(&t0);
+	if (rc < 0)
+		return -1;
+	done(r, ARKGEN_PASS_SCHEDULE);
+	return 0;
+}
+
+void arkgen_result_free(struct arkgen_result *r)
+{
+	/* what no pass made is zero, which the frees accept */
+	for (int i = 0; i < r->n_schedules; i++)
+		schedule_free(&r->schedule[i]);
+	tiling_free(&r->tiling);
+	graph_free(&r->graph);
+	memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,205 @@
+/* fuse.c: fusion, a rewrite of the op graph decided before tiling and recorded in tiling.per_op:
+ * activations run in the epilogue of the matmul before them or on the sums of an all_reduce, and
+ * chains of elementwise ops run as one vCTA per range of elements. A fused op gets no vCTAs of its
+ * own (fused_into); the op that computes it records what it took over (act, out_tensor, chain_*). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "diag.h"
+#include "lower.h"
+
+static int is_activation(enum ark_op_kind k)
+{
+	return k == ARK_OP_RELU || k == ARK_OP_GELU || k == ARK_OP_SILU;
+}
+
+int fuse_sole_activation(const struct graph *g, int t)
+{
+	const struct tensor *h = &g->tensors[t];
+	if (h->n_readers != 1 || h->role == ARK_ROLE_OUTPUT)
+		return -1;
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct op *o = &g->ops[i];
+		if (o->in[0] != t)
+			continue;
+		if (!is_activation(o->kind) || o->gpu != h->gpu || g->tensors[o->out[0]].dtype != h->dtype)
+			return -1;
+		return i;
+	}
+	return -1;
+}
+
+/* The same activation after every output of an all_reduce (tensor parallelism's pattern) runs on
+ * the sums: each GPU applies it to its sum before storing (and, two-phase, before sending). */
+static void fuse_into_all_reduce(struct tiling *s)
+{
+	struct graph *g = s->g;
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct op *o = &g->ops[i];
+		if (o->kind != ARK_OP_ALL_REDUCE)
+			continue;
+		int act[ARK_MAX_IO], k;
+		for (k = 0; k < o->n_out; k++) {
+			act[k] = fuse_sole_activation(g, o->out[k]);
+			if (act[k] < 0 || g->ops[act[k]].kind != g->ops[act[0]].kind)
+				break;
+		}
+		if (k < o->n_out)
+			continue;
+		for (k = 0; k < o->n_out; k++)
+			s->per_op[act[k]].fused_into = i;
+		s->per_op[i].act = g->ops[act[0]].kind;
+	}
+}
+
+/* An activation directly after a matmul, reading nothing else, runs in the matmul's epilogue. */
+static void fuse_into_matmul(struct tiling *s)
+{
+	struct graph *g = s->g;
+	for (int i = 0; i < g->n_ops; i++) {
+		struct op *o = &g->ops[i];
+		if (!is_activation(o->kind))
+			continue;
+		const struct tensor *h = &g->tensors[o->in[0]];
+		if (h->producer < 0 || h->n_readers != 1 || h->role == ARK_ROLE_OUTPUT)
+			continue;
+		struct op *mm = &g->ops[h->producer];
+		if (mm->kind != ARK_OP_MATMUL || mm->gpu != o->gpu || s->per_op[h->producer].act != ARK_ACT_NONE)
+			continue;
+		if (g->tensors[o->out[0]].dtype != h->dtype)
+			continue;
+		s->per_op[i].fused_into = h->producer;
+		s->per_op[h->producer].act = o->kind;
+		s->per_op[h->producer].out_tensor = o->out[0];
+	}
+}
+
+/* Every input of elementwise op o has its output's shape and dtype (no broadcasting). */
+static int ew_plain(const struct graph *g, const struct op *o)
+{
+	if (!(op_info[o->kind].flags & ARK_OPF_ELEMENTWISE))
+		return 0;
+	const struct tensor *to = &g->tensors[o->out[0]];
+	for (int i = 0; i < o->n_in; i++) {
+		const struct tensor *ti = &g->tensors[o->in[i]];
+		if (ti->dtype != to->dtype || ti->ndim != to->ndim ||
+		    memcmp(ti->shape, to->shape, sizeof(int64_t) * (size_t)to->ndim))
+			return 0;
+	}
+	return 1;
+}
+
+/* Input of chain step o that is not the chained value `t` (-1: none). */
+static int chain_operand(const struct op *o, int t)
+{
+	if (o->n_in < 2)
+		return -1;
+	return o->in[0] == t ? o->in[1] : o->in[0];
+}
+
+/* Adds tensor t to the distinct tensors reads[0 .. *n) unless it is there; -1 if it is new and the
+ * list already holds VCTA_MAX_READS. */
+static int read_once(int *reads, int *n, int t)
+{
+	for (int j = 0; j < *n; j++)
+		if (reads[j] == t)
+			return 0;
+	if (*n == VCTA_MAX_READS)
+		return -1;
+	reads[(*n)++] = t;
+	return 0;
+}
+
+/* Links each plain elementwise op to the plain elementwise op that alone reads its output, on its
+ * GPU (chain_next); prev[r]: the op linked to r, -1. */
+static void link_chains(struct tiling *s, int *prev)
+{
+	struct graph *g = s->g;
+	int *reader = xmalloc((size_t)g->n_tensors * sizeof *reader);
+	for (int t = 0; t < g->n_tensors; t++)
+		reader[t] = -1;
+	for (int i = 0; i < g->n_ops; i++) {
+		prev[i] = -1;
+		for (int j = 0; j < g->ops[i].n_in; j++)
+			reader[g->ops[i].in[j]] = i;
+	}
+	for (int k = 0; k < g->n_ops; k++) {
+		int oi = g->order[k];
+		const struct op *o = &g->ops[oi];
+		if (s->per_op[oi].fused_into >= 0 || !ew_plain(g, o))
+			continue;
+		const struct tensor *t = &g->tensors[o->out[0]];
+		int r = reader[o->out[0]];
+		if (t->n_readers != 1 || t->role == ARK_ROLE_OUTPUT || r < 0 || prev[r] >= 0)
+			continue;
+		const struct op *ro = &g->ops[r];
+		if (ro->gpu != o->gpu || s->per_op[r].fused_into >= 0 || !ew_plain(g, ro) ||
+		    (ro->n_in > 1 && ro->in[0] == ro->in[1]))
+			continue;
+		s->per_op[oi].chain_next = r;
+		prev[r] = oi;
+	}
+	free(reader);
+}
+
+/* Chains of elementwise ops without broadcasting where each intermediate is read once, by the next op
+ * of the chain, and is no output: one vCTA runs the whole chain on a range of elements, values staying
+ * in registers, so the intermediates are never stored. The head owns the vCTAs; the others are fused
+ * into it. A chain stops before it would read more distinct tensors than a vCTA can record. */
+static void fuse_chains(struct tiling *s)
+{
+	struct graph *g = s->g;
+	int *prev = xmalloc((size_t)g->n_ops * sizeof *prev);
+	link_chains(s, prev);
+	for (int k = 0; k < g->n_ops; k++) {
+		int head = g->order[k];
+		if (prev[head] >= 0 || s->per_op[head].chain_next < 0)
+			continue;
+		/* distinct tensors read: the head's inputs, then every later step's operand */
+		int reads[VCTA_MAX_READS], n_reads = 0, len = 1, last = head;
+		const struct op *h = &g->ops[head];
+		for (int j = 0; j < h->n_in; j++)
+			read_once(reads, &n_reads, h->in[j]);
+		for (int x = s->per_op[head].chain_next; x >= 0; x = s->per_op[x].chain_next) {
+			int opnd = chain_operand(&g->ops[x], g->ops[last].out[0]);
+			if (opnd >= 0 && read_once(reads, &n_reads, opnd) < 0)
+				break;
+			s->per_op[x].fused_into = head;
+			len++;
+			last = x;
+		}
+		int cut = s->per_op[last].chain_next;
+		s->per_op[last].chain_next = -1;
+		if (cut >= 0)
+			prev[cut] = -1; /* a new chain may start there: it is later in the order */
+		if (len < 2)
+			continue;
+		s->per_op[head].chain_len = len;
+		s->per_op[head].out_tensor = g->ops[last].out[0];
+	}
+	free(prev);
+}
+
+int fuse_chain_reads(const struct tiling *s, int head, int *reads)
+{
+	const struct graph *g = s->g;
+	const struct op *h = &g->ops[head];
+	int n = 0;
+	for (int j = 0; j < h->n_in; j++)
+		read_once(reads, &n, h->in[j]);
+	for (int x = s->per_op[head].chain_next, last = head; x >= 0; last = x, x = s->per_op[x].chain_next) {
+		int opnd = chain_operand(&g->ops[x], g->ops[last].out[0]);
+		if (opnd >= 0)
+			ARK_ASSERT(read_once(reads, &n, opnd) == 0); /* fuse_chains kept them within the list */
+	}
+	return n;
+}
+
+void fuse_graph(struct tiling *s)
+{
+	if (!s->opt.fuse)
+		return;
+	fuse_into_all_reduce(s);
+	fuse_into_matmul(s);
+	fuse_chains(s);
+}

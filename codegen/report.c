@@ -1,0 +1,80 @@
+/* report.c: what arkgen prints about a compiled model: the front end's summary (tensors by role,
+ * weights), the schedule's report (fusion, dependencies, arenas, placement, prediction) and, for
+ * --policy all, one line per policy. */
+#include "report.h"
+
+void report_model(const struct graph *g, FILE *f)
+{
+	int n_role[5] = { 0 };
+	uint64_t weight_bytes = 0;
+	for (int i = 0; i < g->n_tensors; i++) {
+		n_role[g->tensors[i].role]++;
+		if (g->tensors[i].role == ARK_ROLE_WEIGHT)
+			weight_bytes += tensor_bytes(&g->tensors[i]);
+	}
+	fprintf(f, "%s: %s checked: %d op%s, %d tensors (%d input%s, %d weight%s, %d output%s, %d activation%s), "
+		"%d GPU%s, default dtype %s, %.2f MiB of weights.\n",
+		g->file, g->name, g->n_ops, g->n_ops == 1 ? "" : "s", g->n_tensors, n_role[ARK_ROLE_INPUT],
+		n_role[ARK_ROLE_INPUT] == 1 ? "" : "s", n_role[ARK_ROLE_WEIGHT], n_role[ARK_ROLE_WEIGHT] == 1 ? "" : "s",
+		n_role[ARK_ROLE_OUTPUT], n_role[ARK_ROLE_OUTPUT] == 1 ? "" : "s", n_role[ARK_ROLE_ACTIVATION],
+		n_role[ARK_ROLE_ACTIVATION] == 1 ? "" : "s", g->gpus, g->gpus == 1 ? "" : "s", dtype_name[g->dtype],
+		(double)weight_bytes / (1 << 20));
+}
+
+/* Kept edges between vCTAs on different SMs. */
+static int64_t edge_cut(const struct tiling *s, const struct schedule *p)
+{
+	int64_t cut = 0;
+	for (int u = 0; u < s->n_vcta; u++)
+		for (int64_t e = s->xadj[u]; e < s->xadj[u + 1]; e++)
+			cut += s->keep[e] && p->pl.sm[u] != p->pl.sm[s->adj[e]];
+	return cut;
+}
+
+void report_policies(const struct arkgen_result *r, FILE *f)
+{
+	const struct tiling *s = &r->tiling;
+	fprintf(f, "%s: %d vCTAs on %d SMs, %s\n", r->graph.name, s->n_vcta, r->opt.sms,
+		r->opt.barrier ? "grid barriers between levels" : "counters");
+	for (int i = 0; i < r->n_schedules; i++) {
+		const struct schedule *p = &r->schedule[i];
+		fprintf(f, "  %-10s predicted %8.1f us  critical path %8.1f us  SM utilisation %5.1f%%  edge cut %lld  "
+			"waits %lld  counters %d\n",
+			part_policy_name[p->policy], p->sim.latency_us, p->sim.critical_us, 100 * p->sim.utilisation,
+			(long long)edge_cut(s, p), (long long)p->wait0[s->n_vcta], p->n_counters);
+	}
+}
+
+void report_schedule(const struct arkgen_result *r, FILE *f)
+{
+	const struct graph *g = &r->graph;
+	const struct tiling *s = &r->tiling;
+	const struct schedule *p = &r->schedule[0];
+	int fused = 0, reduced = 0, chained = 0, splitk = 0;
+	for (int i = 0; i < g->n_ops; i++) {
+		int into = s->per_op[i].fused_into;
+		fused += into >= 0 && g->ops[into].kind == ARK_OP_MATMUL;
+		reduced += into >= 0 && g->ops[into].kind == ARK_OP_ALL_REDUCE;
+		chained += into >= 0 && g->ops[into].kind != ARK_OP_MATMUL && g->ops[into].kind != ARK_OP_ALL_REDUCE;
+		splitk += s->per_op[i].splits > 1;
+	}
+	fprintf(f, "%s: %d ops (%d fused into a matmul, ", g->name, g->n_ops, fused);
+	if (reduced)
+		fprintf(f, "%d into an all_reduce, ", reduced);
+	fprintf(f, "%d into an elementwise chain, %d split along K), %d vCTAs on %d SMs\n", chained, splitk, s->n_vcta,
+		p->pl.sms);
+	fprintf(f, "  dependencies: %lld hazards, %lld edges after transitive reduction, %lld waits on %d counters "
+		"after placement (%s)\n",
+		(long long)s->n_hazards, (long long)s->n_kept, (long long)p->wait0[s->n_vcta], p->n_counters,
+		p->barrier ? "grid barriers between levels" : "the rest is program order");
+	for (int gpu = 0; gpu < g->gpus; gpu++)
+		fprintf(f, "  arena GPU %d: %.2f MiB (%.2f MiB without reuse)\n", gpu, s->arena[gpu] / 1048576.0,
+			s->arena_noreuse[gpu] / 1048576.0);
+	fprintf(f, "  placement %s: edge cut %lld, verified: every hazard ordered, no deadlock\n",
+		part_policy_name[p->policy], (long long)edge_cut(s, p));
+	fprintf(f, "  predicted latency %.1f us (critical path %.1f us over %d vCTAs: compute %.1f, memory %.1f, "
+		"hops %.1f, waits %.1f; SM utilisation %.1f%%)\n",
+		p->sim.latency_us, p->sim.critical_us, p->sim.critical_len, p->sim.compute_us, p->sim.memory_us,
+		p->sim.hop_us, p->sim.wait_us, 100 * p->sim.utilisation);
+	fprintf(f, "  scheduled in %.3f s\n", r->seconds);
+}

@@ -1,0 +1,369 @@
+/* emu.c: an emulator of the emitted tables (emu.h). Runs the plan as the loop kernels would,
+ * sequentially consistent: every GPU's arena and counter array on the host, every SM walking its
+ * list, a task started only once its waits hold (the monotonic targets of the iteration), the
+ * communication templates mirrored in C with the op params the emitted file holds, and DMA requests
+ * completed chunk by chunk as the engine cuts them (copy, then the flag to its chunk's value) at
+ * random later steps. A task that reads or writes bytes of a request that have not arrived yet fails
+ * the test. Picks the next SM or DMA completion at random, so different seeds interleave
+ * differently. Fails on a deadlock, on a DMA request nobody waited for, and on any output that
+ * differs from the CPU reference (outputs are poisoned before every iteration). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ark.h"
+#include "ark_proto.h"
+#include "codegen/emit.h"
+#include "dma/dma.h"
+#include "emu.h"
+
+struct dma_pending {
+	int src, dst;
+	uint64_t so, dof, bytes;
+	uint32_t flag, value;
+	uint32_t chunks, done;       /* chunks of the request, chunks arrived */
+	uint64_t arrived;            /* bytes arrived: [0, arrived) of the destination range */
+};
+
+struct emu {
+	const struct arkgen_result *r;
+	int G, sms;
+	char *arena[ARK_MAX_GPUS];
+	uint32_t *ctr[ARK_MAX_GPUS];
+	struct ark_opp *xp;          /* per xopp */
+	int *next;                   /* per global SM: position in its list */
+	struct dma_pending *q;
+	int nq;
+	uint64_t rng;
+};
+
+static uint32_t rnd(struct emu *e)
+{
+	e->rng = e->rng * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)(e->rng >> 33);
+}
+
+/* Tensor t, or when t is never stored (an activation runs on it inside the vCTA that computes it),
+ * the output of that activation. */
+static const struct ark_tensor *stored_result(const struct ark_op *O, int n_ops, const struct ark_tensor *T, int t)
+{
+	for (int m = 0; m < n_ops && T[t].offset == ARK_NOT_STORED; m++)
+		if (O[m].n_in == 1 && O[m].in[0] == t)
+			return &T[O[m].out[0]];
+	return &T[t];
+}
+
+/* The activations a SUM may apply (templates/ark_dtype.cuh's ark_act). */
+static float emu_act(int act, float x)
+{
+	switch (act) {
+	case ARK_OP_RELU: return x > 0 ? x : 0;
+	case ARK_OP_GELU: return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+	case ARK_OP_SILU: return x / (1.0f + expf(-x));
+	default: return x;
+	}
+}
+
+/* Packet w of the packet buffer at byte `at` of GPU g's arena (op_comm.cuh: {word, iteration}). */
+static uint64_t emu_packet(const struct emu *e, int g, uint64_t at, uint64_t w)
+{
+	uint64_t q;
+	memcpy(&q, e->arena[g] + at + 8 * w, 8);
+	return q;
+}
+
+static int task_ready(const struct emu *e, int v, uint32_t iter)
+{
+	const struct schedule *p = &e->r->schedule[0];
+	for (int64_t w = p->wait0[v]; w < p->wait0[v + 1]; w++) {
+		int c = (int)p->waits[w].counter;
+		uint32_t want = (iter - 1) * p->waits[w].per_iter + p->waits[w].need;
+		if ((int32_t)(e->ctr[p->ctr_gpu[c]][ARK_CTR__FIRST + p->ctr_index[c]] - want) < 0)
+			return 0;
+	}
+	const struct vcta *t = &e->r->tiling.v[v];
+	if (t->tmpl == ARK_T_SUM_LL) { /* every packet of its words holds this iteration */
+		const struct ark_opp *o = &e->xp[t->opp - e->r->tiling.g->n_ops];
+		uint64_t es = (uint64_t)ark_dtype_size(o->dtype);
+		for (uint32_t s = 0; s < o->K; s++)
+			for (uint64_t w = t->k0 * es / 4; 4 * w < t->k1 * es; w++)
+				if (emu_packet(e, t->gpu, o->in[1] + s * o->in[2], w) >> 32 != iter)
+					return 0;
+	}
+	return 1;
+}
+
+/* Fails if a region of vCTA v touches destination bytes of a DMA request that have not arrived. */
+static void check_arrived(const struct emu *e, int v, const struct region *r)
+{
+	const struct tiling *s = &e->r->tiling;
+	int gpu = e->r->graph.tensors[r->tensor].gpu;
+	uint64_t es = (uint64_t)ark_dtype_size(e->r->graph.tensors[r->tensor].dtype), base = s->offset[r->tensor];
+	for (int k = 0; k < e->nq; k++) {
+		const struct dma_pending *d = &e->q[k];
+		if (d->dst != gpu)
+			continue;
+		for (int64_t row = r->r0; row < r->r1; row++) {
+			uint64_t a = base + ((uint64_t)row * (uint64_t)s->cols[r->tensor] + (uint64_t)r->c0) * es;
+			uint64_t b = a + (uint64_t)(r->c1 - r->c0) * es;
+			if (a < d->dof + d->bytes && d->dof + d->arrived < b)
+				fail_msg("vCTA %d touches bytes [%llu, %llu) of GPU %d before they arrived (request "
+					 "[%llu, %llu), %llu bytes in)", v, (unsigned long long)a, (unsigned long long)b,
+					 gpu, (unsigned long long)d->dof, (unsigned long long)(d->dof + d->bytes),
+					 (unsigned long long)d->arrived);
+		}
+	}
+}
+
+static void run_task(struct emu *e, int v, uint32_t iter)
+{
+	const struct tiling *s = &e->r->tiling;
+	const struct schedule *p = &e->r->schedule[0];
+	const struct vcta *t = &s->v[v];
+	int gpu = t->gpu;
+	assert_true(t->opp >= s->g->n_ops); /* the emulator knows the communication templates only */
+	const struct ark_opp *o = &e->xp[t->opp - s->g->n_ops];
+	uint64_t es = (uint64_t)ark_dtype_size(o->dtype);
+	char *a = e->arena[gpu];
+	for (int i = 0; i < t->n_reads; i++)
+		check_arrived(e, v, &t->reads[i]);
+	if (t->write.r0 < t->write.r1)
+		check_arrived(e, v, &t->write);
+	switch (t->tmpl) {
+	case ARK_T_COPY:
+		assert_true(o->flags & ARK_OPP_PUSH);
+		memcpy(e->arena[o->peer] + o->out + t->k0 * es, a + o->in[0] + t->k0 * es, (t->k1 - t->k0) * es);
+		break;
+	case ARK_T_DMA: {
+		uint64_t bytes = (t->k1 - t->k0) * es;
+		uint32_t chunks = (uint32_t)dma_chunk_count(bytes, ARK_DMA_CHUNK_BYTES, ARK_DMA_CHUNK_MAX_BYTES);
+		int c = p->signal[v];
+		assert_true(c >= 0 && p->ctr_gpu[c] == o->peer);
+		e->q = realloc(e->q, (size_t)(e->nq + 1) * sizeof *e->q);
+		e->q[e->nq++] = (struct dma_pending){gpu, o->peer, o->in[0] + t->k0 * es, o->out + t->k0 * es, bytes,
+						     ARK_CTR__FIRST + (uint32_t)p->ctr_index[c], iter * chunks,
+						     chunks, 0, 0};
+		return; /* no signal: the engine raises the flag */
+	}
+	case ARK_T_SEND_LL: /* packets {word, iteration}; a partial last word is zero-padded */
+		for (uint64_t w = t->k0 * es / 4; 4 * w < t->k1 * es; w++) {
+			uint32_t word = 0;
+			memcpy(&word, a + o->in[0] + 4 * w, 4 * w + 4 <= t->k1 * es ? 4 : 2);
+			uint64_t q = word | (uint64_t)iter << 32;
+			memcpy(e->arena[o->peer] + o->out + 8 * w, &q, 8);
+		}
+		break;
+	case ARK_T_SUM:
+	case ARK_T_SUM_LL:
+		for (uint64_t i = t->k0; i < t->k1; i++) { /* in GPU order; in[0] is GPU `splits`' own */
+			float acc = 0;
+			for (int j = 0; j <= o->K; j++) {
+				uint64_t at = j == (int)o->splits ? o->in[0]
+								  : o->in[1] + (uint64_t)(j - (j > (int)o->splits)) * o->in[2];
+				float x;
+				if (t->tmpl == ARK_T_SUM_LL && j != (int)o->splits) { /* element i of its packet */
+					uint32_t word = (uint32_t)emu_packet(e, gpu, at, i * es / 4);
+					x = ark_get((const char *)&word, o->dtype, (int64_t)(i * es % 4 / es));
+				} else {
+					x = ark_get(a + at, o->dtype, (int64_t)i);
+				}
+				acc = j ? acc + x : x;
+			}
+			ark_set(a + o->out, o->dtype, (int64_t)i, emu_act(o->act, acc));
+		}
+		break;
+	case ARK_T_GATHER: {
+		uint64_t seg = (uint64_t)o->N * es, K = (uint64_t)o->K, own = o->splits;
+		for (uint64_t b = t->k0 * es; b < t->k1 * es; b += es) {
+			uint64_t ob = b / (K * seg), r = b % (K * seg), j = r / seg, w = r % seg;
+			const char *src = j == own ? a + o->in[0] : a + o->in[1] + (j - (j > own)) * o->in[2];
+			memcpy(a + o->out + b, src + ob * seg + w, es);
+		}
+		break;
+	}
+	case ARK_T_NOP:
+		break;
+	default:
+		fail_msg("vCTA %d: template %d not emulated", v, t->tmpl);
+	}
+	int c = p->signal[v];
+	if (c >= 0)
+		e->ctr[p->ctr_gpu[c]][ARK_CTR__FIRST + p->ctr_index[c]]++;
+}
+
+/* Host copies of the model's tensors and ops, for the CPU reference. */
+static void ref_tables(const struct arkgen_result *r, struct ark_tensor *T, struct ark_op *O)
+{
+	const struct graph *g = &r->graph;
+	for (int t = 0; t < g->n_tensors; t++) {
+		const struct tensor *x = &g->tensors[t];
+		T[t] = (struct ark_tensor){x->name, (uint8_t)x->dtype, (uint8_t)x->role, (uint8_t)x->ndim, (uint8_t)x->gpu,
+					   {0}, r->tiling.offset[t], tensor_bytes(x)};
+		memcpy(T[t].shape, x->shape, sizeof T[t].shape);
+	}
+	for (int k = 0; k < g->n_ops; k++) {
+		const struct op *o = &g->ops[g->order[k]];
+		O[k] = (struct ark_op){o->name, (uint16_t)o->kind, (uint8_t)o->n_in, (uint8_t)o->n_out, (uint8_t)o->gpu, 0,
+				       (uint8_t)o->transport, (int8_t)o->axis, {0}, {0}, 1.0f, 0.0f, o->line};
+		memcpy(O[k].in, o->in, sizeof O[k].in);
+		memcpy(O[k].out, o->out, sizeof O[k].out);
+	}
+}
+
+/* The state of one emulation beyond struct emu: the CPU reference's tables and buffers. */
+struct ref {
+	struct ark_tensor *T;
+	struct ark_op *O;
+	void **buf;                  /* per tensor */
+};
+
+static void emu_init(struct emu *e, struct ref *ref, const struct arkgen_result *r, uint64_t seed)
+{
+	const struct tiling *s = &r->tiling;
+	const struct schedule *p = &r->schedule[0];
+	const struct graph *g = &r->graph;
+	*e = (struct emu){.r = r, .G = g->gpus, .sms = p->pl.sms / g->gpus, .rng = seed};
+	for (int d = 0; d < e->G; d++) {
+		e->arena[d] = calloc(1, s->arena[d] + 1);
+		e->ctr[d] = calloc(ARK_CTR__FIRST + (size_t)p->gpu_counters[d], sizeof(uint32_t));
+	}
+	e->xp = calloc((size_t)s->n_comm + 1, sizeof *e->xp);
+	for (int x = 0; x < s->n_comm; x++)
+		emit_comm_opp_params(s, x, &e->xp[x]);
+	e->next = calloc((size_t)p->pl.sms, sizeof *e->next);
+	ref->T = calloc((size_t)g->n_tensors, sizeof *ref->T);
+	ref->O = calloc((size_t)g->n_ops, sizeof *ref->O);
+	ref->buf = calloc((size_t)g->n_tensors, sizeof *ref->buf);
+	ref_tables(r, ref->T, ref->O);
+	for (int t = 0; t < g->n_tensors; t++)
+		ref->buf[t] = calloc(1, ref->T[t].bytes + 1);
+}
+
+static void emu_free(struct emu *e, struct ref *ref)
+{
+	for (int t = 0; t < e->r->graph.n_tensors; t++)
+		free(ref->buf[t]);
+	for (int d = 0; d < e->G; d++)
+		free(e->arena[d]), free(e->ctr[d]);
+	free(ref->buf), free(ref->T), free(ref->O), free(e->xp), free(e->next), free(e->q);
+}
+
+/* Fresh random inputs (also into the reference's buffers), poisoned outputs. */
+static void fresh_inputs(struct emu *e, struct ref *ref, uint64_t seed, uint32_t iter)
+{
+	const struct ark_tensor *T = ref->T;
+	for (int t = 0; t < e->r->graph.n_tensors; t++) {
+		char *dev = e->arena[T[t].gpu] + T[t].offset;
+		if (T[t].role == ARK_ROLE_INPUT) {
+			ark_fill_random(ref->buf[t], T[t].dtype, ark_tensor_elems(&T[t]), seed * 977 + iter * 131 + (uint64_t)t,
+					1.0f);
+			memcpy(dev, ref->buf[t], T[t].bytes);
+		} else if (T[t].role == ARK_ROLE_OUTPUT) {
+			memset(dev, 0xff, T[t].bytes);
+		}
+	}
+}
+
+/* The DMA engine serves the oldest request of the (src, dst) pair of request k first, one chunk at
+ * a time: copy, then the flag to the chunk's value. */
+static void dma_step(struct emu *e, int k)
+{
+	struct dma_pending pk = e->q[k];
+	k = 0;
+	while (e->q[k].src != pk.src || e->q[k].dst != pk.dst)
+		k++;
+	struct dma_pending *d = &e->q[k];
+	uint64_t end = dma_chunk_start(d->done + 1, ARK_DMA_CHUNK_BYTES, ARK_DMA_CHUNK_MAX_BYTES);
+	if (end > d->bytes)
+		end = d->bytes;
+	memcpy(e->arena[d->dst] + d->dof + d->arrived, e->arena[d->src] + d->so + d->arrived, end - d->arrived);
+	d->arrived = end;
+	d->done++;
+	e->ctr[d->dst][d->flag] = d->value - (d->chunks - d->done);
+	if (d->done == d->chunks) {
+		assert_int_equal(d->arrived, d->bytes);
+		memmove(&e->q[k], &e->q[k + 1], (size_t)(e->nq - k - 1) * sizeof *e->q);
+		e->nq--;
+	}
+}
+
+/* One iteration: a ready SM's next task or a DMA chunk at random, until every task ran and every
+ * request arrived. */
+static void run_iteration(struct emu *e, uint32_t iter)
+{
+	const struct schedule *p = &e->r->schedule[0];
+	memset(e->next, 0, (size_t)p->pl.sms * sizeof *e->next);
+	int left = e->r->tiling.n_vcta;
+	int *ready = malloc(((size_t)p->pl.sms + 1) * sizeof *ready);
+	while (left > 0 || e->nq > 0) {
+		int nr = 0;
+		for (int q = 0; q < p->pl.sms; q++) {
+			int i = p->pl.begin[q] + e->next[q];
+			if (i < p->pl.begin[q + 1] && task_ready(e, p->pl.list[i], iter))
+				ready[nr++] = q;
+		}
+		if (nr == 0 && e->nq == 0) {
+			fail_msg("deadlock in iteration %u: %d vCTAs left, none ready", iter, left);
+			break;
+		}
+		uint32_t pick = rnd(e) % (uint32_t)(nr + e->nq);
+		if (pick < (uint32_t)nr) {
+			int q = ready[pick];
+			run_task(e, p->pl.list[p->pl.begin[q] + e->next[q]++], iter);
+			left--;
+		} else {
+			dma_step(e, (int)(pick - (uint32_t)nr));
+		}
+		if (left == 0)
+			assert_int_equal(e->nq, 0); /* every request is waited for within the iteration */
+	}
+	free(ready);
+}
+
+/* Every output against the CPU reference; an all_reduce's outputs (or those of the activation fused
+ * after it) identical to the bit, since every GPU sums in the same order. */
+static void check_outputs(const struct emu *e, const struct ref *ref, uint32_t iter)
+{
+	const struct graph *g = &e->r->graph;
+	const struct ark_tensor *T = ref->T;
+	const struct ark_op *O = ref->O;
+	assert_int_equal(ark_ref_run(&(struct ark_model){.n_tensors = g->n_tensors, .tensors = ref->T, .n_ops = g->n_ops,
+							.ops = ref->O},
+				     ref->buf),
+			 0);
+	for (int t = 0; t < g->n_tensors; t++) {
+		if (T[t].role != ARK_ROLE_OUTPUT)
+			continue;
+		double rel = 0;
+		int64_t bad = 0;
+		ark_compare(e->arena[T[t].gpu] + T[t].offset, ref->buf[t], T[t].dtype, ark_tensor_elems(&T[t]), &rel, &bad);
+		if (bad || rel > 1e-6 * (T[t].dtype == ARK_FP32 ? 1 : 1e4))
+			fail_msg("iteration %u, output %s: rel err %g, %lld NaN/Inf", iter, T[t].name, rel, (long long)bad);
+	}
+	for (int k = 0; k < g->n_ops; k++)
+		for (int i = 1; O[k].kind == ARK_OP_ALL_REDUCE && i < O[k].n_out; i++) {
+			const struct ark_tensor *t0 = stored_result(O, g->n_ops, T, O[k].out[0]);
+			const struct ark_tensor *ti = stored_result(O, g->n_ops, T, O[k].out[i]);
+			assert_memory_equal(e->arena[t0->gpu] + t0->offset, e->arena[ti->gpu] + ti->offset, (size_t)t0->bytes);
+		}
+}
+
+void emu_run(const struct arkgen_result *r, uint64_t seed, int iters)
+{
+	struct emu e;
+	struct ref ref;
+	emu_init(&e, &ref, r, seed);
+	for (uint32_t iter = 1; iter <= (uint32_t)iters; iter++) {
+		fresh_inputs(&e, &ref, seed, iter);
+		run_iteration(&e, iter);
+		check_outputs(&e, &ref, iter);
+	}
+	emu_free(&e, &ref);
+}
