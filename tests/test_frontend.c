@@ -469,14 +469,14 @@ static void test_int_literals(void **state)
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		assert_int_equal(load(&g, cases[i].text), -1);
-		if (strncmp(diag_text, cases[i].error, strlen(cases[i].error)))
-			fail_msg("case %zu: expected '%s' at the start of:\n%s", i, cases[i].error, diag_text);
+		if (strncmp(harness_diag(), cases[i].error, strlen(cases[i].error)))
+			fail_msg("case %zu: expected '%s' at the start of:\n%s", i, cases[i].error, harness_diag());
 		graph_free(&g);
 	}
 
 	/* a dimension written as 0 is just that: no hint about 64-bit literals */
 	assert_int_equal(load(&g, HEAD "tensors = ( { name = \"x\"; shape = [0, 4]; role = \"input\"; } );\nops = ();\n"), -1);
-	assert_string_equal(diag_text, "t.cfg:2: error: 'shape' of tensor 'x' has 0 in dimension 0, expected at least 1\n");
+	assert_string_equal(harness_diag(), "t.cfg:2: error: 'shape' of tensor 'x' has 0 in dimension 0, expected at least 1\n");
 	graph_free(&g);
 }
 
@@ -509,8 +509,8 @@ static void test_float_attributes(void **state)
 			 scale ? "scale" : "rmsnorm", scale ? "" : ", \"g\"", cases[i].attr);
 		struct graph g;
 		int rc = load(&g, text);
-		if (cases[i].ok ? rc != 0 : rc != -1 || !strstr(diag_text, "t.cfg:4: error: "))
-			fail_msg("%s: rc %d, diagnostics:\n%s", cases[i].attr, rc, diag_text);
+		if (cases[i].ok ? rc != 0 : rc != -1 || !strstr(harness_diag(), "t.cfg:4: error: "))
+			fail_msg("%s: rc %d, diagnostics:\n%s", cases[i].attr, rc, harness_diag());
 		graph_free(&g);
 	}
 }
@@ -549,13 +549,13 @@ static void test_includes(void **state)
 	write_file(sub, "more_ops.cfg", "\n{ name = \"s\"; op = \"softmax\"; in = [\"h\"]; out = \"y\"; }\n");
 	snprintf(model, sizeof model, "%s/m.cfg", dir);
 	struct graph g;
-	capture_begin();
+	harness_capture_begin();
 	int rc = cfg_load(&g, model);
 	if (!rc)
 		rc = graph_check(&g);
-	capture_end();
+	harness_capture_end();
 	if (rc)
-		fail_msg("%s", diag_text);
+		fail_msg("%s", harness_diag());
 	char want[400];
 	snprintf(want, sizeof want, "%s/parts/tensors.cfg", dir);
 	assert_string_equal(T(&g, "x")->file, want);
@@ -574,22 +574,22 @@ static void test_includes(void **state)
 
 	/* an error in an included file names that file; one after the include, the including file */
 	write_file(sub, "more_ops.cfg", "\n{ name = \"s\"; op = \"softmax\"; in = [\"h\"]; out = \"y\"; axis = 1; }\n");
-	capture_begin();
+	harness_capture_begin();
 	assert_int_equal(cfg_load(&g, model), -1);
-	capture_end();
+	harness_capture_end();
 	snprintf(want, sizeof want, "%s/parts/more_ops.cfg:2: error: op 's' (softmax) has no attribute 'axis'", dir);
-	if (!strstr(diag_text, want))
-		fail_msg("expected '%s' in:\n%s", want, diag_text);
+	if (!strstr(harness_diag(), want))
+		fail_msg("expected '%s' in:\n%s", want, harness_diag());
 	graph_free(&g);
 	write_file(sub, "more_ops.cfg", "{ name = \"s\"; op = \"softmax\"; in = [\"h\"]; out = \"y\"; }\n");
 	write_file(dir, "m.cfg", HEAD "tensors = (\n@include \"parts/tensors.cfg\"\n);\n"
 		   "ops = (\n@include \"parts/ops.cfg\"\n);\n\n\nextra = 1;\n");
-	capture_begin();
+	harness_capture_begin();
 	assert_int_equal(cfg_load(&g, model), -1);
-	capture_end();
+	harness_capture_end();
 	snprintf(want, sizeof want, "%s/m.cfg:10: error: unknown top-level setting 'extra'", dir);
-	if (!strstr(diag_text, want))
-		fail_msg("expected '%s' in:\n%s", want, diag_text);
+	if (!strstr(harness_diag(), want))
+		fail_msg("expected '%s' in:\n%s", want, harness_diag());
 	graph_free(&g);
 
 	char cmd[400];
@@ -607,7 +607,7 @@ static void test_text_lines(void **state)
 	snprintf(text + n, 256, HEAD "tensors = ( { name = \"x\"; shape = [4]; role = \"inptu\"; } );\nops = ();\n");
 	struct graph g;
 	assert_int_equal(load(&g, text), -1);
-	assert_non_null(strstr(diag_text, "t.cfg:70002: error: 'role' of tensor 'x' is \"inptu\""));
+	assert_non_null(strstr(harness_diag(), "t.cfg:70002: error: 'role' of tensor 'x' is \"inptu\""));
 	graph_free(&g);
 	free(text);
 
@@ -617,18 +617,18 @@ static void test_text_lines(void **state)
 	assert_non_null(f);
 	assert_int_equal(fwrite(nul, 1, sizeof nul - 1, f), sizeof nul - 1);
 	assert_int_equal(fclose(f), 0);
-	capture_begin();
+	harness_capture_begin();
 	assert_int_equal(cfg_load(&g, "t_nul.cfg"), -1);
-	capture_end();
+	harness_capture_end();
 	unlink("t_nul.cfg");
-	assert_non_null(strstr(diag_text, "t_nul.cfg:4: error: NUL byte in the file"));
+	assert_non_null(strstr(harness_diag(), "t_nul.cfg:4: error: NUL byte in the file"));
 	graph_free(&g);
 
 	/* a directory */
-	capture_begin();
+	harness_capture_begin();
 	assert_int_equal(cfg_load(&g, "models"), -1);
-	capture_end();
-	assert_string_equal(diag_text, "models: error: is a directory\n");
+	harness_capture_end();
+	assert_string_equal(harness_diag(), "models: error: is a directory\n");
 	graph_free(&g);
 }
 
