@@ -5,24 +5,61 @@
 
 #include <stdint.h>
 
-/* Tile templates. A task names one; the op params say which op it belongs to. */
-#define TMPL_LIST(X)                                                                          \
-	X(MATMUL)         /* tile (m0:m1, n0:n1) of out over all of K, bias and conversion fused */ \
-	X(MATMUL_PARTIAL) /* tile (m0:m1, n0:n1) over k0:k1, fp32 partial into ws slice `split` */  \
-	X(REDUCE)         /* tile (m0:m1, n0:n1): sum of the splits' partials + bias -> out */      \
-	X(ELEMENTWISE)    /* rows m0:m1, cols n0:n1 of the 2-D view of out */                       \
-	X(EW_CHAIN)       /* elements k0:k1 of out through a chain of same-shape elementwise ops */ \
-	X(SOFTMAX)        /* rows m0:m1 of out, each row whole */                                   \
-	X(LAYERNORM)      /* rows m0:m1 */                                                          \
-	X(RMSNORM)        /* rows m0:m1 */                                                          \
-	X(COPY)           /* elements k0:k1 of in[0] -> out, same GPU or peer */                    \
-	X(BARRIER)        /* --sync barrier: signal, then wait (grid barrier between levels) */ \
-	X(DMA)            /* elements k0:k1 of in[0] -> out on GPU `peer`: one request to the DMA engine */ \
-	X(SUM)            /* all_reduce: elements k0:k1 of out = in[0] + the K slots of in[1] (fp32) */ \
-	X(GATHER)         /* all_gather: elements k0:k1 of out from in[0] (own) and in[1] (slots) */   \
-	X(NOP)            /* no work: waits only (a transfer's receiver when nothing else waits) */ \
-	X(SEND_LL)        /* elements k0:k1 of in[0] -> packets at out on GPU `peer` (no signal) */  \
-	X(SUM_LL)         /* SUM whose slots are packets, each polled until it holds this iteration */
+/* What part of its op a task computes, by template: the task fields that say it (trace labels and
+ * the generated file's comments print these). */
+enum ark_span {
+	ARK_SPAN_NONE,   /* nothing: the task only waits or signals */
+	ARK_SPAN_TILE,   /* rows m0:m1, cols n0:n1 of out */
+	ARK_SPAN_TILE_K, /* rows m0:m1, cols n0:n1 of out, over k0:k1 */
+	ARK_SPAN_ROWS,   /* rows m0:m1 of out, each row whole */
+	ARK_SPAN_ELEMS   /* elements k0:k1 of out */
+};
+
+/* The template catalog, one row per tile template: R(X, ID, tile, smem, span, "label").
+ *   tile   what templates/ark_tiles.cuh's dispatch calls: a struct of templates/op_*.cuh whose
+ *          run(p, t, env) computes the task (a template run<T> over the element type when per_dtype)
+ *   smem   dynamic shared memory it needs, bytes: a constant expression of ARK_THREADS that its
+ *          op_*.cuh defines (ARK_SMEM_BYTES must hold the largest: ark_tiles.cuh checks it)
+ *   span   enum ark_span
+ *   label  a few words for the trace and the generated file's comments
+ * TMPL_CATALOG(X) expands every column, X(ID, tile, smem, span, "label"); TMPL_LIST(X) the ID only.
+ * A task names a template; its op params say which op it computes. */
+#define TMPL_ROWS(R, X)                                                                                            \
+	/* tile (m0:m1, n0:n1) of out over all of K, bias and conversion fused */                                  \
+	R(X, MATMUL, ark_tile_matmul, ARK_SMEM_MATMUL, ARK_SPAN_TILE, "matmul")                                    \
+	/* tile (m0:m1, n0:n1) over k0:k1, fp32 partial into ws slice `split` */                                   \
+	R(X, MATMUL_PARTIAL, ark_tile_matmul_partial, ARK_SMEM_MATMUL, ARK_SPAN_TILE_K, "split-K partial")         \
+	/* tile (m0:m1, n0:n1): sum of the splits' partials + bias -> out */                                       \
+	R(X, REDUCE, ark_tile_reduce, ARK_SMEM_REDUCE, ARK_SPAN_TILE, "split-K sum")                               \
+	/* rows m0:m1, cols n0:n1 of the 2-D view of out */                                                        \
+	R(X, ELEMENTWISE, ark_tile_elementwise, ARK_SMEM_ELEMENTWISE, ARK_SPAN_TILE, "elementwise")                \
+	/* elements k0:k1 of out through a chain of same-shape elementwise ops */                                  \
+	R(X, EW_CHAIN, ark_tile_ew_chain, ARK_SMEM_ELEMENTWISE, ARK_SPAN_ELEMS, "elementwise chain")               \
+	/* rows m0:m1 of out, each row whole */                                                                    \
+	R(X, SOFTMAX, ark_tile_softmax, ARK_SMEM_ROWS, ARK_SPAN_ROWS, "softmax")                                   \
+	R(X, LAYERNORM, ark_tile_layernorm, ARK_SMEM_ROWS, ARK_SPAN_ROWS, "layernorm")                             \
+	R(X, RMSNORM, ark_tile_rmsnorm, ARK_SMEM_ROWS, ARK_SPAN_ROWS, "rmsnorm")                                   \
+	/* elements k0:k1 of in[0] -> out, same GPU or peer */                                                     \
+	R(X, COPY, ark_tile_copy, ARK_SMEM_COPY, ARK_SPAN_ELEMS, "copy")                                           \
+	/* --sync barrier: signal, then wait (grid barrier between levels); the loop does both */                  \
+	R(X, BARRIER, ark_tile_none, 0, ARK_SPAN_NONE, "grid barrier")                                             \
+	/* elements k0:k1 of in[0] -> out on GPU `peer`: the loop pushes one request to the DMA engine */          \
+	R(X, DMA, ark_tile_none, 0, ARK_SPAN_ELEMS, "DMA send")                                                    \
+	/* all_reduce: elements k0:k1 of out = in[0] + the K slots of in[1] (fp32) */                              \
+	R(X, SUM, ark_tile_sum, ARK_SMEM_COMM, ARK_SPAN_ELEMS, "sum")                                              \
+	/* all_gather: elements k0:k1 of out from in[0] (own) and in[1] (slots) */                                 \
+	R(X, GATHER, ark_tile_gather, ARK_SMEM_COMM, ARK_SPAN_ELEMS, "gather")                                     \
+	/* no work: waits only (a transfer's receiver when nothing else waits) */                                  \
+	R(X, NOP, ark_tile_none, 0, ARK_SPAN_NONE, "receive")                                                      \
+	/* elements k0:k1 of in[0] -> packets at out on GPU `peer` (no signal) */                                  \
+	R(X, SEND_LL, ark_tile_send_ll, ARK_SMEM_COMM, ARK_SPAN_ELEMS, "send in packets")                          \
+	/* SUM whose slots are packets, each polled until it holds this iteration */                               \
+	R(X, SUM_LL, ark_tile_sum_ll, ARK_SMEM_COMM, ARK_SPAN_ELEMS, "sum of packets")
+
+#define ARK_TMPL_ALL_(X, ...) X(__VA_ARGS__)
+#define ARK_TMPL_ID_(X, id, tile, smem, span, label) X(id)
+#define TMPL_CATALOG(X) TMPL_ROWS(ARK_TMPL_ALL_, X)
+#define TMPL_LIST(X) TMPL_ROWS(ARK_TMPL_ID_, X)
 
 enum ark_tmpl {
 #define X(id) ARK_T_##id,

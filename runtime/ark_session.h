@@ -41,8 +41,9 @@ int ark_session_read(struct ark_session *s, int t, void *host_buf);
 int ark_session_fill(struct ark_session *s, int t, int byte);
 
 /* Runs one iteration on every GPU: rings the doorbells, waits for completion under the watchdog.
- * On timeout the kernels are aborted and the error names, for every stuck SM, the task and the
- * counter it waits on (full text in ark_session_diagnosis); the session can then only be closed. */
+ * On timeout, or as soon as a loop kernel meets a task it has no tile for, the kernels are aborted
+ * and the error names, for every SM, the task and the counter it waits on or the template it could
+ * not run (full text in ark_session_diagnosis); the session can then only be closed. */
 int ark_session_run(struct ark_session *s);
 int ark_session_run_ex(struct ark_session *s, unsigned flags);
 /* Iterations completed so far. */
@@ -60,6 +61,7 @@ int ark_session_trace(struct ark_session *s, const char *path);
 
 /* ---- shared by session.c and trace.c ---------------------------------------------------------- */
 const char *ark_tmpl_name(int tmpl);     /* "MATMUL", ...; "?" out of range */
+const char *ark_tmpl_label(int tmpl);    /* "split-K partial", ... (TMPL_CATALOG); "unknown template" */
 const char *ark_op_kind_name(int kind);  /* "matmul", ...; "?" out of range */
 /* The op of the model that op-params entry `opp` of GPU g belongs to (matched by output offset),
  * or -1. */

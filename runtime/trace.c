@@ -1,4 +1,5 @@
-/* trace.c: names of tasks (op, template, tile) and the Chrome trace JSON of one traced iteration. */
+/* trace.c: names of tasks (their op, template and tile, the tile as TMPL_CATALOG says) and the
+ * Chrome trace JSON of one traced iteration. */
 #include <stdio.h>
 #include <string.h>
 
@@ -11,6 +12,18 @@ static const char *const tmpl_names[] = {
 };
 _Static_assert(sizeof tmpl_names / sizeof *tmpl_names == ARK_T__COUNT, "template names");
 
+static const char *const tmpl_labels[ARK_T__COUNT] = {
+#define X(id, tile, smem, span, label) [ARK_T_##id] = label,
+	TMPL_CATALOG(X)
+#undef X
+};
+
+static const enum ark_span tmpl_spans[ARK_T__COUNT] = {
+#define X(id, tile, smem, span, label) [ARK_T_##id] = span,
+	TMPL_CATALOG(X)
+#undef X
+};
+
 static const char *const op_kind_names[] = {
 #define X(id, name, min_in, max_in, n_out, attrs, flags) name,
 	OP_LIST(X)
@@ -21,6 +34,11 @@ _Static_assert(sizeof op_kind_names / sizeof *op_kind_names == ARK_OP__COUNT, "o
 const char *ark_tmpl_name(int tmpl)
 {
 	return tmpl >= 0 && tmpl < ARK_T__COUNT ? tmpl_names[tmpl] : "?";
+}
+
+const char *ark_tmpl_label(int tmpl)
+{
+	return tmpl >= 0 && tmpl < ARK_T__COUNT ? tmpl_labels[tmpl] : "unknown template";
 }
 
 const char *ark_op_kind_name(int kind)
@@ -65,33 +83,32 @@ void ark_task_label(const struct ark_model *m, int g, int ti, char *buf, size_t 
 	}
 	const struct ark_task *t = &p->tasks[ti];
 	const char *tmpl = ark_tmpl_name(t->tmpl);
-	if (t->tmpl == ARK_T_BARRIER) {
-		snprintf(buf, size, "%s", tmpl);
-		return;
-	}
-	int op = ark_opp_op(m, g, t->opp);
+	int op = t->tmpl == ARK_T_BARRIER ? -1 : ark_opp_op(m, g, t->opp);
 	char who[128];
 	if (op >= 0)
-		snprintf(who, sizeof who, "%s", m->ops[op].name);
+		snprintf(who, sizeof who, "%s ", m->ops[op].name);
+	else if (t->tmpl == ARK_T_BARRIER)
+		who[0] = 0;
 	else if (t->opp < p->n_opp)
-		snprintf(who, sizeof who, "%s (op params %u)", ark_op_kind_name(p->opp[t->opp].kind), t->opp);
+		snprintf(who, sizeof who, "%s (op params %u) ", ark_op_kind_name(p->opp[t->opp].kind), t->opp);
 	else
-		snprintf(who, sizeof who, "op params %u", t->opp);
-	switch (t->tmpl) {
-	case ARK_T_COPY:
-		snprintf(buf, size, "%s %s [%u:%u]", who, tmpl, t->k0, t->k1);
+		snprintf(who, sizeof who, "op params %u ", t->opp);
+	switch (t->tmpl < ARK_T__COUNT ? tmpl_spans[t->tmpl] : ARK_SPAN_NONE) {
+	case ARK_SPAN_TILE:
+		snprintf(buf, size, "%s%s (%u:%u, %u:%u)", who, tmpl, t->m0, t->m1, t->n0, t->n1);
 		break;
-	case ARK_T_MATMUL_PARTIAL:
-		snprintf(buf, size, "%s %s (%u:%u, %u:%u) k %u:%u", who, tmpl, t->m0, t->m1, t->n0, t->n1, t->k0,
-			 t->k1);
+	case ARK_SPAN_TILE_K:
+		snprintf(buf, size, "%s%s (%u:%u, %u:%u) k %u:%u", who, tmpl, t->m0, t->m1, t->n0, t->n1, t->k0, t->k1);
 		break;
-	case ARK_T_SOFTMAX:
-	case ARK_T_LAYERNORM:
-	case ARK_T_RMSNORM:
-		snprintf(buf, size, "%s %s rows %u:%u", who, tmpl, t->m0, t->m1);
+	case ARK_SPAN_ROWS:
+		snprintf(buf, size, "%s%s rows %u:%u", who, tmpl, t->m0, t->m1);
 		break;
-	default:
-		snprintf(buf, size, "%s %s (%u:%u, %u:%u)", who, tmpl, t->m0, t->m1, t->n0, t->n1);
+	case ARK_SPAN_ELEMS:
+		snprintf(buf, size, "%s%s [%u:%u]", who, tmpl, t->k0, t->k1);
+		break;
+	case ARK_SPAN_NONE:
+		snprintf(buf, size, "%s%s", who, tmpl);
+		break;
 	}
 }
 
@@ -151,11 +168,12 @@ int ark_trace_write(FILE *f, const struct ark_model *m, const unsigned long long
 				ark_task_label(m, g, (int)i, label, sizeof label);
 				fputs(",\n{\"name\": ", f);
 				json_str(f, label);
-				fprintf(f, ", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, "
-					"\"dur\": %.3f, \"args\": {\"task\": %u, \"vcta\": %u, \"waits\": %u, "
-					"\"signal\": %d}}",
-					ark_tmpl_name(t->tmpl), g, sm, (double)(s - t0) * 1e-3, (double)(e - s) * 1e-3,
-					i, t->vcta, t->n_wait, t->signal);
+				fputs(", \"cat\": ", f);
+				json_str(f, ark_tmpl_label(t->tmpl));
+				fprintf(f, ", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, "
+					"\"args\": {\"task\": %u, \"vcta\": %u, \"waits\": %u, \"signal\": %d}}",
+					g, sm, (double)(s - t0) * 1e-3, (double)(e - s) * 1e-3, i, t->vcta, t->n_wait,
+					t->signal);
 			}
 	}
 	fputs("\n]}\n", f);

@@ -328,4 +328,22 @@ __device__ __forceinline__ void ark_elementwise_tile(const ark_opp &p, const ark
 	}
 }
 
+/* The templates of this file, as TMPL_CATALOG names them. */
+struct ark_tile_elementwise {
+	static constexpr bool per_dtype = true;
+	template <typename T>
+	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+	{
+		ark_elementwise_tile<T>(p, t, e.arena);
+	}
+};
+struct ark_tile_ew_chain {
+	static constexpr bool per_dtype = true;
+	template <typename T>
+	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+	{
+		ark_ew_chain_tile<T>(p, t, e.arena);
+	}
+};
+
 #endif

@@ -9,6 +9,9 @@
 #define ARK_THREADS 256
 #define ARK_SMEM_BYTES 131072
 #define ARK_SMS 4
+#define ARK_TILES_FP16 1
+#define ARK_TILES_BF16 0
+#define ARK_TILES_FP32 0
 #include "ark_tiles.cuh"
 #include "ark_loop.cuh"
 
