@@ -3,6 +3,7 @@
 #ifndef ARK_TASK_H
 #define ARK_TASK_H
 
+#include <assert.h>
 #include <stdint.h>
 
 /* What part of its op a task computes, by template: the task fields that say it (trace labels and
@@ -68,18 +69,22 @@ enum ark_tmpl {
 	ARK_T__COUNT
 };
 
-/* One vCTA on one SM's list. */
+#define ARK_TASK_NO_OP 0xffffu /* struct ark_task.op of a task of no op (a grid barrier) */
+
+/* One vCTA on one SM's list: 48 bytes, fetched by the loop kernel once per task. */
 struct ark_task {
-	uint16_t opp;     /* index into the op-params table */
-	uint8_t tmpl;     /* enum ark_tmpl */
-	uint8_t n_wait;   /* waits at waits[wait0 .. wait0 + n_wait) */
+	uint16_t op;       /* index into the model's ops (struct ark_model.ops), ARK_TASK_NO_OP: none */
+	uint16_t opp;      /* index into the op-params table */
+	uint8_t tmpl;      /* enum ark_tmpl */
+	uint8_t n_wait;    /* waits at waits[wait0 .. wait0 + n_wait) */
+	uint16_t split;    /* MATMUL_PARTIAL: which slice of the workspace */
 	uint32_t wait0;
-	int32_t signal;   /* counter to add 1 to when done, -1: none */
-	uint32_t split;   /* MATMUL_PARTIAL: which slice of the workspace */
+	int32_t signal;    /* counter to add 1 to when done, -1: none */
 	uint32_t m0, m1, n0, n1, k0, k1;
-	uint32_t vcta;    /* vCTA id, for the trace */
+	uint32_t vcta;     /* vCTA id, for the trace */
 	uint32_t sig_peer; /* 0: signal is this GPU's counter; g + 1: GPU g's (system-scope release) */
 };
+static_assert(sizeof(struct ark_task) == 48, "struct ark_task is fetched per task: keep it 48 bytes");
 
 /* Wait until counter has received `need` of its `per_iter` signals of the current iteration:
  * (int32_t)(counters[counter] - (iter - 1) * per_iter - need) >= 0, iterations counted from 1.

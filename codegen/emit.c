@@ -253,21 +253,24 @@ static void emit_ops(FILE *f, const struct tiling *s)
 	out(f, "};\n\n");
 }
 
-/* wait0: index of the task's first wait in its GPU's wait table. */
-static void emit_task(FILE *f, const struct tiling *s, const struct schedule *p, int v, const int *opp_index,
-		      int64_t wait0)
+/* wait0: index of the task's first wait in its GPU's wait table; op_index: per graph op, its index
+ * in the emitted ops[]. */
+static void emit_task(FILE *f, const struct tiling *s, const struct schedule *p, int v, const int *op_index,
+		      const int *opp_index, int64_t wait0)
 {
 	const struct vcta *t = &s->v[v];
 	const struct graph *g = s->g;
 	int64_t nw = p->wait0[v + 1] - p->wait0[v];
 	int c = p->signal[v], remote = c >= 0 && p->ctr_gpu[c] != t->gpu;
 	ARK_ASSERT(t->tmpl != ARK_T_DMA || remote); /* the engine's flag is on the receiving GPU */
-	out(f, "\t{%d, %s, %d, %" PRId64 ", ", opp_index[t->opp], tmpl_enum[t->tmpl], (int)nw, wait0);
+	ARK_ASSERT(t->split <= 0xffff);
+	out(f, "\t{%d, %d, %s, %d, %u, %" PRId64 ", ", op_index[t->op], opp_index[t->opp], tmpl_enum[t->tmpl],
+	    (int)nw, t->split, wait0);
 	if (c >= 0)
 		out(f, "ARK_CTR__FIRST + %d", p->ctr_index[c]);
 	else
 		out(f, "-1");
-	out(f, ", %u, %u, %u, %u, %u, %u, %u, %d", t->split, t->m0, t->m1, t->n0, t->n1, t->k0, t->k1, v);
+	out(f, ", %u, %u, %u, %u, %u, %u, %d", t->m0, t->m1, t->n0, t->n1, t->k0, t->k1, v);
 	if (remote)
 		out(f, ", %d", p->ctr_gpu[c] + 1);
 	out(f, "}, /* v%d %s %s rows %u:%u cols %u:%u", v, g->ops[t->op].name, tmpl_name(t->tmpl), t->m0, t->m1, t->n0,
@@ -286,6 +289,11 @@ int emit_loop(const struct tiling *s, const struct schedule *p, const struct emi
 	int64_t n_waits = p->wait0[s->n_vcta];
 	int n_bar = p->barrier && p->n_levels > 1 ? p->n_levels - 1 : 0;
 	int n_counters = p->n_counters + (n_bar ? 1 : 0);
+	if (g->n_ops >= (int)ARK_TASK_NO_OP) {
+		diag_error(g->file, 0, "the model has %d ops; the task table can name at most %u", g->n_ops,
+			   ARK_TASK_NO_OP - 1);
+		return -1;
+	}
 	for (int v = 0; v < s->n_vcta; v++)
 		if (p->wait0[v + 1] - p->wait0[v] > 255) {
 			diag_error(g->file, g->ops[s->v[v].op].line,
@@ -319,6 +327,9 @@ int emit_loop(const struct tiling *s, const struct schedule *p, const struct emi
 	int G = g->gpus;
 	int *opp_index = xmalloc(((size_t)g->n_ops + (size_t)s->n_comm) * sizeof *opp_index + 1);
 	int *opp_gpu = xmalloc((size_t)g->n_ops * sizeof *opp_gpu + 1);
+	int *op_index = xmalloc((size_t)g->n_ops * sizeof *op_index + 1);
+	for (int k = 0; k < g->n_ops; k++)
+		op_index[g->order[k]] = k; /* ops[] is in this order */
 	int64_t *wbase = xmalloc((size_t)s->n_vcta * sizeof *wbase + 1);
 	int64_t *sm_begin = xmalloc(((size_t)sms + 1) * sizeof *sm_begin);
 	int n_opp[ARK_MAX_GPUS] = {0}, n_tasks[ARK_MAX_GPUS] = {0};
@@ -362,7 +373,7 @@ int emit_loop(const struct tiling *s, const struct schedule *p, const struct emi
 		out(f, "};\n\n");
 
 		/* Task lists. */
-		out(f, "/* Tasks of every SM%s, back to back: opp, template, waits (count, first), signal, split,\n"
+		out(f, "/* Tasks of every SM%s, back to back: op, opp, template, waits (count), split, first wait, signal,\n"
 		       " * rows m0:m1, cols n0:n1, k0:k1, vCTA%s. */\n", of, G > 1 ? ", GPU of a remote signal + 1" : "");
 		int n_t = n_bar * sms;
 		for (int sm = 0; sm < sms; sm++)
@@ -377,11 +388,11 @@ int emit_loop(const struct tiling *s, const struct schedule *p, const struct emi
 			int i = p->pl.begin[gsm];
 			for (int l = 0; l < (n_bar ? p->n_levels : 1); l++) {
 				for (; i < p->pl.begin[gsm + 1] && (!n_bar || p->level[p->pl.list[i]] == l); i++, emitted++)
-					emit_task(f, s, p, p->pl.list[i], opp_index, wbase[p->pl.list[i]]);
+					emit_task(f, s, p, p->pl.list[i], op_index, opp_index, wbase[p->pl.list[i]]);
 				if (n_bar && l < n_bar) {
-					out(f, "\t{0, ARK_T_BARRIER, 1, %" PRId64 ", ARK_CTR__FIRST + %d, 0, 0, 0, 0, 0, 0, 0, "
-					       "0xffffffffu}, /* grid barrier after level %d */\n",
-					    n_waits + l, p->n_counters, l);
+					out(f, "\t{ARK_TASK_NO_OP, 0, ARK_T_BARRIER, 1, 0, %" PRId64 ", ARK_CTR__FIRST + %d, 0, 0, "
+					       "0, 0, 0, 0, 0xffffffffu}, /* grid barrier after level %d */\n",
+					    gw[gpu] + l, p->n_counters, l);
 					emitted++;
 				}
 			}
@@ -436,6 +447,7 @@ int emit_loop(const struct tiling *s, const struct schedule *p, const struct emi
 	out(f, "\tark_launch,\n\t(const void *)ark_loop_kernel,\n};\n");
 	free(opp_index);
 	free(opp_gpu);
+	free(op_index);
 	free(wbase);
 	free(sm_begin);
 	return ferror(f) ? -1 : 0;

@@ -63,9 +63,9 @@ int ark_session_trace(struct ark_session *s, const char *path);
 const char *ark_tmpl_name(int tmpl);     /* "MATMUL", ...; "?" out of range */
 const char *ark_tmpl_label(int tmpl);    /* "split-K partial", ... (TMPL_CATALOG); "unknown template" */
 const char *ark_op_kind_name(int kind);  /* "matmul", ...; "?" out of range */
-/* The op of the model that op-params entry `opp` of GPU g belongs to (matched by output offset),
- * or -1. */
-int ark_opp_op(const struct ark_model *m, int g, int opp);
+/* Index into m->ops of the op that task ti of GPU g computes (its op field), or -1 (none, or out of
+ * range). */
+int ark_task_op(const struct ark_model *m, int g, int ti);
 /* "fc1 MATMUL (0:64, 0:128)": op name, template and tile of task ti of GPU g, into buf. */
 void ark_task_label(const struct ark_model *m, int g, int ti, char *buf, size_t size);
 /* Writes Chrome trace JSON of one iteration: trace[g] holds [n_tasks][2] globaltimer stamps of GPU g

@@ -148,6 +148,9 @@ static int check_plan(const struct ark_model *m, int g)
 		if (t->tmpl != ARK_T_BARRIER && t->opp >= p->n_opp)
 			return ark_error("model '%s', GPU %d: task %d names op params %u of %d", m->name, g, i,
 					 t->opp, p->n_opp);
+		if (t->op != ARK_TASK_NO_OP && t->op >= m->n_ops)
+			return ark_error("model '%s', GPU %d: task %d names op %u of %d", m->name, g, i, t->op,
+					 m->n_ops);
 		if ((uint64_t)t->wait0 + t->n_wait > (uint64_t)p->n_waits)
 			return ark_error("model '%s', GPU %d: task %d waits beyond the wait table", m->name, g, i);
 		/* a signal (or the DMA engine's flag) may be on another GPU's counter array */

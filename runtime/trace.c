@@ -1,4 +1,4 @@
-/* trace.c: names of tasks (their op, template and tile, the tile as TMPL_CATALOG says) and the
+/* trace.c: names of tasks (their op, template and tile, from the task table and TMPL_CATALOG) and the
  * Chrome trace JSON of one traced iteration. */
 #include <stdio.h>
 #include <string.h>
@@ -46,32 +46,12 @@ const char *ark_op_kind_name(int kind)
 	return kind >= 0 && kind < ARK_OP__COUNT ? op_kind_names[kind] : "?";
 }
 
-int ark_opp_op(const struct ark_model *m, int g, int opp)
+int ark_task_op(const struct ark_model *m, int g, int ti)
 {
 	const struct ark_gpu_tables *p = &m->tables[g];
-	int loose = -1;
-
-	if (opp < 0 || opp >= p->n_opp)
+	if (ti < 0 || ti >= p->n_tasks || p->tasks[ti].op >= m->n_ops)
 		return -1;
-	const struct ark_opp *o = &p->opp[opp];
-	/* Memory reuse may give two ops the same output offset: prefer the op of the same kind whose
-	 * output has the [M, N] view's element count. */
-	for (int i = 0; i < m->n_ops; i++) {
-		const struct ark_op *op = &m->ops[i];
-		for (int k = 0; k < op->n_out; k++) {
-			int t = op->out[k];
-			if (t < 0 || t >= m->n_tensors)
-				continue;
-			const struct ark_tensor *T = &m->tensors[t];
-			if (T->gpu != g || T->offset != o->out)
-				continue;
-			if (op->kind == o->kind && ark_tensor_elems(T) == o->M * o->N)
-				return i;
-			if (loose < 0)
-				loose = i;
-		}
-	}
-	return loose;
+	return p->tasks[ti].op;
 }
 
 void ark_task_label(const struct ark_model *m, int g, int ti, char *buf, size_t size)
@@ -83,16 +63,14 @@ void ark_task_label(const struct ark_model *m, int g, int ti, char *buf, size_t 
 	}
 	const struct ark_task *t = &p->tasks[ti];
 	const char *tmpl = ark_tmpl_name(t->tmpl);
-	int op = t->tmpl == ARK_T_BARRIER ? -1 : ark_opp_op(m, g, t->opp);
+	int op = ark_task_op(m, g, ti);
 	char who[128];
 	if (op >= 0)
 		snprintf(who, sizeof who, "%s ", m->ops[op].name);
-	else if (t->tmpl == ARK_T_BARRIER)
+	else if (t->op == ARK_TASK_NO_OP)
 		who[0] = 0;
-	else if (t->opp < p->n_opp)
-		snprintf(who, sizeof who, "%s (op params %u) ", ark_op_kind_name(p->opp[t->opp].kind), t->opp);
 	else
-		snprintf(who, sizeof who, "op params %u ", t->opp);
+		snprintf(who, sizeof who, "op %u of %d? ", t->op, m->n_ops);
 	switch (t->tmpl < ARK_T__COUNT ? tmpl_spans[t->tmpl] : ARK_SPAN_NONE) {
 	case ARK_SPAN_TILE:
 		snprintf(buf, size, "%s%s (%u:%u, %u:%u)", who, tmpl, t->m0, t->m1, t->n0, t->n1);
@@ -171,9 +149,10 @@ int ark_trace_write(FILE *f, const struct ark_model *m, const unsigned long long
 				fputs(", \"cat\": ", f);
 				json_str(f, ark_tmpl_label(t->tmpl));
 				fprintf(f, ", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, "
-					"\"args\": {\"task\": %u, \"vcta\": %u, \"waits\": %u, \"signal\": %d}}",
-					g, sm, (double)(s - t0) * 1e-3, (double)(e - s) * 1e-3, i, t->vcta, t->n_wait,
-					t->signal);
+					"\"args\": {\"task\": %u, \"vcta\": %u, \"op\": %d, \"waits\": %u, "
+					"\"signal\": %d}}",
+					g, sm, (double)(s - t0) * 1e-3, (double)(e - s) * 1e-3, i, t->vcta,
+					ark_task_op(m, g, (int)i), t->n_wait, t->signal);
 			}
 	}
 	fputs("\n]}\n", f);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # scripts/tables-compare.sh REV: do this tree's generated files describe the same computation as
 # those of revision REV? Builds REV's arkgen in a temporary worktree, generates every models/*.cfg
-# with both, and prints the tables of each file with tests/tables_dump.cc (every field of every
+# with both (and a few with the options that change what is emitted), and prints the tables of each file with tests/tables_dump.cc (every field of every
 # table as numbers), each against the headers of its own revision; the golden files of both
 # revisions are dumped too. Diffs the dumps, ignoring the op index of the tasks (" op=..."), which
 # older revisions do not have. Prints one line per file; exit status 0 when every pair agrees.
@@ -34,11 +34,16 @@ compare() {
 	fi
 }
 
-for m in models/*.cfg; do
-	name=$(basename "$m" .cfg)
-	"$tmp/base/build/arkgen" "$m" -o "$tmp/$name.old.cu" >/dev/null 2>&1 &&
-		build/arkgen "$m" -o "$tmp/$name.new.cu" >/dev/null 2>&1 || { echo "FAILED: arkgen $m"; bad=1; continue; }
-	compare "$m" "$tmp/$name.old.cu" "$tmp/$name.new.cu"
+# every model with the default options, then the options that change what is emitted
+n=0
+for args in $(ls models/*.cfg) "--sync barrier models/mlp8.cfg" "--sync barrier models/branchy.cfg" \
+	"--ll-max 4096 models/comm2.cfg" "--p2p-max 0 models/mlp_tp2.cfg" "--oneshot-max 0 models/mlp_tp4.cfg" \
+	"--no-fuse --no-reuse models/mlp.cfg" "--policy wavefront --sms 16 models/branchy.cfg"; do
+	n=$((n + 1))
+	# shellcheck disable=SC2086
+	"$tmp/base/build/arkgen" $args -o "$tmp/$n.old.cu" >/dev/null 2>&1 &&
+		build/arkgen $args -o "$tmp/$n.new.cu" >/dev/null 2>&1 || { echo "FAILED: arkgen $args"; bad=1; continue; }
+	compare "arkgen $args" "$tmp/$n.old.cu" "$tmp/$n.new.cu"
 done
 for gf in "$tmp"/base/tests/golden/*.cu; do
 	name=$(basename "$gf")

@@ -931,17 +931,17 @@ static const struct ark_opp opp_g0[] = {
 	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
 };
 
-/* Tasks of every SM, back to back: opp, template, waits (count, first), signal, split,
+/* Tasks of every SM, back to back: op, opp, template, waits (count), split, first wait, signal,
  * rows m0:m1, cols n0:n1, k0:k1, vCTA. */
 static const struct ark_task tasks_g0[4] = {
 	/* SM 0 */
-	{0, ARK_T_EW_CHAIN, 0, 0, -1, 0, 0, 1, 0, 1024, 0, 1024, 0}, /* v0 scale0 EW_CHAIN rows 0:1 cols 0:1024 (line 14) */
+	{0, 0, ARK_T_EW_CHAIN, 0, 0, 0, -1, 0, 1, 0, 1024, 0, 1024, 0}, /* v0 scale0 EW_CHAIN rows 0:1 cols 0:1024 (line 14) */
 	/* SM 1 */
-	{0, ARK_T_EW_CHAIN, 0, 0, -1, 0, 0, 1, 1024, 2048, 1024, 2048, 1}, /* v1 scale0 EW_CHAIN rows 0:1 cols 1024:2048 (line 14) */
+	{0, 0, ARK_T_EW_CHAIN, 0, 0, 0, -1, 0, 1, 1024, 2048, 1024, 2048, 1}, /* v1 scale0 EW_CHAIN rows 0:1 cols 1024:2048 (line 14) */
 	/* SM 2 */
-	{0, ARK_T_EW_CHAIN, 0, 0, -1, 0, 0, 1, 2048, 3072, 2048, 3072, 2}, /* v2 scale0 EW_CHAIN rows 0:1 cols 2048:3072 (line 14) */
+	{0, 0, ARK_T_EW_CHAIN, 0, 0, 0, -1, 0, 1, 2048, 3072, 2048, 3072, 2}, /* v2 scale0 EW_CHAIN rows 0:1 cols 2048:3072 (line 14) */
 	/* SM 3 */
-	{0, ARK_T_EW_CHAIN, 0, 0, -1, 0, 0, 1, 3072, 4096, 3072, 4096, 3}, /* v3 scale0 EW_CHAIN rows 0:1 cols 3072:4096 (line 14) */
+	{0, 0, ARK_T_EW_CHAIN, 0, 0, 0, -1, 0, 1, 3072, 4096, 3072, 4096, 3}, /* v3 scale0 EW_CHAIN rows 0:1 cols 3072:4096 (line 14) */
 	/* SM 4 */
 	/* SM 5 */
 	/* SM 6 */

@@ -77,23 +77,23 @@ static const struct ark_opp opp_g0[] = {
 	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, -1},
 };
 
-/* Tasks of every SM of GPU 0, back to back: opp, template, waits (count, first), signal, split,
+/* Tasks of every SM of GPU 0, back to back: op, opp, template, waits (count), split, first wait, signal,
  * rows m0:m1, cols n0:n1, k0:k1, vCTA, GPU of a remote signal + 1. */
 static const struct ark_task tasks_g0[9] = {
 	/* SM 0 */
-	{0, ARK_T_MATMUL, 0, 0, ARK_CTR__FIRST + 0, 0, 0, 4, 0, 16, 0, 64, 2}, /* v2 mm0 MATMUL rows 0:4 cols 0:16 (line 20) */
-	{3, ARK_T_SUM, 2, 1, -1, 0, 0, 4, 0, 64, 0, 256, 12}, /* v12 ar SUM rows 0:4 cols 0:64 (line 22) */
-	{4, ARK_T_DMA, 0, 3, ARK_CTR__FIRST + 3, 0, 0, 4, 0, 64, 0, 256, 15, 2}, /* v15 ag DMA rows 0:4 cols 0:64 k 0:256, signals GPU 1 (line 23) */
-	{5, ARK_T_GATHER, 1, 3, -1, 0, 0, 4, 0, 128, 0, 512, 16}, /* v16 ag GATHER rows 0:4 cols 0:128 (line 23) */
+	{1, 0, ARK_T_MATMUL, 0, 0, 0, ARK_CTR__FIRST + 0, 0, 4, 0, 16, 0, 64, 2}, /* v2 mm0 MATMUL rows 0:4 cols 0:16 (line 20) */
+	{3, 3, ARK_T_SUM, 2, 0, 1, -1, 0, 4, 0, 64, 0, 256, 12}, /* v12 ar SUM rows 0:4 cols 0:64 (line 22) */
+	{4, 4, ARK_T_DMA, 0, 0, 3, ARK_CTR__FIRST + 3, 0, 4, 0, 64, 0, 256, 15, 2}, /* v15 ag DMA rows 0:4 cols 0:64 k 0:256, signals GPU 1 (line 23) */
+	{4, 5, ARK_T_GATHER, 1, 0, 3, -1, 0, 4, 0, 128, 0, 512, 16}, /* v16 ag GATHER rows 0:4 cols 0:128 (line 23) */
 	/* SM 1 */
-	{0, ARK_T_MATMUL, 0, 0, ARK_CTR__FIRST + 0, 0, 0, 4, 16, 32, 0, 64, 3}, /* v3 mm0 MATMUL rows 0:4 cols 16:32 (line 20) */
-	{2, ARK_T_COPY, 1, 0, ARK_CTR__FIRST + 2, 0, 0, 4, 0, 64, 0, 256, 11, 2}, /* v11 ar COPY rows 0:4 cols 0:64 k 0:256, signals GPU 1 (line 22) */
+	{1, 0, ARK_T_MATMUL, 0, 0, 0, ARK_CTR__FIRST + 0, 0, 4, 16, 32, 0, 64, 3}, /* v3 mm0 MATMUL rows 0:4 cols 16:32 (line 20) */
+	{3, 2, ARK_T_COPY, 1, 0, 0, ARK_CTR__FIRST + 2, 0, 4, 0, 64, 0, 256, 11, 2}, /* v11 ar COPY rows 0:4 cols 0:64 k 0:256, signals GPU 1 (line 22) */
 	/* SM 2 */
-	{0, ARK_T_MATMUL, 0, 0, ARK_CTR__FIRST + 0, 0, 0, 4, 32, 48, 0, 64, 4}, /* v4 mm0 MATMUL rows 0:4 cols 32:48 (line 20) */
+	{1, 0, ARK_T_MATMUL, 0, 0, 0, ARK_CTR__FIRST + 0, 0, 4, 32, 48, 0, 64, 4}, /* v4 mm0 MATMUL rows 0:4 cols 32:48 (line 20) */
 	/* SM 3 */
-	{0, ARK_T_MATMUL, 0, 0, ARK_CTR__FIRST + 0, 0, 0, 4, 48, 64, 0, 64, 5}, /* v5 mm0 MATMUL rows 0:4 cols 48:64 (line 20) */
+	{1, 0, ARK_T_MATMUL, 0, 0, 0, ARK_CTR__FIRST + 0, 0, 4, 48, 64, 0, 64, 5}, /* v5 mm0 MATMUL rows 0:4 cols 48:64 (line 20) */
 	/* SM 4 */
-	{1, ARK_T_COPY, 0, 0, ARK_CTR__FIRST + 0, 0, 0, 4, 0, 64, 0, 256, 0, 2}, /* v0 cpx COPY rows 0:4 cols 0:64 k 0:256, signals GPU 1 (line 19) */
+	{0, 1, ARK_T_COPY, 0, 0, 0, ARK_CTR__FIRST + 0, 0, 4, 0, 64, 0, 256, 0, 2}, /* v0 cpx COPY rows 0:4 cols 0:64 k 0:256, signals GPU 1 (line 19) */
 	/* SM 5 */
 	/* SM 6 */
 	/* SM 7 */
@@ -278,23 +278,23 @@ static const struct ark_opp opp_g1[] = {
 	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, -1},
 };
 
-/* Tasks of every SM of GPU 1, back to back: opp, template, waits (count, first), signal, split,
+/* Tasks of every SM of GPU 1, back to back: op, opp, template, waits (count), split, first wait, signal,
  * rows m0:m1, cols n0:n1, k0:k1, vCTA, GPU of a remote signal + 1. */
 static const struct ark_task tasks_g1[9] = {
 	/* SM 0 */
-	{0, ARK_T_MATMUL, 1, 1, ARK_CTR__FIRST + 1, 0, 0, 4, 0, 16, 0, 64, 6}, /* v6 mm1 MATMUL rows 0:4 cols 0:16 (line 21) */
-	{3, ARK_T_SUM, 2, 6, -1, 0, 0, 4, 0, 64, 0, 256, 13}, /* v13 ar SUM rows 0:4 cols 0:64 (line 22) */
-	{4, ARK_T_DMA, 0, 8, ARK_CTR__FIRST + 2, 0, 0, 4, 0, 64, 0, 256, 14, 1}, /* v14 ag DMA rows 0:4 cols 0:64 k 0:256, signals GPU 0 (line 23) */
-	{5, ARK_T_GATHER, 1, 8, -1, 0, 0, 4, 0, 128, 0, 512, 17}, /* v17 ag GATHER rows 0:4 cols 0:128 (line 23) */
+	{2, 0, ARK_T_MATMUL, 1, 0, 1, ARK_CTR__FIRST + 1, 0, 4, 0, 16, 0, 64, 6}, /* v6 mm1 MATMUL rows 0:4 cols 0:16 (line 21) */
+	{3, 3, ARK_T_SUM, 2, 0, 6, -1, 0, 4, 0, 64, 0, 256, 13}, /* v13 ar SUM rows 0:4 cols 0:64 (line 22) */
+	{4, 4, ARK_T_DMA, 0, 0, 8, ARK_CTR__FIRST + 2, 0, 4, 0, 64, 0, 256, 14, 1}, /* v14 ag DMA rows 0:4 cols 0:64 k 0:256, signals GPU 0 (line 23) */
+	{4, 5, ARK_T_GATHER, 1, 0, 8, -1, 0, 4, 0, 128, 0, 512, 17}, /* v17 ag GATHER rows 0:4 cols 0:128 (line 23) */
 	/* SM 1 */
-	{0, ARK_T_MATMUL, 1, 2, ARK_CTR__FIRST + 1, 0, 0, 4, 16, 32, 0, 64, 7}, /* v7 mm1 MATMUL rows 0:4 cols 16:32 (line 21) */
-	{2, ARK_T_COPY, 1, 5, ARK_CTR__FIRST + 1, 0, 0, 4, 0, 64, 0, 256, 10, 1}, /* v10 ar COPY rows 0:4 cols 0:64 k 0:256, signals GPU 0 (line 22) */
+	{2, 0, ARK_T_MATMUL, 1, 0, 2, ARK_CTR__FIRST + 1, 0, 4, 16, 32, 0, 64, 7}, /* v7 mm1 MATMUL rows 0:4 cols 16:32 (line 21) */
+	{3, 2, ARK_T_COPY, 1, 0, 5, ARK_CTR__FIRST + 1, 0, 4, 0, 64, 0, 256, 10, 1}, /* v10 ar COPY rows 0:4 cols 0:64 k 0:256, signals GPU 0 (line 22) */
 	/* SM 2 */
-	{0, ARK_T_MATMUL, 1, 3, ARK_CTR__FIRST + 1, 0, 0, 4, 32, 48, 0, 64, 8}, /* v8 mm1 MATMUL rows 0:4 cols 32:48 (line 21) */
+	{2, 0, ARK_T_MATMUL, 1, 0, 3, ARK_CTR__FIRST + 1, 0, 4, 32, 48, 0, 64, 8}, /* v8 mm1 MATMUL rows 0:4 cols 32:48 (line 21) */
 	/* SM 3 */
-	{0, ARK_T_MATMUL, 1, 4, ARK_CTR__FIRST + 1, 0, 0, 4, 48, 64, 0, 64, 9}, /* v9 mm1 MATMUL rows 0:4 cols 48:64 (line 21) */
+	{2, 0, ARK_T_MATMUL, 1, 0, 4, ARK_CTR__FIRST + 1, 0, 4, 48, 64, 0, 64, 9}, /* v9 mm1 MATMUL rows 0:4 cols 48:64 (line 21) */
 	/* SM 4 */
-	{1, ARK_T_NOP, 1, 0, -1, 0, 0, 0, 0, 0, 0, 0, 1}, /* v1 cpx NOP rows 0:0 cols 0:0 (line 19) */
+	{0, 1, ARK_T_NOP, 1, 0, 0, -1, 0, 0, 0, 0, 0, 0, 1}, /* v1 cpx NOP rows 0:0 cols 0:0 (line 19) */
 	/* SM 5 */
 	/* SM 6 */
 	/* SM 7 */
