@@ -96,12 +96,20 @@ struct ark_wait {
 	uint32_t sys;     /* 1: signalled from another GPU or by the DMA engine: acquire at system scope */
 };
 
-#define ARK_OPP_TRANSPOSE_B 1u /* B is [N, K] */
-#define ARK_OPP_BIAS 2u        /* in[2] is a bias [N] */
-#define ARK_OPP_SAME_SHAPE 4u  /* elementwise: every input has out's shape (no broadcasting) */
-#define ARK_OPP_CHAIN_IN1 8u   /* chain step: the chained value is the op's in[1] (in[0]: the operand) */
-#define ARK_OPP_PUSH 16u       /* COPY: out is in peers[peer] (stores over NVLink/PCIe), in[0] here */
-#define ARK_ACT_NONE 0xffffu
+/* Flags of op params (struct ark_opp.flags): X(ID, bit). */
+#define OPP_FLAG_LIST(X)                                                                                  \
+	X(TRANSPOSE_B, 0) /* B is [N, K] */                                                               \
+	X(BIAS, 1)        /* in[2] is a bias [N] */                                                       \
+	X(SAME_SHAPE, 2)  /* elementwise: every input has out's shape (no broadcasting) */                \
+	X(CHAIN_IN1, 3)   /* chain step: the chained value is the op's in[1] (in[0]: the operand) */      \
+	X(PUSH, 4)        /* COPY: out is in peers[peer] (stores over NVLink/PCIe), in[0] here */
+
+enum ark_opp_flag {
+#define X(id, bit) ARK_OPP_##id = 1u << (bit),
+	OPP_FLAG_LIST(X)
+#undef X
+};
+#define ARK_ACT_NONE 0xffffu /* struct ark_opp.act: no fused activation */
 
 /* Device parameters of one op, as the templates see it. Offsets are bytes into the arena of the
  * GPU that runs the task; every tensor is a row-major 2-D view [M, N] (leading dims folded). */
