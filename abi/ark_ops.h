@@ -1,5 +1,5 @@
 /* ark_ops.h: the op catalog, written once. Every table of ops (enum, names, arity, allowed
- * attributes, CPU reference, device templates) is derived from OP_LIST. Plain C, host and device. */
+ * attributes, CPU reference) is derived from OP_ROWS. Plain C, host and device. */
 #ifndef ARK_OPS_H
 #define ARK_OPS_H
 
@@ -19,25 +19,36 @@ enum ark_attr {
 };
 #define ARK_A(id) (1u << ARK_ATTR_##id)
 
-/* X(ID, "name", min inputs, max inputs, outputs (0: one per input), allowed attributes, flags)
- * flags: ARK_OPF_COMM for communication ops (inputs may live on other GPUs). */
+/* The op catalog, one row per op: R(X, ID, "name", min inputs, max inputs, outputs (0: one per
+ * input), allowed attributes, flags, CPU reference).
+ * flags: ARK_OPF_COMM for communication ops (inputs may live on other GPUs), ARK_OPF_ELEMENTWISE.
+ * CPU reference: the function of runtime/ref.c that computes the op on host buffers.
+ * OP_CATALOG(X) expands every column, X(ID, "name", min_in, max_in, n_out, attrs, flags, ref);
+ * OP_LIST(X) all but the reference, for the tables that need none. */
 #define ARK_OPF_COMM 1u
 #define ARK_OPF_ELEMENTWISE 2u
-#define OP_LIST(X)                                                                              \
-	X(MATMUL, "matmul", 2, 3, 1, ARK_A(TRANSPOSE_B), 0)                                      \
-	X(ADD, "add", 2, 2, 1, 0, ARK_OPF_ELEMENTWISE)                                           \
-	X(MUL, "mul", 2, 2, 1, 0, ARK_OPF_ELEMENTWISE)                                           \
-	X(SCALE, "scale", 1, 1, 1, ARK_A(FACTOR), ARK_OPF_ELEMENTWISE)                           \
-	X(RELU, "relu", 1, 1, 1, 0, ARK_OPF_ELEMENTWISE)                                         \
-	X(GELU, "gelu", 1, 1, 1, 0, ARK_OPF_ELEMENTWISE)                                         \
-	X(SILU, "silu", 1, 1, 1, 0, ARK_OPF_ELEMENTWISE)                                         \
-	X(SWIGLU, "swiglu", 2, 2, 1, 0, ARK_OPF_ELEMENTWISE)                                     \
-	X(SOFTMAX, "softmax", 1, 1, 1, 0, 0)                                                     \
-	X(LAYERNORM, "layernorm", 3, 3, 1, ARK_A(EPS), 0)                                        \
-	X(RMSNORM, "rmsnorm", 2, 2, 1, ARK_A(EPS), 0)                                            \
-	X(COPY, "copy", 1, 1, 1, ARK_A(TRANSPORT), ARK_OPF_COMM)                                 \
-	X(ALL_REDUCE, "all_reduce", 2, ARK_MAX_GPUS, 0, ARK_A(TRANSPORT), ARK_OPF_COMM)          \
-	X(ALL_GATHER, "all_gather", 2, ARK_MAX_GPUS, 0, ARK_A(TRANSPORT) | ARK_A(AXIS), ARK_OPF_COMM)
+#define OP_ROWS(R, X)                                                                                          \
+	R(X, MATMUL, "matmul", 2, 3, 1, ARK_A(TRANSPOSE_B), 0, ref_matmul)                                     \
+	R(X, ADD, "add", 2, 2, 1, 0, ARK_OPF_ELEMENTWISE, ref_add)                                             \
+	R(X, MUL, "mul", 2, 2, 1, 0, ARK_OPF_ELEMENTWISE, ref_mul)                                             \
+	R(X, SCALE, "scale", 1, 1, 1, ARK_A(FACTOR), ARK_OPF_ELEMENTWISE, ref_scale)                           \
+	R(X, RELU, "relu", 1, 1, 1, 0, ARK_OPF_ELEMENTWISE, ref_relu)                                          \
+	R(X, GELU, "gelu", 1, 1, 1, 0, ARK_OPF_ELEMENTWISE, ref_gelu)                                          \
+	R(X, SILU, "silu", 1, 1, 1, 0, ARK_OPF_ELEMENTWISE, ref_silu)                                          \
+	R(X, SWIGLU, "swiglu", 2, 2, 1, 0, ARK_OPF_ELEMENTWISE, ref_swiglu)                                    \
+	R(X, SOFTMAX, "softmax", 1, 1, 1, 0, 0, ref_softmax)                                                   \
+	R(X, LAYERNORM, "layernorm", 3, 3, 1, ARK_A(EPS), 0, ref_layernorm)                                    \
+	R(X, RMSNORM, "rmsnorm", 2, 2, 1, ARK_A(EPS), 0, ref_rmsnorm)                                          \
+	R(X, COPY, "copy", 1, 1, 1, ARK_A(TRANSPORT), ARK_OPF_COMM, ref_copy)                                  \
+	R(X, ALL_REDUCE, "all_reduce", 2, ARK_MAX_GPUS, 0, ARK_A(TRANSPORT), ARK_OPF_COMM, ref_all_reduce)     \
+	R(X, ALL_GATHER, "all_gather", 2, ARK_MAX_GPUS, 0, ARK_A(TRANSPORT) | ARK_A(AXIS), ARK_OPF_COMM,       \
+	  ref_all_gather)
+
+#define ARK_OP_ALL_(X, ...) X(__VA_ARGS__)
+#define ARK_OP_NO_REF_(X, id, name, min_in, max_in, n_out, attrs, flags, ref) \
+	X(id, name, min_in, max_in, n_out, attrs, flags)
+#define OP_CATALOG(X) OP_ROWS(ARK_OP_ALL_, X)
+#define OP_LIST(X) OP_ROWS(ARK_OP_NO_REF_, X)
 
 #define ARK_MAX_GPUS 8
 #define ARK_MAX_DIMS 4
@@ -50,8 +61,29 @@ enum ark_op_kind {
 	ARK_OP__COUNT
 };
 
-enum ark_dtype { ARK_FP16, ARK_BF16, ARK_FP32, ARK_DTYPE__COUNT };
-enum ark_role { ARK_ROLE_ACTIVATION, ARK_ROLE_INPUT, ARK_ROLE_WEIGHT, ARK_ROLE_OUTPUT, ARK_ROLE_INTERNAL };
-enum ark_transport { ARK_TR_AUTO, ARK_TR_DMA, ARK_TR_P2P };
+/* Element types, tensor roles and transports: X(ID, "name"). */
+#define DTYPE_LIST(X) X(FP16, "fp16") X(BF16, "bf16") X(FP32, "fp32")
+#define ROLE_LIST(X) \
+	X(ACTIVATION, "activation") X(INPUT, "input") X(WEIGHT, "weight") X(OUTPUT, "output") X(INTERNAL, "internal")
+#define TRANSPORT_LIST(X) X(AUTO, "auto") X(DMA, "dma") X(P2P, "p2p")
+
+enum ark_dtype {
+#define X(id, name) ARK_##id,
+	DTYPE_LIST(X)
+#undef X
+	ARK_DTYPE__COUNT
+};
+enum ark_role {
+#define X(id, name) ARK_ROLE_##id,
+	ROLE_LIST(X)
+#undef X
+	ARK_ROLE__COUNT
+};
+enum ark_transport {
+#define X(id, name) ARK_TR_##id,
+	TRANSPORT_LIST(X)
+#undef X
+	ARK_TR__COUNT
+};
 
 #endif

@@ -11,8 +11,11 @@
  *   host:   sees complete == i.
  * Stop: the host sets bell->stop while the kernel is idle; SM 0 publishes ARK_ITER_STOP and every CTA
  * leaves. Abort: the host sets bell->abort; every spin loop checks it, the CTA records where it was
- * in bell->sm[its SM] and leaves. Every CTA that leaves sets bell->sm[its SM].left to 1 (a
- * system-scope store: atomics on host memory are not portable over PCIe).
+ * in bell->sm[its SM] and leaves. A CTA that meets a task it cannot run (a template or dtype this
+ * binary has no tile for) records it (ARK_WHERE_BAD_TEMPLATE), then sets bell->abort itself: the
+ * host, which never sets it during an iteration, sees it there and diagnoses. Every CTA that leaves
+ * sets bell->sm[its SM].left to 1 (a system-scope store: atomics on host memory are not portable
+ * over PCIe).
  * An empty iteration (ARK_SUBMIT_EMPTY) runs no task: every SM only counts itself done. It is the
  * doorbell round trip through the loop kernel. Task waits count the non-empty iterations only. */
 #ifndef ARK_PROTO_H
@@ -34,6 +37,7 @@ enum {
 	ARK_CTR_DONE = 1, /* each SM adds 1 when its list of the iteration is finished */
 	ARK_CTR__FIRST = 2
 };
+#define ARK_CTR(k) (ARK_CTR__FIRST + (k)) /* counter k of the model, as tasks and waits name it */
 
 /* Values of bell->submit and counters[ARK_CTR_ITER]: the iteration, with the trace flag on top. */
 #define ARK_ITER_MASK 0x3fffffffu
@@ -48,19 +52,23 @@ enum ark_where {
 	ARK_WHERE_NONE = 0,    /* no record: the CTA had not seen the abort (or never started) */
 	ARK_WHERE_SUBMIT = 1,  /* SM 0, idle: waiting for the host to submit an iteration */
 	ARK_WHERE_ITER = 2,    /* other SMs, idle: waiting for SM 0 to publish the iteration */
-	ARK_WHERE_COUNTER = 3  /* waiting on a counter before running task `task` (iter: the counters'
+	ARK_WHERE_COUNTER = 3, /* waiting on a counter before running task `task` (iter: the counters'
 				* iteration, which counts the non-empty iterations only) */
+	ARK_WHERE_BAD_TEMPLATE = 4 /* task `task` names template `tmpl` with dtype `dtype`, which this
+				    * binary has no tile for; the CTA set bell->abort */
 };
 
 /* Per-SM diagnosis, written by the CTA on abort. want and seen are raw counter values. */
 struct ark_bell_sm {
 	uint32_t where;   /* enum ark_where */
 	uint32_t iter;    /* iteration it was in */
-	uint32_t task;    /* index into the GPU's task table (ARK_WHERE_COUNTER) */
+	uint32_t task;    /* index into the GPU's task table (ARK_WHERE_COUNTER, ARK_WHERE_BAD_TEMPLATE) */
 	uint32_t counter; /* counter index it was spinning on */
 	uint32_t want;    /* value that would have satisfied the wait */
 	uint32_t seen;    /* value it last read */
 	uint32_t left;    /* 1 once this CTA has left the loop kernel (the bell is zeroed before launch) */
+	uint32_t tmpl;    /* ARK_WHERE_BAD_TEMPLATE: the task's template (enum ark_tmpl, or not one) */
+	uint32_t dtype;   /* ARK_WHERE_BAD_TEMPLATE: its op params' dtype */
 	uint32_t pad_;
 };
 

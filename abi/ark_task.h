@@ -3,26 +3,64 @@
 #ifndef ARK_TASK_H
 #define ARK_TASK_H
 
+#include <assert.h>
 #include <stdint.h>
 
-/* Tile templates. A task names one; the op params say which op it belongs to. */
-#define TMPL_LIST(X)                                                                          \
-	X(MATMUL)         /* tile (m0:m1, n0:n1) of out over all of K, bias and conversion fused */ \
-	X(MATMUL_PARTIAL) /* tile (m0:m1, n0:n1) over k0:k1, fp32 partial into ws slice `split` */  \
-	X(REDUCE)         /* tile (m0:m1, n0:n1): sum of the splits' partials + bias -> out */      \
-	X(ELEMENTWISE)    /* rows m0:m1, cols n0:n1 of the 2-D view of out */                       \
-	X(EW_CHAIN)       /* elements k0:k1 of out through a chain of same-shape elementwise ops */ \
-	X(SOFTMAX)        /* rows m0:m1 of out, each row whole */                                   \
-	X(LAYERNORM)      /* rows m0:m1 */                                                          \
-	X(RMSNORM)        /* rows m0:m1 */                                                          \
-	X(COPY)           /* elements k0:k1 of in[0] -> out, same GPU or peer */                    \
-	X(BARRIER)        /* --sync barrier: signal, then wait (grid barrier between levels) */ \
-	X(DMA)            /* elements k0:k1 of in[0] -> out on GPU `peer`: one request to the DMA engine */ \
-	X(SUM)            /* all_reduce: elements k0:k1 of out = in[0] + the K slots of in[1] (fp32) */ \
-	X(GATHER)         /* all_gather: elements k0:k1 of out from in[0] (own) and in[1] (slots) */   \
-	X(NOP)            /* no work: waits only (a transfer's receiver when nothing else waits) */ \
-	X(SEND_LL)        /* elements k0:k1 of in[0] -> packets at out on GPU `peer` (no signal) */  \
-	X(SUM_LL)         /* SUM whose slots are packets, each polled until it holds this iteration */
+/* What part of its op a task computes, by template: the task fields that say it (trace labels and
+ * the generated file's comments print these). */
+enum ark_span {
+	ARK_SPAN_NONE,   /* nothing: the task only waits or signals */
+	ARK_SPAN_TILE,   /* rows m0:m1, cols n0:n1 of out */
+	ARK_SPAN_TILE_K, /* rows m0:m1, cols n0:n1 of out, over k0:k1 */
+	ARK_SPAN_ROWS,   /* rows m0:m1 of out, each row whole */
+	ARK_SPAN_ELEMS   /* elements k0:k1 of out */
+};
+
+/* The template catalog, one row per tile template: R(X, ID, tile, smem, span, "label").
+ *   tile   what templates/ark_tiles.cuh's dispatch calls: a struct of templates/op_*.cuh whose
+ *          run(p, t, env) computes the task (a template run<T> over the element type when per_dtype)
+ *   smem   dynamic shared memory it needs, bytes: a constant expression of ARK_THREADS that its
+ *          op_*.cuh defines (ARK_SMEM_BYTES must hold the largest: ark_tiles.cuh checks it)
+ *   span   enum ark_span
+ *   label  a few words for the trace and the generated file's comments
+ * TMPL_CATALOG(X) expands every column, X(ID, tile, smem, span, "label"); TMPL_LIST(X) the ID only.
+ * A task names a template; its op params say which op it computes. */
+#define TMPL_ROWS(R, X)                                                                                            \
+	/* tile (m0:m1, n0:n1) of out over all of K, bias and conversion fused */                                  \
+	R(X, MATMUL, ark_tile_matmul, ARK_SMEM_MATMUL, ARK_SPAN_TILE, "matmul")                                    \
+	/* tile (m0:m1, n0:n1) over k0:k1, fp32 partial into ws slice `split` */                                   \
+	R(X, MATMUL_PARTIAL, ark_tile_matmul_partial, ARK_SMEM_MATMUL, ARK_SPAN_TILE_K, "split-K partial")         \
+	/* tile (m0:m1, n0:n1): sum of the splits' partials + bias -> out */                                       \
+	R(X, REDUCE, ark_tile_reduce, ARK_SMEM_REDUCE, ARK_SPAN_TILE, "split-K sum")                               \
+	/* rows m0:m1, cols n0:n1 of the 2-D view of out */                                                        \
+	R(X, ELEMENTWISE, ark_tile_elementwise, ARK_SMEM_ELEMENTWISE, ARK_SPAN_TILE, "elementwise")                \
+	/* elements k0:k1 of out through a chain of same-shape elementwise ops */                                  \
+	R(X, EW_CHAIN, ark_tile_ew_chain, ARK_SMEM_ELEMENTWISE, ARK_SPAN_ELEMS, "elementwise chain")               \
+	/* rows m0:m1 of out, each row whole */                                                                    \
+	R(X, SOFTMAX, ark_tile_softmax, ARK_SMEM_ROWS, ARK_SPAN_ROWS, "softmax")                                   \
+	R(X, LAYERNORM, ark_tile_layernorm, ARK_SMEM_ROWS, ARK_SPAN_ROWS, "layernorm")                             \
+	R(X, RMSNORM, ark_tile_rmsnorm, ARK_SMEM_ROWS, ARK_SPAN_ROWS, "rmsnorm")                                   \
+	/* elements k0:k1 of in[0] -> out, same GPU or peer */                                                     \
+	R(X, COPY, ark_tile_copy, ARK_SMEM_COPY, ARK_SPAN_ELEMS, "copy")                                           \
+	/* --sync barrier: signal, then wait (grid barrier between levels); the loop does both */                  \
+	R(X, BARRIER, ark_tile_none, 0, ARK_SPAN_NONE, "grid barrier")                                             \
+	/* elements k0:k1 of in[0] -> out on GPU `peer`: the loop pushes one request to the DMA engine */          \
+	R(X, DMA, ark_tile_none, 0, ARK_SPAN_ELEMS, "DMA send")                                                    \
+	/* all_reduce: elements k0:k1 of out = in[0] + the K slots of in[1] (fp32) */                              \
+	R(X, SUM, ark_tile_sum, ARK_SMEM_COMM, ARK_SPAN_ELEMS, "sum")                                              \
+	/* all_gather: elements k0:k1 of out from in[0] (own) and in[1] (slots) */                                 \
+	R(X, GATHER, ark_tile_gather, ARK_SMEM_COMM, ARK_SPAN_ELEMS, "gather")                                     \
+	/* no work: waits only (a transfer's receiver when nothing else waits) */                                  \
+	R(X, NOP, ark_tile_none, 0, ARK_SPAN_NONE, "receive")                                                      \
+	/* elements k0:k1 of in[0] -> packets at out on GPU `peer` (no signal) */                                  \
+	R(X, SEND_LL, ark_tile_send_ll, ARK_SMEM_COMM, ARK_SPAN_ELEMS, "send in packets")                          \
+	/* SUM whose slots are packets, each polled until it holds this iteration */                               \
+	R(X, SUM_LL, ark_tile_sum_ll, ARK_SMEM_COMM, ARK_SPAN_ELEMS, "sum of packets")
+
+#define ARK_TMPL_ALL_(X, ...) X(__VA_ARGS__)
+#define ARK_TMPL_ID_(X, id, tile, smem, span, label) X(id)
+#define TMPL_CATALOG(X) TMPL_ROWS(ARK_TMPL_ALL_, X)
+#define TMPL_LIST(X) TMPL_ROWS(ARK_TMPL_ID_, X)
 
 enum ark_tmpl {
 #define X(id) ARK_T_##id,
@@ -31,18 +69,22 @@ enum ark_tmpl {
 	ARK_T__COUNT
 };
 
-/* One vCTA on one SM's list. */
+#define ARK_TASK_NO_OP 0xffffu /* struct ark_task.op of a task of no op (a grid barrier) */
+
+/* One vCTA on one SM's list: 48 bytes, fetched by the loop kernel once per task. */
 struct ark_task {
-	uint16_t opp;     /* index into the op-params table */
-	uint8_t tmpl;     /* enum ark_tmpl */
-	uint8_t n_wait;   /* waits at waits[wait0 .. wait0 + n_wait) */
+	uint16_t op;       /* index into the model's ops (struct ark_model.ops), ARK_TASK_NO_OP: none */
+	uint16_t opp;      /* index into the op-params table */
+	uint8_t tmpl;      /* enum ark_tmpl */
+	uint8_t n_wait;    /* waits at waits[wait0 .. wait0 + n_wait) */
+	uint16_t split;    /* MATMUL_PARTIAL: which slice of the workspace */
 	uint32_t wait0;
-	int32_t signal;   /* counter to add 1 to when done, -1: none */
-	uint32_t split;   /* MATMUL_PARTIAL: which slice of the workspace */
+	int32_t signal;    /* counter to add 1 to when done, -1: none */
 	uint32_t m0, m1, n0, n1, k0, k1;
-	uint32_t vcta;    /* vCTA id, for the trace */
+	uint32_t vcta;     /* vCTA id, for the trace */
 	uint32_t sig_peer; /* 0: signal is this GPU's counter; g + 1: GPU g's (system-scope release) */
 };
+static_assert(sizeof(struct ark_task) == 48, "struct ark_task is fetched per task: keep it 48 bytes");
 
 /* Wait until counter has received `need` of its `per_iter` signals of the current iteration:
  * (int32_t)(counters[counter] - (iter - 1) * per_iter - need) >= 0, iterations counted from 1.
@@ -54,12 +96,20 @@ struct ark_wait {
 	uint32_t sys;     /* 1: signalled from another GPU or by the DMA engine: acquire at system scope */
 };
 
-#define ARK_OPP_TRANSPOSE_B 1u /* B is [N, K] */
-#define ARK_OPP_BIAS 2u        /* in[2] is a bias [N] */
-#define ARK_OPP_SAME_SHAPE 4u  /* elementwise: every input has out's shape (no broadcasting) */
-#define ARK_OPP_CHAIN_IN1 8u   /* chain step: the chained value is the op's in[1] (in[0]: the operand) */
-#define ARK_OPP_PUSH 16u       /* COPY: out is in peers[peer] (stores over NVLink/PCIe), in[0] here */
-#define ARK_ACT_NONE 0xffffu
+/* Flags of op params (struct ark_opp.flags): X(ID, bit). */
+#define OPP_FLAG_LIST(X)                                                                                  \
+	X(TRANSPOSE_B, 0) /* B is [N, K] */                                                               \
+	X(BIAS, 1)        /* in[2] is a bias [N] */                                                       \
+	X(SAME_SHAPE, 2)  /* elementwise: every input has out's shape (no broadcasting) */                \
+	X(CHAIN_IN1, 3)   /* chain step: the chained value is the op's in[1] (in[0]: the operand) */      \
+	X(PUSH, 4)        /* COPY: out is in peers[peer] (stores over NVLink/PCIe), in[0] here */
+
+enum ark_opp_flag {
+#define X(id, bit) ARK_OPP_##id = 1u << (bit),
+	OPP_FLAG_LIST(X)
+#undef X
+};
+#define ARK_ACT_NONE 0xffffu /* struct ark_opp.act: no fused activation */
 
 /* Device parameters of one op, as the templates see it. Offsets are bytes into the arena of the
  * GPU that runs the task; every tensor is a row-major 2-D view [M, N] (leading dims folded). */

@@ -16,7 +16,7 @@
 
 __global__ void __launch_bounds__(ARK_THREADS, 1) chain_kernel(const ark_opp *opp, ark_task t, char *arena)
 {
-	ark_tile(opp[0], t, arena, nullptr, nullptr);
+	ark_tile(opp[0], t, {arena, nullptr, nullptr, 0, nullptr});
 }
 
 int main(int argc, char **argv)

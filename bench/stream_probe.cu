@@ -25,7 +25,7 @@ __global__ void __launch_bounds__(ARK_THREADS, 1)
 	extern __shared__ __align__(16) char smem[];
 	const ark_task t = tasks[blockIdx.x];
 	for (int l = 0; l < LAYERS; l++) {
-		ark_tile(opp[l], t, arena, nullptr, smem);
+		ark_tile(opp[l], t, {arena, nullptr, smem, 0, nullptr});
 		__syncthreads();
 	}
 }

@@ -41,8 +41,9 @@ int ark_session_read(struct ark_session *s, int t, void *host_buf);
 int ark_session_fill(struct ark_session *s, int t, int byte);
 
 /* Runs one iteration on every GPU: rings the doorbells, waits for completion under the watchdog.
- * On timeout the kernels are aborted and the error names, for every stuck SM, the task and the
- * counter it waits on (full text in ark_session_diagnosis); the session can then only be closed. */
+ * On timeout, or as soon as a loop kernel meets a task it has no tile for, the kernels are aborted
+ * and the error names, for every SM, the task and the counter it waits on or the template it could
+ * not run (full text in ark_session_diagnosis); the session can then only be closed. */
 int ark_session_run(struct ark_session *s);
 int ark_session_run_ex(struct ark_session *s, unsigned flags);
 /* Iterations completed so far. */
@@ -60,10 +61,11 @@ int ark_session_trace(struct ark_session *s, const char *path);
 
 /* ---- shared by session.c and trace.c ---------------------------------------------------------- */
 const char *ark_tmpl_name(int tmpl);     /* "MATMUL", ...; "?" out of range */
+const char *ark_tmpl_label(int tmpl);    /* "split-K partial", ... (TMPL_CATALOG); "unknown template" */
 const char *ark_op_kind_name(int kind);  /* "matmul", ...; "?" out of range */
-/* The op of the model that op-params entry `opp` of GPU g belongs to (matched by output offset),
- * or -1. */
-int ark_opp_op(const struct ark_model *m, int g, int opp);
+/* Index into m->ops of the op that task ti of GPU g computes (its op field), or -1 (none, or out of
+ * range). */
+int ark_task_op(const struct ark_model *m, int g, int ti);
 /* "fc1 MATMUL (0:64, 0:128)": op name, template and tile of task ti of GPU g, into buf. */
 void ark_task_label(const struct ark_model *m, int g, int ti, char *buf, size_t size);
 /* Writes Chrome trace JSON of one iteration: trace[g] holds [n_tasks][2] globaltimer stamps of GPU g

@@ -1,5 +1,6 @@
-/* ref.c: the CPU reference of every op of OP_LIST (ark_ref_op, ark_ref_run). Inputs are read as float,
- * accumulation is in double, every output element is rounded once to its dtype. */
+/* ref.c: the CPU reference of every op (ark_ref_op, ark_ref_run): one function per op, which
+ * OP_CATALOG names (abi/ark_ops.h). Inputs are read as float, accumulation is in double, every output
+ * element is rounded once to its dtype. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -225,45 +226,24 @@ static int bcast_strides(const struct ref_ctx *c, const struct ark_tensor *t, co
 	return ARK_OK;
 }
 
-static double apply(int kind, double x, double y, double factor)
-{
-	switch (kind) {
-	case ARK_OP_ADD:
-		return x + y;
-	case ARK_OP_MUL:
-		return x * y;
-	case ARK_OP_SCALE:
-		return x * factor;
-	case ARK_OP_RELU:
-		return x > 0 ? x : 0.0 * x; /* keeps NaN */
-	case ARK_OP_GELU:
-		return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
-	case ARK_OP_SILU:
-		return x / (1.0 + exp(-x));
-	case ARK_OP_SWIGLU:
-		return x / (1.0 + exp(-x)) * y;
-	default:
-		return NAN;
-	}
-}
+/* out = f(x, y, factor) over out's elements, x and y read from the broadcast inputs (y = 0 for the
+ * one-input ops). */
+typedef double ew_fn(double x, double y, double factor);
 
-static int ref_elementwise(const struct ref_ctx *c)
+static int ref_elementwise(const struct ref_ctx *c, ew_fn *f)
 {
 	const struct ark_tensor *o = out_t(c, 0);
 	int nin = c->op->n_in, nd = o->ndim;
 	int64_t st[2][ARK_MAX_DIMS], idx[ARK_MAX_DIMS] = {0}, n = ark_tensor_elems(o);
 	int64_t pos[2] = {0, 0};
-	int kind = c->op->kind;
 
-	if (kind == ARK_OP_SWIGLU && same_elems(c, in_t(c, 0), in_t(c, 1)))
-		return ARK_ERR;
 	for (int i = 0; i < nin; i++)
 		if (bcast_strides(c, in_t(c, i), o, st[i]))
 			return ARK_ERR;
 	for (int64_t e = 0; e < n; e++) {
 		double x = ark_get(in_b(c, 0), in_t(c, 0)->dtype, pos[0]);
 		double y = nin > 1 ? ark_get(in_b(c, 1), in_t(c, 1)->dtype, pos[1]) : 0.0;
-		ark_set(out_b(c, 0), o->dtype, e, (float)apply(kind, x, y, c->op->factor));
+		ark_set(out_b(c, 0), o->dtype, e, (float)f(x, y, c->op->factor));
 		/* next output index, carrying from the last dimension; pos[i] follows with its strides */
 		for (int d = nd - 1; d >= 0; d--) {
 			idx[d]++;
@@ -279,64 +259,121 @@ static int ref_elementwise(const struct ref_ctx *c)
 	return ARK_OK;
 }
 
-/* ---- row ops over the last dimension: softmax, layernorm, rmsnorm ---- */
-static int ref_rows(const struct ref_ctx *c)
+static double ew_add(double x, double y, double factor) { return x + y; }
+static double ew_mul(double x, double y, double factor) { return x * y; }
+static double ew_scale(double x, double y, double factor) { return x * factor; }
+static double ew_relu(double x, double y, double factor) { return x > 0 ? x : 0.0 * x; /* keeps NaN */ }
+static double ew_gelu(double x, double y, double factor)
+{
+	return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+static double ew_silu(double x, double y, double factor) { return x / (1.0 + exp(-x)); }
+static double ew_swiglu(double x, double y, double factor) { return x / (1.0 + exp(-x)) * y; }
+
+static int ref_add(const struct ref_ctx *c) { return ref_elementwise(c, ew_add); }
+static int ref_mul(const struct ref_ctx *c) { return ref_elementwise(c, ew_mul); }
+static int ref_scale(const struct ref_ctx *c) { return ref_elementwise(c, ew_scale); }
+static int ref_relu(const struct ref_ctx *c) { return ref_elementwise(c, ew_relu); }
+static int ref_gelu(const struct ref_ctx *c) { return ref_elementwise(c, ew_gelu); }
+static int ref_silu(const struct ref_ctx *c) { return ref_elementwise(c, ew_silu); }
+
+static int ref_swiglu(const struct ref_ctx *c)
+{
+	if (same_elems(c, in_t(c, 0), in_t(c, 1))) /* both halves of the gate, no broadcasting */
+		return ARK_ERR;
+	return ref_elementwise(c, ew_swiglu);
+}
+
+/* ---- row ops over the last dimension N: softmax, layernorm, rmsnorm ---- */
+
+/* Checks that out has in[0]'s elements and every other input is [N]; *N and *rows of in[0]. */
+static int rows_check(const struct ref_ctx *c, int64_t *N, int64_t *rows)
+{
+	const struct ark_tensor *a = in_t(c, 0);
+	char s1[96];
+
+	*N = last_dim(a);
+	*rows = *N ? ark_tensor_elems(a) / *N : 0;
+	if (same_elems(c, a, out_t(c, 0)))
+		return ARK_ERR;
+	for (int i = 1; i < c->op->n_in; i++)
+		if (in_t(c, i)->ndim != 1 || in_t(c, i)->shape[0] != *N)
+			return REF_ERR(c, "'%s' %s, expected [%lld]", tname(in_t(c, i)),
+				       shape_str(s1, sizeof s1, in_t(c, i)), (long long)*N);
+	return ARK_OK;
+}
+
+static int ref_softmax(const struct ref_ctx *c)
 {
 	const struct ark_tensor *a = in_t(c, 0), *o = out_t(c, 0);
 	const void *ab = in_b(c, 0);
 	void *ob = out_b(c, 0);
-	int kind = c->op->kind;
-	int64_t N = last_dim(a), rows = N ? ark_tensor_elems(a) / N : 0;
-	double eps = c->op->eps;
-	char s1[96];
+	int64_t N, rows;
 
-	if (same_elems(c, a, o))
+	if (rows_check(c, &N, &rows))
 		return ARK_ERR;
-	for (int i = 1; i < c->op->n_in; i++)
-		if (in_t(c, i)->ndim != 1 || in_t(c, i)->shape[0] != N)
-			return REF_ERR(c, "'%s' %s, expected [%lld]", tname(in_t(c, i)),
-				       shape_str(s1, sizeof s1, in_t(c, i)), (long long)N);
-	for (int64_t r = 0; r < rows; r++) {
-		int64_t base = r * N;
-		if (kind == ARK_OP_SOFTMAX) {
-			double mx = -INFINITY, sum = 0;
-			for (int64_t j = 0; j < N; j++) {
-				double x = ark_get(ab, a->dtype, base + j);
-				mx = x > mx ? x : mx;
-			}
-			for (int64_t j = 0; j < N; j++)
-				sum += exp(ark_get(ab, a->dtype, base + j) - mx);
-			for (int64_t j = 0; j < N; j++)
-				ark_set(ob, o->dtype, base + j, (float)(exp(ark_get(ab, a->dtype, base + j) - mx) / sum));
-		} else if (kind == ARK_OP_LAYERNORM) {
-			const struct ark_tensor *g = in_t(c, 1), *b = in_t(c, 2);
-			double mean = 0, var = 0, inv;
-			for (int64_t j = 0; j < N; j++)
-				mean += ark_get(ab, a->dtype, base + j);
-			mean /= (double)N;
-			for (int64_t j = 0; j < N; j++) {
-				double d = ark_get(ab, a->dtype, base + j) - mean;
-				var += d * d;
-			}
-			var /= (double)N;
-			inv = 1.0 / sqrt(var + eps);
-			for (int64_t j = 0; j < N; j++) {
-				double y = (ark_get(ab, a->dtype, base + j) - mean) * inv * ark_get(in_b(c, 1), g->dtype, j) +
-					   ark_get(in_b(c, 2), b->dtype, j);
-				ark_set(ob, o->dtype, base + j, (float)y);
-			}
-		} else { /* rmsnorm */
-			const struct ark_tensor *g = in_t(c, 1);
-			double ss = 0, inv;
-			for (int64_t j = 0; j < N; j++) {
-				double x = ark_get(ab, a->dtype, base + j);
-				ss += x * x;
-			}
-			inv = 1.0 / sqrt(ss / (double)N + eps);
-			for (int64_t j = 0; j < N; j++) {
-				double y = ark_get(ab, a->dtype, base + j) * inv * ark_get(in_b(c, 1), g->dtype, j);
-				ark_set(ob, o->dtype, base + j, (float)y);
-			}
+	for (int64_t base = 0; base < rows * N; base += N) {
+		double mx = -INFINITY, sum = 0;
+		for (int64_t j = 0; j < N; j++) {
+			double x = ark_get(ab, a->dtype, base + j);
+			mx = x > mx ? x : mx;
+		}
+		for (int64_t j = 0; j < N; j++)
+			sum += exp(ark_get(ab, a->dtype, base + j) - mx);
+		for (int64_t j = 0; j < N; j++)
+			ark_set(ob, o->dtype, base + j, (float)(exp(ark_get(ab, a->dtype, base + j) - mx) / sum));
+	}
+	return ARK_OK;
+}
+
+static int ref_layernorm(const struct ref_ctx *c)
+{
+	const struct ark_tensor *a = in_t(c, 0), *o = out_t(c, 0), *g = in_t(c, 1), *b = in_t(c, 2);
+	const void *ab = in_b(c, 0);
+	void *ob = out_b(c, 0);
+	int64_t N, rows;
+
+	if (rows_check(c, &N, &rows))
+		return ARK_ERR;
+	for (int64_t base = 0; base < rows * N; base += N) {
+		double mean = 0, var = 0, inv;
+		for (int64_t j = 0; j < N; j++)
+			mean += ark_get(ab, a->dtype, base + j);
+		mean /= (double)N;
+		for (int64_t j = 0; j < N; j++) {
+			double d = ark_get(ab, a->dtype, base + j) - mean;
+			var += d * d;
+		}
+		var /= (double)N;
+		inv = 1.0 / sqrt(var + c->op->eps);
+		for (int64_t j = 0; j < N; j++) {
+			double y = (ark_get(ab, a->dtype, base + j) - mean) * inv * ark_get(in_b(c, 1), g->dtype, j) +
+				   ark_get(in_b(c, 2), b->dtype, j);
+			ark_set(ob, o->dtype, base + j, (float)y);
+		}
+	}
+	return ARK_OK;
+}
+
+static int ref_rmsnorm(const struct ref_ctx *c)
+{
+	const struct ark_tensor *a = in_t(c, 0), *o = out_t(c, 0), *g = in_t(c, 1);
+	const void *ab = in_b(c, 0);
+	void *ob = out_b(c, 0);
+	int64_t N, rows;
+
+	if (rows_check(c, &N, &rows))
+		return ARK_ERR;
+	for (int64_t base = 0; base < rows * N; base += N) {
+		double ss = 0, inv;
+		for (int64_t j = 0; j < N; j++) {
+			double x = ark_get(ab, a->dtype, base + j);
+			ss += x * x;
+		}
+		inv = 1.0 / sqrt(ss / (double)N + c->op->eps);
+		for (int64_t j = 0; j < N; j++) {
+			double y = ark_get(ab, a->dtype, base + j) * inv * ark_get(in_b(c, 1), g->dtype, j);
+			ark_set(ob, o->dtype, base + j, (float)y);
 		}
 	}
 	return ARK_OK;
@@ -424,6 +461,13 @@ static int ref_all_gather(const struct ref_ctx *c)
 	return ARK_OK;
 }
 
+/* The reference of every op, from OP_CATALOG: an op without one does not compile. */
+static int (*const ref_of[ARK_OP__COUNT])(const struct ref_ctx *c) = {
+#define X(id, name, min_in, max_in, n_out, attrs, flags, ref) [ARK_OP_##id] = ref,
+	OP_CATALOG(X)
+#undef X
+};
+
 int ark_ref_op(const struct ark_op *op, const struct ark_tensor *tensors, void *const *bufs)
 {
 	struct ref_ctx c = {op, tensors, bufs};
@@ -444,29 +488,7 @@ int ark_ref_op(const struct ark_op *op, const struct ark_tensor *tensors, void *
 			return REF_ERR(&c, "tensor '%s' has %d dimensions and dtype %d", tname(&tensors[t]),
 				       tensors[t].ndim, tensors[t].dtype);
 	}
-	switch (op->kind) {
-	case ARK_OP_MATMUL:
-		return ref_matmul(&c);
-	case ARK_OP_ADD:
-	case ARK_OP_MUL:
-	case ARK_OP_SCALE:
-	case ARK_OP_RELU:
-	case ARK_OP_GELU:
-	case ARK_OP_SILU:
-	case ARK_OP_SWIGLU:
-		return ref_elementwise(&c);
-	case ARK_OP_SOFTMAX:
-	case ARK_OP_LAYERNORM:
-	case ARK_OP_RMSNORM:
-		return ref_rows(&c);
-	case ARK_OP_COPY:
-		return ref_copy(&c);
-	case ARK_OP_ALL_REDUCE:
-		return ref_all_reduce(&c);
-	case ARK_OP_ALL_GATHER:
-		return ref_all_gather(&c);
-	}
-	return REF_ERR(&c, "no CPU reference for this op");
+	return ref_of[op->kind](&c);
 }
 
 int ark_ref_run(const struct ark_model *m, void *const *bufs)

@@ -148,6 +148,9 @@ static int check_plan(const struct ark_model *m, int g)
 		if (t->tmpl != ARK_T_BARRIER && t->opp >= p->n_opp)
 			return ark_error("model '%s', GPU %d: task %d names op params %u of %d", m->name, g, i,
 					 t->opp, p->n_opp);
+		if (t->op != ARK_TASK_NO_OP && t->op >= m->n_ops)
+			return ark_error("model '%s', GPU %d: task %d names op %u of %d", m->name, g, i, t->op,
+					 m->n_ops);
 		if ((uint64_t)t->wait0 + t->n_wait > (uint64_t)p->n_waits)
 			return ark_error("model '%s', GPU %d: task %d waits beyond the wait table", m->name, g, i);
 		/* a signal (or the DMA engine's flag) may be on another GPU's counter array */
@@ -588,6 +591,15 @@ static void diagnose_gpu(FILE *f, struct ark_session *s, int g, uint32_t iter)
 
 	for (int sm = 0; sm < m->sms; sm++) {
 		const struct ark_bell_sm *d = &b->sm[sm];
+		if (d->where != ARK_WHERE_BAD_TEMPLATE)
+			continue;
+		ark_task_label(m, g, (int)d->task, label, sizeof label);
+		fprintf(f, "  GPU %d SM %d: task %u (vCTA %u, %s) has template %s (%u) with dtype %s, for which this "
+			"binary has no tile\n", g, sm, d->task, d->task < (uint32_t)p->n_tasks ? p->tasks[d->task].vcta : 0,
+			label, ark_tmpl_name((int)d->tmpl), d->tmpl, ark_dtype_name((int)d->dtype));
+	}
+	for (int sm = 0; sm < m->sms; sm++) {
+		const struct ark_bell_sm *d = &b->sm[sm];
 		if (d->where != ARK_WHERE_COUNTER)
 			continue;
 		if (shown >= ARK_DIAG_MAX_SMS) {
@@ -623,7 +635,9 @@ static void diagnose_gpu(FILE *f, struct ark_session *s, int g, uint32_t iter)
 		fprintf(f, "  GPU %d: only %d of %d CTAs left after the abort\n", g, ex, m->sms);
 }
 
-static int watchdog(struct ark_session *s, uint32_t iter, int late_gpu, double waited_ms)
+/* Aborts every GPU's loop kernel, waits for the CTAs to leave and returns ARK_ERR with the error
+ * (also kept for ark_session_diagnosis): the headline, then where every SM was. */
+static int abort_and_diagnose(struct ark_session *s, uint32_t iter, const char *headline)
 {
 	const struct ark_model *m = s->m;
 	char *text = NULL;
@@ -635,10 +649,8 @@ static int watchdog(struct ark_session *s, uint32_t iter, int late_gpu, double w
 	s->dead = 1;
 	FILE *f = open_memstream(&text, &n);
 	if (!f)
-		return ark_error("iteration %u did not complete within %.0f ms on GPU %d; aborted", iter,
-				 waited_ms, late_gpu);
-	fprintf(f, "iteration %u did not complete within %.0f ms on GPU %d; the loop kernels were aborted:\n",
-		iter, waited_ms, late_gpu);
+		return ark_error("%s", headline);
+	fprintf(f, "%s; the loop kernels were aborted:\n", headline);
 	for (int g = 0; g < m->gpus; g++)
 		diagnose_gpu(f, s, g, iter);
 	fclose(f);
@@ -647,6 +659,16 @@ static int watchdog(struct ark_session *s, uint32_t iter, int late_gpu, double w
 	free(s->diag);
 	s->diag = text;
 	return ark_error("%s", text);
+}
+
+/* A GPU whose loop kernel raised its own abort flag (a task it could not run), or -1. The host sets
+ * the flag only in abort_and_diagnose and on close, after which no iteration runs. */
+static int device_abort(const struct ark_session *s)
+{
+	for (int g = 0; g < s->m->gpus; g++)
+		if (bell_load(&s->g[g].bell->abort))
+			return g;
+	return -1;
 }
 
 int ark_session_run_ex(struct ark_session *s, unsigned flags)
@@ -673,15 +695,19 @@ int ark_session_run_ex(struct ark_session *s, unsigned flags)
 			if (t - last_query > 20) {
 				/* a kernel that faulted never completes: tell it apart from a hang */
 				last_query = t;
+				char why[400];
 				if (s->use_dma && __atomic_load_n(&s->dma.failed, __ATOMIC_ACQUIRE)) {
 					/* a rejected request never raises its flag: abort now, not at the timeout */
-					char why[300];
-					snprintf(why, sizeof why, "%s", dma_engine_last_error(&s->dma));
-					watchdog(s, iter, g, t - t0);
-					return ark_error("iteration %u: the DMA engine failed: %s; the loop kernels were "
-							 "aborted (ark_session_diagnosis says where they waited)", iter, why);
+					snprintf(why, sizeof why, "iteration %u: the DMA engine failed: %s", iter,
+						 dma_engine_last_error(&s->dma));
+					return abort_and_diagnose(s, iter, why);
 				}
 				cudaError_t e = cudaStreamQuery(s->g[g].loop);
+				int by = device_abort(s); /* after the query: a kernel that aborted set it before it ended */
+				if (by >= 0) {
+					snprintf(why, sizeof why, "iteration %u: GPU %d met a task it cannot run", iter, by);
+					return abort_and_diagnose(s, iter, why);
+				}
 				if (e != cudaErrorNotReady && bell_load(c) != iter) {
 					s->dead = 1;
 					return ark_error("GPU %d: the loop kernel ended during iteration %u: %s", g, iter,
@@ -689,8 +715,12 @@ int ark_session_run_ex(struct ark_session *s, unsigned flags)
 									  : cudaGetErrorString(e));
 				}
 			}
-			if (t - t0 > s->opts.timeout_ms)
-				return watchdog(s, iter, g, t - t0);
+			if (t - t0 > s->opts.timeout_ms) {
+				char why[160];
+				snprintf(why, sizeof why, "iteration %u did not complete within %.0f ms on GPU %d", iter,
+					 t - t0, g);
+				return abort_and_diagnose(s, iter, why);
+			}
 		}
 	}
 	if (s->use_dma && __atomic_load_n(&s->dma.failed, __ATOMIC_ACQUIRE)) {

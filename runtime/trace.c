@@ -1,4 +1,5 @@
-/* trace.c: names of tasks (op, template, tile) and the Chrome trace JSON of one traced iteration. */
+/* trace.c: names of tasks (their op, template and tile, from the task table and TMPL_CATALOG) and the
+ * Chrome trace JSON of one traced iteration. */
 #include <stdio.h>
 #include <string.h>
 
@@ -10,6 +11,18 @@ static const char *const tmpl_names[] = {
 #undef X
 };
 _Static_assert(sizeof tmpl_names / sizeof *tmpl_names == ARK_T__COUNT, "template names");
+
+static const char *const tmpl_labels[ARK_T__COUNT] = {
+#define X(id, tile, smem, span, label) [ARK_T_##id] = label,
+	TMPL_CATALOG(X)
+#undef X
+};
+
+static const enum ark_span tmpl_spans[ARK_T__COUNT] = {
+#define X(id, tile, smem, span, label) [ARK_T_##id] = span,
+	TMPL_CATALOG(X)
+#undef X
+};
 
 static const char *const op_kind_names[] = {
 #define X(id, name, min_in, max_in, n_out, attrs, flags) name,
@@ -23,37 +36,22 @@ const char *ark_tmpl_name(int tmpl)
 	return tmpl >= 0 && tmpl < ARK_T__COUNT ? tmpl_names[tmpl] : "?";
 }
 
+const char *ark_tmpl_label(int tmpl)
+{
+	return tmpl >= 0 && tmpl < ARK_T__COUNT ? tmpl_labels[tmpl] : "unknown template";
+}
+
 const char *ark_op_kind_name(int kind)
 {
 	return kind >= 0 && kind < ARK_OP__COUNT ? op_kind_names[kind] : "?";
 }
 
-int ark_opp_op(const struct ark_model *m, int g, int opp)
+int ark_task_op(const struct ark_model *m, int g, int ti)
 {
 	const struct ark_gpu_tables *p = &m->tables[g];
-	int loose = -1;
-
-	if (opp < 0 || opp >= p->n_opp)
+	if (ti < 0 || ti >= p->n_tasks || p->tasks[ti].op >= m->n_ops)
 		return -1;
-	const struct ark_opp *o = &p->opp[opp];
-	/* Memory reuse may give two ops the same output offset: prefer the op of the same kind whose
-	 * output has the [M, N] view's element count. */
-	for (int i = 0; i < m->n_ops; i++) {
-		const struct ark_op *op = &m->ops[i];
-		for (int k = 0; k < op->n_out; k++) {
-			int t = op->out[k];
-			if (t < 0 || t >= m->n_tensors)
-				continue;
-			const struct ark_tensor *T = &m->tensors[t];
-			if (T->gpu != g || T->offset != o->out)
-				continue;
-			if (op->kind == o->kind && ark_tensor_elems(T) == o->M * o->N)
-				return i;
-			if (loose < 0)
-				loose = i;
-		}
-	}
-	return loose;
+	return p->tasks[ti].op;
 }
 
 void ark_task_label(const struct ark_model *m, int g, int ti, char *buf, size_t size)
@@ -65,33 +63,30 @@ void ark_task_label(const struct ark_model *m, int g, int ti, char *buf, size_t 
 	}
 	const struct ark_task *t = &p->tasks[ti];
 	const char *tmpl = ark_tmpl_name(t->tmpl);
-	if (t->tmpl == ARK_T_BARRIER) {
-		snprintf(buf, size, "%s", tmpl);
-		return;
-	}
-	int op = ark_opp_op(m, g, t->opp);
+	int op = ark_task_op(m, g, ti);
 	char who[128];
 	if (op >= 0)
-		snprintf(who, sizeof who, "%s", m->ops[op].name);
-	else if (t->opp < p->n_opp)
-		snprintf(who, sizeof who, "%s (op params %u)", ark_op_kind_name(p->opp[t->opp].kind), t->opp);
+		snprintf(who, sizeof who, "%s ", m->ops[op].name);
+	else if (t->op == ARK_TASK_NO_OP)
+		who[0] = 0;
 	else
-		snprintf(who, sizeof who, "op params %u", t->opp);
-	switch (t->tmpl) {
-	case ARK_T_COPY:
-		snprintf(buf, size, "%s %s [%u:%u]", who, tmpl, t->k0, t->k1);
+		snprintf(who, sizeof who, "op %u of %d? ", t->op, m->n_ops);
+	switch (t->tmpl < ARK_T__COUNT ? tmpl_spans[t->tmpl] : ARK_SPAN_NONE) {
+	case ARK_SPAN_TILE:
+		snprintf(buf, size, "%s%s (%u:%u, %u:%u)", who, tmpl, t->m0, t->m1, t->n0, t->n1);
 		break;
-	case ARK_T_MATMUL_PARTIAL:
-		snprintf(buf, size, "%s %s (%u:%u, %u:%u) k %u:%u", who, tmpl, t->m0, t->m1, t->n0, t->n1, t->k0,
-			 t->k1);
+	case ARK_SPAN_TILE_K:
+		snprintf(buf, size, "%s%s (%u:%u, %u:%u) k %u:%u", who, tmpl, t->m0, t->m1, t->n0, t->n1, t->k0, t->k1);
 		break;
-	case ARK_T_SOFTMAX:
-	case ARK_T_LAYERNORM:
-	case ARK_T_RMSNORM:
-		snprintf(buf, size, "%s %s rows %u:%u", who, tmpl, t->m0, t->m1);
+	case ARK_SPAN_ROWS:
+		snprintf(buf, size, "%s%s rows %u:%u", who, tmpl, t->m0, t->m1);
 		break;
-	default:
-		snprintf(buf, size, "%s %s (%u:%u, %u:%u)", who, tmpl, t->m0, t->m1, t->n0, t->n1);
+	case ARK_SPAN_ELEMS:
+		snprintf(buf, size, "%s%s [%u:%u]", who, tmpl, t->k0, t->k1);
+		break;
+	case ARK_SPAN_NONE:
+		snprintf(buf, size, "%s%s", who, tmpl);
+		break;
 	}
 }
 
@@ -151,11 +146,13 @@ int ark_trace_write(FILE *f, const struct ark_model *m, const unsigned long long
 				ark_task_label(m, g, (int)i, label, sizeof label);
 				fputs(",\n{\"name\": ", f);
 				json_str(f, label);
-				fprintf(f, ", \"cat\": \"%s\", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, "
-					"\"dur\": %.3f, \"args\": {\"task\": %u, \"vcta\": %u, \"waits\": %u, "
+				fputs(", \"cat\": ", f);
+				json_str(f, ark_tmpl_label(t->tmpl));
+				fprintf(f, ", \"ph\": \"X\", \"pid\": %d, \"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, "
+					"\"args\": {\"task\": %u, \"vcta\": %u, \"op\": %d, \"waits\": %u, "
 					"\"signal\": %d}}",
-					ark_tmpl_name(t->tmpl), g, sm, (double)(s - t0) * 1e-3, (double)(e - s) * 1e-3,
-					i, t->vcta, t->n_wait, t->signal);
+					g, sm, (double)(s - t0) * 1e-3, (double)(e - s) * 1e-3, i, t->vcta,
+					ark_task_op(m, g, (int)i), t->n_wait, t->signal);
 			}
 	}
 	fputs("\n]}\n", f);

@@ -20,6 +20,16 @@
 static_assert(ARK_THREADS % 32 == 0 && ARK_THREADS >= 64 && ARK_THREADS <= 1024,
 	      "ARK_THREADS must be a multiple of 32 in 64..1024");
 
+/* What a tile function gets besides its op params and its task (TMPL_CATALOG's tile column: a struct
+ * with `static constexpr bool per_dtype` and run(p, t, env), or run<T>(p, t, env) when per_dtype). */
+struct ark_tile_env {
+	char *arena;                         /* this GPU's arena: every tensor at its offset */
+	char *const *peers;                  /* every GPU's arena (peer mapping), for the transfers */
+	char *smem;                          /* the template's smem bytes of dynamic shared memory, 16-byte aligned */
+	uint32_t run;                        /* the counters' iteration, which packets carry */
+	const volatile uint32_t *abort_flag; /* set: stop waiting for packets */
+};
+
 /* Per-type traits: VEC elements per 16-byte vector, conversions to and from fp32. */
 template <typename T> struct ark_dt;
 

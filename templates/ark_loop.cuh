@@ -38,6 +38,18 @@ static __device__ void ark_diag(struct ark_bell *bell, int sm, uint32_t where, u
 	ark_st_release_sys(&d->where, where); /* last: the host reads the record once exited counts it */
 }
 
+/* Task `task` names a template or dtype this build has no tile for: records it, then raises the
+ * abort flag so that every CTA leaves and the host diagnoses (ark_proto.h). Thread 0 only. */
+static __device__ void ark_diag_bad_tile(const struct ark_kargs &a, uint32_t run, uint32_t task, uint32_t tmpl,
+					 uint32_t dtype)
+{
+	struct ark_bell_sm *d = &a.bell->sm[blockIdx.x];
+	ark_st_relaxed_sys(&d->tmpl, tmpl);
+	ark_st_relaxed_sys(&d->dtype, dtype);
+	ark_diag(a.bell, blockIdx.x, ARK_WHERE_BAD_TEMPLATE, run, task, 0, 0, 0);
+	ark_st_release_sys(&a.bell->abort, 1);
+}
+
 /* Spins until (int32_t)(counters[c] - want) >= 0; sys: the counter is advanced from another GPU or
  * by the DMA engine, so the acquire is at system scope. Returns 0, or 1 on abort (after the record). */
 static __device__ int ark_wait_counter(const struct ark_kargs &a, uint32_t c, uint32_t want, uint32_t where,
@@ -193,6 +205,7 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 		unsigned long long *const trace = (word & ARK_SUBMIT_TRACE) ? a.trace : NULL;
 		const uint32_t lend = (word & ARK_SUBMIT_EMPTY) ? beg : end;
 		run += lend > beg;
+		const ark_tile_env env = {a.arena, a.peers, ark_smem, run, &a.bell->abort};
 
 		for (uint32_t i = beg; i < lend; i++) {
 			const struct ark_task &cur = s_task[(i - beg) & 1];
@@ -215,11 +228,14 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 			}
 			if (tid == 0 && trace)
 				trace[2 * i] = ark_globaltimer();
-			if (cur.tmpl == ARK_T_SEND_LL || cur.tmpl == ARK_T_SUM_LL)
-				ark_tile_ll(a.opp[cur.opp], cur, a.arena, a.peers, run, &a.bell->abort);
-			else if (cur.tmpl != ARK_T_BARRIER)
-				ark_tile(a.opp[cur.opp], cur, a.arena, a.peers, ark_smem);
+			const bool ran = ark_tile(a.opp[cur.opp], cur, env); /* the same for every thread */
 			__syncthreads();
+			if (!ran) {
+				if (tid == 0)
+					ark_diag_bad_tile(a, run, i, cur.tmpl, a.opp[cur.opp].dtype);
+				aborted = 1;
+				break;
+			}
 			if (tid == 0) {
 				if (trace) /* before the signal: a consumer starts no earlier than this */
 					trace[2 * i + 1] = ark_globaltimer();

@@ -1,4 +1,4 @@
-// ark_tiles.cuh: ark_tile(), the loop kernel's one call into the tile templates, and their shared-memory needs.
+// ark_tiles.cuh: ark_tile(), the loop kernel's one call into the tile templates, and their shared memory (TMPL_CATALOG).
 #ifndef ARK_TILES_CUH
 #define ARK_TILES_CUH
 
@@ -21,93 +21,75 @@
 #define ARK_TILES_FP32 1
 #endif
 
-/* Dynamic shared memory (bytes) a template needs; ARK_TILES_SMEM_BYTES is the most any needs. Plain
- * constant expressions of ARK_THREADS, usable in host code and in #if. */
-#define ARK_TILES_SMEM_BYTES ARK_MAX3_(ARK_SMEM_MATMUL, ARK_SMEM_ROWS, ARK_SMEM_ELEMENTWISE)
-static_assert(ARK_TILES_SMEM_BYTES <= ARK_SMEM_BYTES, "the tile templates need more than ARK_SMEM_BYTES");
+/* Work-free templates: the loop itself does what they stand for (BARRIER, DMA) or nothing (NOP). */
+struct ark_tile_none {
+	static constexpr bool per_dtype = false;
+	static __device__ __forceinline__ void run(const ark_opp &, const ark_task &, const ark_tile_env &) {}
+};
 
+/* Dynamic shared memory (bytes) template tmpl needs, from TMPL_CATALOG: a constant expression of
+ * ARK_THREADS, usable in host code. ARK_TILES_SMEM_BYTES is the most any template needs. */
 __host__ __device__ constexpr int ark_tmpl_smem_bytes(int tmpl)
 {
-	return tmpl == ARK_T_MATMUL || tmpl == ARK_T_MATMUL_PARTIAL ? ARK_SMEM_MATMUL
-	       : tmpl == ARK_T_REDUCE                               ? ARK_SMEM_REDUCE
-	       : tmpl == ARK_T_ELEMENTWISE || tmpl == ARK_T_EW_CHAIN ? ARK_SMEM_ELEMENTWISE
-	       : tmpl == ARK_T_COPY                                 ? ARK_SMEM_COPY
-								    : ARK_SMEM_ROWS;
+	switch (tmpl) {
+#define X(id, tile, smem, span, label) \
+	case ARK_T_##id:               \
+		return smem;
+		TMPL_CATALOG(X)
+#undef X
+	}
+	return 0;
 }
 
-template <typename T>
-__device__ __forceinline__ void ark_tile_t(const ark_opp &p, const ark_task &t, char *arena, char *smem)
+__host__ __device__ constexpr int ark_tiles_smem_bytes(void)
 {
-	switch (t.tmpl) {
-	case ARK_T_MATMUL:
-	case ARK_T_MATMUL_PARTIAL:
-		ark_matmul_tile<T>(p, t.m0, t.m1, t.n0, t.n1, t.k0, t.k1, t.split, arena, smem,
-				   t.tmpl == ARK_T_MATMUL_PARTIAL);
-		break;
-	case ARK_T_REDUCE: ark_reduce_tile<T>(p, t.m0, t.m1, t.n0, t.n1, arena); break;
-	case ARK_T_ELEMENTWISE: ark_elementwise_tile<T>(p, t, arena); break;
-	case ARK_T_EW_CHAIN: ark_ew_chain_tile<T>(p, t, arena); break;
-	case ARK_T_SOFTMAX: ark_rows_tile<T, ARK_T_SOFTMAX>(p, t.m0, t.m1, arena, smem); break;
-	case ARK_T_LAYERNORM: ark_rows_tile<T, ARK_T_LAYERNORM>(p, t.m0, t.m1, arena, smem); break;
-	case ARK_T_RMSNORM: ark_rows_tile<T, ARK_T_RMSNORM>(p, t.m0, t.m1, arena, smem); break;
-	case ARK_T_SUM: ark_sum_tile<T>(p, t, arena); break;
-	default: break;
+	int most = 0;
+	for (int t = 0; t < ARK_T__COUNT; t++)
+		most = ark_tmpl_smem_bytes(t) > most ? ark_tmpl_smem_bytes(t) : most;
+	return most;
+}
+#define ARK_TILES_SMEM_BYTES ark_tiles_smem_bytes()
+static_assert(ARK_TILES_SMEM_BYTES <= ARK_SMEM_BYTES, "the tile templates need more than ARK_SMEM_BYTES");
+
+/* Runs tile F on the task: F::run<T> for the op params' dtype when F is compiled per dtype. Returns
+ * false for a dtype this build has no templates for (ARK_TILES_*). */
+template <typename F>
+__device__ __forceinline__ bool ark_tile_run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+{
+	if constexpr (F::per_dtype) {
+		switch (p.dtype) {
+#if ARK_TILES_FP16
+		case ARK_FP16: F::template run<__half>(p, t, e); return true;
+#endif
+#if ARK_TILES_BF16
+		case ARK_BF16: F::template run<__nv_bfloat16>(p, t, e); return true;
+#endif
+#if ARK_TILES_FP32
+		case ARK_FP32: F::template run<float>(p, t, e); return true;
+#endif
+		default: return false;
+		}
+	} else {
+		F::run(p, t, e);
+		return true;
 	}
 }
 
 /* Computes task t (one tile of the op p) with all ARK_THREADS threads of the CTA, which all call it
- * with the same arguments. arena: this GPU's tensor arena; peers[g]: GPU g's arena; smem: at least
- * ark_tmpl_smem_bytes(t.tmpl) bytes of dynamic shared memory, 16-byte aligned. The caller orders the
- * tile after its producers and its consumers after it (the templates begin and end without a
- * barrier of their own except where they use smem). */
-static __device__ __forceinline__ void ark_tile(const ark_opp &p, const ark_task &t, char *arena, char *const *peers, char *smem)
+ * with the same arguments; e.smem holds at least ark_tmpl_smem_bytes(t.tmpl) bytes. The caller orders
+ * the tile after its producers and its consumers after it (the templates begin and end without a
+ * barrier of their own except where they use smem). Returns false, having done nothing, when this
+ * build has no tile for the task's template and dtype: the caller must not go on as if it ran. */
+static __device__ __forceinline__ bool ark_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
 {
-	if (t.tmpl == ARK_T_COPY) {
-		ark_copy_tile(p, t, arena, peers);
-		return;
+	switch (t.tmpl) {
+#define X(id, tile, smem, span, label) \
+	case ARK_T_##id:               \
+		return ark_tile_run<tile>(p, t, e);
+		TMPL_CATALOG(X)
+#undef X
 	}
-	if (t.tmpl == ARK_T_GATHER) {
-		ark_gather_tile(p, t, arena);
-		return;
-	}
-	if (t.tmpl == ARK_T_NOP || t.tmpl == ARK_T_DMA) /* DMA: the loop pushes the request */
-		return;
-	/* SEND_LL and SUM_LL need the iteration: the loop calls ark_tile_ll for them */
-	switch (p.dtype) {
-#if ARK_TILES_FP16
-	case ARK_FP16: ark_tile_t<__half>(p, t, arena, smem); break;
-#endif
-#if ARK_TILES_BF16
-	case ARK_BF16: ark_tile_t<__nv_bfloat16>(p, t, arena, smem); break;
-#endif
-#if ARK_TILES_FP32
-	case ARK_FP32: ark_tile_t<float>(p, t, arena, smem); break;
-#endif
-	default: break;
-	}
-}
-
-/* The packet templates (op_comm.cuh): like ark_tile, with the counters' iteration `run` that the
- * packets carry and the abort flag that ends a wait for them. */
-static __device__ __forceinline__ void ark_tile_ll(const ark_opp &p, const ark_task &t, char *arena, char *const *peers,
-						   uint32_t run, const volatile uint32_t *abort_flag)
-{
-	if (t.tmpl == ARK_T_SEND_LL) {
-		ark_send_ll_tile(p, t, arena, peers, run);
-		return;
-	}
-	switch (p.dtype) {
-#if ARK_TILES_FP16
-	case ARK_FP16: ark_sum_ll_tile<__half>(p, t, arena, run, abort_flag); break;
-#endif
-#if ARK_TILES_BF16
-	case ARK_BF16: ark_sum_ll_tile<__nv_bfloat16>(p, t, arena, run, abort_flag); break;
-#endif
-#if ARK_TILES_FP32
-	case ARK_FP32: ark_sum_ll_tile<float>(p, t, arena, run, abort_flag); break;
-#endif
-	default: break;
-	}
+	return false;
 }
 
 #endif

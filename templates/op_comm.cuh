@@ -5,6 +5,8 @@
 #include "ark_dtype.cuh"
 #include "ark_memorder.cuh"
 
+#define ARK_SMEM_COMM 0 /* SUM, GATHER, SEND_LL, SUM_LL */
+
 /* SUM: out[e] = the sum over GPUs j = 0 .. K of term j [e], for e in k0:k1, where term splits (this
  * GPU) is in[0] and the others are the K slots received, in GPU order, in[2] bytes apart from in[1].
  * Sums in fp32 in GPU order (so every GPU rounds the same sum the same way), applies the fused
@@ -221,5 +223,37 @@ __device__ __noinline__ void ark_gather_tile(const ark_opp &p, const ark_task &t
 			*reinterpret_cast<uint16_t *>(dst) = *reinterpret_cast<const uint16_t *>(src);
 	}
 }
+
+/* The templates of this file, as TMPL_CATALOG names them. */
+struct ark_tile_sum {
+	static constexpr bool per_dtype = true;
+	template <typename T>
+	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+	{
+		ark_sum_tile<T>(p, t, e.arena);
+	}
+};
+struct ark_tile_gather {
+	static constexpr bool per_dtype = false;
+	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+	{
+		ark_gather_tile(p, t, e.arena);
+	}
+};
+struct ark_tile_send_ll {
+	static constexpr bool per_dtype = false;
+	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+	{
+		ark_send_ll_tile(p, t, e.arena, e.peers, e.run);
+	}
+};
+struct ark_tile_sum_ll {
+	static constexpr bool per_dtype = true;
+	template <typename T>
+	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+	{
+		ark_sum_ll_tile<T>(p, t, e.arena, e.run, e.abort_flag);
+	}
+};
 
 #endif

@@ -55,4 +55,13 @@ __device__ __forceinline__ void ark_copy_tile(const ark_opp &p, const ark_task &
 	ark_copy_bytes(src, arena + p.out, t.k0 * es, t.k1 * es);
 }
 
+/* The templates of this file, as TMPL_CATALOG names them. */
+struct ark_tile_copy {
+	static constexpr bool per_dtype = false;
+	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+	{
+		ark_copy_tile(p, t, e.arena, e.peers);
+	}
+};
+
 #endif

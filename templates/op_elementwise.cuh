@@ -26,6 +26,19 @@ template <int KIND> __device__ __forceinline__ float ark_ew_f(float x, float y, 
 	else
 		return x; /* COPY */
 }
+/* The kinds the functions of this file compute (COPY is the identity); every op that OP_LIST flags
+ * ARK_OPF_ELEMENTWISE must be one of them, so one added to the catalog without its code here, which
+ * the switches below would pass through as a copy, does not compile. */
+__host__ __device__ constexpr bool ark_ew_handles(int kind)
+{
+	return kind == ARK_OP_ADD || kind == ARK_OP_MUL || kind == ARK_OP_SCALE || kind == ARK_OP_RELU ||
+	       kind == ARK_OP_GELU || kind == ARK_OP_SILU || kind == ARK_OP_SWIGLU;
+}
+#define X(id, name, min_in, max_in, n_out, attrs, flags) \
+	&&(!((flags) & ARK_OPF_ELEMENTWISE) || ark_ew_handles(ARK_OP_##id))
+static_assert(true OP_LIST(X), "an elementwise op of OP_LIST has no code in op_elementwise.cuh");
+#undef X
+
 template <int KIND> struct ark_ew_arity {
 	static constexpr int n = KIND == ARK_OP_ADD || KIND == ARK_OP_MUL || KIND == ARK_OP_SWIGLU ? 2 : 1;
 };
@@ -327,5 +340,23 @@ __device__ __forceinline__ void ark_elementwise_tile(const ark_opp &p, const ark
 	default: break;
 	}
 }
+
+/* The templates of this file, as TMPL_CATALOG names them. */
+struct ark_tile_elementwise {
+	static constexpr bool per_dtype = true;
+	template <typename T>
+	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+	{
+		ark_elementwise_tile<T>(p, t, e.arena);
+	}
+};
+struct ark_tile_ew_chain {
+	static constexpr bool per_dtype = true;
+	template <typename T>
+	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+	{
+		ark_ew_chain_tile<T>(p, t, e.arena);
+	}
+};
 
 #endif

@@ -714,4 +714,30 @@ __device__ __noinline__ void ark_reduce_tile(const ark_opp &p, int m0, int m1, i
 	}
 }
 
+/* The templates of this file, as TMPL_CATALOG names them. */
+struct ark_tile_matmul {
+	static constexpr bool per_dtype = true;
+	template <typename T>
+	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+	{
+		ark_matmul_tile<T>(p, t.m0, t.m1, t.n0, t.n1, t.k0, t.k1, t.split, e.arena, e.smem, false);
+	}
+};
+struct ark_tile_matmul_partial {
+	static constexpr bool per_dtype = true;
+	template <typename T>
+	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+	{
+		ark_matmul_tile<T>(p, t.m0, t.m1, t.n0, t.n1, t.k0, t.k1, t.split, e.arena, e.smem, true);
+	}
+};
+struct ark_tile_reduce {
+	static constexpr bool per_dtype = true;
+	template <typename T>
+	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+	{
+		ark_reduce_tile<T>(p, t.m0, t.m1, t.n0, t.n1, e.arena);
+	}
+};
+
 #endif

@@ -125,4 +125,17 @@ __device__ __noinline__ void ark_rows_tile(const ark_opp &p, int m0, int m1, cha
 	}
 }
 
+/* The templates of this file, as TMPL_CATALOG names them. */
+template <int TMPL> struct ark_tile_rows {
+	static constexpr bool per_dtype = true;
+	template <typename T>
+	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+	{
+		ark_rows_tile<T, TMPL>(p, t.m0, t.m1, e.arena, e.smem);
+	}
+};
+typedef ark_tile_rows<ARK_T_SOFTMAX> ark_tile_softmax;
+typedef ark_tile_rows<ARK_T_LAYERNORM> ark_tile_layernorm;
+typedef ark_tile_rows<ARK_T_RMSNORM> ark_tile_rmsnorm;
+
 #endif

@@ -1,6 +1,7 @@
 // gpu_loop.cu: TAP test of the loop kernel and the session on a GPU, with the hand-written model of
 // gen_example.cu (y = relu(x) + x on 4 SMs): checked iterations on fresh inputs with poisoned
-// outputs, 100,000 iterations without a hang, the watchdog on a broken schedule, the trace.
+// outputs, 100,000 iterations without a hang, the watchdog on a broken schedule, the trap of a task
+// without a tile, the trace.
 #include "gen_example.cu"
 
 #include <math.h>
@@ -228,6 +229,42 @@ int main(void)
 		tap(ark_session_run(s) != 0, "an aborted session refuses to run");
 		tap(ark_session_close(s) == 0, "close after the abort");
 	}
+
+	/* A task this binary has no tile for traps: gen_example.cu has fp16 tiles only, and here the add's
+	 * op params say fp32. The CTA that meets it records it and aborts every CTA; the run fails at once,
+	 * without waiting for the watchdog, naming the SM, the task, its op and the template. */
+	struct ark_opp fp32_opp[2];
+	memcpy(fp32_opp, opp_g0, sizeof fp32_opp);
+	fp32_opp[1].dtype = ARK_FP32;
+	struct ark_model no_tile = ark_model_def;
+	no_tile.tables[0].opp = fp32_opp;
+	struct ark_session_opts patient = {10000, 0};
+	s = NULL;
+	rc = ark_session_open(&s, &no_tile, &patient);
+	tap(rc == 0, "open a schedule whose add tiles have no template in this binary");
+	if (rc == 0) {
+		t0 = now_s();
+		rc = ark_session_run(s);
+		dt = now_s() - t0;
+		const char *d = ark_session_diagnosis(s);
+		tap(rc != 0 && dt < 3 && strstr(ark_last_error(), "GPU 0 met a task it cannot run"),
+		    "the loop kernel aborts itself, long before the watchdog's 10 s (after %.2f s)", dt);
+		tap(strstr(d, " y ELEMENTWISE (") && strstr(d, "has template ELEMENTWISE (3) with dtype fp32, for which"),
+		    "the diagnosis names the SM, the task, its op y and the template ELEMENTWISE for fp32");
+		diag(d);
+		tap(ark_session_close(s) == 0, "close after the trap");
+	}
+
+	/* A template id outside the catalog is refused when the session opens. */
+	struct ark_task bad_tasks[12];
+	memcpy(bad_tasks, tasks_g0, sizeof bad_tasks);
+	bad_tasks[5].tmpl = 200;
+	struct ark_model bad_tmpl = ark_model_def;
+	bad_tmpl.tables[0].tasks = bad_tasks;
+	s = NULL;
+	rc = ark_session_open(&s, &bad_tmpl, &opts);
+	tap(rc != 0 && s == NULL && strstr(ark_last_error(), "task 5 has template 200"),
+	    "a task with template 200 is refused at open: %s", ark_last_error());
 
 	/* The GPU is fine afterwards. */
 	s = NULL;

@@ -24,7 +24,8 @@ static void cuda_check(cudaError_t e, const char *call, const char *file, int li
 	exit(1);
 }
 
-/* Block b runs tasks[b]; with ns, it also writes the time spent in ark_tile (%globaltimer, ns). */
+/* Block b runs tasks[b]; with ns, it also writes the time spent in ark_tile (%globaltimer, ns). A task
+ * that has no tile in this build traps (the launch fails). */
 __global__ void __launch_bounds__(ARK_THREADS, 1)
 	tiles_kernel(const ark_opp *opp, const ark_task *tasks, char *arena, char *const *peers, unsigned long long *ns)
 {
@@ -35,7 +36,8 @@ __global__ void __launch_bounds__(ARK_THREADS, 1)
 		__syncthreads();
 		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
 	}
-	ark_tile(opp[t.opp], t, arena, peers, smem);
+	if (!ark_tile(opp[t.opp], t, {arena, peers, smem, 0, nullptr}))
+		__trap();
 	if (ns) {
 		__syncthreads();
 		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
@@ -529,6 +531,15 @@ int main(void)
 		g_seed = 1;
 	printf("# seed %llu (ARK_TEST_SEED to repeat), %d threads, %d bytes of shared memory\n",
 	       (unsigned long long)g_seed, ARK_THREADS, (int)ARK_TILES_SMEM_BYTES);
+	static const char *const tmpl_names[] = {
+#define X(id) #id,
+		TMPL_LIST(X)
+#undef X
+	};
+	printf("# shared memory per template (TMPL_CATALOG):");
+	for (int t = 0; t < ARK_T__COUNT; t++)
+		printf(" %s %d", tmpl_names[t], ark_tmpl_smem_bytes(t));
+	printf("\n");
 	CUDA_CHECK(cudaFuncSetAttribute(tiles_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, ARK_TILES_SMEM_BYTES));
 	CUDA_CHECK(cudaMalloc(&g_arena, ARENA_BYTES));
 	CUDA_CHECK(cudaMalloc(&g_peers, sizeof(char *)));

@@ -430,6 +430,17 @@ static void test_swiglu(void **state)
 	struct ark_tensor t[3] = {T32("gate", 2), T32("up", 2), T32("y", 2)};
 	run1(ARK_OP_SWIGLU, t, (void *[]){(void *)gate, (void *)up, y}, 2, 0, 0);
 	assert_near(y, (const double[]){2 * 0.7310585786300049, 0.5 * -0.2384058440442351}, 2, 1e-6);
+
+	/* the two halves must have the same size: no broadcasting */
+	static const float up1[1] = {2};
+	struct ark_tensor tb[3] = {T32("gate", 2), T32("up", 1), T32("y", 2)};
+	struct ark_op op = {.name = "sw", .kind = ARK_OP_SWIGLU, .n_in = 2, .n_out = 1, .in = {0, 1}, .out = {2}};
+	assert_int_equal(ark_ref_op(&op, tb, (void *[]){(void *)gate, (void *)up1, y}), ARK_ERR);
+	assert_non_null(strstr(ark_last_error(), "'gate' [2] and 'up' [1] differ in size"));
+	/* a kind outside the catalog */
+	op.kind = ARK_OP__COUNT;
+	assert_int_equal(ark_ref_op(&op, t, (void *[]){(void *)gate, (void *)up, y}), ARK_ERR);
+	assert_non_null(strstr(ark_last_error(), "unknown op kind"));
 }
 
 static void test_softmax(void **state)

@@ -15,1061 +15,940 @@
 #include "ark_loop.cuh"
 #include "ark.h"
 
-/* Tensors: name, dtype, role, ndim, GPU, shape, arena offset (ARK_NOT_STORED: computed inside a fused vCTA, never stored), bytes. */
+/* Arena offsets of the tensors, bytes (ARK_NOT_STORED: computed inside a fused vCTA, never stored). */
+#define ARK_OFF_x   0u
+#define ARK_OFF_v   16384u
+#define ARK_OFF_y   32768u
+#define ARK_OFF_s0  ARK_NOT_STORED
+#define ARK_OFF_r0  ARK_NOT_STORED
+#define ARK_OFF_s1  ARK_NOT_STORED
+#define ARK_OFF_r1  ARK_NOT_STORED
+#define ARK_OFF_s2  ARK_NOT_STORED
+#define ARK_OFF_r2  ARK_NOT_STORED
+#define ARK_OFF_s3  ARK_NOT_STORED
+#define ARK_OFF_r3  ARK_NOT_STORED
+#define ARK_OFF_s4  ARK_NOT_STORED
+#define ARK_OFF_r4  ARK_NOT_STORED
+#define ARK_OFF_s5  ARK_NOT_STORED
+#define ARK_OFF_r5  ARK_NOT_STORED
+#define ARK_OFF_s6  ARK_NOT_STORED
+#define ARK_OFF_r6  ARK_NOT_STORED
+#define ARK_OFF_s7  ARK_NOT_STORED
+#define ARK_OFF_r7  ARK_NOT_STORED
+#define ARK_OFF_s8  ARK_NOT_STORED
+#define ARK_OFF_r8  ARK_NOT_STORED
+#define ARK_OFF_s9  ARK_NOT_STORED
+#define ARK_OFF_r9  ARK_NOT_STORED
+#define ARK_OFF_s10 ARK_NOT_STORED
+#define ARK_OFF_r10 ARK_NOT_STORED
+#define ARK_OFF_s11 ARK_NOT_STORED
+#define ARK_OFF_r11 ARK_NOT_STORED
+#define ARK_OFF_s12 ARK_NOT_STORED
+#define ARK_OFF_r12 ARK_NOT_STORED
+#define ARK_OFF_s13 ARK_NOT_STORED
+#define ARK_OFF_r13 ARK_NOT_STORED
+#define ARK_OFF_s14 ARK_NOT_STORED
+#define ARK_OFF_r14 ARK_NOT_STORED
+#define ARK_OFF_s15 ARK_NOT_STORED
+#define ARK_OFF_r15 ARK_NOT_STORED
+#define ARK_OFF_s16 ARK_NOT_STORED
+#define ARK_OFF_r16 ARK_NOT_STORED
+#define ARK_OFF_s17 ARK_NOT_STORED
+#define ARK_OFF_r17 ARK_NOT_STORED
+#define ARK_OFF_s18 ARK_NOT_STORED
+#define ARK_OFF_r18 ARK_NOT_STORED
+#define ARK_OFF_s19 ARK_NOT_STORED
+#define ARK_OFF_r19 ARK_NOT_STORED
+#define ARK_OFF_s20 ARK_NOT_STORED
+#define ARK_OFF_r20 ARK_NOT_STORED
+#define ARK_OFF_s21 ARK_NOT_STORED
+#define ARK_OFF_r21 ARK_NOT_STORED
+#define ARK_OFF_s22 ARK_NOT_STORED
+#define ARK_OFF_r22 ARK_NOT_STORED
+#define ARK_OFF_s23 ARK_NOT_STORED
+#define ARK_OFF_r23 ARK_NOT_STORED
+#define ARK_OFF_s24 ARK_NOT_STORED
+#define ARK_OFF_r24 ARK_NOT_STORED
+#define ARK_OFF_s25 ARK_NOT_STORED
+#define ARK_OFF_r25 ARK_NOT_STORED
+#define ARK_OFF_s26 ARK_NOT_STORED
+#define ARK_OFF_r26 ARK_NOT_STORED
+#define ARK_OFF_s27 ARK_NOT_STORED
+#define ARK_OFF_r27 ARK_NOT_STORED
+#define ARK_OFF_s28 ARK_NOT_STORED
+#define ARK_OFF_r28 ARK_NOT_STORED
+#define ARK_OFF_s29 ARK_NOT_STORED
+#define ARK_OFF_r29 ARK_NOT_STORED
+#define ARK_OFF_s30 ARK_NOT_STORED
+#define ARK_OFF_r30 ARK_NOT_STORED
+#define ARK_OFF_s31 ARK_NOT_STORED
+#define ARK_OFF_r31 ARK_NOT_STORED
+#define ARK_OFF_s32 ARK_NOT_STORED
+#define ARK_OFF_r32 ARK_NOT_STORED
+#define ARK_OFF_s33 ARK_NOT_STORED
+#define ARK_OFF_r33 ARK_NOT_STORED
+#define ARK_OFF_s34 ARK_NOT_STORED
+#define ARK_OFF_r34 ARK_NOT_STORED
+#define ARK_OFF_s35 ARK_NOT_STORED
+#define ARK_OFF_r35 ARK_NOT_STORED
+#define ARK_OFF_s36 ARK_NOT_STORED
+#define ARK_OFF_r36 ARK_NOT_STORED
+#define ARK_OFF_s37 ARK_NOT_STORED
+#define ARK_OFF_r37 ARK_NOT_STORED
+#define ARK_OFF_s38 ARK_NOT_STORED
+#define ARK_OFF_r38 ARK_NOT_STORED
+#define ARK_OFF_s39 ARK_NOT_STORED
+#define ARK_OFF_r39 ARK_NOT_STORED
+#define ARK_OFF_s40 ARK_NOT_STORED
+#define ARK_OFF_r40 ARK_NOT_STORED
+#define ARK_OFF_s41 ARK_NOT_STORED
+#define ARK_OFF_r41 ARK_NOT_STORED
+#define ARK_OFF_s42 ARK_NOT_STORED
+#define ARK_OFF_r42 ARK_NOT_STORED
+#define ARK_OFF_s43 ARK_NOT_STORED
+#define ARK_OFF_r43 ARK_NOT_STORED
+#define ARK_OFF_s44 ARK_NOT_STORED
+#define ARK_OFF_r44 ARK_NOT_STORED
+#define ARK_OFF_s45 ARK_NOT_STORED
+#define ARK_OFF_r45 ARK_NOT_STORED
+#define ARK_OFF_s46 ARK_NOT_STORED
+#define ARK_OFF_r46 ARK_NOT_STORED
+#define ARK_OFF_s47 ARK_NOT_STORED
+#define ARK_OFF_r47 ARK_NOT_STORED
+#define ARK_OFF_s48 ARK_NOT_STORED
+#define ARK_OFF_r48 ARK_NOT_STORED
+#define ARK_OFF_s49 ARK_NOT_STORED
+#define ARK_OFF_r49 ARK_NOT_STORED
+#define ARK_OFF_s50 ARK_NOT_STORED
+#define ARK_OFF_r50 ARK_NOT_STORED
+#define ARK_OFF_s51 ARK_NOT_STORED
+#define ARK_OFF_r51 ARK_NOT_STORED
+#define ARK_OFF_s52 ARK_NOT_STORED
+#define ARK_OFF_r52 ARK_NOT_STORED
+#define ARK_OFF_s53 ARK_NOT_STORED
+#define ARK_OFF_r53 ARK_NOT_STORED
+#define ARK_OFF_s54 ARK_NOT_STORED
+#define ARK_OFF_r54 ARK_NOT_STORED
+#define ARK_OFF_s55 ARK_NOT_STORED
+#define ARK_OFF_r55 ARK_NOT_STORED
+#define ARK_OFF_s56 ARK_NOT_STORED
+#define ARK_OFF_r56 ARK_NOT_STORED
+#define ARK_OFF_s57 ARK_NOT_STORED
+#define ARK_OFF_r57 ARK_NOT_STORED
+#define ARK_OFF_s58 ARK_NOT_STORED
+#define ARK_OFF_r58 ARK_NOT_STORED
+#define ARK_OFF_s59 ARK_NOT_STORED
+#define ARK_OFF_r59 ARK_NOT_STORED
+#define ARK_OFF_s60 ARK_NOT_STORED
+#define ARK_OFF_r60 ARK_NOT_STORED
+#define ARK_OFF_s61 ARK_NOT_STORED
+#define ARK_OFF_r61 ARK_NOT_STORED
+#define ARK_OFF_s62 ARK_NOT_STORED
+#define ARK_OFF_r62 ARK_NOT_STORED
+#define ARK_OFF_s63 ARK_NOT_STORED
+
+/* Tensors: row-major, each in the arena of its GPU. */
 static const struct ark_tensor tensors[130] = {
-	{"x", ARK_FP32, ARK_ROLE_INPUT, 1, 0, {4096, 0, 0, 0}, 0u, 16384u}, /* 0 */
-	{"v", ARK_FP32, ARK_ROLE_WEIGHT, 1, 0, {4096, 0, 0, 0}, 16384u, 16384u}, /* 1 */
-	{"y", ARK_FP32, ARK_ROLE_OUTPUT, 1, 0, {4096, 0, 0, 0}, 32768u, 16384u}, /* 2 */
-	{"s0", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 3 */
-	{"r0", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 4 */
-	{"s1", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 5 */
-	{"r1", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 6 */
-	{"s2", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 7 */
-	{"r2", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 8 */
-	{"s3", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 9 */
-	{"r3", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 10 */
-	{"s4", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 11 */
-	{"r4", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 12 */
-	{"s5", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 13 */
-	{"r5", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 14 */
-	{"s6", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 15 */
-	{"r6", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 16 */
-	{"s7", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 17 */
-	{"r7", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 18 */
-	{"s8", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 19 */
-	{"r8", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 20 */
-	{"s9", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 21 */
-	{"r9", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 22 */
-	{"s10", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 23 */
-	{"r10", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 24 */
-	{"s11", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 25 */
-	{"r11", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 26 */
-	{"s12", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 27 */
-	{"r12", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 28 */
-	{"s13", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 29 */
-	{"r13", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 30 */
-	{"s14", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 31 */
-	{"r14", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 32 */
-	{"s15", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 33 */
-	{"r15", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 34 */
-	{"s16", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 35 */
-	{"r16", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 36 */
-	{"s17", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 37 */
-	{"r17", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 38 */
-	{"s18", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 39 */
-	{"r18", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 40 */
-	{"s19", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 41 */
-	{"r19", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 42 */
-	{"s20", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 43 */
-	{"r20", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 44 */
-	{"s21", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 45 */
-	{"r21", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 46 */
-	{"s22", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 47 */
-	{"r22", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 48 */
-	{"s23", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 49 */
-	{"r23", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 50 */
-	{"s24", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 51 */
-	{"r24", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 52 */
-	{"s25", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 53 */
-	{"r25", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 54 */
-	{"s26", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 55 */
-	{"r26", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 56 */
-	{"s27", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 57 */
-	{"r27", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 58 */
-	{"s28", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 59 */
-	{"r28", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 60 */
-	{"s29", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 61 */
-	{"r29", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 62 */
-	{"s30", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 63 */
-	{"r30", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 64 */
-	{"s31", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 65 */
-	{"r31", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 66 */
-	{"s32", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 67 */
-	{"r32", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 68 */
-	{"s33", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 69 */
-	{"r33", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 70 */
-	{"s34", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 71 */
-	{"r34", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 72 */
-	{"s35", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 73 */
-	{"r35", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 74 */
-	{"s36", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 75 */
-	{"r36", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 76 */
-	{"s37", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 77 */
-	{"r37", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 78 */
-	{"s38", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 79 */
-	{"r38", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 80 */
-	{"s39", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 81 */
-	{"r39", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 82 */
-	{"s40", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 83 */
-	{"r40", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 84 */
-	{"s41", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 85 */
-	{"r41", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 86 */
-	{"s42", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 87 */
-	{"r42", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 88 */
-	{"s43", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 89 */
-	{"r43", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 90 */
-	{"s44", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 91 */
-	{"r44", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 92 */
-	{"s45", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 93 */
-	{"r45", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 94 */
-	{"s46", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 95 */
-	{"r46", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 96 */
-	{"s47", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 97 */
-	{"r47", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 98 */
-	{"s48", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 99 */
-	{"r48", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 100 */
-	{"s49", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 101 */
-	{"r49", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 102 */
-	{"s50", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 103 */
-	{"r50", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 104 */
-	{"s51", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 105 */
-	{"r51", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 106 */
-	{"s52", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 107 */
-	{"r52", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 108 */
-	{"s53", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 109 */
-	{"r53", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 110 */
-	{"s54", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 111 */
-	{"r54", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 112 */
-	{"s55", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 113 */
-	{"r55", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 114 */
-	{"s56", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 115 */
-	{"r56", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 116 */
-	{"s57", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 117 */
-	{"r57", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 118 */
-	{"s58", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 119 */
-	{"r58", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 120 */
-	{"s59", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 121 */
-	{"r59", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 122 */
-	{"s60", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 123 */
-	{"r60", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 124 */
-	{"s61", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 125 */
-	{"r61", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 126 */
-	{"s62", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 127 */
-	{"r62", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 128 */
-	{"s63", ARK_FP32, ARK_ROLE_ACTIVATION, 1, 0, {4096, 0, 0, 0}, ARK_NOT_STORED, 16384u}, /* 129 */
+	/* name  dtype     role                 ndim  GPU  shape   offset        bytes */
+	{"x",    ARK_FP32, ARK_ROLE_INPUT,         1,   0, {4096}, ARK_OFF_x,   16384u}, /* 0 */
+	{"v",    ARK_FP32, ARK_ROLE_WEIGHT,        1,   0, {4096}, ARK_OFF_v,   16384u}, /* 1 */
+	{"y",    ARK_FP32, ARK_ROLE_OUTPUT,        1,   0, {4096}, ARK_OFF_y,   16384u}, /* 2 */
+	{"s0",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s0,  16384u}, /* 3 */
+	{"r0",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r0,  16384u}, /* 4 */
+	{"s1",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s1,  16384u}, /* 5 */
+	{"r1",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r1,  16384u}, /* 6 */
+	{"s2",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s2,  16384u}, /* 7 */
+	{"r2",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r2,  16384u}, /* 8 */
+	{"s3",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s3,  16384u}, /* 9 */
+	{"r3",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r3,  16384u}, /* 10 */
+	{"s4",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s4,  16384u}, /* 11 */
+	{"r4",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r4,  16384u}, /* 12 */
+	{"s5",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s5,  16384u}, /* 13 */
+	{"r5",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r5,  16384u}, /* 14 */
+	{"s6",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s6,  16384u}, /* 15 */
+	{"r6",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r6,  16384u}, /* 16 */
+	{"s7",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s7,  16384u}, /* 17 */
+	{"r7",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r7,  16384u}, /* 18 */
+	{"s8",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s8,  16384u}, /* 19 */
+	{"r8",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r8,  16384u}, /* 20 */
+	{"s9",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s9,  16384u}, /* 21 */
+	{"r9",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r9,  16384u}, /* 22 */
+	{"s10",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s10, 16384u}, /* 23 */
+	{"r10",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r10, 16384u}, /* 24 */
+	{"s11",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s11, 16384u}, /* 25 */
+	{"r11",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r11, 16384u}, /* 26 */
+	{"s12",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s12, 16384u}, /* 27 */
+	{"r12",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r12, 16384u}, /* 28 */
+	{"s13",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s13, 16384u}, /* 29 */
+	{"r13",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r13, 16384u}, /* 30 */
+	{"s14",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s14, 16384u}, /* 31 */
+	{"r14",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r14, 16384u}, /* 32 */
+	{"s15",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s15, 16384u}, /* 33 */
+	{"r15",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r15, 16384u}, /* 34 */
+	{"s16",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s16, 16384u}, /* 35 */
+	{"r16",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r16, 16384u}, /* 36 */
+	{"s17",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s17, 16384u}, /* 37 */
+	{"r17",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r17, 16384u}, /* 38 */
+	{"s18",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s18, 16384u}, /* 39 */
+	{"r18",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r18, 16384u}, /* 40 */
+	{"s19",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s19, 16384u}, /* 41 */
+	{"r19",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r19, 16384u}, /* 42 */
+	{"s20",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s20, 16384u}, /* 43 */
+	{"r20",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r20, 16384u}, /* 44 */
+	{"s21",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s21, 16384u}, /* 45 */
+	{"r21",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r21, 16384u}, /* 46 */
+	{"s22",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s22, 16384u}, /* 47 */
+	{"r22",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r22, 16384u}, /* 48 */
+	{"s23",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s23, 16384u}, /* 49 */
+	{"r23",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r23, 16384u}, /* 50 */
+	{"s24",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s24, 16384u}, /* 51 */
+	{"r24",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r24, 16384u}, /* 52 */
+	{"s25",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s25, 16384u}, /* 53 */
+	{"r25",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r25, 16384u}, /* 54 */
+	{"s26",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s26, 16384u}, /* 55 */
+	{"r26",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r26, 16384u}, /* 56 */
+	{"s27",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s27, 16384u}, /* 57 */
+	{"r27",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r27, 16384u}, /* 58 */
+	{"s28",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s28, 16384u}, /* 59 */
+	{"r28",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r28, 16384u}, /* 60 */
+	{"s29",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s29, 16384u}, /* 61 */
+	{"r29",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r29, 16384u}, /* 62 */
+	{"s30",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s30, 16384u}, /* 63 */
+	{"r30",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r30, 16384u}, /* 64 */
+	{"s31",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s31, 16384u}, /* 65 */
+	{"r31",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r31, 16384u}, /* 66 */
+	{"s32",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s32, 16384u}, /* 67 */
+	{"r32",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r32, 16384u}, /* 68 */
+	{"s33",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s33, 16384u}, /* 69 */
+	{"r33",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r33, 16384u}, /* 70 */
+	{"s34",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s34, 16384u}, /* 71 */
+	{"r34",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r34, 16384u}, /* 72 */
+	{"s35",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s35, 16384u}, /* 73 */
+	{"r35",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r35, 16384u}, /* 74 */
+	{"s36",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s36, 16384u}, /* 75 */
+	{"r36",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r36, 16384u}, /* 76 */
+	{"s37",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s37, 16384u}, /* 77 */
+	{"r37",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r37, 16384u}, /* 78 */
+	{"s38",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s38, 16384u}, /* 79 */
+	{"r38",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r38, 16384u}, /* 80 */
+	{"s39",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s39, 16384u}, /* 81 */
+	{"r39",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r39, 16384u}, /* 82 */
+	{"s40",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s40, 16384u}, /* 83 */
+	{"r40",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r40, 16384u}, /* 84 */
+	{"s41",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s41, 16384u}, /* 85 */
+	{"r41",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r41, 16384u}, /* 86 */
+	{"s42",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s42, 16384u}, /* 87 */
+	{"r42",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r42, 16384u}, /* 88 */
+	{"s43",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s43, 16384u}, /* 89 */
+	{"r43",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r43, 16384u}, /* 90 */
+	{"s44",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s44, 16384u}, /* 91 */
+	{"r44",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r44, 16384u}, /* 92 */
+	{"s45",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s45, 16384u}, /* 93 */
+	{"r45",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r45, 16384u}, /* 94 */
+	{"s46",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s46, 16384u}, /* 95 */
+	{"r46",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r46, 16384u}, /* 96 */
+	{"s47",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s47, 16384u}, /* 97 */
+	{"r47",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r47, 16384u}, /* 98 */
+	{"s48",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s48, 16384u}, /* 99 */
+	{"r48",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r48, 16384u}, /* 100 */
+	{"s49",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s49, 16384u}, /* 101 */
+	{"r49",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r49, 16384u}, /* 102 */
+	{"s50",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s50, 16384u}, /* 103 */
+	{"r50",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r50, 16384u}, /* 104 */
+	{"s51",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s51, 16384u}, /* 105 */
+	{"r51",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r51, 16384u}, /* 106 */
+	{"s52",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s52, 16384u}, /* 107 */
+	{"r52",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r52, 16384u}, /* 108 */
+	{"s53",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s53, 16384u}, /* 109 */
+	{"r53",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r53, 16384u}, /* 110 */
+	{"s54",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s54, 16384u}, /* 111 */
+	{"r54",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r54, 16384u}, /* 112 */
+	{"s55",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s55, 16384u}, /* 113 */
+	{"r55",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r55, 16384u}, /* 114 */
+	{"s56",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s56, 16384u}, /* 115 */
+	{"r56",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r56, 16384u}, /* 116 */
+	{"s57",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s57, 16384u}, /* 117 */
+	{"r57",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r57, 16384u}, /* 118 */
+	{"s58",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s58, 16384u}, /* 119 */
+	{"r58",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r58, 16384u}, /* 120 */
+	{"s59",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s59, 16384u}, /* 121 */
+	{"r59",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r59, 16384u}, /* 122 */
+	{"s60",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s60, 16384u}, /* 123 */
+	{"r60",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r60, 16384u}, /* 124 */
+	{"s61",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s61, 16384u}, /* 125 */
+	{"r61",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r61, 16384u}, /* 126 */
+	{"s62",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s62, 16384u}, /* 127 */
+	{"r62",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r62, 16384u}, /* 128 */
+	{"s63",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s63, 16384u}, /* 129 */
 };
 
-/* Ops in a topological order, for the CPU reference: name, kind, inputs, outputs, GPU, transpose_b, transport, axis, in[], out[], factor, eps, model line. */
+/* Ops in a topological order, inputs and outputs by tensor index. */
 static const struct ark_op ops[128] = {
-	{"scale0", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {0}, {3}, 1.0001f, 1e-05f, 14},
-	{"add0", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {3, 1}, {4}, 0.0f, 1e-05f, 15},
-	{"scale1", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {4}, {5}, 1.0001f, 1e-05f, 16},
-	{"add1", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {5, 1}, {6}, 0.0f, 1e-05f, 17},
-	{"scale2", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {6}, {7}, 1.0001f, 1e-05f, 18},
-	{"add2", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {7, 1}, {8}, 0.0f, 1e-05f, 19},
-	{"scale3", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {8}, {9}, 1.0001f, 1e-05f, 20},
-	{"add3", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {9, 1}, {10}, 0.0f, 1e-05f, 21},
-	{"scale4", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {10}, {11}, 1.0001f, 1e-05f, 22},
-	{"add4", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {11, 1}, {12}, 0.0f, 1e-05f, 23},
-	{"scale5", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {12}, {13}, 1.0001f, 1e-05f, 24},
-	{"add5", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {13, 1}, {14}, 0.0f, 1e-05f, 25},
-	{"scale6", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {14}, {15}, 1.0001f, 1e-05f, 26},
-	{"add6", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {15, 1}, {16}, 0.0f, 1e-05f, 27},
-	{"scale7", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {16}, {17}, 1.0001f, 1e-05f, 28},
-	{"add7", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {17, 1}, {18}, 0.0f, 1e-05f, 29},
-	{"scale8", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {18}, {19}, 1.0001f, 1e-05f, 30},
-	{"add8", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {19, 1}, {20}, 0.0f, 1e-05f, 31},
-	{"scale9", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {20}, {21}, 1.0001f, 1e-05f, 32},
-	{"add9", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {21, 1}, {22}, 0.0f, 1e-05f, 33},
-	{"scale10", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {22}, {23}, 1.0001f, 1e-05f, 34},
-	{"add10", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {23, 1}, {24}, 0.0f, 1e-05f, 35},
-	{"scale11", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {24}, {25}, 1.0001f, 1e-05f, 36},
-	{"add11", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {25, 1}, {26}, 0.0f, 1e-05f, 37},
-	{"scale12", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {26}, {27}, 1.0001f, 1e-05f, 38},
-	{"add12", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {27, 1}, {28}, 0.0f, 1e-05f, 39},
-	{"scale13", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {28}, {29}, 1.0001f, 1e-05f, 40},
-	{"add13", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {29, 1}, {30}, 0.0f, 1e-05f, 41},
-	{"scale14", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {30}, {31}, 1.0001f, 1e-05f, 42},
-	{"add14", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {31, 1}, {32}, 0.0f, 1e-05f, 43},
-	{"scale15", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {32}, {33}, 1.0001f, 1e-05f, 44},
-	{"add15", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {33, 1}, {34}, 0.0f, 1e-05f, 45},
-	{"scale16", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {34}, {35}, 1.0001f, 1e-05f, 46},
-	{"add16", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {35, 1}, {36}, 0.0f, 1e-05f, 47},
-	{"scale17", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {36}, {37}, 1.0001f, 1e-05f, 48},
-	{"add17", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {37, 1}, {38}, 0.0f, 1e-05f, 49},
-	{"scale18", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {38}, {39}, 1.0001f, 1e-05f, 50},
-	{"add18", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {39, 1}, {40}, 0.0f, 1e-05f, 51},
-	{"scale19", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {40}, {41}, 1.0001f, 1e-05f, 52},
-	{"add19", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {41, 1}, {42}, 0.0f, 1e-05f, 53},
-	{"scale20", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {42}, {43}, 1.0001f, 1e-05f, 54},
-	{"add20", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {43, 1}, {44}, 0.0f, 1e-05f, 55},
-	{"scale21", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {44}, {45}, 1.0001f, 1e-05f, 56},
-	{"add21", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {45, 1}, {46}, 0.0f, 1e-05f, 57},
-	{"scale22", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {46}, {47}, 1.0001f, 1e-05f, 58},
-	{"add22", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {47, 1}, {48}, 0.0f, 1e-05f, 59},
-	{"scale23", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {48}, {49}, 1.0001f, 1e-05f, 60},
-	{"add23", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {49, 1}, {50}, 0.0f, 1e-05f, 61},
-	{"scale24", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {50}, {51}, 1.0001f, 1e-05f, 62},
-	{"add24", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {51, 1}, {52}, 0.0f, 1e-05f, 63},
-	{"scale25", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {52}, {53}, 1.0001f, 1e-05f, 64},
-	{"add25", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {53, 1}, {54}, 0.0f, 1e-05f, 65},
-	{"scale26", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {54}, {55}, 1.0001f, 1e-05f, 66},
-	{"add26", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {55, 1}, {56}, 0.0f, 1e-05f, 67},
-	{"scale27", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {56}, {57}, 1.0001f, 1e-05f, 68},
-	{"add27", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {57, 1}, {58}, 0.0f, 1e-05f, 69},
-	{"scale28", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {58}, {59}, 1.0001f, 1e-05f, 70},
-	{"add28", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {59, 1}, {60}, 0.0f, 1e-05f, 71},
-	{"scale29", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {60}, {61}, 1.0001f, 1e-05f, 72},
-	{"add29", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {61, 1}, {62}, 0.0f, 1e-05f, 73},
-	{"scale30", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {62}, {63}, 1.0001f, 1e-05f, 74},
-	{"add30", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {63, 1}, {64}, 0.0f, 1e-05f, 75},
-	{"scale31", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {64}, {65}, 1.0001f, 1e-05f, 76},
-	{"add31", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {65, 1}, {66}, 0.0f, 1e-05f, 77},
-	{"scale32", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {66}, {67}, 1.0001f, 1e-05f, 78},
-	{"add32", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {67, 1}, {68}, 0.0f, 1e-05f, 79},
-	{"scale33", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {68}, {69}, 1.0001f, 1e-05f, 80},
-	{"add33", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {69, 1}, {70}, 0.0f, 1e-05f, 81},
-	{"scale34", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {70}, {71}, 1.0001f, 1e-05f, 82},
-	{"add34", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {71, 1}, {72}, 0.0f, 1e-05f, 83},
-	{"scale35", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {72}, {73}, 1.0001f, 1e-05f, 84},
-	{"add35", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {73, 1}, {74}, 0.0f, 1e-05f, 85},
-	{"scale36", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {74}, {75}, 1.0001f, 1e-05f, 86},
-	{"add36", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {75, 1}, {76}, 0.0f, 1e-05f, 87},
-	{"scale37", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {76}, {77}, 1.0001f, 1e-05f, 88},
-	{"add37", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {77, 1}, {78}, 0.0f, 1e-05f, 89},
-	{"scale38", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {78}, {79}, 1.0001f, 1e-05f, 90},
-	{"add38", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {79, 1}, {80}, 0.0f, 1e-05f, 91},
-	{"scale39", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {80}, {81}, 1.0001f, 1e-05f, 92},
-	{"add39", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {81, 1}, {82}, 0.0f, 1e-05f, 93},
-	{"scale40", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {82}, {83}, 1.0001f, 1e-05f, 94},
-	{"add40", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {83, 1}, {84}, 0.0f, 1e-05f, 95},
-	{"scale41", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {84}, {85}, 1.0001f, 1e-05f, 96},
-	{"add41", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {85, 1}, {86}, 0.0f, 1e-05f, 97},
-	{"scale42", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {86}, {87}, 1.0001f, 1e-05f, 98},
-	{"add42", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {87, 1}, {88}, 0.0f, 1e-05f, 99},
-	{"scale43", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {88}, {89}, 1.0001f, 1e-05f, 100},
-	{"add43", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {89, 1}, {90}, 0.0f, 1e-05f, 101},
-	{"scale44", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {90}, {91}, 1.0001f, 1e-05f, 102},
-	{"add44", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {91, 1}, {92}, 0.0f, 1e-05f, 103},
-	{"scale45", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {92}, {93}, 1.0001f, 1e-05f, 104},
-	{"add45", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {93, 1}, {94}, 0.0f, 1e-05f, 105},
-	{"scale46", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {94}, {95}, 1.0001f, 1e-05f, 106},
-	{"add46", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {95, 1}, {96}, 0.0f, 1e-05f, 107},
-	{"scale47", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {96}, {97}, 1.0001f, 1e-05f, 108},
-	{"add47", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {97, 1}, {98}, 0.0f, 1e-05f, 109},
-	{"scale48", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {98}, {99}, 1.0001f, 1e-05f, 110},
-	{"add48", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {99, 1}, {100}, 0.0f, 1e-05f, 111},
-	{"scale49", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {100}, {101}, 1.0001f, 1e-05f, 112},
-	{"add49", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {101, 1}, {102}, 0.0f, 1e-05f, 113},
-	{"scale50", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {102}, {103}, 1.0001f, 1e-05f, 114},
-	{"add50", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {103, 1}, {104}, 0.0f, 1e-05f, 115},
-	{"scale51", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {104}, {105}, 1.0001f, 1e-05f, 116},
-	{"add51", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {105, 1}, {106}, 0.0f, 1e-05f, 117},
-	{"scale52", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {106}, {107}, 1.0001f, 1e-05f, 118},
-	{"add52", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {107, 1}, {108}, 0.0f, 1e-05f, 119},
-	{"scale53", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {108}, {109}, 1.0001f, 1e-05f, 120},
-	{"add53", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {109, 1}, {110}, 0.0f, 1e-05f, 121},
-	{"scale54", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {110}, {111}, 1.0001f, 1e-05f, 122},
-	{"add54", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {111, 1}, {112}, 0.0f, 1e-05f, 123},
-	{"scale55", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {112}, {113}, 1.0001f, 1e-05f, 124},
-	{"add55", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {113, 1}, {114}, 0.0f, 1e-05f, 125},
-	{"scale56", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {114}, {115}, 1.0001f, 1e-05f, 126},
-	{"add56", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {115, 1}, {116}, 0.0f, 1e-05f, 127},
-	{"scale57", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {116}, {117}, 1.0001f, 1e-05f, 128},
-	{"add57", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {117, 1}, {118}, 0.0f, 1e-05f, 129},
-	{"scale58", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {118}, {119}, 1.0001f, 1e-05f, 130},
-	{"add58", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {119, 1}, {120}, 0.0f, 1e-05f, 131},
-	{"scale59", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {120}, {121}, 1.0001f, 1e-05f, 132},
-	{"add59", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {121, 1}, {122}, 0.0f, 1e-05f, 133},
-	{"scale60", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {122}, {123}, 1.0001f, 1e-05f, 134},
-	{"add60", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {123, 1}, {124}, 0.0f, 1e-05f, 135},
-	{"scale61", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {124}, {125}, 1.0001f, 1e-05f, 136},
-	{"add61", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {125, 1}, {126}, 0.0f, 1e-05f, 137},
-	{"scale62", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {126}, {127}, 1.0001f, 1e-05f, 138},
-	{"add62", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {127, 1}, {128}, 0.0f, 1e-05f, 139},
-	{"scale63", ARK_OP_SCALE, 1, 1, 0, 0, 0, -1, {128}, {129}, 1.0001f, 1e-05f, 140},
-	{"add63", ARK_OP_ADD, 2, 1, 0, 0, 0, -1, {129, 1}, {2}, 0.0f, 1e-05f, 141},
+	/* name     kind          n_in  n_out  GPU  transpose_b  transport    axis  in        out    factor   eps     line */
+	{"scale0",  ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {0},      {3},   1.0001f, 1e-05f,   14}, /* 0: scale0: s0 = scale(x) */
+	{"add0",    ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {3, 1},   {4},   0.0f,    1e-05f,   15}, /* 1: add0: r0 = add(s0, v) */
+	{"scale1",  ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {4},      {5},   1.0001f, 1e-05f,   16}, /* 2: scale1: s1 = scale(r0) */
+	{"add1",    ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {5, 1},   {6},   0.0f,    1e-05f,   17}, /* 3: add1: r1 = add(s1, v) */
+	{"scale2",  ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {6},      {7},   1.0001f, 1e-05f,   18}, /* 4: scale2: s2 = scale(r1) */
+	{"add2",    ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {7, 1},   {8},   0.0f,    1e-05f,   19}, /* 5: add2: r2 = add(s2, v) */
+	{"scale3",  ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {8},      {9},   1.0001f, 1e-05f,   20}, /* 6: scale3: s3 = scale(r2) */
+	{"add3",    ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {9, 1},   {10},  0.0f,    1e-05f,   21}, /* 7: add3: r3 = add(s3, v) */
+	{"scale4",  ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {10},     {11},  1.0001f, 1e-05f,   22}, /* 8: scale4: s4 = scale(r3) */
+	{"add4",    ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {11, 1},  {12},  0.0f,    1e-05f,   23}, /* 9: add4: r4 = add(s4, v) */
+	{"scale5",  ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {12},     {13},  1.0001f, 1e-05f,   24}, /* 10: scale5: s5 = scale(r4) */
+	{"add5",    ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {13, 1},  {14},  0.0f,    1e-05f,   25}, /* 11: add5: r5 = add(s5, v) */
+	{"scale6",  ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {14},     {15},  1.0001f, 1e-05f,   26}, /* 12: scale6: s6 = scale(r5) */
+	{"add6",    ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {15, 1},  {16},  0.0f,    1e-05f,   27}, /* 13: add6: r6 = add(s6, v) */
+	{"scale7",  ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {16},     {17},  1.0001f, 1e-05f,   28}, /* 14: scale7: s7 = scale(r6) */
+	{"add7",    ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {17, 1},  {18},  0.0f,    1e-05f,   29}, /* 15: add7: r7 = add(s7, v) */
+	{"scale8",  ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {18},     {19},  1.0001f, 1e-05f,   30}, /* 16: scale8: s8 = scale(r7) */
+	{"add8",    ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {19, 1},  {20},  0.0f,    1e-05f,   31}, /* 17: add8: r8 = add(s8, v) */
+	{"scale9",  ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {20},     {21},  1.0001f, 1e-05f,   32}, /* 18: scale9: s9 = scale(r8) */
+	{"add9",    ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {21, 1},  {22},  0.0f,    1e-05f,   33}, /* 19: add9: r9 = add(s9, v) */
+	{"scale10", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {22},     {23},  1.0001f, 1e-05f,   34}, /* 20: scale10: s10 = scale(r9) */
+	{"add10",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {23, 1},  {24},  0.0f,    1e-05f,   35}, /* 21: add10: r10 = add(s10, v) */
+	{"scale11", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {24},     {25},  1.0001f, 1e-05f,   36}, /* 22: scale11: s11 = scale(r10) */
+	{"add11",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {25, 1},  {26},  0.0f,    1e-05f,   37}, /* 23: add11: r11 = add(s11, v) */
+	{"scale12", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {26},     {27},  1.0001f, 1e-05f,   38}, /* 24: scale12: s12 = scale(r11) */
+	{"add12",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {27, 1},  {28},  0.0f,    1e-05f,   39}, /* 25: add12: r12 = add(s12, v) */
+	{"scale13", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {28},     {29},  1.0001f, 1e-05f,   40}, /* 26: scale13: s13 = scale(r12) */
+	{"add13",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {29, 1},  {30},  0.0f,    1e-05f,   41}, /* 27: add13: r13 = add(s13, v) */
+	{"scale14", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {30},     {31},  1.0001f, 1e-05f,   42}, /* 28: scale14: s14 = scale(r13) */
+	{"add14",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {31, 1},  {32},  0.0f,    1e-05f,   43}, /* 29: add14: r14 = add(s14, v) */
+	{"scale15", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {32},     {33},  1.0001f, 1e-05f,   44}, /* 30: scale15: s15 = scale(r14) */
+	{"add15",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {33, 1},  {34},  0.0f,    1e-05f,   45}, /* 31: add15: r15 = add(s15, v) */
+	{"scale16", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {34},     {35},  1.0001f, 1e-05f,   46}, /* 32: scale16: s16 = scale(r15) */
+	{"add16",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {35, 1},  {36},  0.0f,    1e-05f,   47}, /* 33: add16: r16 = add(s16, v) */
+	{"scale17", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {36},     {37},  1.0001f, 1e-05f,   48}, /* 34: scale17: s17 = scale(r16) */
+	{"add17",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {37, 1},  {38},  0.0f,    1e-05f,   49}, /* 35: add17: r17 = add(s17, v) */
+	{"scale18", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {38},     {39},  1.0001f, 1e-05f,   50}, /* 36: scale18: s18 = scale(r17) */
+	{"add18",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {39, 1},  {40},  0.0f,    1e-05f,   51}, /* 37: add18: r18 = add(s18, v) */
+	{"scale19", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {40},     {41},  1.0001f, 1e-05f,   52}, /* 38: scale19: s19 = scale(r18) */
+	{"add19",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {41, 1},  {42},  0.0f,    1e-05f,   53}, /* 39: add19: r19 = add(s19, v) */
+	{"scale20", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {42},     {43},  1.0001f, 1e-05f,   54}, /* 40: scale20: s20 = scale(r19) */
+	{"add20",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {43, 1},  {44},  0.0f,    1e-05f,   55}, /* 41: add20: r20 = add(s20, v) */
+	{"scale21", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {44},     {45},  1.0001f, 1e-05f,   56}, /* 42: scale21: s21 = scale(r20) */
+	{"add21",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {45, 1},  {46},  0.0f,    1e-05f,   57}, /* 43: add21: r21 = add(s21, v) */
+	{"scale22", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {46},     {47},  1.0001f, 1e-05f,   58}, /* 44: scale22: s22 = scale(r21) */
+	{"add22",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {47, 1},  {48},  0.0f,    1e-05f,   59}, /* 45: add22: r22 = add(s22, v) */
+	{"scale23", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {48},     {49},  1.0001f, 1e-05f,   60}, /* 46: scale23: s23 = scale(r22) */
+	{"add23",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {49, 1},  {50},  0.0f,    1e-05f,   61}, /* 47: add23: r23 = add(s23, v) */
+	{"scale24", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {50},     {51},  1.0001f, 1e-05f,   62}, /* 48: scale24: s24 = scale(r23) */
+	{"add24",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {51, 1},  {52},  0.0f,    1e-05f,   63}, /* 49: add24: r24 = add(s24, v) */
+	{"scale25", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {52},     {53},  1.0001f, 1e-05f,   64}, /* 50: scale25: s25 = scale(r24) */
+	{"add25",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {53, 1},  {54},  0.0f,    1e-05f,   65}, /* 51: add25: r25 = add(s25, v) */
+	{"scale26", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {54},     {55},  1.0001f, 1e-05f,   66}, /* 52: scale26: s26 = scale(r25) */
+	{"add26",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {55, 1},  {56},  0.0f,    1e-05f,   67}, /* 53: add26: r26 = add(s26, v) */
+	{"scale27", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {56},     {57},  1.0001f, 1e-05f,   68}, /* 54: scale27: s27 = scale(r26) */
+	{"add27",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {57, 1},  {58},  0.0f,    1e-05f,   69}, /* 55: add27: r27 = add(s27, v) */
+	{"scale28", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {58},     {59},  1.0001f, 1e-05f,   70}, /* 56: scale28: s28 = scale(r27) */
+	{"add28",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {59, 1},  {60},  0.0f,    1e-05f,   71}, /* 57: add28: r28 = add(s28, v) */
+	{"scale29", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {60},     {61},  1.0001f, 1e-05f,   72}, /* 58: scale29: s29 = scale(r28) */
+	{"add29",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {61, 1},  {62},  0.0f,    1e-05f,   73}, /* 59: add29: r29 = add(s29, v) */
+	{"scale30", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {62},     {63},  1.0001f, 1e-05f,   74}, /* 60: scale30: s30 = scale(r29) */
+	{"add30",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {63, 1},  {64},  0.0f,    1e-05f,   75}, /* 61: add30: r30 = add(s30, v) */
+	{"scale31", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {64},     {65},  1.0001f, 1e-05f,   76}, /* 62: scale31: s31 = scale(r30) */
+	{"add31",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {65, 1},  {66},  0.0f,    1e-05f,   77}, /* 63: add31: r31 = add(s31, v) */
+	{"scale32", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {66},     {67},  1.0001f, 1e-05f,   78}, /* 64: scale32: s32 = scale(r31) */
+	{"add32",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {67, 1},  {68},  0.0f,    1e-05f,   79}, /* 65: add32: r32 = add(s32, v) */
+	{"scale33", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {68},     {69},  1.0001f, 1e-05f,   80}, /* 66: scale33: s33 = scale(r32) */
+	{"add33",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {69, 1},  {70},  0.0f,    1e-05f,   81}, /* 67: add33: r33 = add(s33, v) */
+	{"scale34", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {70},     {71},  1.0001f, 1e-05f,   82}, /* 68: scale34: s34 = scale(r33) */
+	{"add34",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {71, 1},  {72},  0.0f,    1e-05f,   83}, /* 69: add34: r34 = add(s34, v) */
+	{"scale35", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {72},     {73},  1.0001f, 1e-05f,   84}, /* 70: scale35: s35 = scale(r34) */
+	{"add35",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {73, 1},  {74},  0.0f,    1e-05f,   85}, /* 71: add35: r35 = add(s35, v) */
+	{"scale36", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {74},     {75},  1.0001f, 1e-05f,   86}, /* 72: scale36: s36 = scale(r35) */
+	{"add36",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {75, 1},  {76},  0.0f,    1e-05f,   87}, /* 73: add36: r36 = add(s36, v) */
+	{"scale37", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {76},     {77},  1.0001f, 1e-05f,   88}, /* 74: scale37: s37 = scale(r36) */
+	{"add37",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {77, 1},  {78},  0.0f,    1e-05f,   89}, /* 75: add37: r37 = add(s37, v) */
+	{"scale38", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {78},     {79},  1.0001f, 1e-05f,   90}, /* 76: scale38: s38 = scale(r37) */
+	{"add38",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {79, 1},  {80},  0.0f,    1e-05f,   91}, /* 77: add38: r38 = add(s38, v) */
+	{"scale39", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {80},     {81},  1.0001f, 1e-05f,   92}, /* 78: scale39: s39 = scale(r38) */
+	{"add39",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {81, 1},  {82},  0.0f,    1e-05f,   93}, /* 79: add39: r39 = add(s39, v) */
+	{"scale40", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {82},     {83},  1.0001f, 1e-05f,   94}, /* 80: scale40: s40 = scale(r39) */
+	{"add40",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {83, 1},  {84},  0.0f,    1e-05f,   95}, /* 81: add40: r40 = add(s40, v) */
+	{"scale41", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {84},     {85},  1.0001f, 1e-05f,   96}, /* 82: scale41: s41 = scale(r40) */
+	{"add41",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {85, 1},  {86},  0.0f,    1e-05f,   97}, /* 83: add41: r41 = add(s41, v) */
+	{"scale42", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {86},     {87},  1.0001f, 1e-05f,   98}, /* 84: scale42: s42 = scale(r41) */
+	{"add42",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {87, 1},  {88},  0.0f,    1e-05f,   99}, /* 85: add42: r42 = add(s42, v) */
+	{"scale43", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {88},     {89},  1.0001f, 1e-05f,  100}, /* 86: scale43: s43 = scale(r42) */
+	{"add43",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {89, 1},  {90},  0.0f,    1e-05f,  101}, /* 87: add43: r43 = add(s43, v) */
+	{"scale44", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {90},     {91},  1.0001f, 1e-05f,  102}, /* 88: scale44: s44 = scale(r43) */
+	{"add44",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {91, 1},  {92},  0.0f,    1e-05f,  103}, /* 89: add44: r44 = add(s44, v) */
+	{"scale45", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {92},     {93},  1.0001f, 1e-05f,  104}, /* 90: scale45: s45 = scale(r44) */
+	{"add45",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {93, 1},  {94},  0.0f,    1e-05f,  105}, /* 91: add45: r45 = add(s45, v) */
+	{"scale46", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {94},     {95},  1.0001f, 1e-05f,  106}, /* 92: scale46: s46 = scale(r45) */
+	{"add46",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {95, 1},  {96},  0.0f,    1e-05f,  107}, /* 93: add46: r46 = add(s46, v) */
+	{"scale47", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {96},     {97},  1.0001f, 1e-05f,  108}, /* 94: scale47: s47 = scale(r46) */
+	{"add47",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {97, 1},  {98},  0.0f,    1e-05f,  109}, /* 95: add47: r47 = add(s47, v) */
+	{"scale48", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {98},     {99},  1.0001f, 1e-05f,  110}, /* 96: scale48: s48 = scale(r47) */
+	{"add48",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {99, 1},  {100}, 0.0f,    1e-05f,  111}, /* 97: add48: r48 = add(s48, v) */
+	{"scale49", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {100},    {101}, 1.0001f, 1e-05f,  112}, /* 98: scale49: s49 = scale(r48) */
+	{"add49",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {101, 1}, {102}, 0.0f,    1e-05f,  113}, /* 99: add49: r49 = add(s49, v) */
+	{"scale50", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {102},    {103}, 1.0001f, 1e-05f,  114}, /* 100: scale50: s50 = scale(r49) */
+	{"add50",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {103, 1}, {104}, 0.0f,    1e-05f,  115}, /* 101: add50: r50 = add(s50, v) */
+	{"scale51", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {104},    {105}, 1.0001f, 1e-05f,  116}, /* 102: scale51: s51 = scale(r50) */
+	{"add51",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {105, 1}, {106}, 0.0f,    1e-05f,  117}, /* 103: add51: r51 = add(s51, v) */
+	{"scale52", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {106},    {107}, 1.0001f, 1e-05f,  118}, /* 104: scale52: s52 = scale(r51) */
+	{"add52",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {107, 1}, {108}, 0.0f,    1e-05f,  119}, /* 105: add52: r52 = add(s52, v) */
+	{"scale53", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {108},    {109}, 1.0001f, 1e-05f,  120}, /* 106: scale53: s53 = scale(r52) */
+	{"add53",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {109, 1}, {110}, 0.0f,    1e-05f,  121}, /* 107: add53: r53 = add(s53, v) */
+	{"scale54", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {110},    {111}, 1.0001f, 1e-05f,  122}, /* 108: scale54: s54 = scale(r53) */
+	{"add54",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {111, 1}, {112}, 0.0f,    1e-05f,  123}, /* 109: add54: r54 = add(s54, v) */
+	{"scale55", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {112},    {113}, 1.0001f, 1e-05f,  124}, /* 110: scale55: s55 = scale(r54) */
+	{"add55",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {113, 1}, {114}, 0.0f,    1e-05f,  125}, /* 111: add55: r55 = add(s55, v) */
+	{"scale56", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {114},    {115}, 1.0001f, 1e-05f,  126}, /* 112: scale56: s56 = scale(r55) */
+	{"add56",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {115, 1}, {116}, 0.0f,    1e-05f,  127}, /* 113: add56: r56 = add(s56, v) */
+	{"scale57", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {116},    {117}, 1.0001f, 1e-05f,  128}, /* 114: scale57: s57 = scale(r56) */
+	{"add57",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {117, 1}, {118}, 0.0f,    1e-05f,  129}, /* 115: add57: r57 = add(s57, v) */
+	{"scale58", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {118},    {119}, 1.0001f, 1e-05f,  130}, /* 116: scale58: s58 = scale(r57) */
+	{"add58",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {119, 1}, {120}, 0.0f,    1e-05f,  131}, /* 117: add58: r58 = add(s58, v) */
+	{"scale59", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {120},    {121}, 1.0001f, 1e-05f,  132}, /* 118: scale59: s59 = scale(r58) */
+	{"add59",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {121, 1}, {122}, 0.0f,    1e-05f,  133}, /* 119: add59: r59 = add(s59, v) */
+	{"scale60", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {122},    {123}, 1.0001f, 1e-05f,  134}, /* 120: scale60: s60 = scale(r59) */
+	{"add60",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {123, 1}, {124}, 0.0f,    1e-05f,  135}, /* 121: add60: r60 = add(s60, v) */
+	{"scale61", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {124},    {125}, 1.0001f, 1e-05f,  136}, /* 122: scale61: s61 = scale(r60) */
+	{"add61",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {125, 1}, {126}, 0.0f,    1e-05f,  137}, /* 123: add61: r61 = add(s61, v) */
+	{"scale62", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {126},    {127}, 1.0001f, 1e-05f,  138}, /* 124: scale62: s62 = scale(r61) */
+	{"add62",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {127, 1}, {128}, 0.0f,    1e-05f,  139}, /* 125: add62: r62 = add(s62, v) */
+	{"scale63", ARK_OP_SCALE,    1,     1,   0,           0, ARK_TR_AUTO,   -1, {128},    {129}, 1.0001f, 1e-05f,  140}, /* 126: scale63: s63 = scale(r62) */
+	{"add63",   ARK_OP_ADD,      2,     1,   0,           0, ARK_TR_AUTO,   -1, {129, 1}, {2},   0.0f,    1e-05f,  141}, /* 127: add63: y = add(s63, v) */
 };
 
-/* Op params, as the templates read them: kind, dtype, flags, act, -, splits, in[] offsets, out, ws,
- * M, N, K, factor/eps, ndim, out shape, input strides, peer. */
+/* Op params, as the templates read them (struct ark_opp): offsets into this GPU's arena; the fields
+ * not given are 0. */
 static const struct ark_opp opp_g0[] = {
-	/* chain of 128 elementwise ops, scale0 (models/chain64.cfg:14) to add63, in registers: x -> y */
-	{ARK_OP_SCALE, ARK_FP32, 0x0, ARK_ACT_NONE, 0, 128,
-	 {0u, 0u, 0u}, 32768u, 0u,
-	 1, 4096, 0, 0.0f, 0, {0, 0, 0, 0},
-	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* scale0: scale (models/chain64.cfg:14) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {0u, 0u, 0u}, 32768u, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add0: add (models/chain64.cfg:15) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale1: scale (models/chain64.cfg:16) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add1: add (models/chain64.cfg:17) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale2: scale (models/chain64.cfg:18) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add2: add (models/chain64.cfg:19) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale3: scale (models/chain64.cfg:20) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add3: add (models/chain64.cfg:21) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale4: scale (models/chain64.cfg:22) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add4: add (models/chain64.cfg:23) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale5: scale (models/chain64.cfg:24) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add5: add (models/chain64.cfg:25) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale6: scale (models/chain64.cfg:26) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add6: add (models/chain64.cfg:27) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale7: scale (models/chain64.cfg:28) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add7: add (models/chain64.cfg:29) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale8: scale (models/chain64.cfg:30) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add8: add (models/chain64.cfg:31) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale9: scale (models/chain64.cfg:32) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add9: add (models/chain64.cfg:33) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale10: scale (models/chain64.cfg:34) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add10: add (models/chain64.cfg:35) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale11: scale (models/chain64.cfg:36) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add11: add (models/chain64.cfg:37) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale12: scale (models/chain64.cfg:38) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add12: add (models/chain64.cfg:39) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale13: scale (models/chain64.cfg:40) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add13: add (models/chain64.cfg:41) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale14: scale (models/chain64.cfg:42) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add14: add (models/chain64.cfg:43) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale15: scale (models/chain64.cfg:44) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add15: add (models/chain64.cfg:45) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale16: scale (models/chain64.cfg:46) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add16: add (models/chain64.cfg:47) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale17: scale (models/chain64.cfg:48) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add17: add (models/chain64.cfg:49) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale18: scale (models/chain64.cfg:50) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add18: add (models/chain64.cfg:51) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale19: scale (models/chain64.cfg:52) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add19: add (models/chain64.cfg:53) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale20: scale (models/chain64.cfg:54) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add20: add (models/chain64.cfg:55) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale21: scale (models/chain64.cfg:56) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add21: add (models/chain64.cfg:57) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale22: scale (models/chain64.cfg:58) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add22: add (models/chain64.cfg:59) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale23: scale (models/chain64.cfg:60) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add23: add (models/chain64.cfg:61) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale24: scale (models/chain64.cfg:62) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add24: add (models/chain64.cfg:63) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale25: scale (models/chain64.cfg:64) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add25: add (models/chain64.cfg:65) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale26: scale (models/chain64.cfg:66) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add26: add (models/chain64.cfg:67) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale27: scale (models/chain64.cfg:68) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add27: add (models/chain64.cfg:69) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale28: scale (models/chain64.cfg:70) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add28: add (models/chain64.cfg:71) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale29: scale (models/chain64.cfg:72) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add29: add (models/chain64.cfg:73) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale30: scale (models/chain64.cfg:74) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add30: add (models/chain64.cfg:75) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale31: scale (models/chain64.cfg:76) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add31: add (models/chain64.cfg:77) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale32: scale (models/chain64.cfg:78) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add32: add (models/chain64.cfg:79) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale33: scale (models/chain64.cfg:80) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add33: add (models/chain64.cfg:81) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale34: scale (models/chain64.cfg:82) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add34: add (models/chain64.cfg:83) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale35: scale (models/chain64.cfg:84) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add35: add (models/chain64.cfg:85) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale36: scale (models/chain64.cfg:86) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add36: add (models/chain64.cfg:87) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale37: scale (models/chain64.cfg:88) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add37: add (models/chain64.cfg:89) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale38: scale (models/chain64.cfg:90) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add38: add (models/chain64.cfg:91) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale39: scale (models/chain64.cfg:92) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add39: add (models/chain64.cfg:93) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale40: scale (models/chain64.cfg:94) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add40: add (models/chain64.cfg:95) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale41: scale (models/chain64.cfg:96) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add41: add (models/chain64.cfg:97) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale42: scale (models/chain64.cfg:98) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add42: add (models/chain64.cfg:99) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale43: scale (models/chain64.cfg:100) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add43: add (models/chain64.cfg:101) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale44: scale (models/chain64.cfg:102) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add44: add (models/chain64.cfg:103) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale45: scale (models/chain64.cfg:104) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add45: add (models/chain64.cfg:105) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale46: scale (models/chain64.cfg:106) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add46: add (models/chain64.cfg:107) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale47: scale (models/chain64.cfg:108) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add47: add (models/chain64.cfg:109) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale48: scale (models/chain64.cfg:110) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add48: add (models/chain64.cfg:111) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale49: scale (models/chain64.cfg:112) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add49: add (models/chain64.cfg:113) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale50: scale (models/chain64.cfg:114) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add50: add (models/chain64.cfg:115) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale51: scale (models/chain64.cfg:116) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add51: add (models/chain64.cfg:117) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale52: scale (models/chain64.cfg:118) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add52: add (models/chain64.cfg:119) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale53: scale (models/chain64.cfg:120) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add53: add (models/chain64.cfg:121) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale54: scale (models/chain64.cfg:122) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add54: add (models/chain64.cfg:123) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale55: scale (models/chain64.cfg:124) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add55: add (models/chain64.cfg:125) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale56: scale (models/chain64.cfg:126) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add56: add (models/chain64.cfg:127) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale57: scale (models/chain64.cfg:128) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add57: add (models/chain64.cfg:129) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale58: scale (models/chain64.cfg:130) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add58: add (models/chain64.cfg:131) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale59: scale (models/chain64.cfg:132) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add59: add (models/chain64.cfg:133) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale60: scale (models/chain64.cfg:134) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add60: add (models/chain64.cfg:135) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale61: scale (models/chain64.cfg:136) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add61: add (models/chain64.cfg:137) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale62: scale (models/chain64.cfg:138) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add62: add (models/chain64.cfg:139) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
-	/* scale63: scale (models/chain64.cfg:140) */
-	{ARK_OP_SCALE, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 0u, 0u}, ARK_NOT_STORED, 0u,
-	 1, 4096, 0, 1.0001f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* add63: add (models/chain64.cfg:141) */
-	{ARK_OP_ADD, ARK_FP32, 0x4, ARK_ACT_NONE, 0, 1,
-	 {ARK_NOT_STORED, 16384u, 0u}, 32768u, 0u,
-	 1, 4096, 0, 0.0f, 1, {4096, 0, 0, 0},
-	 {{1, 0, 0, 0}, {1, 0, 0, 0}}, -1},
+	/* 0: chain of 128 elementwise ops, scale0 (models/chain64.cfg:14) to add63, in registers: x -> y */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .act = ARK_ACT_NONE, .splits = 128, .in = {ARK_OFF_x},
+	 .out = ARK_OFF_y, .M = 1, .N = 4096, .peer = -1},
+	/* 1: scale0: scale (models/chain64.cfg:14) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_x}, .out = ARK_OFF_y, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 2: add0: add (models/chain64.cfg:15) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s0, ARK_OFF_v}, .out = ARK_OFF_r0, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 3: scale1: scale (models/chain64.cfg:16) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r0}, .out = ARK_OFF_s1, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 4: add1: add (models/chain64.cfg:17) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s1, ARK_OFF_v}, .out = ARK_OFF_r1, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 5: scale2: scale (models/chain64.cfg:18) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r1}, .out = ARK_OFF_s2, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 6: add2: add (models/chain64.cfg:19) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s2, ARK_OFF_v}, .out = ARK_OFF_r2, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 7: scale3: scale (models/chain64.cfg:20) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r2}, .out = ARK_OFF_s3, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 8: add3: add (models/chain64.cfg:21) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s3, ARK_OFF_v}, .out = ARK_OFF_r3, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 9: scale4: scale (models/chain64.cfg:22) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r3}, .out = ARK_OFF_s4, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 10: add4: add (models/chain64.cfg:23) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s4, ARK_OFF_v}, .out = ARK_OFF_r4, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 11: scale5: scale (models/chain64.cfg:24) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r4}, .out = ARK_OFF_s5, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 12: add5: add (models/chain64.cfg:25) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s5, ARK_OFF_v}, .out = ARK_OFF_r5, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 13: scale6: scale (models/chain64.cfg:26) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r5}, .out = ARK_OFF_s6, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 14: add6: add (models/chain64.cfg:27) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s6, ARK_OFF_v}, .out = ARK_OFF_r6, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 15: scale7: scale (models/chain64.cfg:28) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r6}, .out = ARK_OFF_s7, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 16: add7: add (models/chain64.cfg:29) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s7, ARK_OFF_v}, .out = ARK_OFF_r7, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 17: scale8: scale (models/chain64.cfg:30) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r7}, .out = ARK_OFF_s8, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 18: add8: add (models/chain64.cfg:31) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s8, ARK_OFF_v}, .out = ARK_OFF_r8, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 19: scale9: scale (models/chain64.cfg:32) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r8}, .out = ARK_OFF_s9, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 20: add9: add (models/chain64.cfg:33) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s9, ARK_OFF_v}, .out = ARK_OFF_r9, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 21: scale10: scale (models/chain64.cfg:34) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r9}, .out = ARK_OFF_s10, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 22: add10: add (models/chain64.cfg:35) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s10, ARK_OFF_v}, .out = ARK_OFF_r10, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 23: scale11: scale (models/chain64.cfg:36) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r10}, .out = ARK_OFF_s11, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 24: add11: add (models/chain64.cfg:37) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s11, ARK_OFF_v}, .out = ARK_OFF_r11, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 25: scale12: scale (models/chain64.cfg:38) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r11}, .out = ARK_OFF_s12, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 26: add12: add (models/chain64.cfg:39) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s12, ARK_OFF_v}, .out = ARK_OFF_r12, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 27: scale13: scale (models/chain64.cfg:40) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r12}, .out = ARK_OFF_s13, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 28: add13: add (models/chain64.cfg:41) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s13, ARK_OFF_v}, .out = ARK_OFF_r13, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 29: scale14: scale (models/chain64.cfg:42) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r13}, .out = ARK_OFF_s14, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 30: add14: add (models/chain64.cfg:43) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s14, ARK_OFF_v}, .out = ARK_OFF_r14, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 31: scale15: scale (models/chain64.cfg:44) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r14}, .out = ARK_OFF_s15, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 32: add15: add (models/chain64.cfg:45) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s15, ARK_OFF_v}, .out = ARK_OFF_r15, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 33: scale16: scale (models/chain64.cfg:46) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r15}, .out = ARK_OFF_s16, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 34: add16: add (models/chain64.cfg:47) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s16, ARK_OFF_v}, .out = ARK_OFF_r16, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 35: scale17: scale (models/chain64.cfg:48) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r16}, .out = ARK_OFF_s17, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 36: add17: add (models/chain64.cfg:49) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s17, ARK_OFF_v}, .out = ARK_OFF_r17, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 37: scale18: scale (models/chain64.cfg:50) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r17}, .out = ARK_OFF_s18, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 38: add18: add (models/chain64.cfg:51) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s18, ARK_OFF_v}, .out = ARK_OFF_r18, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 39: scale19: scale (models/chain64.cfg:52) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r18}, .out = ARK_OFF_s19, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 40: add19: add (models/chain64.cfg:53) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s19, ARK_OFF_v}, .out = ARK_OFF_r19, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 41: scale20: scale (models/chain64.cfg:54) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r19}, .out = ARK_OFF_s20, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 42: add20: add (models/chain64.cfg:55) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s20, ARK_OFF_v}, .out = ARK_OFF_r20, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 43: scale21: scale (models/chain64.cfg:56) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r20}, .out = ARK_OFF_s21, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 44: add21: add (models/chain64.cfg:57) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s21, ARK_OFF_v}, .out = ARK_OFF_r21, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 45: scale22: scale (models/chain64.cfg:58) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r21}, .out = ARK_OFF_s22, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 46: add22: add (models/chain64.cfg:59) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s22, ARK_OFF_v}, .out = ARK_OFF_r22, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 47: scale23: scale (models/chain64.cfg:60) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r22}, .out = ARK_OFF_s23, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 48: add23: add (models/chain64.cfg:61) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s23, ARK_OFF_v}, .out = ARK_OFF_r23, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 49: scale24: scale (models/chain64.cfg:62) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r23}, .out = ARK_OFF_s24, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 50: add24: add (models/chain64.cfg:63) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s24, ARK_OFF_v}, .out = ARK_OFF_r24, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 51: scale25: scale (models/chain64.cfg:64) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r24}, .out = ARK_OFF_s25, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 52: add25: add (models/chain64.cfg:65) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s25, ARK_OFF_v}, .out = ARK_OFF_r25, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 53: scale26: scale (models/chain64.cfg:66) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r25}, .out = ARK_OFF_s26, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 54: add26: add (models/chain64.cfg:67) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s26, ARK_OFF_v}, .out = ARK_OFF_r26, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 55: scale27: scale (models/chain64.cfg:68) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r26}, .out = ARK_OFF_s27, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 56: add27: add (models/chain64.cfg:69) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s27, ARK_OFF_v}, .out = ARK_OFF_r27, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 57: scale28: scale (models/chain64.cfg:70) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r27}, .out = ARK_OFF_s28, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 58: add28: add (models/chain64.cfg:71) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s28, ARK_OFF_v}, .out = ARK_OFF_r28, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 59: scale29: scale (models/chain64.cfg:72) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r28}, .out = ARK_OFF_s29, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 60: add29: add (models/chain64.cfg:73) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s29, ARK_OFF_v}, .out = ARK_OFF_r29, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 61: scale30: scale (models/chain64.cfg:74) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r29}, .out = ARK_OFF_s30, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 62: add30: add (models/chain64.cfg:75) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s30, ARK_OFF_v}, .out = ARK_OFF_r30, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 63: scale31: scale (models/chain64.cfg:76) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r30}, .out = ARK_OFF_s31, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 64: add31: add (models/chain64.cfg:77) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s31, ARK_OFF_v}, .out = ARK_OFF_r31, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 65: scale32: scale (models/chain64.cfg:78) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r31}, .out = ARK_OFF_s32, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 66: add32: add (models/chain64.cfg:79) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s32, ARK_OFF_v}, .out = ARK_OFF_r32, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 67: scale33: scale (models/chain64.cfg:80) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r32}, .out = ARK_OFF_s33, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 68: add33: add (models/chain64.cfg:81) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s33, ARK_OFF_v}, .out = ARK_OFF_r33, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 69: scale34: scale (models/chain64.cfg:82) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r33}, .out = ARK_OFF_s34, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 70: add34: add (models/chain64.cfg:83) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s34, ARK_OFF_v}, .out = ARK_OFF_r34, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 71: scale35: scale (models/chain64.cfg:84) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r34}, .out = ARK_OFF_s35, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 72: add35: add (models/chain64.cfg:85) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s35, ARK_OFF_v}, .out = ARK_OFF_r35, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 73: scale36: scale (models/chain64.cfg:86) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r35}, .out = ARK_OFF_s36, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 74: add36: add (models/chain64.cfg:87) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s36, ARK_OFF_v}, .out = ARK_OFF_r36, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 75: scale37: scale (models/chain64.cfg:88) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r36}, .out = ARK_OFF_s37, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 76: add37: add (models/chain64.cfg:89) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s37, ARK_OFF_v}, .out = ARK_OFF_r37, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 77: scale38: scale (models/chain64.cfg:90) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r37}, .out = ARK_OFF_s38, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 78: add38: add (models/chain64.cfg:91) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s38, ARK_OFF_v}, .out = ARK_OFF_r38, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 79: scale39: scale (models/chain64.cfg:92) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r38}, .out = ARK_OFF_s39, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 80: add39: add (models/chain64.cfg:93) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s39, ARK_OFF_v}, .out = ARK_OFF_r39, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 81: scale40: scale (models/chain64.cfg:94) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r39}, .out = ARK_OFF_s40, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 82: add40: add (models/chain64.cfg:95) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s40, ARK_OFF_v}, .out = ARK_OFF_r40, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 83: scale41: scale (models/chain64.cfg:96) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r40}, .out = ARK_OFF_s41, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 84: add41: add (models/chain64.cfg:97) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s41, ARK_OFF_v}, .out = ARK_OFF_r41, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 85: scale42: scale (models/chain64.cfg:98) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r41}, .out = ARK_OFF_s42, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 86: add42: add (models/chain64.cfg:99) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s42, ARK_OFF_v}, .out = ARK_OFF_r42, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 87: scale43: scale (models/chain64.cfg:100) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r42}, .out = ARK_OFF_s43, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 88: add43: add (models/chain64.cfg:101) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s43, ARK_OFF_v}, .out = ARK_OFF_r43, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 89: scale44: scale (models/chain64.cfg:102) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r43}, .out = ARK_OFF_s44, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 90: add44: add (models/chain64.cfg:103) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s44, ARK_OFF_v}, .out = ARK_OFF_r44, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 91: scale45: scale (models/chain64.cfg:104) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r44}, .out = ARK_OFF_s45, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 92: add45: add (models/chain64.cfg:105) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s45, ARK_OFF_v}, .out = ARK_OFF_r45, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 93: scale46: scale (models/chain64.cfg:106) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r45}, .out = ARK_OFF_s46, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 94: add46: add (models/chain64.cfg:107) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s46, ARK_OFF_v}, .out = ARK_OFF_r46, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 95: scale47: scale (models/chain64.cfg:108) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r46}, .out = ARK_OFF_s47, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 96: add47: add (models/chain64.cfg:109) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s47, ARK_OFF_v}, .out = ARK_OFF_r47, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 97: scale48: scale (models/chain64.cfg:110) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r47}, .out = ARK_OFF_s48, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 98: add48: add (models/chain64.cfg:111) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s48, ARK_OFF_v}, .out = ARK_OFF_r48, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 99: scale49: scale (models/chain64.cfg:112) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r48}, .out = ARK_OFF_s49, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 100: add49: add (models/chain64.cfg:113) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s49, ARK_OFF_v}, .out = ARK_OFF_r49, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 101: scale50: scale (models/chain64.cfg:114) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r49}, .out = ARK_OFF_s50, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 102: add50: add (models/chain64.cfg:115) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s50, ARK_OFF_v}, .out = ARK_OFF_r50, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 103: scale51: scale (models/chain64.cfg:116) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r50}, .out = ARK_OFF_s51, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 104: add51: add (models/chain64.cfg:117) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s51, ARK_OFF_v}, .out = ARK_OFF_r51, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 105: scale52: scale (models/chain64.cfg:118) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r51}, .out = ARK_OFF_s52, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 106: add52: add (models/chain64.cfg:119) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s52, ARK_OFF_v}, .out = ARK_OFF_r52, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 107: scale53: scale (models/chain64.cfg:120) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r52}, .out = ARK_OFF_s53, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 108: add53: add (models/chain64.cfg:121) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s53, ARK_OFF_v}, .out = ARK_OFF_r53, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 109: scale54: scale (models/chain64.cfg:122) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r53}, .out = ARK_OFF_s54, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 110: add54: add (models/chain64.cfg:123) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s54, ARK_OFF_v}, .out = ARK_OFF_r54, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 111: scale55: scale (models/chain64.cfg:124) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r54}, .out = ARK_OFF_s55, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 112: add55: add (models/chain64.cfg:125) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s55, ARK_OFF_v}, .out = ARK_OFF_r55, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 113: scale56: scale (models/chain64.cfg:126) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r55}, .out = ARK_OFF_s56, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 114: add56: add (models/chain64.cfg:127) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s56, ARK_OFF_v}, .out = ARK_OFF_r56, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 115: scale57: scale (models/chain64.cfg:128) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r56}, .out = ARK_OFF_s57, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 116: add57: add (models/chain64.cfg:129) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s57, ARK_OFF_v}, .out = ARK_OFF_r57, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 117: scale58: scale (models/chain64.cfg:130) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r57}, .out = ARK_OFF_s58, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 118: add58: add (models/chain64.cfg:131) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s58, ARK_OFF_v}, .out = ARK_OFF_r58, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 119: scale59: scale (models/chain64.cfg:132) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r58}, .out = ARK_OFF_s59, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 120: add59: add (models/chain64.cfg:133) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s59, ARK_OFF_v}, .out = ARK_OFF_r59, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 121: scale60: scale (models/chain64.cfg:134) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r59}, .out = ARK_OFF_s60, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 122: add60: add (models/chain64.cfg:135) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s60, ARK_OFF_v}, .out = ARK_OFF_r60, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 123: scale61: scale (models/chain64.cfg:136) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r60}, .out = ARK_OFF_s61, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 124: add61: add (models/chain64.cfg:137) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s61, ARK_OFF_v}, .out = ARK_OFF_r61, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 125: scale62: scale (models/chain64.cfg:138) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r61}, .out = ARK_OFF_s62, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 126: add62: add (models/chain64.cfg:139) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s62, ARK_OFF_v}, .out = ARK_OFF_r62, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
+	/* 127: scale63: scale (models/chain64.cfg:140) */
+	{.kind = ARK_OP_SCALE, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE,
+	 .splits = 1, .in = {ARK_OFF_r62}, .out = ARK_OFF_s63, .M = 1, .N = 4096, .f = 1.0001f, .ndim = 1,
+	 .oshape = {4096}, .istride = {{1}}, .peer = -1},
+	/* 128: add63: add (models/chain64.cfg:141) */
+	{.kind = ARK_OP_ADD, .dtype = ARK_FP32, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s63, ARK_OFF_v}, .out = ARK_OFF_y, .M = 1, .N = 4096, .ndim = 1, .oshape = {4096},
+	 .istride = {{1}, {1}}, .peer = -1},
 };
 
-/* Tasks of every SM, back to back: opp, template, waits (count, first), signal, split,
- * rows m0:m1, cols n0:n1, k0:k1, vCTA. */
+/* Tasks of every SM, back to back (struct ark_task): op and op params, template, its n_wait waits
+ * from waits[wait0], counter to signal (-1: none), split-K slice, tile (rows m0:m1, cols n0:n1, k0:k1),
+ * vCTA. */
 static const struct ark_task tasks_g0[4] = {
+	/* op  opp  tmpl            n_wait  split  wait0  signal  m0  m1    n0    n1    k0    k1  vcta */
 	/* SM 0 */
-	{0, ARK_T_EW_CHAIN, 0, 0, -1, 0, 0, 1, 0, 1024, 0, 1024, 0}, /* v0 scale0 EW_CHAIN rows 0:1 cols 0:1024 (line 14) */
+	{   0,   0, ARK_T_EW_CHAIN,      0,     0,     0,     -1,  0,  1,    0, 1024,    0, 1024,    0}, /* v0 scale0 EW_CHAIN elements 0:1024 (line 14) */
 	/* SM 1 */
-	{0, ARK_T_EW_CHAIN, 0, 0, -1, 0, 0, 1, 1024, 2048, 1024, 2048, 1}, /* v1 scale0 EW_CHAIN rows 0:1 cols 1024:2048 (line 14) */
+	{   0,   0, ARK_T_EW_CHAIN,      0,     0,     0,     -1,  0,  1, 1024, 2048, 1024, 2048,    1}, /* v1 scale0 EW_CHAIN elements 1024:2048 (line 14) */
 	/* SM 2 */
-	{0, ARK_T_EW_CHAIN, 0, 0, -1, 0, 0, 1, 2048, 3072, 2048, 3072, 2}, /* v2 scale0 EW_CHAIN rows 0:1 cols 2048:3072 (line 14) */
+	{   0,   0, ARK_T_EW_CHAIN,      0,     0,     0,     -1,  0,  1, 2048, 3072, 2048, 3072,    2}, /* v2 scale0 EW_CHAIN elements 2048:3072 (line 14) */
 	/* SM 3 */
-	{0, ARK_T_EW_CHAIN, 0, 0, -1, 0, 0, 1, 3072, 4096, 3072, 4096, 3}, /* v3 scale0 EW_CHAIN rows 0:1 cols 3072:4096 (line 14) */
-	/* SM 4 */
-	/* SM 5 */
-	/* SM 6 */
-	/* SM 7 */
-	/* SM 8 */
-	/* SM 9 */
-	/* SM 10 */
-	/* SM 11 */
-	/* SM 12 */
-	/* SM 13 */
-	/* SM 14 */
-	/* SM 15 */
-	/* SM 16 */
-	/* SM 17 */
-	/* SM 18 */
-	/* SM 19 */
-	/* SM 20 */
-	/* SM 21 */
-	/* SM 22 */
-	/* SM 23 */
-	/* SM 24 */
-	/* SM 25 */
-	/* SM 26 */
-	/* SM 27 */
-	/* SM 28 */
-	/* SM 29 */
-	/* SM 30 */
-	/* SM 31 */
-	/* SM 32 */
-	/* SM 33 */
-	/* SM 34 */
-	/* SM 35 */
-	/* SM 36 */
-	/* SM 37 */
-	/* SM 38 */
-	/* SM 39 */
-	/* SM 40 */
-	/* SM 41 */
-	/* SM 42 */
-	/* SM 43 */
-	/* SM 44 */
-	/* SM 45 */
-	/* SM 46 */
-	/* SM 47 */
-	/* SM 48 */
-	/* SM 49 */
-	/* SM 50 */
-	/* SM 51 */
-	/* SM 52 */
-	/* SM 53 */
-	/* SM 54 */
-	/* SM 55 */
-	/* SM 56 */
-	/* SM 57 */
-	/* SM 58 */
-	/* SM 59 */
-	/* SM 60 */
-	/* SM 61 */
-	/* SM 62 */
-	/* SM 63 */
-	/* SM 64 */
-	/* SM 65 */
-	/* SM 66 */
-	/* SM 67 */
-	/* SM 68 */
-	/* SM 69 */
-	/* SM 70 */
-	/* SM 71 */
-	/* SM 72 */
-	/* SM 73 */
-	/* SM 74 */
-	/* SM 75 */
-	/* SM 76 */
-	/* SM 77 */
-	/* SM 78 */
-	/* SM 79 */
-	/* SM 80 */
-	/* SM 81 */
-	/* SM 82 */
-	/* SM 83 */
-	/* SM 84 */
-	/* SM 85 */
-	/* SM 86 */
-	/* SM 87 */
-	/* SM 88 */
-	/* SM 89 */
-	/* SM 90 */
-	/* SM 91 */
-	/* SM 92 */
-	/* SM 93 */
-	/* SM 94 */
-	/* SM 95 */
-	/* SM 96 */
-	/* SM 97 */
-	/* SM 98 */
-	/* SM 99 */
-	/* SM 100 */
-	/* SM 101 */
-	/* SM 102 */
-	/* SM 103 */
-	/* SM 104 */
-	/* SM 105 */
-	/* SM 106 */
-	/* SM 107 */
-	/* SM 108 */
-	/* SM 109 */
-	/* SM 110 */
-	/* SM 111 */
-	/* SM 112 */
-	/* SM 113 */
-	/* SM 114 */
-	/* SM 115 */
-	/* SM 116 */
-	/* SM 117 */
-	/* SM 118 */
-	/* SM 119 */
-	/* SM 120 */
-	/* SM 121 */
-	/* SM 122 */
-	/* SM 123 */
-	/* SM 124 */
-	/* SM 125 */
-	/* SM 126 */
-	/* SM 127 */
-	/* SM 128 */
-	/* SM 129 */
-	/* SM 130 */
-	/* SM 131 */
+	{   0,   0, ARK_T_EW_CHAIN,      0,     0,     0,     -1,  0,  1, 3072, 4096, 3072, 4096,    3}, /* v3 scale0 EW_CHAIN elements 3072:4096 (line 14) */
+	/* SMs 4 to 131: no tasks */
 };
 
 static const uint32_t sm_begin_g0[133] = {
@@ -1084,20 +963,31 @@ static const uint32_t sm_begin_g0[133] = {
 	4, 4, 4, 4, 4
 };
 
-/* Waits: counter, signals per iteration, signals needed. */
+/* Waits (struct ark_wait): until the counter has `need` of its `per_iter` signals of the iteration. */
 static const struct ark_wait waits_g0[1] = {
+	/* counter  per_iter  need */
 	{0, 0, 0},
 };
 
 ARK_DEFINE_LOOP()
 
 extern "C" const struct ark_model ark_model_def = {
-	"chain64",
-	"models/chain64.cfg",
-	"--sms 132 --smem 131072 --policy metis --sync counters",
-	1, 132, 256, 131072, 24.910,
-	130, tensors, 128, ops,
-	{{49152u, 4, tasks_g0, sm_begin_g0, 0, waits_g0, 129, opp_g0, 0, 132}},
-	ark_launch,
-	(const void *)ark_loop_kernel,
+	.name = "chain64",
+	.source = "models/chain64.cfg",
+	.options = "--sms 132 --smem 131072 --policy metis --sync counters",
+	.gpus = 1,
+	.sms = ARK_SMS,
+	.threads = ARK_THREADS,
+	.smem_bytes = ARK_SMEM_BYTES,
+	.predicted_us = 24.910,
+	.n_tensors = 130,
+	.tensors = tensors,
+	.n_ops = 128,
+	.ops = ops,
+	.tables = {
+		{.arena_bytes = 49152u, .n_tasks = 4, .tasks = tasks_g0, .sm_begin = sm_begin_g0, .n_waits = 0,
+		 .waits = waits_g0, .n_opp = 129, .opp = opp_g0, .n_counters = 0, .n_done = ARK_SMS},
+	},
+	.launch = ark_launch,
+	.kernel = (const void *)ark_loop_kernel,
 };

@@ -15,212 +15,97 @@
 #include "ark_loop.cuh"
 #include "ark.h"
 
-/* Tensors: name, dtype, role, ndim, GPU, shape, arena offset (ARK_NOT_STORED: computed inside a fused vCTA, never stored), bytes. */
+/* Arena offsets of the tensors, bytes (ARK_NOT_STORED: computed inside a fused vCTA, never stored). */
+/* GPU 0 */
+#define ARK_OFF_x      0u
+#define ARK_OFF_w0     512u
+#define ARK_OFF_g0     8704u
+#define ARK_OFF_h0     9728u
+#define ARK_OFF_s0     10240u
+#define ARK_OFF_s0__os 10752u
+#define ARK_OFF_g0__ag 11264u
+
+/* GPU 1 */
+#define ARK_OFF_w1     0u
+#define ARK_OFF_g1     8192u
+#define ARK_OFF_x1     9216u
+#define ARK_OFF_h1     9728u
+#define ARK_OFF_s1     10240u
+#define ARK_OFF_s1__os 10752u
+#define ARK_OFF_g1__ag 11264u
+
+/* Tensors: row-major, each in the arena of its GPU. */
 static const struct ark_tensor tensors[14] = {
-	{"x", ARK_FP16, ARK_ROLE_INPUT, 2, 0, {4, 64, 0, 0}, 0u, 512u}, /* 0 */
-	{"w0", ARK_FP16, ARK_ROLE_WEIGHT, 2, 0, {64, 64, 0, 0}, 512u, 8192u}, /* 1 */
-	{"w1", ARK_FP16, ARK_ROLE_WEIGHT, 2, 1, {64, 64, 0, 0}, 0u, 8192u}, /* 2 */
-	{"g0", ARK_FP16, ARK_ROLE_OUTPUT, 2, 0, {4, 128, 0, 0}, 8704u, 1024u}, /* 3 */
-	{"g1", ARK_FP16, ARK_ROLE_OUTPUT, 2, 1, {4, 128, 0, 0}, 8192u, 1024u}, /* 4 */
-	{"x1", ARK_FP16, ARK_ROLE_ACTIVATION, 2, 1, {4, 64, 0, 0}, 9216u, 512u}, /* 5 */
-	{"h0", ARK_FP16, ARK_ROLE_ACTIVATION, 2, 0, {4, 64, 0, 0}, 9728u, 512u}, /* 6 */
-	{"h1", ARK_FP16, ARK_ROLE_ACTIVATION, 2, 1, {4, 64, 0, 0}, 9728u, 512u}, /* 7 */
-	{"s0", ARK_FP16, ARK_ROLE_ACTIVATION, 2, 0, {4, 64, 0, 0}, 10240u, 512u}, /* 8 */
-	{"s1", ARK_FP16, ARK_ROLE_ACTIVATION, 2, 1, {4, 64, 0, 0}, 10240u, 512u}, /* 9 */
-	{"s0__os", ARK_FP16, ARK_ROLE_INTERNAL, 2, 0, {4, 64, 0, 0}, 10752u, 512u}, /* 10 */
-	{"s1__os", ARK_FP16, ARK_ROLE_INTERNAL, 2, 1, {4, 64, 0, 0}, 10752u, 512u}, /* 11 */
-	{"g0__ag", ARK_FP16, ARK_ROLE_INTERNAL, 2, 0, {4, 64, 0, 0}, 11264u, 512u}, /* 12 */
-	{"g1__ag", ARK_FP16, ARK_ROLE_INTERNAL, 2, 1, {4, 64, 0, 0}, 11264u, 512u}, /* 13 */
+	/* name    dtype     role                 ndim  GPU  shape     offset          bytes */
+	{"x",      ARK_FP16, ARK_ROLE_INPUT,         2,   0, {4, 64},  ARK_OFF_x,       512u}, /* 0 */
+	{"w0",     ARK_FP16, ARK_ROLE_WEIGHT,        2,   0, {64, 64}, ARK_OFF_w0,     8192u}, /* 1 */
+	{"w1",     ARK_FP16, ARK_ROLE_WEIGHT,        2,   1, {64, 64}, ARK_OFF_w1,     8192u}, /* 2 */
+	{"g0",     ARK_FP16, ARK_ROLE_OUTPUT,        2,   0, {4, 128}, ARK_OFF_g0,     1024u}, /* 3 */
+	{"g1",     ARK_FP16, ARK_ROLE_OUTPUT,        2,   1, {4, 128}, ARK_OFF_g1,     1024u}, /* 4 */
+	{"x1",     ARK_FP16, ARK_ROLE_ACTIVATION,    2,   1, {4, 64},  ARK_OFF_x1,      512u}, /* 5 */
+	{"h0",     ARK_FP16, ARK_ROLE_ACTIVATION,    2,   0, {4, 64},  ARK_OFF_h0,      512u}, /* 6 */
+	{"h1",     ARK_FP16, ARK_ROLE_ACTIVATION,    2,   1, {4, 64},  ARK_OFF_h1,      512u}, /* 7 */
+	{"s0",     ARK_FP16, ARK_ROLE_ACTIVATION,    2,   0, {4, 64},  ARK_OFF_s0,      512u}, /* 8 */
+	{"s1",     ARK_FP16, ARK_ROLE_ACTIVATION,    2,   1, {4, 64},  ARK_OFF_s1,      512u}, /* 9 */
+	{"s0__os", ARK_FP16, ARK_ROLE_INTERNAL,      2,   0, {4, 64},  ARK_OFF_s0__os,  512u}, /* 10 */
+	{"s1__os", ARK_FP16, ARK_ROLE_INTERNAL,      2,   1, {4, 64},  ARK_OFF_s1__os,  512u}, /* 11 */
+	{"g0__ag", ARK_FP16, ARK_ROLE_INTERNAL,      2,   0, {4, 64},  ARK_OFF_g0__ag,  512u}, /* 12 */
+	{"g1__ag", ARK_FP16, ARK_ROLE_INTERNAL,      2,   1, {4, 64},  ARK_OFF_g1__ag,  512u}, /* 13 */
 };
 
-/* Ops in a topological order, for the CPU reference: name, kind, inputs, outputs, GPU, transpose_b, transport, axis, in[], out[], factor, eps, model line. */
+/* Ops in a topological order, inputs and outputs by tensor index. */
 static const struct ark_op ops[5] = {
-	{"cpx", ARK_OP_COPY, 1, 1, 1, 0, 0, -1, {0}, {5}, 0.0f, 1e-05f, 19},
-	{"mm0", ARK_OP_MATMUL, 2, 1, 0, 0, 0, -1, {0, 1}, {6}, 0.0f, 1e-05f, 20},
-	{"mm1", ARK_OP_MATMUL, 2, 1, 1, 0, 0, -1, {5, 2}, {7}, 0.0f, 1e-05f, 21},
-	{"ar", ARK_OP_ALL_REDUCE, 2, 2, 0, 0, 0, -1, {6, 7}, {8, 9}, 0.0f, 1e-05f, 22},
-	{"ag", ARK_OP_ALL_GATHER, 2, 2, 0, 0, 1, 1, {8, 9}, {3, 4}, 0.0f, 1e-05f, 23},
+	/* name  kind               n_in  n_out  GPU  transpose_b  transport    axis  in      out     factor  eps     line */
+	{"cpx",  ARK_OP_COPY,          1,     1,   1,           0, ARK_TR_AUTO,   -1, {0},    {5},    0.0f,   1e-05f,   19}, /* 0: cpx: x1 = copy(x) */
+	{"mm0",  ARK_OP_MATMUL,        2,     1,   0,           0, ARK_TR_AUTO,   -1, {0, 1}, {6},    0.0f,   1e-05f,   20}, /* 1: mm0: h0 = matmul(x, w0) */
+	{"mm1",  ARK_OP_MATMUL,        2,     1,   1,           0, ARK_TR_AUTO,   -1, {5, 2}, {7},    0.0f,   1e-05f,   21}, /* 2: mm1: h1 = matmul(x1, w1) */
+	{"ar",   ARK_OP_ALL_REDUCE,    2,     2,   0,           0, ARK_TR_AUTO,   -1, {6, 7}, {8, 9}, 0.0f,   1e-05f,   22}, /* 3: ar: s0, s1 = all_reduce(h0, h1) */
+	{"ag",   ARK_OP_ALL_GATHER,    2,     2,   0,           0, ARK_TR_DMA,     1, {8, 9}, {3, 4}, 0.0f,   1e-05f,   23}, /* 4: ag: g0, g1 = all_gather(s0, s1) */
 };
 
-/* Op params of GPU 0, as the templates read them: kind, dtype, flags, act, -, splits, in[] offsets, out, ws,
- * M, N, K, factor/eps, ndim, out shape, input strides, peer. */
+/* Op params of GPU 0, as the templates read them (struct ark_opp): offsets into this GPU's arena; the fields
+ * not given are 0. */
 static const struct ark_opp opp_g0[] = {
-	/* mm0: matmul (models/comm2.cfg:20) */
-	{ARK_OP_MATMUL, ARK_FP16, 0x0, ARK_ACT_NONE, 0, 1,
-	 {0u, 512u, 0u}, 9728u, 0u,
-	 4, 64, 64, 0.0f, 0, {0, 0, 0, 0},
-	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* cpx: copy (models/comm2.cfg:19), p2p send to GPU 1 */
-	{ARK_OP_COPY, ARK_FP16, 0x10, ARK_ACT_NONE, 0, 0,
-	 {0u, 0u, 0u}, 9216u, 0,
-	 0, 0, 0, 0.0f, 0, {0, 0, 0, 0},
-	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, 1},
-	/* ar: all_reduce (models/comm2.cfg:22), p2p send to GPU 1 */
-	{ARK_OP_ALL_REDUCE, ARK_FP16, 0x10, ARK_ACT_NONE, 0, 0,
-	 {9728u, 0u, 0u}, 10752u, 0,
-	 0, 0, 0, 0.0f, 0, {0, 0, 0, 0},
-	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, 1},
-	/* ar: all_reduce (models/comm2.cfg:22), sum */
-	{ARK_OP_ALL_REDUCE, ARK_FP16, 0x0, ARK_ACT_NONE, 0, 0,
-	 {9728u, 10752u, 512u}, 10240u, 0,
-	 0, 0, 1, 0.0f, 0, {0, 0, 0, 0},
-	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* ag: all_gather (models/comm2.cfg:23), DMA send to GPU 1 */
-	{ARK_OP_ALL_GATHER, ARK_FP16, 0x0, ARK_ACT_NONE, 0, 0,
-	 {10240u, 0u, 0u}, 11264u, 0,
-	 0, 0, 0, 0.0f, 0, {0, 0, 0, 0},
-	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, 1},
-	/* ag: all_gather (models/comm2.cfg:23), gather */
-	{ARK_OP_ALL_GATHER, ARK_FP16, 0x0, ARK_ACT_NONE, 0, 0,
-	 {10240u, 11264u, 512u}, 8704u, 0,
-	 0, 64, 2, 0.0f, 0, {0, 0, 0, 0},
-	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, -1},
+	/* 0: mm0: matmul (models/comm2.cfg:20) */
+	{.kind = ARK_OP_MATMUL, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_x, ARK_OFF_w0}, .out = ARK_OFF_h0, .M = 4, .N = 64, .K = 64, .peer = -1},
+	/* 1: cpx: copy (models/comm2.cfg:19), copy to GPU 1 */
+	{.kind = ARK_OP_COPY, .dtype = ARK_FP16, .flags = ARK_OPP_PUSH, .act = ARK_ACT_NONE, .in = {ARK_OFF_x},
+	 .out = ARK_OFF_x1, .peer = 1},
+	/* 2: ar: all_reduce (models/comm2.cfg:22), copy to GPU 1 */
+	{.kind = ARK_OP_ALL_REDUCE, .dtype = ARK_FP16, .flags = ARK_OPP_PUSH, .act = ARK_ACT_NONE,
+	 .in = {ARK_OFF_h0}, .out = ARK_OFF_s1__os, .peer = 1},
+	/* 3: ar: all_reduce (models/comm2.cfg:22), sum */
+	{.kind = ARK_OP_ALL_REDUCE, .dtype = ARK_FP16, .act = ARK_ACT_NONE,
+	 .in = {ARK_OFF_h0, ARK_OFF_s0__os, 512u}, .out = ARK_OFF_s0, .K = 1, .peer = -1},
+	/* 4: ag: all_gather (models/comm2.cfg:23), DMA send to GPU 1 */
+	{.kind = ARK_OP_ALL_GATHER, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .in = {ARK_OFF_s0},
+	 .out = ARK_OFF_g1__ag, .peer = 1},
+	/* 5: ag: all_gather (models/comm2.cfg:23), gather */
+	{.kind = ARK_OP_ALL_GATHER, .dtype = ARK_FP16, .act = ARK_ACT_NONE,
+	 .in = {ARK_OFF_s0, ARK_OFF_g0__ag, 512u}, .out = ARK_OFF_g0, .N = 64, .K = 2, .peer = -1},
 };
 
-/* Tasks of every SM of GPU 0, back to back: opp, template, waits (count, first), signal, split,
- * rows m0:m1, cols n0:n1, k0:k1, vCTA, GPU of a remote signal + 1. */
+/* Tasks of every SM of GPU 0, back to back (struct ark_task): op and op params, template, its n_wait waits
+ * from waits[wait0], counter to signal (-1: none), split-K slice, tile (rows m0:m1, cols n0:n1, k0:k1),
+ * vCTA, GPU of a remote signal + 1. */
 static const struct ark_task tasks_g0[9] = {
+	/* op  opp  tmpl          n_wait  split  wait0      signal  m0  m1  n0   n1  k0   k1  vcta  sig_peer */
 	/* SM 0 */
-	{0, ARK_T_MATMUL, 0, 0, ARK_CTR__FIRST + 0, 0, 0, 4, 0, 16, 0, 64, 2}, /* v2 mm0 MATMUL rows 0:4 cols 0:16 (line 20) */
-	{3, ARK_T_SUM, 2, 1, -1, 0, 0, 4, 0, 64, 0, 256, 12}, /* v12 ar SUM rows 0:4 cols 0:64 (line 22) */
-	{4, ARK_T_DMA, 0, 3, ARK_CTR__FIRST + 3, 0, 0, 4, 0, 64, 0, 256, 15, 2}, /* v15 ag DMA rows 0:4 cols 0:64 k 0:256, signals GPU 1 (line 23) */
-	{5, ARK_T_GATHER, 1, 3, -1, 0, 0, 4, 0, 128, 0, 512, 16}, /* v16 ag GATHER rows 0:4 cols 0:128 (line 23) */
+	{   1,   0, ARK_T_MATMUL,      0,     0,     0, ARK_CTR(0),  0,  4,  0,  16,  0,  64,    2,        0}, /* v2 mm0 MATMUL rows 0:4 cols 0:16 (line 20) */
+	{   3,   3, ARK_T_SUM,         2,     0,     1,         -1,  0,  4,  0,  64,  0, 256,   12,        0}, /* v12 ar SUM elements 0:256 (line 22) */
+	{   4,   4, ARK_T_DMA,         0,     0,     3, ARK_CTR(3),  0,  4,  0,  64,  0, 256,   15,        2}, /* v15 ag DMA elements 0:256, signals GPU 1 (line 23) */
+	{   4,   5, ARK_T_GATHER,      1,     0,     3,         -1,  0,  4,  0, 128,  0, 512,   16,        0}, /* v16 ag GATHER elements 0:512 (line 23) */
 	/* SM 1 */
-	{0, ARK_T_MATMUL, 0, 0, ARK_CTR__FIRST + 0, 0, 0, 4, 16, 32, 0, 64, 3}, /* v3 mm0 MATMUL rows 0:4 cols 16:32 (line 20) */
-	{2, ARK_T_COPY, 1, 0, ARK_CTR__FIRST + 2, 0, 0, 4, 0, 64, 0, 256, 11, 2}, /* v11 ar COPY rows 0:4 cols 0:64 k 0:256, signals GPU 1 (line 22) */
+	{   1,   0, ARK_T_MATMUL,      0,     0,     0, ARK_CTR(0),  0,  4, 16,  32,  0,  64,    3,        0}, /* v3 mm0 MATMUL rows 0:4 cols 16:32 (line 20) */
+	{   3,   2, ARK_T_COPY,        1,     0,     0, ARK_CTR(2),  0,  4,  0,  64,  0, 256,   11,        2}, /* v11 ar COPY elements 0:256, signals GPU 1 (line 22) */
 	/* SM 2 */
-	{0, ARK_T_MATMUL, 0, 0, ARK_CTR__FIRST + 0, 0, 0, 4, 32, 48, 0, 64, 4}, /* v4 mm0 MATMUL rows 0:4 cols 32:48 (line 20) */
+	{   1,   0, ARK_T_MATMUL,      0,     0,     0, ARK_CTR(0),  0,  4, 32,  48,  0,  64,    4,        0}, /* v4 mm0 MATMUL rows 0:4 cols 32:48 (line 20) */
 	/* SM 3 */
-	{0, ARK_T_MATMUL, 0, 0, ARK_CTR__FIRST + 0, 0, 0, 4, 48, 64, 0, 64, 5}, /* v5 mm0 MATMUL rows 0:4 cols 48:64 (line 20) */
+	{   1,   0, ARK_T_MATMUL,      0,     0,     0, ARK_CTR(0),  0,  4, 48,  64,  0,  64,    5,        0}, /* v5 mm0 MATMUL rows 0:4 cols 48:64 (line 20) */
 	/* SM 4 */
-	{1, ARK_T_COPY, 0, 0, ARK_CTR__FIRST + 0, 0, 0, 4, 0, 64, 0, 256, 0, 2}, /* v0 cpx COPY rows 0:4 cols 0:64 k 0:256, signals GPU 1 (line 19) */
-	/* SM 5 */
-	/* SM 6 */
-	/* SM 7 */
-	/* SM 8 */
-	/* SM 9 */
-	/* SM 10 */
-	/* SM 11 */
-	/* SM 12 */
-	/* SM 13 */
-	/* SM 14 */
-	/* SM 15 */
-	/* SM 16 */
-	/* SM 17 */
-	/* SM 18 */
-	/* SM 19 */
-	/* SM 20 */
-	/* SM 21 */
-	/* SM 22 */
-	/* SM 23 */
-	/* SM 24 */
-	/* SM 25 */
-	/* SM 26 */
-	/* SM 27 */
-	/* SM 28 */
-	/* SM 29 */
-	/* SM 30 */
-	/* SM 31 */
-	/* SM 32 */
-	/* SM 33 */
-	/* SM 34 */
-	/* SM 35 */
-	/* SM 36 */
-	/* SM 37 */
-	/* SM 38 */
-	/* SM 39 */
-	/* SM 40 */
-	/* SM 41 */
-	/* SM 42 */
-	/* SM 43 */
-	/* SM 44 */
-	/* SM 45 */
-	/* SM 46 */
-	/* SM 47 */
-	/* SM 48 */
-	/* SM 49 */
-	/* SM 50 */
-	/* SM 51 */
-	/* SM 52 */
-	/* SM 53 */
-	/* SM 54 */
-	/* SM 55 */
-	/* SM 56 */
-	/* SM 57 */
-	/* SM 58 */
-	/* SM 59 */
-	/* SM 60 */
-	/* SM 61 */
-	/* SM 62 */
-	/* SM 63 */
-	/* SM 64 */
-	/* SM 65 */
-	/* SM 66 */
-	/* SM 67 */
-	/* SM 68 */
-	/* SM 69 */
-	/* SM 70 */
-	/* SM 71 */
-	/* SM 72 */
-	/* SM 73 */
-	/* SM 74 */
-	/* SM 75 */
-	/* SM 76 */
-	/* SM 77 */
-	/* SM 78 */
-	/* SM 79 */
-	/* SM 80 */
-	/* SM 81 */
-	/* SM 82 */
-	/* SM 83 */
-	/* SM 84 */
-	/* SM 85 */
-	/* SM 86 */
-	/* SM 87 */
-	/* SM 88 */
-	/* SM 89 */
-	/* SM 90 */
-	/* SM 91 */
-	/* SM 92 */
-	/* SM 93 */
-	/* SM 94 */
-	/* SM 95 */
-	/* SM 96 */
-	/* SM 97 */
-	/* SM 98 */
-	/* SM 99 */
-	/* SM 100 */
-	/* SM 101 */
-	/* SM 102 */
-	/* SM 103 */
-	/* SM 104 */
-	/* SM 105 */
-	/* SM 106 */
-	/* SM 107 */
-	/* SM 108 */
-	/* SM 109 */
-	/* SM 110 */
-	/* SM 111 */
-	/* SM 112 */
-	/* SM 113 */
-	/* SM 114 */
-	/* SM 115 */
-	/* SM 116 */
-	/* SM 117 */
-	/* SM 118 */
-	/* SM 119 */
-	/* SM 120 */
-	/* SM 121 */
-	/* SM 122 */
-	/* SM 123 */
-	/* SM 124 */
-	/* SM 125 */
-	/* SM 126 */
-	/* SM 127 */
-	/* SM 128 */
-	/* SM 129 */
-	/* SM 130 */
-	/* SM 131 */
+	{   0,   1, ARK_T_COPY,        0,     0,     0, ARK_CTR(0),  0,  4,  0,  64,  0, 256,    0,        2}, /* v0 cpx COPY elements 0:256, signals GPU 1 (line 19) */
+	/* SMs 5 to 131: no tasks */
 };
 
 static const uint32_t sm_begin_g0[133] = {
@@ -235,193 +120,58 @@ static const uint32_t sm_begin_g0[133] = {
 	9, 9, 9, 9, 9
 };
 
-/* Waits of GPU 0: counter, signals per iteration, signals needed, 1: raised from another GPU or by the DMA engine. */
+/* Waits of GPU 0 (struct ark_wait): until the counter has `need` of its `per_iter` signals of the iteration;
+ * sys 1: raised from another GPU or by the DMA engine. */
 static const struct ark_wait waits_g0[4] = {
-	{ARK_CTR__FIRST + 0, 4, 4}, /* 0: v11 waits for 4 tiles */
-	{ARK_CTR__FIRST + 0, 4, 4}, /* 1: v12 waits for 4 tiles */
-	{ARK_CTR__FIRST + 1, 1, 1, 1}, /* 2: v12 waits for 1 signals from other GPUs or DMA chunks */
-	{ARK_CTR__FIRST + 2, 1, 1, 1}, /* 3: v16 waits for 1 signals from other GPUs or DMA chunks */
+	/* counter   per_iter  need  sys */
+	{ARK_CTR(0),        4,    4,   0}, /* 0: v11 (ar, line 22) waits for 4 tiles */
+	{ARK_CTR(0),        4,    4,   0}, /* 1: v12 (ar, line 22) waits for 4 tiles */
+	{ARK_CTR(1),        1,    1,   1}, /* 2: v12 (ar, line 22) waits for 1 signals from other GPUs or DMA chunks */
+	{ARK_CTR(2),        1,    1,   1}, /* 3: v16 (ag, line 23) waits for 1 signals from other GPUs or DMA chunks */
 };
 
-/* Op params of GPU 1, as the templates read them: kind, dtype, flags, act, -, splits, in[] offsets, out, ws,
- * M, N, K, factor/eps, ndim, out shape, input strides, peer. */
+/* Op params of GPU 1, as the templates read them (struct ark_opp): offsets into this GPU's arena; the fields
+ * not given are 0. */
 static const struct ark_opp opp_g1[] = {
-	/* mm1: matmul (models/comm2.cfg:21) */
-	{ARK_OP_MATMUL, ARK_FP16, 0x0, ARK_ACT_NONE, 0, 1,
-	 {9216u, 0u, 0u}, 9728u, 0u,
-	 4, 64, 64, 0.0f, 0, {0, 0, 0, 0},
-	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* cpx: copy (models/comm2.cfg:19), receive */
-	{ARK_OP_COPY, ARK_FP16, 0x0, ARK_ACT_NONE, 0, 0,
-	 {0u, 0u, 0u}, 0u, 0,
-	 0, 0, 0, 0.0f, 0, {0, 0, 0, 0},
-	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* ar: all_reduce (models/comm2.cfg:22), p2p send to GPU 0 */
-	{ARK_OP_ALL_REDUCE, ARK_FP16, 0x10, ARK_ACT_NONE, 0, 0,
-	 {9728u, 0u, 0u}, 10752u, 0,
-	 0, 0, 0, 0.0f, 0, {0, 0, 0, 0},
-	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, 0},
-	/* ar: all_reduce (models/comm2.cfg:22), sum */
-	{ARK_OP_ALL_REDUCE, ARK_FP16, 0x0, ARK_ACT_NONE, 0, 1,
-	 {9728u, 10752u, 512u}, 10240u, 0,
-	 0, 0, 1, 0.0f, 0, {0, 0, 0, 0},
-	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, -1},
-	/* ag: all_gather (models/comm2.cfg:23), DMA send to GPU 0 */
-	{ARK_OP_ALL_GATHER, ARK_FP16, 0x0, ARK_ACT_NONE, 0, 0,
-	 {10240u, 0u, 0u}, 11264u, 0,
-	 0, 0, 0, 0.0f, 0, {0, 0, 0, 0},
-	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, 0},
-	/* ag: all_gather (models/comm2.cfg:23), gather */
-	{ARK_OP_ALL_GATHER, ARK_FP16, 0x0, ARK_ACT_NONE, 0, 1,
-	 {10240u, 11264u, 512u}, 8192u, 0,
-	 0, 64, 2, 0.0f, 0, {0, 0, 0, 0},
-	 {{0, 0, 0, 0}, {0, 0, 0, 0}}, -1},
+	/* 0: mm1: matmul (models/comm2.cfg:21) */
+	{.kind = ARK_OP_MATMUL, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_x1, ARK_OFF_w1}, .out = ARK_OFF_h1, .M = 4, .N = 64, .K = 64, .peer = -1},
+	/* 1: cpx: copy (models/comm2.cfg:19), receive */
+	{.kind = ARK_OP_COPY, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .peer = -1},
+	/* 2: ar: all_reduce (models/comm2.cfg:22), copy to GPU 0 */
+	{.kind = ARK_OP_ALL_REDUCE, .dtype = ARK_FP16, .flags = ARK_OPP_PUSH, .act = ARK_ACT_NONE,
+	 .in = {ARK_OFF_h1}, .out = ARK_OFF_s0__os, .peer = 0},
+	/* 3: ar: all_reduce (models/comm2.cfg:22), sum */
+	{.kind = ARK_OP_ALL_REDUCE, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_h1, ARK_OFF_s1__os, 512u}, .out = ARK_OFF_s1, .K = 1, .peer = -1},
+	/* 4: ag: all_gather (models/comm2.cfg:23), DMA send to GPU 0 */
+	{.kind = ARK_OP_ALL_GATHER, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .in = {ARK_OFF_s1},
+	 .out = ARK_OFF_g0__ag, .peer = 0},
+	/* 5: ag: all_gather (models/comm2.cfg:23), gather */
+	{.kind = ARK_OP_ALL_GATHER, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .splits = 1,
+	 .in = {ARK_OFF_s1, ARK_OFF_g1__ag, 512u}, .out = ARK_OFF_g1, .N = 64, .K = 2, .peer = -1},
 };
 
-/* Tasks of every SM of GPU 1, back to back: opp, template, waits (count, first), signal, split,
- * rows m0:m1, cols n0:n1, k0:k1, vCTA, GPU of a remote signal + 1. */
+/* Tasks of every SM of GPU 1, back to back (struct ark_task): op and op params, template, its n_wait waits
+ * from waits[wait0], counter to signal (-1: none), split-K slice, tile (rows m0:m1, cols n0:n1, k0:k1),
+ * vCTA, GPU of a remote signal + 1. */
 static const struct ark_task tasks_g1[9] = {
+	/* op  opp  tmpl          n_wait  split  wait0      signal  m0  m1  n0   n1  k0   k1  vcta  sig_peer */
 	/* SM 0 */
-	{0, ARK_T_MATMUL, 1, 1, ARK_CTR__FIRST + 1, 0, 0, 4, 0, 16, 0, 64, 6}, /* v6 mm1 MATMUL rows 0:4 cols 0:16 (line 21) */
-	{3, ARK_T_SUM, 2, 6, -1, 0, 0, 4, 0, 64, 0, 256, 13}, /* v13 ar SUM rows 0:4 cols 0:64 (line 22) */
-	{4, ARK_T_DMA, 0, 8, ARK_CTR__FIRST + 2, 0, 0, 4, 0, 64, 0, 256, 14, 1}, /* v14 ag DMA rows 0:4 cols 0:64 k 0:256, signals GPU 0 (line 23) */
-	{5, ARK_T_GATHER, 1, 8, -1, 0, 0, 4, 0, 128, 0, 512, 17}, /* v17 ag GATHER rows 0:4 cols 0:128 (line 23) */
+	{   2,   0, ARK_T_MATMUL,      1,     0,     1, ARK_CTR(1),  0,  4,  0,  16,  0,  64,    6,        0}, /* v6 mm1 MATMUL rows 0:4 cols 0:16 (line 21) */
+	{   3,   3, ARK_T_SUM,         2,     0,     6,         -1,  0,  4,  0,  64,  0, 256,   13,        0}, /* v13 ar SUM elements 0:256 (line 22) */
+	{   4,   4, ARK_T_DMA,         0,     0,     8, ARK_CTR(2),  0,  4,  0,  64,  0, 256,   14,        1}, /* v14 ag DMA elements 0:256, signals GPU 0 (line 23) */
+	{   4,   5, ARK_T_GATHER,      1,     0,     8,         -1,  0,  4,  0, 128,  0, 512,   17,        0}, /* v17 ag GATHER elements 0:512 (line 23) */
 	/* SM 1 */
-	{0, ARK_T_MATMUL, 1, 2, ARK_CTR__FIRST + 1, 0, 0, 4, 16, 32, 0, 64, 7}, /* v7 mm1 MATMUL rows 0:4 cols 16:32 (line 21) */
-	{2, ARK_T_COPY, 1, 5, ARK_CTR__FIRST + 1, 0, 0, 4, 0, 64, 0, 256, 10, 1}, /* v10 ar COPY rows 0:4 cols 0:64 k 0:256, signals GPU 0 (line 22) */
+	{   2,   0, ARK_T_MATMUL,      1,     0,     2, ARK_CTR(1),  0,  4, 16,  32,  0,  64,    7,        0}, /* v7 mm1 MATMUL rows 0:4 cols 16:32 (line 21) */
+	{   3,   2, ARK_T_COPY,        1,     0,     5, ARK_CTR(1),  0,  4,  0,  64,  0, 256,   10,        1}, /* v10 ar COPY elements 0:256, signals GPU 0 (line 22) */
 	/* SM 2 */
-	{0, ARK_T_MATMUL, 1, 3, ARK_CTR__FIRST + 1, 0, 0, 4, 32, 48, 0, 64, 8}, /* v8 mm1 MATMUL rows 0:4 cols 32:48 (line 21) */
+	{   2,   0, ARK_T_MATMUL,      1,     0,     3, ARK_CTR(1),  0,  4, 32,  48,  0,  64,    8,        0}, /* v8 mm1 MATMUL rows 0:4 cols 32:48 (line 21) */
 	/* SM 3 */
-	{0, ARK_T_MATMUL, 1, 4, ARK_CTR__FIRST + 1, 0, 0, 4, 48, 64, 0, 64, 9}, /* v9 mm1 MATMUL rows 0:4 cols 48:64 (line 21) */
+	{   2,   0, ARK_T_MATMUL,      1,     0,     4, ARK_CTR(1),  0,  4, 48,  64,  0,  64,    9,        0}, /* v9 mm1 MATMUL rows 0:4 cols 48:64 (line 21) */
 	/* SM 4 */
-	{1, ARK_T_NOP, 1, 0, -1, 0, 0, 0, 0, 0, 0, 0, 1}, /* v1 cpx NOP rows 0:0 cols 0:0 (line 19) */
-	/* SM 5 */
-	/* SM 6 */
-	/* SM 7 */
-	/* SM 8 */
-	/* SM 9 */
-	/* SM 10 */
-	/* SM 11 */
-	/* SM 12 */
-	/* SM 13 */
-	/* SM 14 */
-	/* SM 15 */
-	/* SM 16 */
-	/* SM 17 */
-	/* SM 18 */
-	/* SM 19 */
-	/* SM 20 */
-	/* SM 21 */
-	/* SM 22 */
-	/* SM 23 */
-	/* SM 24 */
-	/* SM 25 */
-	/* SM 26 */
-	/* SM 27 */
-	/* SM 28 */
-	/* SM 29 */
-	/* SM 30 */
-	/* SM 31 */
-	/* SM 32 */
-	/* SM 33 */
-	/* SM 34 */
-	/* SM 35 */
-	/* SM 36 */
-	/* SM 37 */
-	/* SM 38 */
-	/* SM 39 */
-	/* SM 40 */
-	/* SM 41 */
-	/* SM 42 */
-	/* SM 43 */
-	/* SM 44 */
-	/* SM 45 */
-	/* SM 46 */
-	/* SM 47 */
-	/* SM 48 */
-	/* SM 49 */
-	/* SM 50 */
-	/* SM 51 */
-	/* SM 52 */
-	/* SM 53 */
-	/* SM 54 */
-	/* SM 55 */
-	/* SM 56 */
-	/* SM 57 */
-	/* SM 58 */
-	/* SM 59 */
-	/* SM 60 */
-	/* SM 61 */
-	/* SM 62 */
-	/* SM 63 */
-	/* SM 64 */
-	/* SM 65 */
-	/* SM 66 */
-	/* SM 67 */
-	/* SM 68 */
-	/* SM 69 */
-	/* SM 70 */
-	/* SM 71 */
-	/* SM 72 */
-	/* SM 73 */
-	/* SM 74 */
-	/* SM 75 */
-	/* SM 76 */
-	/* SM 77 */
-	/* SM 78 */
-	/* SM 79 */
-	/* SM 80 */
-	/* SM 81 */
-	/* SM 82 */
-	/* SM 83 */
-	/* SM 84 */
-	/* SM 85 */
-	/* SM 86 */
-	/* SM 87 */
-	/* SM 88 */
-	/* SM 89 */
-	/* SM 90 */
-	/* SM 91 */
-	/* SM 92 */
-	/* SM 93 */
-	/* SM 94 */
-	/* SM 95 */
-	/* SM 96 */
-	/* SM 97 */
-	/* SM 98 */
-	/* SM 99 */
-	/* SM 100 */
-	/* SM 101 */
-	/* SM 102 */
-	/* SM 103 */
-	/* SM 104 */
-	/* SM 105 */
-	/* SM 106 */
-	/* SM 107 */
-	/* SM 108 */
-	/* SM 109 */
-	/* SM 110 */
-	/* SM 111 */
-	/* SM 112 */
-	/* SM 113 */
-	/* SM 114 */
-	/* SM 115 */
-	/* SM 116 */
-	/* SM 117 */
-	/* SM 118 */
-	/* SM 119 */
-	/* SM 120 */
-	/* SM 121 */
-	/* SM 122 */
-	/* SM 123 */
-	/* SM 124 */
-	/* SM 125 */
-	/* SM 126 */
-	/* SM 127 */
-	/* SM 128 */
-	/* SM 129 */
-	/* SM 130 */
-	/* SM 131 */
+	{   0,   1, ARK_T_NOP,         1,     0,     0,         -1,  0,  0,  0,   0,  0,   0,    1,        0}, /* v1 cpx NOP (line 19) */
+	/* SMs 5 to 131: no tasks */
 };
 
 static const uint32_t sm_begin_g1[133] = {
@@ -436,29 +186,42 @@ static const uint32_t sm_begin_g1[133] = {
 	9, 9, 9, 9, 9
 };
 
-/* Waits of GPU 1: counter, signals per iteration, signals needed, 1: raised from another GPU or by the DMA engine. */
+/* Waits of GPU 1 (struct ark_wait): until the counter has `need` of its `per_iter` signals of the iteration;
+ * sys 1: raised from another GPU or by the DMA engine. */
 static const struct ark_wait waits_g1[9] = {
-	{ARK_CTR__FIRST + 0, 1, 1, 1}, /* 0: v1 waits for 1 signals from other GPUs or DMA chunks */
-	{ARK_CTR__FIRST + 0, 1, 1, 1}, /* 1: v6 waits for 1 signals from other GPUs or DMA chunks */
-	{ARK_CTR__FIRST + 0, 1, 1, 1}, /* 2: v7 waits for 1 signals from other GPUs or DMA chunks */
-	{ARK_CTR__FIRST + 0, 1, 1, 1}, /* 3: v8 waits for 1 signals from other GPUs or DMA chunks */
-	{ARK_CTR__FIRST + 0, 1, 1, 1}, /* 4: v9 waits for 1 signals from other GPUs or DMA chunks */
-	{ARK_CTR__FIRST + 1, 4, 4}, /* 5: v10 waits for 4 tiles */
-	{ARK_CTR__FIRST + 1, 4, 4}, /* 6: v13 waits for 4 tiles */
-	{ARK_CTR__FIRST + 2, 1, 1, 1}, /* 7: v13 waits for 1 signals from other GPUs or DMA chunks */
-	{ARK_CTR__FIRST + 3, 1, 1, 1}, /* 8: v17 waits for 1 signals from other GPUs or DMA chunks */
+	/* counter   per_iter  need  sys */
+	{ARK_CTR(0),        1,    1,   1}, /* 0: v1 (cpx, line 19) waits for 1 signals from other GPUs or DMA chunks */
+	{ARK_CTR(0),        1,    1,   1}, /* 1: v6 (mm1, line 21) waits for 1 signals from other GPUs or DMA chunks */
+	{ARK_CTR(0),        1,    1,   1}, /* 2: v7 (mm1, line 21) waits for 1 signals from other GPUs or DMA chunks */
+	{ARK_CTR(0),        1,    1,   1}, /* 3: v8 (mm1, line 21) waits for 1 signals from other GPUs or DMA chunks */
+	{ARK_CTR(0),        1,    1,   1}, /* 4: v9 (mm1, line 21) waits for 1 signals from other GPUs or DMA chunks */
+	{ARK_CTR(1),        4,    4,   0}, /* 5: v10 (ar, line 22) waits for 4 tiles */
+	{ARK_CTR(1),        4,    4,   0}, /* 6: v13 (ar, line 22) waits for 4 tiles */
+	{ARK_CTR(2),        1,    1,   1}, /* 7: v13 (ar, line 22) waits for 1 signals from other GPUs or DMA chunks */
+	{ARK_CTR(3),        1,    1,   1}, /* 8: v17 (ag, line 23) waits for 1 signals from other GPUs or DMA chunks */
 };
 
 ARK_DEFINE_LOOP()
 
 extern "C" const struct ark_model ark_model_def = {
-	"comm2",
-	"models/comm2.cfg",
-	"--sms 132 --smem 131072 --policy metis --sync counters",
-	2, 132, 256, 131072, 6.246,
-	14, tensors, 5, ops,
-	{{11776u, 9, tasks_g0, sm_begin_g0, 4, waits_g0, 6, opp_g0, 3, 132},
-	 {11776u, 9, tasks_g1, sm_begin_g1, 9, waits_g1, 6, opp_g1, 4, 132}},
-	ark_launch,
-	(const void *)ark_loop_kernel,
+	.name = "comm2",
+	.source = "models/comm2.cfg",
+	.options = "--sms 132 --smem 131072 --policy metis --sync counters",
+	.gpus = 2,
+	.sms = ARK_SMS,
+	.threads = ARK_THREADS,
+	.smem_bytes = ARK_SMEM_BYTES,
+	.predicted_us = 6.246,
+	.n_tensors = 14,
+	.tensors = tensors,
+	.n_ops = 5,
+	.ops = ops,
+	.tables = {
+		{.arena_bytes = 11776u, .n_tasks = 9, .tasks = tasks_g0, .sm_begin = sm_begin_g0, .n_waits = 4,
+		 .waits = waits_g0, .n_opp = 6, .opp = opp_g0, .n_counters = 3, .n_done = ARK_SMS},
+		{.arena_bytes = 11776u, .n_tasks = 9, .tasks = tasks_g1, .sm_begin = sm_begin_g1, .n_waits = 9,
+		 .waits = waits_g1, .n_opp = 6, .opp = opp_g1, .n_counters = 4, .n_done = ARK_SMS},
+	},
+	.launch = ark_launch,
+	.kernel = (const void *)ark_loop_kernel,
 };
