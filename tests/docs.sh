@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/docs.sh: docs/model-format.md against the code. Every op of OP_LIST (abi/ark_ops.h) has a
+# tests/docs.sh: docs/model-format.md against the code. Every op of the catalog (OP_ROWS, abi/ark_ops.h) has a
 # heading with its name in backticks; every attribute of ATTR_LIST is named in backticks; every
 # ```cfg block is a model arkgen accepts (exit 0) or, with a file name after the tag, a file later
 # blocks @include; every ```cfg-error block is a model arkgen rejects (exit 1); a ```stderr block right
@@ -30,18 +30,19 @@ if [ ! -r "$DOC" ]; then
 	exit 0
 fi
 
-# The names of an X-macro list: the quoted second argument of every X(...) line of `#define LIST(X)`.
+# The names of an X-macro list: the first quoted argument of every row of `#define LIST(...)`
+# (rows are X(...) lines, or R(X, ...) lines for the op catalog).
 list_names() {
 	awk -v list="$1" '
-		$0 ~ "^#define " list "\\(X\\)" { on = 1; next }
-		on && /X\(/ { if (match($0, /"[^"]*"/)) print substr($0, RSTART + 1, RLENGTH - 2) }
+		$0 ~ "^#define " list "\\(" { on = 1; next }
+		on && /[XR]\(/ { if (match($0, /"[^"]*"/)) print substr($0, RSTART + 1, RLENGTH - 2) }
 		on && !/\\$/ { on = 0 }
 	' "$OPS"
 }
 
 # (a) every op has a heading with its name in backticks
-ops=$(list_names OP_LIST)
-if [ -n "$ops" ]; then ok "OP_LIST parsed from $OPS"; else notok "OP_LIST parsed from $OPS: no op found"; fi
+ops=$(list_names OP_ROWS)
+if [ -n "$ops" ]; then ok "OP_ROWS parsed from $OPS"; else notok "OP_ROWS parsed from $OPS: no op found"; fi
 for op in $ops; do
 	if grep -q "^#.*\`$op\`" "$DOC"; then
 		ok "op $op has a heading in $DOC"
