@@ -21,26 +21,30 @@ enum ark_attr {
 
 /* The op catalog, one row per op: R(X, ID, "name", min inputs, max inputs, outputs (0: one per
  * input), allowed attributes, flags, CPU reference).
- * flags: ARK_OPF_COMM for communication ops (inputs may live on other GPUs), ARK_OPF_ELEMENTWISE.
+ * flags: ARK_OPF_COMM for communication ops (inputs may live on other GPUs), ARK_OPF_ELEMENTWISE,
+ * ARK_OPF_ACTIVATION for unary ops that may run in a matmul's epilogue or an all_reduce's sums.
  * CPU reference: the function of runtime/ref.c that computes the op on host buffers.
  * OP_CATALOG(X) expands every column, X(ID, "name", min_in, max_in, n_out, attrs, flags, ref);
  * OP_LIST(X) all but the reference, for the tables that need none. */
 #define ARK_OPF_COMM 1u
 #define ARK_OPF_ELEMENTWISE 2u
+#define ARK_OPF_ACTIVATION 4u
+#define ARK_OPF_EW_ACT (ARK_OPF_ELEMENTWISE | ARK_OPF_ACTIVATION)
 #define OP_ROWS(R, X)                                                                                          \
-	R(X, MATMUL, "matmul", 2, 3, 1, ARK_A(TRANSPOSE_B), 0, ref_matmul)                                     \
-	R(X, ADD, "add", 2, 2, 1, 0, ARK_OPF_ELEMENTWISE, ref_add)                                             \
-	R(X, MUL, "mul", 2, 2, 1, 0, ARK_OPF_ELEMENTWISE, ref_mul)                                             \
-	R(X, SCALE, "scale", 1, 1, 1, ARK_A(FACTOR), ARK_OPF_ELEMENTWISE, ref_scale)                           \
-	R(X, RELU, "relu", 1, 1, 1, 0, ARK_OPF_ELEMENTWISE, ref_relu)                                          \
-	R(X, GELU, "gelu", 1, 1, 1, 0, ARK_OPF_ELEMENTWISE, ref_gelu)                                          \
-	R(X, SILU, "silu", 1, 1, 1, 0, ARK_OPF_ELEMENTWISE, ref_silu)                                          \
-	R(X, SWIGLU, "swiglu", 2, 2, 1, 0, ARK_OPF_ELEMENTWISE, ref_swiglu)                                    \
-	R(X, SOFTMAX, "softmax", 1, 1, 1, 0, 0, ref_softmax)                                                   \
-	R(X, LAYERNORM, "layernorm", 3, 3, 1, ARK_A(EPS), 0, ref_layernorm)                                    \
-	R(X, RMSNORM, "rmsnorm", 2, 2, 1, ARK_A(EPS), 0, ref_rmsnorm)                                          \
-	R(X, COPY, "copy", 1, 1, 1, ARK_A(TRANSPORT), ARK_OPF_COMM, ref_copy)                                  \
-	R(X, ALL_REDUCE, "all_reduce", 2, ARK_MAX_GPUS, 0, ARK_A(TRANSPORT), ARK_OPF_COMM, ref_all_reduce)     \
+	R(X, MATMUL, "matmul", 2, 3, 1, ARK_A(TRANSPOSE_B), 0, ref_matmul)                                      \
+	R(X, ADD, "add", 2, 2, 1, 0, ARK_OPF_ELEMENTWISE, ref_add)                                              \
+	R(X, MUL, "mul", 2, 2, 1, 0, ARK_OPF_ELEMENTWISE, ref_mul)                                              \
+	R(X, SCALE, "scale", 1, 1, 1, ARK_A(FACTOR), ARK_OPF_ELEMENTWISE, ref_scale)                            \
+	R(X, RELU, "relu", 1, 1, 1, 0, ARK_OPF_EW_ACT, ref_relu)                                                \
+	R(X, GELU, "gelu", 1, 1, 1, 0, ARK_OPF_EW_ACT, ref_gelu)                                                \
+	R(X, SILU, "silu", 1, 1, 1, 0, ARK_OPF_EW_ACT, ref_silu)                                                \
+	R(X, SIGMOID, "sigmoid", 1, 1, 1, 0, ARK_OPF_EW_ACT, ref_sigmoid)                                       \
+	R(X, SWIGLU, "swiglu", 2, 2, 1, 0, ARK_OPF_ELEMENTWISE, ref_swiglu)                                     \
+	R(X, SOFTMAX, "softmax", 1, 1, 1, 0, 0, ref_softmax)                                                    \
+	R(X, LAYERNORM, "layernorm", 3, 3, 1, ARK_A(EPS), 0, ref_layernorm)                                     \
+	R(X, RMSNORM, "rmsnorm", 2, 2, 1, ARK_A(EPS), 0, ref_rmsnorm)                                           \
+	R(X, COPY, "copy", 1, 1, 1, ARK_A(TRANSPORT), ARK_OPF_COMM, ref_copy)                                   \
+	R(X, ALL_REDUCE, "all_reduce", 2, ARK_MAX_GPUS, 0, ARK_A(TRANSPORT), ARK_OPF_COMM, ref_all_reduce)      \
 	R(X, ALL_GATHER, "all_gather", 2, ARK_MAX_GPUS, 0, ARK_A(TRANSPORT) | ARK_A(AXIS), ARK_OPF_COMM,       \
 	  ref_all_gather)
 

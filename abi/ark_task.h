@@ -117,7 +117,7 @@ struct ark_opp {
 	uint16_t kind;    /* enum ark_op_kind */
 	uint8_t dtype;    /* enum ark_dtype of inputs and output */
 	uint8_t flags;    /* ARK_OPP_* */
-	uint16_t act;     /* matmul: ARK_OP_RELU/GELU/SILU applied after the bias, ARK_ACT_NONE: none */
+	uint16_t act;     /* matmul, all_reduce: an op flagged ARK_OPF_ACTIVATION, applied after the bias; ARK_ACT_NONE: none */
 	uint16_t pad_;
 	uint32_t splits;  /* matmul split-K slices (1: none); EW_CHAIN: number of steps, which are the
 			   * params of the chain's ops, in order, in the entries right after this one */

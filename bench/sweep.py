@@ -12,7 +12,7 @@ usage:
       .json files are when OUT lacks them.
 
 Models are single-GPU graphs over the op catalog of abi/ark_ops.h (matmul with and without bias and
-transpose_b, add, mul, scale, relu, gelu, silu, swiglu, softmax, layernorm, rmsnorm), made of blocks:
+transpose_b, add, mul, scale, relu, gelu, silu, sigmoid, swiglu, softmax, layernorm, rmsnorm), made of blocks:
 elementwise/row-op chains, diamonds, parallel branches joined by adds, MLP blocks (matmul, activation,
 matmul), GLU blocks (two matmuls, swiglu, matmul) and residuals with a norm (pre- or post-norm). Rows
 M from 1 to 512, mostly 1-16 (batch-1 decode); widths from 32 to 4096, drawn as primes, odd numbers,
@@ -81,7 +81,7 @@ DTYPES = ("fp16", "bf16", "fp32")
 DSIZE = {"fp16": 2, "bf16": 2, "fp32": 4}
 WEIGHT_BUDGET = 64 << 20  # bytes of weights per model
 KINDS = ("chain", "diamond", "branches", "mlp", "glu", "resnorm")
-ACTS = ("relu", "gelu", "silu")
+ACTS = ("relu", "gelu", "silu", "sigmoid")
 FACTORS = ("0.5", "0.125", "0.75", "1.5", "2.0", "-1.0", "0.3333", "1.25", "-0.6")
 
 
@@ -370,7 +370,7 @@ class Model:
 
 
 OP_PREFIX = {"matmul": "mm", "add": "add", "mul": "mul", "scale": "sc", "relu": "relu", "gelu": "gelu",
-	     "silu": "silu", "swiglu": "swiglu", "softmax": "smax", "layernorm": "ln", "rmsnorm": "rms"}
+	     "silu": "silu", "sigmoid": "sigm", "swiglu": "swiglu", "softmax": "smax", "layernorm": "ln", "rmsnorm": "rms"}
 
 
 def render(m, outs, seed, index):

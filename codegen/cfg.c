@@ -142,6 +142,17 @@ static void hint_closest(const char *s, const char *const *names, int n)
 		diag_hint("did you mean '%s'?", c);
 }
 
+/* Hint listing every op of the catalog: "the ops of version 1 are matmul, add, ... and all_gather". */
+static void hint_ops(void)
+{
+	char buf[512];
+	size_t n = 0;
+	for (int k = 0; k < ARK_OP__COUNT && n < sizeof buf; k++)
+		n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", k == 0 ? "" : k + 1 < ARK_OP__COUNT ? ", " : " and ",
+				      op_info[k].name);
+	diag_hint("the ops of version 1 are %s", buf);
+}
+
 /* A string setting, or an error naming `what`. */
 static int get_string(struct reader *r, const config_setting_t *s, const char *what, const char **out)
 {
@@ -550,8 +561,7 @@ static int read_op_kind(struct reader *r, const config_setting_t *s, struct op *
 		if (closest(v, names, ARK_OP__COUNT))
 			hint_closest(v, names, ARK_OP__COUNT);
 		else
-			diag_hint("the ops of version 1 are matmul, add, mul, scale, relu, gelu, silu, swiglu, softmax, "
-				  "layernorm, rmsnorm, copy, all_reduce and all_gather");
+			hint_ops();
 	}
 	return -1;
 }

@@ -10,7 +10,7 @@
 
 static int is_activation(enum ark_op_kind k)
 {
-	return k == ARK_OP_RELU || k == ARK_OP_GELU || k == ARK_OP_SILU;
+	return (op_info[k].flags & ARK_OPF_ACTIVATION) != 0;
 }
 
 int fuse_sole_activation(const struct graph *g, int t)

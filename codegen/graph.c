@@ -635,7 +635,7 @@ static int infer_shape(struct graph *g, struct op *o, int *nd, int64_t *shape)
 		}
 		return 0;
 	}
-	default: /* scale, relu, gelu, silu, softmax, copy */
+	default: /* unary: out has the shape of in[0] (scale, activations, softmax, copy) */
 		break;
 	}
 	set_shape(shape, nd, a->ndim, a->shape);

@@ -305,6 +305,7 @@ static void tile_copy(struct tiling *s, int oi)
 #define TILER_RELU tile_elementwise
 #define TILER_GELU tile_elementwise
 #define TILER_SILU tile_elementwise
+#define TILER_SIGMOID tile_elementwise
 #define TILER_SWIGLU tile_elementwise
 #define TILER_SOFTMAX tile_softmax
 #define TILER_LAYERNORM tile_layernorm

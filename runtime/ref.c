@@ -268,6 +268,7 @@ static double ew_gelu(double x, double y, double factor)
 	return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
 }
 static double ew_silu(double x, double y, double factor) { return x / (1.0 + exp(-x)); }
+static double ew_sigmoid(double x, double y, double factor) { return 1.0 / (1.0 + exp(-x)); }
 static double ew_swiglu(double x, double y, double factor) { return x / (1.0 + exp(-x)) * y; }
 
 static int ref_add(const struct ref_ctx *c) { return ref_elementwise(c, ew_add); }
@@ -276,6 +277,7 @@ static int ref_scale(const struct ref_ctx *c) { return ref_elementwise(c, ew_sca
 static int ref_relu(const struct ref_ctx *c) { return ref_elementwise(c, ew_relu); }
 static int ref_gelu(const struct ref_ctx *c) { return ref_elementwise(c, ew_gelu); }
 static int ref_silu(const struct ref_ctx *c) { return ref_elementwise(c, ew_silu); }
+static int ref_sigmoid(const struct ref_ctx *c) { return ref_elementwise(c, ew_sigmoid); }
 
 static int ref_swiglu(const struct ref_ctx *c)
 {

@@ -5,8 +5,10 @@
 # barriers (DIR/gen/NAME_SYNC, with the schedule as NAME_SYNC.json), the GPU tests, and the benchmark
 # programs, and bench/allreduce.sh's models on 2 GPUs (DIR/ar: default algorithm, DIR/ar2ph: two-phase,
 # DIR/arst: one-shot with stores and flags instead of packets, up to 1 MiB).
-# MULTI_ONLY=1 leaves out the single-GPU models and tests. The nvcc jobs run in parallel (JOBS, default:
-# the number of CPUs).
+# MULTI_ONLY=1 leaves out the single-GPU models and tests; SINGLE_ONLY=1 the multi-GPU models and
+# bench/allreduce.sh's. The nvcc jobs run in parallel (JOBS, default: the number of CPUs).
+# It can also run on the GPU machine itself (more CPUs for nvcc), given build/ and the shared
+# libraries arkgen loads (libconfig, libmetis) on LD_LIBRARY_PATH.
 set -eu
 D=${1:-.devcarry}
 B=${B:-build}
@@ -37,12 +39,14 @@ for m in models/*.cfg tests/models/*.cfg; do
 done
 wait
 ls "$D"/gen/*.nvcc.log >/dev/null 2>&1 && { echo "gpu-bundle: an nvcc job failed" >&2; exit 1; }
+if [ "${SINGLE_ONLY:-0}" != 1 ]; then
 ARKGEN="$B/arkgen" NVCC="$NVCC" tests/gpu_comm.sh --build "$D/gen-multi"
 rm -f "$D"/gen-multi/*.cu
 ARKGEN="$B/arkgen" NVCC="$NVCC" sh bench/allreduce.sh --build "$D/ar" 2
 ARKGEN="$B/arkgen" NVCC="$NVCC" ARKGEN_FLAGS="--oneshot-max 0" sh bench/allreduce.sh --build "$D/ar2ph" 2
 ARKGEN="$B/arkgen" NVCC="$NVCC" ARKGEN_FLAGS="--ll-max 0" SIZES="4096 65536 262144 1048576" \
 	sh bench/allreduce.sh --build "$D/arst" 2
+fi
 cp tests/gpu_comm.sh "$D/"
 for t in "$B"/tests/gpu_*; do
 	[ "${MULTI_ONLY:-0}" = 1 ] && break

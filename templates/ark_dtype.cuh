@@ -115,19 +115,55 @@ __device__ __forceinline__ uint4 ark_ld16(const void *p) { return *reinterpret_c
 __device__ __forceinline__ void ark_st16(void *p, const uint4 &v) { *reinterpret_cast<uint4 *>(p) = v; }
 __device__ __forceinline__ bool ark_aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
-/* ---- activations (fp32) -------------------------------------------------------------------- */
+/* ---- elementwise ops on fp32 values ---------------------------------------------------------
+ * One function per elementwise op of the catalog: x = in[0], y = in[1] (two-input ops), f = the op's
+ * factor. EW_LIST names them, X(ID, inputs, function); every kind switch of the elementwise
+ * templates, the chains and the matmul/all_reduce epilogue (ark_act) derives from it, and an op the
+ * catalog flags elementwise without an entry here does not compile (op_elementwise.cuh). */
 __device__ __forceinline__ float ark_gelu(float x)
 { /* tanh approximation */
 	const float c = 0.7978845608028654f; /* sqrt(2 / pi) */
 	return 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x)));
 }
 __device__ __forceinline__ float ark_silu(float x) { return x / (1.0f + expf(-x)); }
+
+__device__ __forceinline__ float ark_f_add(float x, float y, float f) { return x + y; }
+__device__ __forceinline__ float ark_f_mul(float x, float y, float f) { return x * y; }
+__device__ __forceinline__ float ark_f_scale(float x, float y, float f) { return x * f; }
+__device__ __forceinline__ float ark_f_relu(float x, float y, float f) { return fmaxf(x, 0.0f); }
+__device__ __forceinline__ float ark_f_gelu(float x, float y, float f) { return ark_gelu(x); }
+__device__ __forceinline__ float ark_f_silu(float x, float y, float f) { return ark_silu(x); }
+__device__ __forceinline__ float ark_f_sigmoid(float x, float y, float f) { return 1.0f / (1.0f + expf(-x)); }
+__device__ __forceinline__ float ark_f_swiglu(float x, float y, float f) { return ark_silu(x) * y; }
+
+#define EW_LIST(X)                    \
+	X(ADD, 2, ark_f_add)          \
+	X(MUL, 2, ark_f_mul)          \
+	X(SCALE, 1, ark_f_scale)      \
+	X(RELU, 1, ark_f_relu)        \
+	X(GELU, 1, ark_f_gelu)        \
+	X(SILU, 1, ark_f_silu)        \
+	X(SIGMOID, 1, ark_f_sigmoid)  \
+	X(SWIGLU, 2, ark_f_swiglu)
+
+/* Whether the catalog lets an op run as an activation (ARK_OPF_ACTIVATION). */
+__host__ __device__ constexpr bool ark_is_activation(int kind)
+{
+	return false
+#define X(id, name, min_in, max_in, n_out, attrs, flags) || (kind == ARK_OP_##id && ((flags) & ARK_OPF_ACTIVATION))
+		OP_LIST(X)
+#undef X
+		;
+}
+
+/* The activation `act` (an op kind, ARK_ACT_NONE: none) of a matmul's epilogue or an all_reduce's sums. */
 __device__ __forceinline__ float ark_act(float x, int act)
 {
 	switch (act) {
-	case ARK_OP_RELU: return fmaxf(x, 0.0f);
-	case ARK_OP_GELU: return ark_gelu(x);
-	case ARK_OP_SILU: return ark_silu(x);
+#define X(id, n, fn) \
+	case ARK_OP_##id: return ark_is_activation(ARK_OP_##id) ? fn(x, 0.0f, 0.0f) : x;
+		EW_LIST(X)
+#undef X
 	default: return x;
 	}
 }

@@ -1,4 +1,4 @@
-// op_elementwise.cuh: ELEMENTWISE tiles (add, mul, scale, relu, gelu, silu, swiglu, copy), same-shape or broadcast.
+// op_elementwise.cuh: ELEMENTWISE and EW_CHAIN tiles of every op of EW_LIST (ark_dtype.cuh) and copy, same-shape or broadcast.
 #ifndef OP_ELEMENTWISE_CUH
 #define OP_ELEMENTWISE_CUH
 
@@ -6,41 +6,44 @@
 
 #define ARK_SMEM_ELEMENTWISE 0
 
-/* The op on fp32 values: x = in[0], y = in[1] (two-input kinds), f = p.f. */
+/* The op on fp32 values: x = in[0], y = in[1] (two-input kinds), f = p.f; COPY is the identity. */
 template <int KIND> __device__ __forceinline__ float ark_ew_f(float x, float y, float f)
 {
-	if constexpr (KIND == ARK_OP_ADD)
-		return x + y;
-	else if constexpr (KIND == ARK_OP_MUL)
-		return x * y;
-	else if constexpr (KIND == ARK_OP_SCALE)
-		return x * f;
-	else if constexpr (KIND == ARK_OP_RELU)
-		return fmaxf(x, 0.0f);
-	else if constexpr (KIND == ARK_OP_GELU)
-		return ark_gelu(x);
-	else if constexpr (KIND == ARK_OP_SILU)
-		return ark_silu(x);
-	else if constexpr (KIND == ARK_OP_SWIGLU)
-		return ark_silu(x) * y;
-	else
-		return x; /* COPY */
+#define X(id, n, fn)                       \
+	if constexpr (KIND == ARK_OP_##id) \
+		return fn(x, y, f);
+	EW_LIST(X)
+#undef X
+	return x; /* COPY */
 }
-/* The kinds the functions of this file compute (COPY is the identity); every op that OP_LIST flags
- * ARK_OPF_ELEMENTWISE must be one of them, so one added to the catalog without its code here, which
- * the switches below would pass through as a copy, does not compile. */
+
+/* The kinds EW_LIST computes; every op that the catalog flags ARK_OPF_ELEMENTWISE must be one of
+ * them, so one added to the catalog without its function, which the switches below would pass
+ * through as a copy, does not compile. */
 __host__ __device__ constexpr bool ark_ew_handles(int kind)
 {
-	return kind == ARK_OP_ADD || kind == ARK_OP_MUL || kind == ARK_OP_SCALE || kind == ARK_OP_RELU ||
-	       kind == ARK_OP_GELU || kind == ARK_OP_SILU || kind == ARK_OP_SWIGLU;
+	return false
+#define X(id, n, fn) || kind == ARK_OP_##id
+		EW_LIST(X)
+#undef X
+		;
 }
 #define X(id, name, min_in, max_in, n_out, attrs, flags) \
 	&&(!((flags) & ARK_OPF_ELEMENTWISE) || ark_ew_handles(ARK_OP_##id))
-static_assert(true OP_LIST(X), "an elementwise op of OP_LIST has no code in op_elementwise.cuh");
+static_assert(true OP_LIST(X), "an elementwise op of the catalog has no function in EW_LIST (ark_dtype.cuh)");
 #undef X
 
+/* Inputs of an elementwise kind (1 or 2). */
+__host__ __device__ constexpr int ark_ew_inputs(int kind)
+{
+	return 1
+#define X(id, n, fn) + (kind == ARK_OP_##id ? (n) - 1 : 0)
+		EW_LIST(X)
+#undef X
+		;
+}
 template <int KIND> struct ark_ew_arity {
-	static constexpr int n = KIND == ARK_OP_ADD || KIND == ARK_OP_MUL || KIND == ARK_OP_SWIGLU ? 2 : 1;
+	static constexpr int n = ark_ew_inputs(KIND);
 };
 
 /* out[e] = op(x[e], y[e]) for e in [e0, e1), a contiguous range; 16-byte vectors where aligned. */
@@ -101,13 +104,10 @@ __device__ void ark_ew_range(const T *x, const T *y, T *o, size_t e0, size_t e1,
 __device__ __forceinline__ float ark_ew_rt(int kind, float x, float y, float f)
 {
 	switch (kind) {
-	case ARK_OP_ADD: return x + y;
-	case ARK_OP_MUL: return x * y;
-	case ARK_OP_SCALE: return x * f;
-	case ARK_OP_RELU: return fmaxf(x, 0.0f);
-	case ARK_OP_GELU: return ark_gelu(x);
-	case ARK_OP_SILU: return ark_silu(x);
-	case ARK_OP_SWIGLU: return ark_silu(x) * y;
+#define X(id, n, fn) \
+	case ARK_OP_##id: return fn(x, y, f);
+		EW_LIST(X)
+#undef X
 	default: return x; /* COPY */
 	}
 }
@@ -118,7 +118,7 @@ template <typename T>
 __device__ __noinline__ void ark_ew_bcast(const ark_opp &p, size_t m0, size_t m1, size_t n0, size_t n1, char *arena)
 {
 	const int kind = p.kind, nd = p.ndim;
-	const bool two = kind == ARK_OP_ADD || kind == ARK_OP_MUL || kind == ARK_OP_SWIGLU;
+	const bool two = ark_ew_inputs(kind) == 2;
 	const T *x = reinterpret_cast<const T *>(arena + p.in[0]);
 	const T *y = reinterpret_cast<const T *>(arena + p.in[1]);
 	T *o = reinterpret_cast<T *>(arena + p.out);
@@ -275,7 +275,7 @@ __device__ __noinline__ void ark_ew_chain_tile(const ark_opp &p, const ark_task 
 				const bool in1 = q.flags & ARK_OPP_CHAIN_IN1;
 				const int kind = q.kind;
 				s_step[s] = {in1 ? q.in[0] : q.in[1], q.f, (uint16_t)kind, (uint8_t)in1,
-					     (uint8_t)(kind == ARK_OP_ADD || kind == ARK_OP_MUL || kind == ARK_OP_SWIGLU)};
+					     (uint8_t)(ark_ew_inputs(kind) == 2)};
 			}
 			__syncthreads();
 			/* the next step's descriptor and operand are fetched while this step computes: the only
@@ -292,13 +292,10 @@ __device__ __noinline__ void ark_ew_chain_tile(const ark_opp &p, const ark_task 
 				if (more)
 					raw(src, qn);
 				switch (cur.kind) {
-				case ARK_OP_ADD: ark_chain_apply<T, ARK_OP_ADD>(v, y, cur.f, cur.in1); break;
-				case ARK_OP_MUL: ark_chain_apply<T, ARK_OP_MUL>(v, y, cur.f, cur.in1); break;
-				case ARK_OP_SCALE: ark_chain_apply<T, ARK_OP_SCALE>(v, y, cur.f, cur.in1); break;
-				case ARK_OP_RELU: ark_chain_apply<T, ARK_OP_RELU>(v, y, cur.f, cur.in1); break;
-				case ARK_OP_GELU: ark_chain_apply<T, ARK_OP_GELU>(v, y, cur.f, cur.in1); break;
-				case ARK_OP_SILU: ark_chain_apply<T, ARK_OP_SILU>(v, y, cur.f, cur.in1); break;
-				case ARK_OP_SWIGLU: ark_chain_apply<T, ARK_OP_SWIGLU>(v, y, cur.f, cur.in1); break;
+#define X(id, n, fn) \
+	case ARK_OP_##id: ark_chain_apply<T, ARK_OP_##id>(v, y, cur.f, cur.in1); break;
+					EW_LIST(X)
+#undef X
 				default: break;
 				}
 				if (more)
@@ -329,13 +326,10 @@ __device__ __forceinline__ void ark_elementwise_tile(const ark_opp &p, const ark
 		return;
 	}
 	switch (p.kind) {
-	case ARK_OP_ADD: ark_ew_kind<T, ARK_OP_ADD>(p, t.m0, t.m1, t.n0, t.n1, arena); break;
-	case ARK_OP_MUL: ark_ew_kind<T, ARK_OP_MUL>(p, t.m0, t.m1, t.n0, t.n1, arena); break;
-	case ARK_OP_SCALE: ark_ew_kind<T, ARK_OP_SCALE>(p, t.m0, t.m1, t.n0, t.n1, arena); break;
-	case ARK_OP_RELU: ark_ew_kind<T, ARK_OP_RELU>(p, t.m0, t.m1, t.n0, t.n1, arena); break;
-	case ARK_OP_GELU: ark_ew_kind<T, ARK_OP_GELU>(p, t.m0, t.m1, t.n0, t.n1, arena); break;
-	case ARK_OP_SILU: ark_ew_kind<T, ARK_OP_SILU>(p, t.m0, t.m1, t.n0, t.n1, arena); break;
-	case ARK_OP_SWIGLU: ark_ew_kind<T, ARK_OP_SWIGLU>(p, t.m0, t.m1, t.n0, t.n1, arena); break;
+#define X(id, n, fn) \
+	case ARK_OP_##id: ark_ew_kind<T, ARK_OP_##id>(p, t.m0, t.m1, t.n0, t.n1, arena); break;
+		EW_LIST(X)
+#undef X
 	case ARK_OP_COPY: ark_ew_kind<T, ARK_OP_COPY>(p, t.m0, t.m1, t.n0, t.n1, arena); break;
 	default: break;
 	}

@@ -67,6 +67,7 @@ static float emu_act(int act, float x)
 	case ARK_OP_RELU: return x > 0 ? x : 0;
 	case ARK_OP_GELU: return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 	case ARK_OP_SILU: return x / (1.0f + expf(-x));
+	case ARK_OP_SIGMOID: return 1.0f / (1.0f + expf(-x));
 	default: return x;
 	}
 }

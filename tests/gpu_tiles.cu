@@ -238,9 +238,16 @@ static void ref_or_bail(const ark_op &op, tcase &c, std::vector<void *> &bufs)
 	}
 }
 
+/* Op names from the catalog. */
+static const char *const op_names[] = {
+#define X(id, name, min_in, max_in, n_out, attrs, flags) name,
+	OP_LIST(X)
+#undef X
+};
+
 static const char *act_name(int act)
 {
-	return act == ARK_OP_RELU ? "relu" : act == ARK_OP_GELU ? "gelu" : act == ARK_OP_SILU ? "silu" : "none";
+	return act >= 0 && act < ARK_OP__COUNT ? op_names[act] : "none";
 }
 
 /* ---- matmul ----------------------------------------------------------------------------------- */
@@ -345,8 +352,7 @@ static void case_ew(int dt, int kind, std::vector<int64_t> sa, std::vector<int64
 			so[d] = x > y ? x : y;
 		}
 	}
-	static const char *const kname[] = {"matmul", "add", "mul", "scale", "relu", "gelu", "silu", "swiglu",
-					    "softmax", "layernorm", "rmsnorm", "copy"};
+	const char *const *kname = op_names;
 	auto shp = [](const std::vector<int64_t> &s) {
 		std::string r = "[";
 		for (size_t i = 0; i < s.size(); i++)
@@ -577,6 +583,8 @@ int main(void)
 		case_matmul(dt, 1, 1000, 3000, true, false, ARK_ACT_NONE, 1, 128, 3);
 		case_matmul(dt, 64, 256, 1000, true, true, ARK_OP_GELU, 64, 128, 3);
 		case_matmul(dt, 135, 200, 777, false, false, ARK_ACT_NONE, 128, 128, 2);
+		case_matmul(dt, 5, 77, 200, false, true, ARK_OP_SIGMOID, 5, 77);
+		case_matmul(dt, 64, 384, 512, true, true, ARK_OP_SIGMOID, 64, 128);
 
 		/* elementwise */
 		case_ew(dt, ARK_OP_ADD, {37, 1000}, {37, 1000}, 8, 1000);
@@ -585,6 +593,7 @@ int main(void)
 		case_ew(dt, ARK_OP_RELU, {7, 4097}, {}, 3, 1500);
 		case_ew(dt, ARK_OP_GELU, {7, 4097}, {}, 7, 4097);
 		case_ew(dt, ARK_OP_SILU, {1, 3}, {}, 1, 3);
+		case_ew(dt, ARK_OP_SIGMOID, {13, 1001}, {}, 5, 1001);
 		case_ew(dt, ARK_OP_SWIGLU, {9, 2048}, {9, 2048}, 4, 2048);
 		case_ew(dt, ARK_OP_COPY, {5, 777}, {}, 2, 700);
 		case_ew(dt, ARK_OP_ADD, {4, 3, 5}, {3, 1}, 5, 3);

@@ -421,6 +421,10 @@ static void test_unary(void **state)
 	run1(ARK_OP_SILU, ts, (void *[]){(void *)xs, ys}, 1, 0, 0);
 	assert_near(ys, (const double[]){0.7310585786300049, -0.2384058440442351, 0.3112296656009273,
 					 -0.10945587477855048}, 4, 1e-6);
+	/* 1 / (1 + e^-x), evaluated separately */
+	run1(ARK_OP_SIGMOID, ts, (void *[]){(void *)xs, ys}, 1, 0, 0);
+	assert_near(ys, (const double[]){0.7310585786300049, 0.11920292202211755, 0.6224593312018546,
+					 0.43782349911420193}, 4, 1e-6);
 }
 
 static void test_swiglu(void **state)
