@@ -114,16 +114,12 @@ void ark_set(void *buf, int dtype, int64_t i, float v)
 
 const char *ark_dtype_name(int dtype)
 {
-	switch (dtype) {
-	case ARK_FP16:
-		return "fp16";
-	case ARK_BF16:
-		return "bf16";
-	case ARK_FP32:
-		return "fp32";
-	default:
-		return "unknown";
-	}
+	static const char *const names[ARK_DTYPE__COUNT] = {
+#define X(id, name) [ARK_##id] = name,
+		DTYPE_LIST(X)
+#undef X
+	};
+	return dtype >= 0 && dtype < ARK_DTYPE__COUNT ? names[dtype] : "unknown";
 }
 
 /* Non-finite elements of got are counted in *bad and left out of the norms, so *rel says how far the

@@ -173,6 +173,7 @@ static void test_get_set(void **state)
 	assert_string_equal(ark_dtype_name(ARK_FP16), "fp16");
 	assert_string_equal(ark_dtype_name(ARK_BF16), "bf16");
 	assert_string_equal(ark_dtype_name(ARK_FP32), "fp32");
+	assert_string_equal(ark_dtype_name(ARK_DTYPE__COUNT), "unknown");
 }
 
 /* ---- random fill, compare --------------------------------------------------------------------- */
