@@ -35,9 +35,11 @@
 #define ARK_MM_B_STAGE (ARK_MM_BN * ARK_MM_LDA * 2 > ARK_MM_BK * ARK_MM_LDB * 2 ? ARK_MM_BN * ARK_MM_LDA * 2 : ARK_MM_BK * ARK_MM_LDB * 2)
 #define ARK_MM_MMA_SMEM (ARK_MM_STAGES * (ARK_MM_A_STAGE + ARK_MM_B_STAGE))
 
-#define ARK_MM_SIMT_BK 16
-#define ARK_MM_SIMT_LD 129
-#define ARK_MM_SIMT_SMEM (2 * ARK_MM_SIMT_BK * ARK_MM_SIMT_LD * 4)
+#define ARK_MM_SIMT_SLOTS 4096                             /* simt: elements per operand per step */
+#define ARK_MM_SIMT_U (ARK_MM_SIMT_SLOTS / ARK_THREADS)    /* simt: loads per thread per operand per step */
+#define ARK_MM_SIMT_KSMAX 256                              /* simt: largest k-step (<= ARK_THREADS) */
+/* two buffers of As [KS][R|1] and Bs [KS][C|1], KS * max(R, C) <= SLOTS */
+#define ARK_MM_SIMT_SMEM (2 * 2 * (ARK_MM_SIMT_SLOTS + ARK_MM_SIMT_KSMAX) * 4)
 
 #define ARK_MAX3_(a, b, c) ((a) > (b) ? ((a) > (c) ? (a) : (c)) : ((b) > (c) ? (b) : (c)))
 /* Shared memory the MATMUL and MATMUL_PARTIAL templates need (bytes). */
@@ -45,6 +47,7 @@
 #define ARK_SMEM_REDUCE 0
 
 static_assert(ARK_THREADS >= 256, "the matmul templates need at least 256 threads");
+static_assert(ARK_MM_SIMT_SLOTS % ARK_THREADS == 0 && ARK_MM_SIMT_KSMAX <= ARK_THREADS, "simt path: bad sizes");
 static_assert(ARK_MM_RING_BYTES / (16 * ARK_MM_TC * ARK_THREADS) >= 2, "ARK_MM_RING_BYTES too small");
 static_assert(ARK_MM_RING_BYTES >= ARK_THREADS * 8 * 4, "ARK_MM_RING_BYTES too small for the reduction");
 
@@ -549,73 +552,195 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 }
 
 /* ---- generic FMA path ---------------------------------------------------------------------------
- * tile (128, 128) of out over k0:k1 in steps of 16, any alignment; thread (ty, tx) of 16 x 16 computes
- * rows ty + 16 i, cols tx + 16 j (i, j < 8). */
-template <typename T, bool TB>
-__device__ __noinline__ void ark_mm_simt(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+ * tile (R, C) = (m1-m0, n1-n0) <= (128, 128) of out over k0:k1 in steps of KS (a power of two, 32 for a
+ * full tile, up to ARK_MM_SIMT_KSMAX as the tile shrinks: every step loads at most ARK_MM_SIMT_SLOTS
+ * elements of each operand, ARK_MM_SIMT_U per thread), any alignment. A step's loads are all issued
+ * into registers (predicated, only the tile's rows and columns) before the previous step's FMAs, then
+ * stored to the other half of a double-buffered smem tile: one barrier per step.
+ * Compute: threads (g, ty, tx) of G x TY x TX, TY = ceil(R / MI), TX = ceil(C / MI); thread computes
+ * rows ty + TY i, cols tx + TX j (i, j < MI) over the k-slice g of each step; the G slices are summed
+ * in smem at the end (G R C <= 4 SLOTS floats, inside the buffers). */
+template <typename T, bool TB, int MI>
+__device__ __noinline__ void ark_mm_simt_t(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem,
+					   int KS, int TY, int TX, int G)
 {
-	constexpr int BK = ARK_MM_SIMT_BK, LD = ARK_MM_SIMT_LD;
-	float *As = reinterpret_cast<float *>(smem); /* [BK][LD]: a tile, k-major */
-	float *Bs = As + BK * LD;                    /* [BK][LD] */
+	constexpr int U = ARK_MM_SIMT_U;
 	const T *a = reinterpret_cast<const T *>(g.a);
 	const T *b = reinterpret_cast<const T *>(g.b);
-	const int tid = threadIdx.x, tx = tid & 15, ty = (tid >> 4) & 15;
-	const bool computes = tid < 256;
-	float acc[8][8];
+	const int tid = threadIdx.x;
+	const int R = m1 - m0, C = n1 - n0;
+	const int LDA = R | 1, LDB = C | 1;  /* odd strides: the k-major stores do not share banks */
+	const int lks = __ffs(KS) - 1;
+	int cw = 1;                           /* [K,N] b: columns padded to a power of two per k row */
+	while (cw < C)
+		cw *= 2;
+	const int lcw = __ffs(cw) - 1;
+	const int buf = KS * (LDA + LDB);     /* floats per buffer: As [KS][LDA], Bs [KS][LDB] */
+	float *sm = reinterpret_cast<float *>(smem);
+
+	/* compute role */
+	const int tyx = TY * TX, grp = tid / tyx, rem = tid - grp * tyx;
+	const int ty = rem / TX, tx = rem - ty * TX;
+	const bool computes = grp < G;
+	const int kb0 = grp * KS / G, kb1 = (grp + 1) * KS / G; /* this group's k-slice of a step */
+	int aoff[MI], boff[MI];
 #pragma unroll
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < MI; i++) {
+		aoff[i] = min(ty + TY * i, R - 1);
+		boff[i] = min(tx + TX * i, C - 1);
+	}
+	float acc[MI][MI];
 #pragma unroll
-		for (int j = 0; j < 8; j++)
+	for (int i = 0; i < MI; i++)
+#pragma unroll
+		for (int j = 0; j < MI; j++)
 			acc[i][j] = 0.0f;
-	for (int kb = k0; kb < k1; kb += BK) {
-		__syncthreads();
-		for (int e = tid; e < 128 * BK; e += ARK_THREADS) {
-			const int r = e / BK, kk = e % BK;
-			const int m = m0 + r, k = kb + kk;
-			As[kk * LD + r] = m < m1 && k < k1 ? ark_to_f(a[(size_t)m * g.K + k]) : 0.0f;
+
+	/* Load slot e = u * ARK_THREADS + tid. k-major operands (a, and b if TB): row e >> lks, k e & (KS - 1);
+	 * [K,N] b: k e >> lcw, column e & (cw - 1). As KS, cw <= ARK_THREADS, a thread's k (resp. column)
+	 * is the same in every slot and its row (resp. k) advances by ARK_THREADS >> lks per slot. */
+	const int akk = tid & (KS - 1), ar0 = tid >> lks, adr = ARK_THREADS >> lks;
+	const int bkk = TB ? akk : tid >> lcw, bc0 = TB ? ar0 : tid & (cw - 1), bdk = ARK_THREADS >> (TB ? lks : lcw);
+	const T *ap = a + (size_t)(m0 + ar0) * g.K + k0 + akk;               /* + kb - k0, + u adr K */
+	const T *bp = TB ? b + (size_t)(n0 + bc0) * g.K + k0 + bkk           /* + kb - k0, + u bdk K */
+			 : b + (size_t)(k0 + bkk) * g.N + n0 + bc0;            /* + (kb - k0) N, + u bdk N */
+	const size_t astep = (size_t)adr * g.K, bstep = (size_t)bdk * (TB ? g.K : g.N);
+
+	float ra[U], rb[U]; /* one step of each operand in flight */
+	auto load = [&](int kb) {
+		const bool ka = kb + akk < k1;
+		const T *p = ap + (kb - k0);
+#pragma unroll
+		for (int u = 0; u < U; u++)
+			ra[u] = ka && ar0 + u * adr < R ? ark_to_f(p[u * astep]) : 0.0f;
+		if (TB) {
+			const T *q = bp + (kb - k0);
+#pragma unroll
+			for (int u = 0; u < U; u++)
+				rb[u] = ka && bc0 + u * bdk < C ? ark_to_f(q[u * bstep]) : 0.0f;
+		} else {
+			const T *q = bp + (size_t)(kb - k0) * g.N;
+#pragma unroll
+			for (int u = 0; u < U; u++)
+				rb[u] = bc0 < C && bkk + u * bdk < KS && kb + bkk + u * bdk < k1 ? ark_to_f(q[u * bstep]) : 0.0f;
 		}
-		for (int e = tid; e < 128 * BK; e += ARK_THREADS) {
-			int c, kk;
-			if (!TB)
-				kk = e / 128, c = e % 128;
-			else
-				c = e / BK, kk = e % BK;
-			const int n = n0 + c, k = kb + kk;
-			float x = 0.0f;
-			if (n < n1 && k < k1)
-				x = ark_to_f(TB ? b[(size_t)n * g.K + k] : b[(size_t)k * g.N + n]);
-			Bs[kk * LD + c] = x;
+	};
+	auto store = [&](int s) {
+		float *As = sm + (s & 1) * buf, *Bs = As + KS * LDA;
+#pragma unroll
+		for (int u = 0; u < U; u++)
+			if (ar0 + u * adr < R)
+				As[akk * LDA + ar0 + u * adr] = ra[u];
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			if (TB) {
+				if (bc0 + u * bdk < C)
+					Bs[bkk * LDB + bc0 + u * bdk] = rb[u];
+			} else {
+				if (bc0 < C && bkk + u * bdk < KS)
+					Bs[(bkk + u * bdk) * LDB + bc0] = rb[u];
+			}
 		}
-		__syncthreads();
+	};
+
+	const int nsteps = (k1 - k0 + KS - 1) / KS;
+	load(k0);
+	__syncthreads(); /* smem free of the previous tile */
+	store(0);
+	__syncthreads();
+	for (int s = 0; s < nsteps; s++) {
+		if (s + 1 < nsteps)
+			load(k0 + (s + 1) * KS); /* in flight during this step's FMAs */
 		if (computes) {
-#pragma unroll 2
-			for (int kk = 0; kk < BK; kk++) {
-				float ar[8], br[8];
+			const float *As = sm + (s & 1) * buf, *Bs = As + KS * LDA;
+#pragma unroll 4
+			for (int kk = kb0; kk < kb1; kk++) {
+				float ar[MI], br[MI];
 #pragma unroll
-				for (int i = 0; i < 8; i++)
-					ar[i] = As[kk * LD + ty + 16 * i];
+				for (int i = 0; i < MI; i++)
+					ar[i] = As[kk * LDA + aoff[i]];
 #pragma unroll
-				for (int j = 0; j < 8; j++)
-					br[j] = Bs[kk * LD + tx + 16 * j];
+				for (int j = 0; j < MI; j++)
+					br[j] = Bs[kk * LDB + boff[j]];
 #pragma unroll
-				for (int i = 0; i < 8; i++)
+				for (int i = 0; i < MI; i++)
 #pragma unroll
-					for (int j = 0; j < 8; j++)
+					for (int j = 0; j < MI; j++)
 						acc[i][j] = fmaf(ar[i], br[j], acc[i][j]);
 			}
 		}
+		if (s + 1 < nsteps)
+			store(s + 1); /* buffer (s + 1) & 1 was last read in step s - 1 */
+		__syncthreads();
+	}
+
+	if (G == 1) {
+		if (computes) {
+#pragma unroll
+			for (int i = 0; i < MI; i++)
+#pragma unroll
+				for (int j = 0; j < MI; j++) {
+					const int r = ty + TY * i, c = tx + TX * j;
+					if (r < R && c < C)
+						ark_mm_store<T>(g, m0 + r, n0 + c, acc[i][j]);
+				}
+		}
+		return;
+	}
+	/* G k-slices: red [G][R][C] fp32, then summed */
+	float *red = sm;
+	if (computes) {
+#pragma unroll
+		for (int i = 0; i < MI; i++)
+#pragma unroll
+			for (int j = 0; j < MI; j++) {
+				const int r = ty + TY * i, c = tx + TX * j;
+				if (r < R && c < C)
+					red[(grp * R + r) * C + c] = acc[i][j];
+			}
 	}
 	__syncthreads();
-	if (!computes)
-		return;
-#pragma unroll
-	for (int i = 0; i < 8; i++)
-#pragma unroll
-		for (int j = 0; j < 8; j++) {
-			const int m = m0 + ty + 16 * i, n = n0 + tx + 16 * j;
-			if (m < m1 && n < n1)
-				ark_mm_store<T>(g, m, n, acc[i][j]);
-		}
+	for (int o = tid; o < R * C; o += ARK_THREADS) {
+		float s = 0.0f;
+		for (int q = 0; q < G; q++)
+			s += red[q * R * C + o];
+		ark_mm_store<T>(g, m0 + o / C, n0 + o % C, s);
+	}
+	__syncthreads();
+}
+
+/* Picks the k-step and the thread map of ark_mm_simt_t for the tile. */
+template <typename T, bool TB>
+__device__ void ark_mm_simt(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+{
+	const int R = m1 - m0, C = n1 - n0;
+	int cw = 1;
+	while (cw < C)
+		cw *= 2;
+	const int bw = TB ? C : cw; /* b's load slots per k */
+	int KS = 32;
+	while (KS < ARK_MM_SIMT_KSMAX && KS < k1 - k0 && 2 * KS * max(R, bw) <= ARK_MM_SIMT_SLOTS)
+		KS *= 2;
+	/* micro-tile MI x MI: the smallest per-thread work (FMAs + smem reads) per k */
+	int best = 0, bcost = 0, bty = 0, btx = 0, bg = 0;
+	for (int mi = 1; mi <= 8; mi *= 2) {
+		const int ty = (R + mi - 1) / mi, tx = (C + mi - 1) / mi;
+		if (ty * tx > ARK_THREADS)
+			continue;
+		/* k-groups: at most 32, and red [G][R][C] fits in the buffers */
+		const int gk = min(min(ARK_THREADS / (ty * tx), 32), min(KS, 4 * ARK_MM_SIMT_SLOTS / (R * C)));
+		const int cost = (mi * mi + 2 * mi) * 64 / gk;
+		if (!best || cost <= bcost)
+			best = mi, bcost = cost, bty = ty, btx = tx, bg = gk;
+	}
+	if (best == 1)
+		ark_mm_simt_t<T, TB, 1>(g, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
+	else if (best == 2)
+		ark_mm_simt_t<T, TB, 2>(g, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
+	else if (best == 4)
+		ark_mm_simt_t<T, TB, 4>(g, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
+	else
+		ark_mm_simt_t<T, TB, 8>(g, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
 }
 
 /* ---- dispatch ----------------------------------------------------------------------------------- */
