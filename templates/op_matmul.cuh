@@ -8,9 +8,11 @@
  *  stream_kn / stream_nk  rows <= ARK_MM_SMALL_M, b 16-byte aligned: b's tile is streamed once with
  *                         16-byte cp.async into a per-thread ring in shared memory (many loads in
  *                         flight, no barrier in the loop), a's rows staged in shared memory, fp32 FMA.
- *  mma                    fp16/bf16, rows > ARK_MM_SMALL_M, 16-byte aligned rows: 128x128x32 tiles,
- *                         3-stage cp.async pipeline, ldmatrix + mma.sync.m16n8k16, fp32 accumulators.
- *  simt                   everything else (fp32, odd K or N, misaligned): 128x128x16 smem tiles, FMA. */
+ *  mma                    fp16/bf16, rows > ARK_MM_SMALL_M, any K, N, alignment: 128x128x32 tiles,
+ *                         3-stage cp.async pipeline (operands with misaligned rows staged through
+ *                         registers one tile ahead), ldmatrix + mma.sync.m16n8k16, fp32 accumulators.
+ *  simt                   fp32 with more rows, small tiles the streaming paths cannot take (odd N or K,
+ *                         misaligned): the tile's own shape, k-steps of 32-256 loaded one step ahead, FMA. */
 
 #ifndef ARK_MM_SMALL_M
 #define ARK_MM_SMALL_M 16 /* tiles with at most this many rows use the streaming path */
@@ -405,8 +407,8 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 
 /* ---- tensor cores (fp16 / bf16) -----------------------------------------------------------------
  * tile (128, 128) of out over k0:k1 in steps of 32; warps 2 x 4, warp tile (64, 32) = 4 x 4 mma
- * m16n8k16. Needs K % 8 == 0, k0 % 8 == 0, a 16-byte aligned; b: [K,N] N % 8 == 0, n0 % 8 == 0, or
- * [N,K] (K % 8 == 0); b 16-byte aligned. */
+ * m16n8k16. Any K, N, k0 and alignment: operands with 16-byte aligned rows come by cp.async, the
+ * others through registers (see fetch below). */
 __device__ __forceinline__ void ark_ldsm_x4(uint32_t *r, const void *p)
 {
 	const uint32_t s = (uint32_t)__cvta_generic_to_shared(p);
@@ -440,6 +442,62 @@ __device__ __forceinline__ void ark_mma16816<__nv_bfloat16>(float *d, const uint
 		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+/* One BK-deep step of the warp tile (64, 32) at (wm * 64, wn * 32) of a stage: as [BM][LDA], bs [BK][LDB]
+ * or [BN][LDA] if TB. */
+template <typename T, bool TB>
+__device__ __forceinline__ void ark_mm_mma_step(float (&acc)[4][4][4], const T *as, const T *bs, int wm, int wn, int lane)
+{
+	constexpr int BK = ARK_MM_BK, LDA = ARK_MM_LDA, LDB = ARK_MM_LDB;
+#pragma unroll
+	for (int kk = 0; kk < BK; kk += 16) {
+		uint32_t af[4][4], bfr[4][2];
+#pragma unroll
+		for (int mt = 0; mt < 4; mt++)
+			ark_ldsm_x4(af[mt], as + (wm * 64 + mt * 16 + (lane & 15)) * LDA + kk + (lane >> 4) * 8);
+#pragma unroll
+		for (int np = 0; np < 2; np++) {
+			uint32_t r[4];
+			if (!TB)
+				ark_ldsm_x4_t(r, bs + (kk + (lane & 7) + ((lane >> 3) & 1) * 8) * LDB + wn * 32 + np * 16 +
+							 (lane >> 4) * 8);
+			else
+				ark_ldsm_x4(r, bs + (wn * 32 + np * 16 + (lane & 7) + (lane >> 4) * 8) * LDA + kk +
+						       ((lane >> 3) & 1) * 8);
+			bfr[2 * np][0] = r[0], bfr[2 * np][1] = r[1];
+			bfr[2 * np + 1][0] = r[2], bfr[2 * np + 1][1] = r[3];
+		}
+#pragma unroll
+		for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+			for (int nt = 0; nt < 4; nt++)
+				ark_mma16816<T>(acc[mt][nt], af[mt], bfr[nt]);
+	}
+}
+
+/* 8 elements of a 2-byte type from p, zero past the first n (n <= 0: none read); 4-byte loads where p is
+ * 4-byte aligned and all 8 are there, else 2-byte loads, all issued before any is used. */
+template <typename T> __device__ __forceinline__ uint4 ark_mm_ld8(const T *p, int n)
+{
+	static_assert(sizeof(T) == 2, "ark_mm_ld8 is for 2-byte types");
+	uint32_t w[4];
+	if (n >= 8 && ((uintptr_t)p & 3) == 0) {
+		const uint32_t *q = reinterpret_cast<const uint32_t *>(p);
+#pragma unroll
+		for (int j = 0; j < 4; j++)
+			w[j] = q[j];
+	} else {
+		const uint16_t *q = reinterpret_cast<const uint16_t *>(p);
+		uint32_t h[8];
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+			h[j] = j < n ? q[j] : 0u;
+#pragma unroll
+		for (int j = 0; j < 4; j++)
+			w[j] = h[2 * j] | h[2 * j + 1] << 16;
+	}
+	return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 template <typename T, bool TB>
 __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
@@ -456,23 +514,38 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 	auto bs_of = [&](int st) {
 		return reinterpret_cast<T *>(smem + st * (ARK_MM_A_STAGE + ARK_MM_B_STAGE) + ARK_MM_A_STAGE);
 	};
+	/* An operand whose rows are 16-byte aligned (a: K % 8 == 0, k0 % 8 == 0; b: the same along K if TB,
+	 * along N if not) comes by 16-byte cp.async, ST - 1 tiles ahead. Any other one is staged through
+	 * registers one tile ahead: fetch() issues a thread's loads of tile kt + 1 (predicated, zero past
+	 * k1, m1, n1) before tile kt's mma, put() stores them to its stage after. */
+	const bool avec = ark_aligned16(g.a) && g.K % 8 == 0 && k0 % 8 == 0;
+	const bool bvec = ark_aligned16(g.b) && (TB ? g.K % 8 == 0 && k0 % 8 == 0 : g.N % 8 == 0 && n0 % 8 == 0);
+	constexpr int NV = BM * BK / 8;                             /* 8-element vectors per operand tile */
+	constexpr int CH = (NV + ARK_THREADS - 1) / ARK_THREADS;    /* of them per thread */
+	static_assert(BN * BK == BM * BK, "a and b tiles have as many vectors");
+	uint4 qa[CH], qb[CH];
+
 	auto load = [&](int st, int kb) { /* tile kb:kb+BK of a (BM rows) and b into stage st */
 		T *as = as_of(st), *bs = bs_of(st);
-		for (int v = tid; v < BM * BK / 8; v += ARK_THREADS) {
-			const int r = v / (BK / 8), kv = (v % (BK / 8)) * 8;
-			const int m = m0 + r, k = kb + kv;
-			const bool ok = m < m1 && k < k1;
-			ark_cp_async16(as + r * LDA + kv, ok ? a + (size_t)m * g.K + k : a, ok ? min(16, (k1 - k) * 2) : 0);
+		if (avec) {
+			for (int v = tid; v < NV; v += ARK_THREADS) {
+				const int r = v / (BK / 8), kv = (v % (BK / 8)) * 8;
+				const int m = m0 + r, k = kb + kv;
+				const bool ok = m < m1 && k < k1;
+				ark_cp_async16(as + r * LDA + kv, ok ? a + (size_t)m * g.K + k : a, ok ? min(16, (k1 - k) * 2) : 0);
+			}
 		}
+		if (!bvec)
+			return;
 		if (!TB) { /* [BK][BN] */
-			for (int v = tid; v < BK * BN / 8; v += ARK_THREADS) {
+			for (int v = tid; v < NV; v += ARK_THREADS) {
 				const int r = v / (BN / 8), nv = (v % (BN / 8)) * 8;
 				const int k = kb + r, n = n0 + nv;
 				const bool ok = k < k1 && n < n1;
 				ark_cp_async16(bs + r * LDB + nv, ok ? b + (size_t)k * g.N + n : b, ok ? min(16, (n1 - n) * 2) : 0);
 			}
 		} else { /* [BN][BK] */
-			for (int v = tid; v < BN * BK / 8; v += ARK_THREADS) {
+			for (int v = tid; v < NV; v += ARK_THREADS) {
 				const int r = v / (BK / 8), kv = (v % (BK / 8)) * 8;
 				const int n = n0 + r, k = kb + kv;
 				const bool ok = n < n1 && k < k1;
@@ -480,6 +553,49 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 			}
 		}
 	};
+	auto fetch = [&](int kb) { /* registers <- tile kb:kb+BK of the operands not loaded by cp.async */
+#pragma unroll
+		for (int c = 0; c < CH; c++) {
+			const int v = c * ARK_THREADS + tid;
+			if (!avec) {
+				const int r = v / (BK / 8), kv = (v % (BK / 8)) * 8;
+				const int m = m0 + r, k = kb + kv;
+				const bool ok = v < NV && m < m1 && k < k1;
+				qa[c] = ark_mm_ld8(ok ? a + (size_t)m * g.K + k : a, ok ? k1 - k : 0);
+			}
+			if (!bvec) {
+				if (!TB) {
+					const int r = v / (BN / 8), nv = (v % (BN / 8)) * 8;
+					const int k = kb + r, n = n0 + nv;
+					const bool ok = v < NV && k < k1 && n < n1;
+					qb[c] = ark_mm_ld8(ok ? b + (size_t)k * g.N + n : b, ok ? n1 - n : 0);
+				} else {
+					const int r = v / (BK / 8), kv = (v % (BK / 8)) * 8;
+					const int n = n0 + r, k = kb + kv;
+					const bool ok = v < NV && n < n1 && k < k1;
+					qb[c] = ark_mm_ld8(ok ? b + (size_t)n * g.K + k : b, ok ? k1 - k : 0);
+				}
+			}
+		}
+	};
+	auto put = [&](int st) { /* stage st <- the registers of fetch() */
+		T *as = as_of(st), *bs = bs_of(st);
+#pragma unroll
+		for (int c = 0; c < CH; c++) {
+			const int v = c * ARK_THREADS + tid;
+			if (v >= NV)
+				continue;
+			if (!avec)
+				ark_st16(as + (v / (BK / 8)) * LDA + (v % (BK / 8)) * 8, qa[c]);
+			if (!bvec) {
+				if (!TB)
+					ark_st16(bs + (v / (BN / 8)) * LDB + (v % (BN / 8)) * 8, qb[c]);
+				else
+					ark_st16(bs + (v / (BK / 8)) * LDA + (v % (BK / 8)) * 8, qb[c]);
+			}
+		}
+	};
+	const bool staged = !avec || !bvec;
 
 	float acc[4][4][4];
 #pragma unroll
@@ -490,6 +606,11 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 			for (int e = 0; e < 4; e++)
 				acc[i][j][e] = 0.0f;
 
+	if (staged) { /* tile 0 of the staged operands, in order with the first barrier below */
+		__syncthreads(); /* smem free of the previous tile */
+		fetch(k0);
+		put(0);
+	}
 #pragma unroll
 	for (int s = 0; s < ST - 1; s++) {
 		if (s < ktiles)
@@ -502,33 +623,13 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 		if (kt + ST - 1 < ktiles)
 			load((kt + ST - 1) % ST, k0 + (kt + ST - 1) * BK);
 		ark_cp_commit();
-		if (!computes)
-			continue;
-		const T *as = as_of(kt % ST), *bs = bs_of(kt % ST);
-#pragma unroll
-		for (int kk = 0; kk < BK; kk += 16) {
-			uint32_t af[4][4], bfr[4][2];
-#pragma unroll
-			for (int mt = 0; mt < 4; mt++)
-				ark_ldsm_x4(af[mt], as + (wm * 64 + mt * 16 + (lane & 15)) * LDA + kk + (lane >> 4) * 8);
-#pragma unroll
-			for (int np = 0; np < 2; np++) {
-				uint32_t r[4];
-				if (!TB)
-					ark_ldsm_x4_t(r, bs + (kk + (lane & 7) + ((lane >> 3) & 1) * 8) * LDB + wn * 32 + np * 16 +
-								 (lane >> 4) * 8);
-				else
-					ark_ldsm_x4(r, bs + (wn * 32 + np * 16 + (lane & 7) + (lane >> 4) * 8) * LDA + kk +
-							       ((lane >> 3) & 1) * 8);
-				bfr[2 * np][0] = r[0], bfr[2 * np][1] = r[1];
-				bfr[2 * np + 1][0] = r[2], bfr[2 * np + 1][1] = r[3];
-			}
-#pragma unroll
-			for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-				for (int nt = 0; nt < 4; nt++)
-					ark_mma16816<T>(acc[mt][nt], af[mt], bfr[nt]);
-		}
+		const bool pre = staged && kt + 1 < ktiles;
+		if (pre)
+			fetch(k0 + (kt + 1) * BK); /* in flight during this tile's mma */
+		if (computes)
+			ark_mm_mma_step<T, TB>(acc, as_of(kt % ST), bs_of(kt % ST), wm, wn, lane);
+		if (pre)
+			put((kt + 1) % ST); /* last read at tile kt - 2, before the barrier of kt - 1 */
 	}
 	ark_cp_wait<0>();
 	__syncthreads();
@@ -778,15 +879,11 @@ __device__ void ark_mm_sub(const ark_mm &g, int m0, int m1, int n0, int n1, int 
 			return;
 		}
 	} else if constexpr (sizeof(T) == 2) {
-		const bool ok = ark_aligned16(g.a) && ark_aligned16(g.b) && k0 % 8 == 0 && g.K % 8 == 0 &&
-				(g.tb || (g.N % 8 == 0 && n0 % 8 == 0));
-		if (ok) {
-			if (g.tb)
-				ark_mm_mma<T, true>(g, m0, m1, n0, n1, k0, k1, smem);
-			else
-				ark_mm_mma<T, false>(g, m0, m1, n0, n1, k0, k1, smem);
-			return;
-		}
+		if (g.tb)
+			ark_mm_mma<T, true>(g, m0, m1, n0, n1, k0, k1, smem);
+		else
+			ark_mm_mma<T, false>(g, m0, m1, n0, n1, k0, k1, smem);
+		return;
 	}
 	if (g.tb)
 		ark_mm_simt<T, true>(g, m0, m1, n0, n1, k0, k1, smem);
