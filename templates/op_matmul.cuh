@@ -407,8 +407,9 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 
 /* ---- tensor cores (fp16 / bf16) -----------------------------------------------------------------
  * tile (128, 128) of out over k0:k1 in steps of 32; warps 2 x 4, warp tile (64, 32) = 4 x 4 mma
- * m16n8k16. Any K, N, k0 and alignment: operands with 16-byte aligned rows come by cp.async, the
- * others through registers (see fetch below). */
+ * m16n8k16. STG == false: both operands' rows 16-byte aligned (K % 8 == 0, k0 % 8 == 0, and N % 8 == 0,
+ * n0 % 8 == 0 if !TB), cp.async only. STG == true: any K, N, k0 and alignment, an operand whose rows are
+ * not aligned comes through registers (see fetch below). */
 __device__ __forceinline__ void ark_ldsm_x4(uint32_t *r, const void *p)
 {
 	const uint32_t s = (uint32_t)__cvta_generic_to_shared(p);
@@ -498,7 +499,7 @@ template <typename T> __device__ __forceinline__ uint4 ark_mm_ld8(const T *p, in
 	return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-template <typename T, bool TB>
+template <typename T, bool TB, bool STG>
 __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
 	constexpr int BM = ARK_MM_BM, BN = ARK_MM_BN, BK = ARK_MM_BK, ST = ARK_MM_STAGES;
@@ -518,8 +519,8 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 	 * along N if not) comes by 16-byte cp.async, ST - 1 tiles ahead. Any other one is staged through
 	 * registers one tile ahead: fetch() issues a thread's loads of tile kt + 1 (predicated, zero past
 	 * k1, m1, n1) before tile kt's mma, put() stores them to its stage after. */
-	const bool avec = ark_aligned16(g.a) && g.K % 8 == 0 && k0 % 8 == 0;
-	const bool bvec = ark_aligned16(g.b) && (TB ? g.K % 8 == 0 && k0 % 8 == 0 : g.N % 8 == 0 && n0 % 8 == 0);
+	const bool avec = !STG || (ark_aligned16(g.a) && g.K % 8 == 0 && k0 % 8 == 0);
+	const bool bvec = !STG || (ark_aligned16(g.b) && (TB ? g.K % 8 == 0 && k0 % 8 == 0 : g.N % 8 == 0 && n0 % 8 == 0));
 	constexpr int NV = BM * BK / 8;                             /* 8-element vectors per operand tile */
 	constexpr int CH = (NV + ARK_THREADS - 1) / ARK_THREADS;    /* of them per thread */
 	static_assert(BN * BK == BM * BK, "a and b tiles have as many vectors");
@@ -595,7 +596,7 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 			}
 		}
 	};
-	const bool staged = !avec || !bvec;
+	const bool staged = STG && (!avec || !bvec);
 
 	float acc[4][4][4];
 #pragma unroll
@@ -823,8 +824,11 @@ __device__ void ark_mm_simt(const ark_mm &g, int m0, int m1, int n0, int n1, int
 	while (KS < ARK_MM_SIMT_KSMAX && KS < k1 - k0 && 2 * KS * max(R, bw) <= ARK_MM_SIMT_SLOTS)
 		KS *= 2;
 	/* micro-tile MI x MI: the smallest per-thread work (FMAs + smem reads) per k */
+	/* 2-byte types come here only with rows <= ARK_MM_SMALL_M (ark_mm_sub), where 4 x 4 always fits:
+	 * their 8 x 8 variant, never needed, would spill */
+	constexpr int MIMAX = sizeof(T) == 2 ? 4 : 8;
 	int best = 0, bcost = 0, bty = 0, btx = 0, bg = 0;
-	for (int mi = 1; mi <= 8; mi *= 2) {
+	for (int mi = 1; mi <= MIMAX; mi *= 2) {
 		const int ty = (R + mi - 1) / mi, tx = (C + mi - 1) / mi;
 		if (ty * tx > ARK_THREADS)
 			continue;
@@ -840,8 +844,12 @@ __device__ void ark_mm_simt(const ark_mm &g, int m0, int m1, int n0, int n1, int
 		ark_mm_simt_t<T, TB, 2>(g, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
 	else if (best == 4)
 		ark_mm_simt_t<T, TB, 4>(g, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
-	else
-		ark_mm_simt_t<T, TB, 8>(g, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
+	else if constexpr (MIMAX == 8) {
+		if (best == 8)
+			ark_mm_simt_t<T, TB, 8>(g, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
+	}
+	if (!best) /* a 2-byte tile of more than 16 rows: ark_mm_sub sends those to the tensor cores */
+		__trap();
 }
 
 /* ---- dispatch ----------------------------------------------------------------------------------- */
@@ -879,10 +887,19 @@ __device__ void ark_mm_sub(const ark_mm &g, int m0, int m1, int n0, int n1, int 
 			return;
 		}
 	} else if constexpr (sizeof(T) == 2) {
-		if (g.tb)
-			ark_mm_mma<T, true>(g, m0, m1, n0, n1, k0, k1, smem);
-		else
-			ark_mm_mma<T, false>(g, m0, m1, n0, n1, k0, k1, smem);
+		const bool al = ark_aligned16(g.a) && ark_aligned16(g.b) && k0 % 8 == 0 && g.K % 8 == 0 &&
+				(g.tb || (g.N % 8 == 0 && n0 % 8 == 0));
+		if (g.tb) {
+			if (al)
+				ark_mm_mma<T, true, false>(g, m0, m1, n0, n1, k0, k1, smem);
+			else
+				ark_mm_mma<T, true, true>(g, m0, m1, n0, n1, k0, k1, smem);
+		} else {
+			if (al)
+				ark_mm_mma<T, false, false>(g, m0, m1, n0, n1, k0, k1, smem);
+			else
+				ark_mm_mma<T, false, true>(g, m0, m1, n0, n1, k0, k1, smem);
+		}
 		return;
 	}
 	if (g.tb)
