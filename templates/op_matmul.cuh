@@ -755,7 +755,7 @@ __device__ __noinline__ void ark_mm_simt_t(const ark_mm g, int m0, int m1, int n
 			load(k0 + (s + 1) * KS); /* in flight during this step's FMAs */
 		if (computes) {
 			const float *As = sm + (s & 1) * buf, *Bs = As + KS * LDA;
-#pragma unroll 4
+#pragma unroll(MI == 8 ? 2 : 4)
 			for (int kk = kb0; kk < kb1; kk++) {
 				float ar[MI], br[MI];
 #pragma unroll
