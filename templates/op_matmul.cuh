@@ -8,9 +8,11 @@
  *  stream_kn / stream_nk  rows <= ARK_MM_SMALL_M, b 16-byte aligned: b's tile is streamed once with
  *                         16-byte cp.async into a per-thread ring in shared memory (many loads in
  *                         flight, no barrier in the loop), a's rows staged in shared memory, fp32 FMA.
- *  mma                    fp16/bf16, rows > ARK_MM_SMALL_M, 16-byte aligned rows: 128x128x32 tiles,
- *                         3-stage cp.async pipeline, ldmatrix + mma.sync.m16n8k16, fp32 accumulators.
- *  simt                   everything else (fp32, odd K or N, misaligned): 128x128x16 smem tiles, FMA. */
+ *  mma                    fp16/bf16, rows > ARK_MM_SMALL_M, any K, N, alignment: 128x128x32 tiles,
+ *                         3-stage cp.async pipeline (operands with misaligned rows staged through
+ *                         registers one tile ahead), ldmatrix + mma.sync.m16n8k16, fp32 accumulators.
+ *  simt                   fp32 with more rows, small tiles the streaming paths cannot take (odd N or K,
+ *                         misaligned): the tile's own shape, k-steps of 32-256 loaded one step ahead, FMA. */
 
 #ifndef ARK_MM_SMALL_M
 #define ARK_MM_SMALL_M 16 /* tiles with at most this many rows use the streaming path */
@@ -35,9 +37,11 @@
 #define ARK_MM_B_STAGE (ARK_MM_BN * ARK_MM_LDA * 2 > ARK_MM_BK * ARK_MM_LDB * 2 ? ARK_MM_BN * ARK_MM_LDA * 2 : ARK_MM_BK * ARK_MM_LDB * 2)
 #define ARK_MM_MMA_SMEM (ARK_MM_STAGES * (ARK_MM_A_STAGE + ARK_MM_B_STAGE))
 
-#define ARK_MM_SIMT_BK 16
-#define ARK_MM_SIMT_LD 129
-#define ARK_MM_SIMT_SMEM (2 * ARK_MM_SIMT_BK * ARK_MM_SIMT_LD * 4)
+#define ARK_MM_SIMT_SLOTS 4096                             /* simt: elements per operand per step */
+#define ARK_MM_SIMT_U (ARK_MM_SIMT_SLOTS / ARK_THREADS)    /* simt: loads per thread per operand per step */
+#define ARK_MM_SIMT_KSMAX 256                              /* simt: largest k-step (<= ARK_THREADS) */
+/* two buffers of As [KS][R|1] and Bs [KS][C|1], KS * max(R, C) <= SLOTS */
+#define ARK_MM_SIMT_SMEM (2 * 2 * (ARK_MM_SIMT_SLOTS + ARK_MM_SIMT_KSMAX) * 4)
 
 #define ARK_MAX3_(a, b, c) ((a) > (b) ? ((a) > (c) ? (a) : (c)) : ((b) > (c) ? (b) : (c)))
 /* Shared memory the MATMUL and MATMUL_PARTIAL templates need (bytes). */
@@ -45,6 +49,7 @@
 #define ARK_SMEM_REDUCE 0
 
 static_assert(ARK_THREADS >= 256, "the matmul templates need at least 256 threads");
+static_assert(ARK_MM_SIMT_SLOTS % ARK_THREADS == 0 && ARK_MM_SIMT_KSMAX <= ARK_THREADS, "simt path: bad sizes");
 static_assert(ARK_MM_RING_BYTES / (16 * ARK_MM_TC * ARK_THREADS) >= 2, "ARK_MM_RING_BYTES too small");
 static_assert(ARK_MM_RING_BYTES >= ARK_THREADS * 8 * 4, "ARK_MM_RING_BYTES too small for the reduction");
 
@@ -402,8 +407,9 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 
 /* ---- tensor cores (fp16 / bf16) -----------------------------------------------------------------
  * tile (128, 128) of out over k0:k1 in steps of 32; warps 2 x 4, warp tile (64, 32) = 4 x 4 mma
- * m16n8k16. Needs K % 8 == 0, k0 % 8 == 0, a 16-byte aligned; b: [K,N] N % 8 == 0, n0 % 8 == 0, or
- * [N,K] (K % 8 == 0); b 16-byte aligned. */
+ * m16n8k16. STG == false: both operands' rows 16-byte aligned (K % 8 == 0, k0 % 8 == 0, and N % 8 == 0,
+ * n0 % 8 == 0 if !TB), cp.async only. STG == true: any K, N, k0 and alignment, an operand whose rows are
+ * not aligned comes through registers (see fetch below). */
 __device__ __forceinline__ void ark_ldsm_x4(uint32_t *r, const void *p)
 {
 	const uint32_t s = (uint32_t)__cvta_generic_to_shared(p);
@@ -437,7 +443,63 @@ __device__ __forceinline__ void ark_mma16816<__nv_bfloat16>(float *d, const uint
 		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
+/* One BK-deep step of the warp tile (64, 32) at (wm * 64, wn * 32) of a stage: as [BM][LDA], bs [BK][LDB]
+ * or [BN][LDA] if TB. */
 template <typename T, bool TB>
+__device__ __forceinline__ void ark_mm_mma_step(float (&acc)[4][4][4], const T *as, const T *bs, int wm, int wn, int lane)
+{
+	constexpr int BK = ARK_MM_BK, LDA = ARK_MM_LDA, LDB = ARK_MM_LDB;
+#pragma unroll
+	for (int kk = 0; kk < BK; kk += 16) {
+		uint32_t af[4][4], bfr[4][2];
+#pragma unroll
+		for (int mt = 0; mt < 4; mt++)
+			ark_ldsm_x4(af[mt], as + (wm * 64 + mt * 16 + (lane & 15)) * LDA + kk + (lane >> 4) * 8);
+#pragma unroll
+		for (int np = 0; np < 2; np++) {
+			uint32_t r[4];
+			if (!TB)
+				ark_ldsm_x4_t(r, bs + (kk + (lane & 7) + ((lane >> 3) & 1) * 8) * LDB + wn * 32 + np * 16 +
+							 (lane >> 4) * 8);
+			else
+				ark_ldsm_x4(r, bs + (wn * 32 + np * 16 + (lane & 7) + (lane >> 4) * 8) * LDA + kk +
+						       ((lane >> 3) & 1) * 8);
+			bfr[2 * np][0] = r[0], bfr[2 * np][1] = r[1];
+			bfr[2 * np + 1][0] = r[2], bfr[2 * np + 1][1] = r[3];
+		}
+#pragma unroll
+		for (int mt = 0; mt < 4; mt++)
+#pragma unroll
+			for (int nt = 0; nt < 4; nt++)
+				ark_mma16816<T>(acc[mt][nt], af[mt], bfr[nt]);
+	}
+}
+
+/* 8 elements of a 2-byte type from p, zero past the first n (n <= 0: none read); 4-byte loads where p is
+ * 4-byte aligned and all 8 are there, else 2-byte loads, all issued before any is used. */
+template <typename T> __device__ __forceinline__ uint4 ark_mm_ld8(const T *p, int n)
+{
+	static_assert(sizeof(T) == 2, "ark_mm_ld8 is for 2-byte types");
+	uint32_t w[4];
+	if (n >= 8 && ((uintptr_t)p & 3) == 0) {
+		const uint32_t *q = reinterpret_cast<const uint32_t *>(p);
+#pragma unroll
+		for (int j = 0; j < 4; j++)
+			w[j] = q[j];
+	} else {
+		const uint16_t *q = reinterpret_cast<const uint16_t *>(p);
+		uint32_t h[8];
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+			h[j] = j < n ? q[j] : 0u;
+#pragma unroll
+		for (int j = 0; j < 4; j++)
+			w[j] = h[2 * j] | h[2 * j + 1] << 16;
+	}
+	return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+template <typename T, bool TB, bool STG>
 __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
 	constexpr int BM = ARK_MM_BM, BN = ARK_MM_BN, BK = ARK_MM_BK, ST = ARK_MM_STAGES;
@@ -453,23 +515,38 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 	auto bs_of = [&](int st) {
 		return reinterpret_cast<T *>(smem + st * (ARK_MM_A_STAGE + ARK_MM_B_STAGE) + ARK_MM_A_STAGE);
 	};
+	/* An operand whose rows are 16-byte aligned (a: K % 8 == 0, k0 % 8 == 0; b: the same along K if TB,
+	 * along N if not) comes by 16-byte cp.async, ST - 1 tiles ahead. Any other one is staged through
+	 * registers one tile ahead: fetch() issues a thread's loads of tile kt + 1 (predicated, zero past
+	 * k1, m1, n1) before tile kt's mma, put() stores them to its stage after. */
+	const bool avec = !STG || (ark_aligned16(g.a) && g.K % 8 == 0 && k0 % 8 == 0);
+	const bool bvec = !STG || (ark_aligned16(g.b) && (TB ? g.K % 8 == 0 && k0 % 8 == 0 : g.N % 8 == 0 && n0 % 8 == 0));
+	constexpr int NV = BM * BK / 8;                             /* 8-element vectors per operand tile */
+	constexpr int CH = (NV + ARK_THREADS - 1) / ARK_THREADS;    /* of them per thread */
+	static_assert(BN * BK == BM * BK, "a and b tiles have as many vectors");
+	uint4 qa[CH], qb[CH];
+
 	auto load = [&](int st, int kb) { /* tile kb:kb+BK of a (BM rows) and b into stage st */
 		T *as = as_of(st), *bs = bs_of(st);
-		for (int v = tid; v < BM * BK / 8; v += ARK_THREADS) {
-			const int r = v / (BK / 8), kv = (v % (BK / 8)) * 8;
-			const int m = m0 + r, k = kb + kv;
-			const bool ok = m < m1 && k < k1;
-			ark_cp_async16(as + r * LDA + kv, ok ? a + (size_t)m * g.K + k : a, ok ? min(16, (k1 - k) * 2) : 0);
+		if (avec) {
+			for (int v = tid; v < NV; v += ARK_THREADS) {
+				const int r = v / (BK / 8), kv = (v % (BK / 8)) * 8;
+				const int m = m0 + r, k = kb + kv;
+				const bool ok = m < m1 && k < k1;
+				ark_cp_async16(as + r * LDA + kv, ok ? a + (size_t)m * g.K + k : a, ok ? min(16, (k1 - k) * 2) : 0);
+			}
 		}
+		if (!bvec)
+			return;
 		if (!TB) { /* [BK][BN] */
-			for (int v = tid; v < BK * BN / 8; v += ARK_THREADS) {
+			for (int v = tid; v < NV; v += ARK_THREADS) {
 				const int r = v / (BN / 8), nv = (v % (BN / 8)) * 8;
 				const int k = kb + r, n = n0 + nv;
 				const bool ok = k < k1 && n < n1;
 				ark_cp_async16(bs + r * LDB + nv, ok ? b + (size_t)k * g.N + n : b, ok ? min(16, (n1 - n) * 2) : 0);
 			}
 		} else { /* [BN][BK] */
-			for (int v = tid; v < BN * BK / 8; v += ARK_THREADS) {
+			for (int v = tid; v < NV; v += ARK_THREADS) {
 				const int r = v / (BK / 8), kv = (v % (BK / 8)) * 8;
 				const int n = n0 + r, k = kb + kv;
 				const bool ok = n < n1 && k < k1;
@@ -477,6 +554,49 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 			}
 		}
 	};
+	auto fetch = [&](int kb) { /* registers <- tile kb:kb+BK of the operands not loaded by cp.async */
+#pragma unroll
+		for (int c = 0; c < CH; c++) {
+			const int v = c * ARK_THREADS + tid;
+			if (!avec) {
+				const int r = v / (BK / 8), kv = (v % (BK / 8)) * 8;
+				const int m = m0 + r, k = kb + kv;
+				const bool ok = v < NV && m < m1 && k < k1;
+				qa[c] = ark_mm_ld8(ok ? a + (size_t)m * g.K + k : a, ok ? k1 - k : 0);
+			}
+			if (!bvec) {
+				if (!TB) {
+					const int r = v / (BN / 8), nv = (v % (BN / 8)) * 8;
+					const int k = kb + r, n = n0 + nv;
+					const bool ok = v < NV && k < k1 && n < n1;
+					qb[c] = ark_mm_ld8(ok ? b + (size_t)k * g.N + n : b, ok ? n1 - n : 0);
+				} else {
+					const int r = v / (BK / 8), kv = (v % (BK / 8)) * 8;
+					const int n = n0 + r, k = kb + kv;
+					const bool ok = v < NV && n < n1 && k < k1;
+					qb[c] = ark_mm_ld8(ok ? b + (size_t)n * g.K + k : b, ok ? k1 - k : 0);
+				}
+			}
+		}
+	};
+	auto put = [&](int st) { /* stage st <- the registers of fetch() */
+		T *as = as_of(st), *bs = bs_of(st);
+#pragma unroll
+		for (int c = 0; c < CH; c++) {
+			const int v = c * ARK_THREADS + tid;
+			if (v >= NV)
+				continue;
+			if (!avec)
+				ark_st16(as + (v / (BK / 8)) * LDA + (v % (BK / 8)) * 8, qa[c]);
+			if (!bvec) {
+				if (!TB)
+					ark_st16(bs + (v / (BN / 8)) * LDB + (v % (BN / 8)) * 8, qb[c]);
+				else
+					ark_st16(bs + (v / (BK / 8)) * LDA + (v % (BK / 8)) * 8, qb[c]);
+			}
+		}
+	};
+	const bool staged = STG && (!avec || !bvec);
 
 	float acc[4][4][4];
 #pragma unroll
@@ -487,6 +607,11 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 			for (int e = 0; e < 4; e++)
 				acc[i][j][e] = 0.0f;
 
+	if (staged) { /* tile 0 of the staged operands, in order with the first barrier below */
+		__syncthreads(); /* smem free of the previous tile */
+		fetch(k0);
+		put(0);
+	}
 #pragma unroll
 	for (int s = 0; s < ST - 1; s++) {
 		if (s < ktiles)
@@ -499,33 +624,13 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 		if (kt + ST - 1 < ktiles)
 			load((kt + ST - 1) % ST, k0 + (kt + ST - 1) * BK);
 		ark_cp_commit();
-		if (!computes)
-			continue;
-		const T *as = as_of(kt % ST), *bs = bs_of(kt % ST);
-#pragma unroll
-		for (int kk = 0; kk < BK; kk += 16) {
-			uint32_t af[4][4], bfr[4][2];
-#pragma unroll
-			for (int mt = 0; mt < 4; mt++)
-				ark_ldsm_x4(af[mt], as + (wm * 64 + mt * 16 + (lane & 15)) * LDA + kk + (lane >> 4) * 8);
-#pragma unroll
-			for (int np = 0; np < 2; np++) {
-				uint32_t r[4];
-				if (!TB)
-					ark_ldsm_x4_t(r, bs + (kk + (lane & 7) + ((lane >> 3) & 1) * 8) * LDB + wn * 32 + np * 16 +
-								 (lane >> 4) * 8);
-				else
-					ark_ldsm_x4(r, bs + (wn * 32 + np * 16 + (lane & 7) + (lane >> 4) * 8) * LDA + kk +
-							       ((lane >> 3) & 1) * 8);
-				bfr[2 * np][0] = r[0], bfr[2 * np][1] = r[1];
-				bfr[2 * np + 1][0] = r[2], bfr[2 * np + 1][1] = r[3];
-			}
-#pragma unroll
-			for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-				for (int nt = 0; nt < 4; nt++)
-					ark_mma16816<T>(acc[mt][nt], af[mt], bfr[nt]);
-		}
+		const bool pre = staged && kt + 1 < ktiles;
+		if (pre)
+			fetch(k0 + (kt + 1) * BK); /* in flight during this tile's mma */
+		if (computes)
+			ark_mm_mma_step<T, TB>(acc, as_of(kt % ST), bs_of(kt % ST), wm, wn, lane);
+		if (pre)
+			put((kt + 1) % ST); /* last read at tile kt - 2, before the barrier of kt - 1 */
 	}
 	ark_cp_wait<0>();
 	__syncthreads();
@@ -549,73 +654,202 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 }
 
 /* ---- generic FMA path ---------------------------------------------------------------------------
- * tile (128, 128) of out over k0:k1 in steps of 16, any alignment; thread (ty, tx) of 16 x 16 computes
- * rows ty + 16 i, cols tx + 16 j (i, j < 8). */
-template <typename T, bool TB>
-__device__ __noinline__ void ark_mm_simt(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+ * tile (R, C) = (m1-m0, n1-n0) <= (128, 128) of out over k0:k1 in steps of KS (a power of two, 32 for a
+ * full tile, up to ARK_MM_SIMT_KSMAX as the tile shrinks: every step loads at most ARK_MM_SIMT_SLOTS
+ * elements of each operand, ARK_MM_SIMT_U per thread), any alignment. A step's loads are all issued
+ * into registers (predicated, only the tile's rows and columns) before the previous step's FMAs, then
+ * stored to the other half of a double-buffered smem tile: one barrier per step.
+ * Compute: threads (g, ty, tx) of G x TY x TX, TY = ceil(R / MI), TX = ceil(C / MI); thread computes
+ * rows ty + TY i, cols tx + TX j (i, j < MI) over the k-slice g of each step; the G slices are summed
+ * in smem at the end (G R C <= 4 SLOTS floats, inside the buffers). */
+template <typename T, bool TB, int MI>
+__device__ __noinline__ void ark_mm_simt_t(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem,
+					   int KS, int TY, int TX, int G)
 {
-	constexpr int BK = ARK_MM_SIMT_BK, LD = ARK_MM_SIMT_LD;
-	float *As = reinterpret_cast<float *>(smem); /* [BK][LD]: a tile, k-major */
-	float *Bs = As + BK * LD;                    /* [BK][LD] */
+	constexpr int U = ARK_MM_SIMT_U;
 	const T *a = reinterpret_cast<const T *>(g.a);
 	const T *b = reinterpret_cast<const T *>(g.b);
-	const int tid = threadIdx.x, tx = tid & 15, ty = (tid >> 4) & 15;
-	const bool computes = tid < 256;
-	float acc[8][8];
+	const int tid = threadIdx.x;
+	const int R = m1 - m0, C = n1 - n0;
+	const int LDA = R | 1, LDB = C | 1;  /* odd strides: the k-major stores do not share banks */
+	const int lks = __ffs(KS) - 1;
+	int cw = 1;                           /* [K,N] b: columns padded to a power of two per k row */
+	while (cw < C)
+		cw *= 2;
+	const int lcw = __ffs(cw) - 1;
+	const int buf = KS * (LDA + LDB);     /* floats per buffer: As [KS][LDA], Bs [KS][LDB] */
+	float *sm = reinterpret_cast<float *>(smem);
+
+	/* compute role */
+	const int tyx = TY * TX, grp = tid / tyx, rem = tid - grp * tyx;
+	const int ty = rem / TX, tx = rem - ty * TX;
+	const bool computes = grp < G;
+	const int kb0 = grp * KS / G, kb1 = (grp + 1) * KS / G; /* this group's k-slice of a step */
+	int aoff[MI], boff[MI];
 #pragma unroll
-	for (int i = 0; i < 8; i++)
+	for (int i = 0; i < MI; i++) {
+		aoff[i] = min(ty + TY * i, R - 1);
+		boff[i] = min(tx + TX * i, C - 1);
+	}
+	float acc[MI][MI];
 #pragma unroll
-		for (int j = 0; j < 8; j++)
+	for (int i = 0; i < MI; i++)
+#pragma unroll
+		for (int j = 0; j < MI; j++)
 			acc[i][j] = 0.0f;
-	for (int kb = k0; kb < k1; kb += BK) {
-		__syncthreads();
-		for (int e = tid; e < 128 * BK; e += ARK_THREADS) {
-			const int r = e / BK, kk = e % BK;
-			const int m = m0 + r, k = kb + kk;
-			As[kk * LD + r] = m < m1 && k < k1 ? ark_to_f(a[(size_t)m * g.K + k]) : 0.0f;
+
+	/* Load slot e = u * ARK_THREADS + tid. k-major operands (a, and b if TB): row e >> lks, k e & (KS - 1);
+	 * [K,N] b: k e >> lcw, column e & (cw - 1). As KS, cw <= ARK_THREADS, a thread's k (resp. column)
+	 * is the same in every slot and its row (resp. k) advances by ARK_THREADS >> lks per slot. */
+	const int akk = tid & (KS - 1), ar0 = tid >> lks, adr = ARK_THREADS >> lks;
+	const int bkk = TB ? akk : tid >> lcw, bc0 = TB ? ar0 : tid & (cw - 1), bdk = ARK_THREADS >> (TB ? lks : lcw);
+	const T *ap = a + (size_t)(m0 + ar0) * g.K + k0 + akk;               /* + kb - k0, + u adr K */
+	const T *bp = TB ? b + (size_t)(n0 + bc0) * g.K + k0 + bkk           /* + kb - k0, + u bdk K */
+			 : b + (size_t)(k0 + bkk) * g.N + n0 + bc0;            /* + (kb - k0) N, + u bdk N */
+	const size_t astep = (size_t)adr * g.K, bstep = (size_t)bdk * (TB ? g.K : g.N);
+
+	float ra[U], rb[U]; /* one step of each operand in flight */
+	auto load = [&](int kb) {
+		const bool ka = kb + akk < k1;
+		const T *p = ap + (kb - k0);
+#pragma unroll
+		for (int u = 0; u < U; u++)
+			ra[u] = ka && ar0 + u * adr < R ? ark_to_f(p[u * astep]) : 0.0f;
+		if (TB) {
+			const T *q = bp + (kb - k0);
+#pragma unroll
+			for (int u = 0; u < U; u++)
+				rb[u] = ka && bc0 + u * bdk < C ? ark_to_f(q[u * bstep]) : 0.0f;
+		} else {
+			const T *q = bp + (size_t)(kb - k0) * g.N;
+#pragma unroll
+			for (int u = 0; u < U; u++)
+				rb[u] = bc0 < C && bkk + u * bdk < KS && kb + bkk + u * bdk < k1 ? ark_to_f(q[u * bstep]) : 0.0f;
 		}
-		for (int e = tid; e < 128 * BK; e += ARK_THREADS) {
-			int c, kk;
-			if (!TB)
-				kk = e / 128, c = e % 128;
-			else
-				c = e / BK, kk = e % BK;
-			const int n = n0 + c, k = kb + kk;
-			float x = 0.0f;
-			if (n < n1 && k < k1)
-				x = ark_to_f(TB ? b[(size_t)n * g.K + k] : b[(size_t)k * g.N + n]);
-			Bs[kk * LD + c] = x;
+	};
+	auto store = [&](int s) {
+		float *As = sm + (s & 1) * buf, *Bs = As + KS * LDA;
+#pragma unroll
+		for (int u = 0; u < U; u++)
+			if (ar0 + u * adr < R)
+				As[akk * LDA + ar0 + u * adr] = ra[u];
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			if (TB) {
+				if (bc0 + u * bdk < C)
+					Bs[bkk * LDB + bc0 + u * bdk] = rb[u];
+			} else {
+				if (bc0 < C && bkk + u * bdk < KS)
+					Bs[(bkk + u * bdk) * LDB + bc0] = rb[u];
+			}
 		}
-		__syncthreads();
+	};
+
+	const int nsteps = (k1 - k0 + KS - 1) / KS;
+	load(k0);
+	__syncthreads(); /* smem free of the previous tile */
+	store(0);
+	__syncthreads();
+	for (int s = 0; s < nsteps; s++) {
+		if (s + 1 < nsteps)
+			load(k0 + (s + 1) * KS); /* in flight during this step's FMAs */
 		if (computes) {
-#pragma unroll 2
-			for (int kk = 0; kk < BK; kk++) {
-				float ar[8], br[8];
+			const float *As = sm + (s & 1) * buf, *Bs = As + KS * LDA;
+#pragma unroll(MI == 8 ? 2 : 4)
+			for (int kk = kb0; kk < kb1; kk++) {
+				float ar[MI], br[MI];
 #pragma unroll
-				for (int i = 0; i < 8; i++)
-					ar[i] = As[kk * LD + ty + 16 * i];
+				for (int i = 0; i < MI; i++)
+					ar[i] = As[kk * LDA + aoff[i]];
 #pragma unroll
-				for (int j = 0; j < 8; j++)
-					br[j] = Bs[kk * LD + tx + 16 * j];
+				for (int j = 0; j < MI; j++)
+					br[j] = Bs[kk * LDB + boff[j]];
 #pragma unroll
-				for (int i = 0; i < 8; i++)
+				for (int i = 0; i < MI; i++)
 #pragma unroll
-					for (int j = 0; j < 8; j++)
+					for (int j = 0; j < MI; j++)
 						acc[i][j] = fmaf(ar[i], br[j], acc[i][j]);
 			}
 		}
+		if (s + 1 < nsteps)
+			store(s + 1); /* buffer (s + 1) & 1 was last read in step s - 1 */
+		__syncthreads();
+	}
+
+	if (G == 1) {
+		if (computes) {
+#pragma unroll
+			for (int i = 0; i < MI; i++)
+#pragma unroll
+				for (int j = 0; j < MI; j++) {
+					const int r = ty + TY * i, c = tx + TX * j;
+					if (r < R && c < C)
+						ark_mm_store<T>(g, m0 + r, n0 + c, acc[i][j]);
+				}
+		}
+		return;
+	}
+	/* G k-slices: red [G][R][C] fp32, then summed */
+	float *red = sm;
+	if (computes) {
+#pragma unroll
+		for (int i = 0; i < MI; i++)
+#pragma unroll
+			for (int j = 0; j < MI; j++) {
+				const int r = ty + TY * i, c = tx + TX * j;
+				if (r < R && c < C)
+					red[(grp * R + r) * C + c] = acc[i][j];
+			}
 	}
 	__syncthreads();
-	if (!computes)
-		return;
-#pragma unroll
-	for (int i = 0; i < 8; i++)
-#pragma unroll
-		for (int j = 0; j < 8; j++) {
-			const int m = m0 + ty + 16 * i, n = n0 + tx + 16 * j;
-			if (m < m1 && n < n1)
-				ark_mm_store<T>(g, m, n, acc[i][j]);
-		}
+	for (int o = tid; o < R * C; o += ARK_THREADS) {
+		float s = 0.0f;
+		for (int q = 0; q < G; q++)
+			s += red[q * R * C + o];
+		ark_mm_store<T>(g, m0 + o / C, n0 + o % C, s);
+	}
+	__syncthreads();
+}
+
+/* Picks the k-step and the thread map of ark_mm_simt_t for the tile. */
+template <typename T, bool TB>
+__device__ void ark_mm_simt(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+{
+	const int R = m1 - m0, C = n1 - n0;
+	int cw = 1;
+	while (cw < C)
+		cw *= 2;
+	const int bw = TB ? C : cw; /* b's load slots per k */
+	int KS = 32;
+	while (KS < ARK_MM_SIMT_KSMAX && KS < k1 - k0 && 2 * KS * max(R, bw) <= ARK_MM_SIMT_SLOTS)
+		KS *= 2;
+	/* micro-tile MI x MI: the smallest per-thread work (FMAs + smem reads) per k */
+	/* 2-byte types come here only with rows <= ARK_MM_SMALL_M (ark_mm_sub), where 4 x 4 always fits:
+	 * their 8 x 8 variant, never needed, would spill */
+	constexpr int MIMAX = sizeof(T) == 2 ? 4 : 8;
+	int best = 0, bcost = 0, bty = 0, btx = 0, bg = 0;
+	for (int mi = 1; mi <= MIMAX; mi *= 2) {
+		const int ty = (R + mi - 1) / mi, tx = (C + mi - 1) / mi;
+		if (ty * tx > ARK_THREADS)
+			continue;
+		/* k-groups: at most 32, and red [G][R][C] fits in the buffers */
+		const int gk = min(min(ARK_THREADS / (ty * tx), 32), min(KS, 4 * ARK_MM_SIMT_SLOTS / (R * C)));
+		const int cost = (mi * mi + 2 * mi) * 64 / gk;
+		if (!best || cost <= bcost)
+			best = mi, bcost = cost, bty = ty, btx = tx, bg = gk;
+	}
+	if (best == 1)
+		ark_mm_simt_t<T, TB, 1>(g, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
+	else if (best == 2)
+		ark_mm_simt_t<T, TB, 2>(g, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
+	else if (best == 4)
+		ark_mm_simt_t<T, TB, 4>(g, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
+	else if constexpr (MIMAX == 8) {
+		if (best == 8)
+			ark_mm_simt_t<T, TB, 8>(g, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
+	}
+	if (!best) /* a 2-byte tile of more than 16 rows: ark_mm_sub sends those to the tensor cores */
+		__trap();
 }
 
 /* ---- dispatch ----------------------------------------------------------------------------------- */
@@ -653,15 +887,20 @@ __device__ void ark_mm_sub(const ark_mm &g, int m0, int m1, int n0, int n1, int 
 			return;
 		}
 	} else if constexpr (sizeof(T) == 2) {
-		const bool ok = ark_aligned16(g.a) && ark_aligned16(g.b) && k0 % 8 == 0 && g.K % 8 == 0 &&
+		const bool al = ark_aligned16(g.a) && ark_aligned16(g.b) && k0 % 8 == 0 && g.K % 8 == 0 &&
 				(g.tb || (g.N % 8 == 0 && n0 % 8 == 0));
-		if (ok) {
-			if (g.tb)
-				ark_mm_mma<T, true>(g, m0, m1, n0, n1, k0, k1, smem);
+		if (g.tb) {
+			if (al)
+				ark_mm_mma<T, true, false>(g, m0, m1, n0, n1, k0, k1, smem);
 			else
-				ark_mm_mma<T, false>(g, m0, m1, n0, n1, k0, k1, smem);
-			return;
+				ark_mm_mma<T, true, true>(g, m0, m1, n0, n1, k0, k1, smem);
+		} else {
+			if (al)
+				ark_mm_mma<T, false, false>(g, m0, m1, n0, n1, k0, k1, smem);
+			else
+				ark_mm_mma<T, false, true>(g, m0, m1, n0, n1, k0, k1, smem);
 		}
+		return;
 	}
 	if (g.tb)
 		ark_mm_simt<T, true>(g, m0, m1, n0, n1, k0, k1, smem);

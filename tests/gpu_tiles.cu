@@ -255,7 +255,7 @@ static const char *act_name(int act)
 /* out [M, N] = act(a [M, K] . b + bias) in tiles (tm, tn); splits > 1: MATMUL_PARTIAL over equal K
  * ranges (a multiple of 8), then REDUCE in a second launch. */
 static void case_matmul(int dt, int64_t M, int64_t N, int64_t K, bool tb, bool bias, int act, int tm, int tn,
-			int splits = 1, int skew = 0)
+			int splits = 1, int skew = 0, int64_t kalign = 8)
 {
 	char d[256];
 	snprintf(d, sizeof d, "matmul %s M=%lld N=%lld K=%lld%s%s act=%s tile %dx%d%s%s", dt_name[dt], (long long)M,
@@ -279,7 +279,7 @@ static void case_matmul(int dt, int64_t M, int64_t N, int64_t K, bool tb, bool b
 	p.ws = ws;
 	p.M = M, p.N = N, p.K = K;
 	std::vector<ark_task> tasks, red;
-	const int64_t kstep = splits > 1 ? ((K + splits - 1) / splits + 7) / 8 * 8 : K;
+	const int64_t kstep = splits > 1 ? ((K + splits - 1) / splits + kalign - 1) / kalign * kalign : K;
 	for (int64_t m0 = 0; m0 < M; m0 += tm)
 		for (int64_t n0 = 0; n0 < N; n0 += tn) {
 			const int64_t m1 = m0 + tm < M ? m0 + tm : M, n1 = n0 + tn < N ? n0 + tn : N;
@@ -585,6 +585,26 @@ int main(void)
 		case_matmul(dt, 135, 200, 777, false, false, ARK_ACT_NONE, 128, 128, 2);
 		case_matmul(dt, 5, 77, 200, false, true, ARK_OP_SIGMOID, 5, 77);
 		case_matmul(dt, 64, 384, 512, true, true, ARK_OP_SIGMOID, 64, 128);
+		/* odd K and N, misaligned rows: small tiles on the FMA path, larger ones on tensor cores
+		 * (fp16/bf16, operands staged through registers) or the FMA path (fp32) */
+		case_matmul(dt, 64, 777, 2481, false, true, ARK_ACT_NONE, 64, 128);
+		case_matmul(dt, 64, 129, 2481, true, false, ARK_OP_GELU, 64, 128);
+		case_matmul(dt, 3, 777, 1949, false, false, ARK_ACT_NONE, 3, 16);
+		case_matmul(dt, 3, 129, 1949, true, true, ARK_OP_SILU, 3, 16);
+		case_matmul(dt, 16, 777, 1000, false, false, ARK_ACT_NONE, 16, 128);
+		case_matmul(dt, 17, 129, 743, false, true, ARK_OP_RELU, 17, 128);
+		case_matmul(dt, 17, 777, 743, true, false, ARK_ACT_NONE, 17, 64);
+		case_matmul(dt, 135, 777, 743, true, true, ARK_OP_GELU, 128, 128);
+		case_matmul(dt, 135, 777, 743, false, false, ARK_ACT_NONE, 135, 100);
+		case_matmul(dt, 256, 129, 743, false, false, ARK_ACT_NONE, 256, 128);
+		case_matmul(dt, 256, 512, 512, false, true, ARK_ACT_NONE, 128, 128, 1, skew);
+		case_matmul(dt, 64, 100, 5, true, false, ARK_ACT_NONE, 64, 128);
+		case_matmul(dt, 40, 9, 3, false, true, ARK_OP_RELU, 40, 9);
+		/* split K with slices starting at odd k */
+		case_matmul(dt, 64, 777, 2481, true, false, ARK_ACT_NONE, 64, 128, 3, 0, 1);
+		case_matmul(dt, 3, 129, 1949, false, true, ARK_OP_SILU, 3, 64, 4, 0, 1);
+		case_matmul(dt, 135, 129, 743, false, false, ARK_ACT_NONE, 128, 128, 2, 0, 1);
+		case_matmul(dt, 256, 777, 743, true, true, ARK_ACT_NONE, 128, 128, 5, skew, 1);
 
 		/* elementwise */
 		case_ew(dt, ARK_OP_ADD, {37, 1000}, {37, 1000}, 8, 1000);
