@@ -451,26 +451,8 @@ def cmd_gen(a):
 
 # ---- the table ------------------------------------------------------------------------------------
 
-NUM = r"([0-9.]+|nan|inf)"
-BENCH_RE = re.compile(r"^bench: (\d+) iterations after (\d+) warm-up: median %s us, p99 %s us, min %s us"
-		      r"(?: \(predicted %s us\))?" % (NUM, NUM, NUM, NUM), re.M)
-TORCH_VARIANTS = ("eager", "graph", "compile", "compile_ro")
-
-
-def read(path):
-	try:
-		with open(path) as f:
-			return f.read()
-	except OSError:
-		return None
-
-
-def read_rc(path):
-	s = read(path)
-	try:
-		return int(s.strip()) if s is not None else None
-	except ValueError:
-		return None
+# the log formats and readers of the model benchmark (bench/table.py, beside this file)
+from table import BENCH_RE, TORCH_VARIANTS, read, read_rc  # noqa: E402
 
 
 def find(dirs, fname):
