@@ -64,7 +64,7 @@ static int print_nvcc_flags(void);
 
 static const struct option_def options[] = {
 	{ "output", 'o', ARG_PATH, "FILE", .at = AT(out),
-	  .help = "write the generated CUDA loop kernel to FILE" },
+	  .help = "write the generated CUDA loop kernel to FILE ('-': stdout; never over the model)" },
 	{ "sms", 0, ARG_INT, "N", 1, 1024, .at = AT(ark.sms), .shape = SHAPE_ALWAYS,
 	  .help = "SMs of the target GPU (default " STR(ARKGEN_SMS_DEFAULT) ": H100, H200)" },
 	{ "smem", 0, ARG_INT, "BYTES", 0, 232448, .at = AT(ark.smem), .shape = SHAPE_ALWAYS,
@@ -97,9 +97,9 @@ static const struct option_def options[] = {
 		  "no separate flag), polled by the sums (default " STR(ARK_LL_MAX_DEFAULT) ": off, measured\n"
 		  "slower than stores on 2 H200s)" },
 	{ "schedule", 0, ARG_PATH, "FILE", .at = AT(schedule),
-	  .help = "write the schedule (vCTAs, SMs, waits, prediction) as JSON" },
+	  .help = "write the schedule (vCTAs, SMs, waits, prediction) as JSON ('-': stdout)" },
 	{ "dot-vctas", 0, ARG_PATH, "FILE", .at = AT(dot_vctas),
-	  .help = "write the vCTA dependency graph in Graphviz format" },
+	  .help = "write the vCTA dependency graph in Graphviz format ('-': stdout)" },
 	{ "nvcc-flags", 0, ARG_ACTION, .action = print_nvcc_flags,
 	  .help = "print the nvcc flags that build a generated file (include paths,\n"
 		  "architecture, libraries), like pkg-config, and exit" },
@@ -172,7 +172,11 @@ static void usage(FILE *f)
 	for (int i = 0; i < N_OPTIONS; i++)
 		usage_option(f, &options[i]);
 	fprintf(f, "\n"
-		"exit status: 0 success, 1 the model was rejected (FILE:LINE: error: ...), 2 bad command line.\n");
+		"Output files are written whole or not at all (a temporary file renamed over FILE). When one of\n"
+		"them is '-', the report and the dumps go to standard error.\n"
+		"\n"
+		"exit status: 0 success, 1 the model was rejected or an output could not be written (FILE:LINE:\n"
+		"error: ...), 2 bad command line.\n");
 }
 
 static int print_help(void)

@@ -7,7 +7,11 @@
 #include "report.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Under LeakSanitizer (make SANITIZE=1): libconfig 1.5 leaks the buffer of a string token when a syntax
  * error follows it; that leak is libconfig's, not ours. Called by the sanitizer runtime. */
@@ -17,104 +21,159 @@ const char *__lsan_default_suppressions(void)
 	return "leak:libconfig.so\n";
 }
 
+/* ---- output files -----------------------------------------------------------------------------
+ * "-" is standard output. A regular file (or a new one) is written to a temporary file beside it and
+ * renamed over it once complete, so a failed write leaves the old file as it was and nothing that
+ * arkgen did not create is ever removed; anything else (a device, a pipe) is written in place. The
+ * model file itself is never an output. */
+struct out {
+	FILE *f;
+	const char *path;
+	char *tmp;            /* the temporary file to rename over path, or NULL */
+};
+
+static const char *model_path; /* the model file, which no output may replace */
+
+static int out_open(struct out *o, const char *path, const char *what)
+{
+	struct stat st, ms;
+	memset(o, 0, sizeof *o);
+	o->path = path;
+	if (!strcmp(path, "-")) {
+		o->f = stdout;
+		return 0;
+	}
+	int exists = stat(path, &st) == 0;
+	if (exists && model_path && stat(model_path, &ms) == 0 && st.st_dev == ms.st_dev && st.st_ino == ms.st_ino) {
+		diag_error(path, 0, "refusing to write the %s over the model file", what);
+		return -1;
+	}
+	if (exists && !S_ISREG(st.st_mode)) {
+		o->f = fopen(path, "w");
+	} else {
+		size_t n = strlen(path) + 16;
+		o->tmp = malloc(n);
+		if (!o->tmp) {
+			diag_error(path, 0, "cannot write the %s: out of memory", what);
+			return -1;
+		}
+		snprintf(o->tmp, n, "%s.tmp.XXXXXX", path);
+		int fd = mkstemp(o->tmp);
+		o->f = fd < 0 ? NULL : fdopen(fd, "w");
+		if (fd >= 0 && !o->f)
+			close(fd);
+	}
+	if (!o->f) {
+		diag_error(path, 0, "cannot write the %s: %s", what, strerror(errno));
+		if (o->tmp)
+			remove(o->tmp);
+		free(o->tmp);
+		o->tmp = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* Finishes an output: ok == 0 when its writer failed (after reporting why, unless the stream
+ * failed, which is reported here); the file is then dropped. 0, or -1. */
+static int out_close(struct out *o, int ok, const char *what)
+{
+	int err = ferror(o->f) != 0, saved = errno;
+	if (o->f == stdout)
+		err |= fflush(stdout) != 0;
+	else
+		err |= fclose(o->f) != 0;
+	if (err)
+		saved = errno ? errno : saved;
+	if (ok && !err && o->tmp && rename(o->tmp, o->path) != 0) {
+		saved = errno;
+		err = 1;
+	}
+	if ((!ok || err) && o->tmp)
+		remove(o->tmp);
+	free(o->tmp);
+	if (err)
+		diag_error(o->path, 0, "cannot write the %s: %s", what, strerror(saved));
+	return ok && !err ? 0 : -1;
+}
+
 static int write_dot(const struct graph *g, const char *path)
 {
-	FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
-	if (!f) {
-		diag_error(path, 0, "cannot write the Graphviz file: %m");
+	struct out o;
+	if (out_open(&o, path, "Graphviz file") < 0)
 		return -1;
-	}
-	graph_dot(g, f);
-	if (f != stdout ? fclose(f) != 0 : fflush(f) != 0) {
-		diag_error(path, 0, "cannot write the Graphviz file: %m");
-		return -1;
-	}
-	return 0;
-}
-
-static FILE *open_out(const char *path)
-{
-	FILE *f = fopen(path, "w");
-	if (!f)
-		diag_error(path, 0, "cannot write: %s", strerror(errno));
-	return f;
-}
-
-static int close_out(FILE *f, const char *path)
-{
-	if (fclose(f) != 0) {
-		diag_error(path, 0, "write failed: %s", strerror(errno));
-		return -1;
-	}
-	return 0;
+	graph_dot(g, o.f);
+	return out_close(&o, 1, "Graphviz file");
 }
 
 /* The vCTA dependency graph (--dot-vctas). */
 static int write_dot_vctas(const struct tiling *s, const char *path)
 {
-	FILE *f = open_out(path);
-	if (!f)
+	struct out o;
+	if (out_open(&o, path, "Graphviz file") < 0)
 		return -1;
-	tiling_dot(s, f);
-	return close_out(f, path);
+	tiling_dot(s, o.f);
+	return out_close(&o, 1, "Graphviz file");
 }
 
 static int write_schedule(const struct arkgen_result *r, const char *path)
 {
-	FILE *f = open_out(path);
-	if (!f)
+	struct out o;
+	if (out_open(&o, path, "schedule") < 0)
 		return -1;
-	if (emit_schedule_json(&r->tiling, &r->schedule[0], f) < 0) {
-		fclose(f);
-		return -1;
-	}
-	return close_out(f, path);
+	int ok = emit_schedule_json(&r->tiling, &r->schedule[0], o.f) == 0;
+	return out_close(&o, ok, "schedule");
 }
 
-/* The loop kernel (-o); no file is left behind when emission fails. */
+/* The loop kernel (-o); nothing is left behind when emission fails. */
 static int write_loop(const struct arkgen_result *r, const char *options, const char *path)
 {
 	struct emit_info info = {.options = options, .threads = r->opt.threads, .smem = r->opt.smem};
-	FILE *f = open_out(path);
-	if (!f)
+	struct out o;
+	if (out_open(&o, path, "generated file") < 0)
 		return -1;
-	if (emit_loop(&r->tiling, &r->schedule[0], &info, f) < 0) {
-		fclose(f);
-		remove(path);
-		return -1;
-	}
-	return close_out(f, path);
+	int ok = emit_loop(&r->tiling, &r->schedule[0], &info, o.f) == 0;
+	return out_close(&o, ok, "generated file");
 }
 
-/* What the command line asked to see or write, for the passes that completed, in pass order. */
+static int is_stdout(const char *path) { return path && !strcmp(path, "-"); }
+
+/* What the command line asked to see or write, for the passes that completed, in pass order. When
+ * an output goes to standard output ("-"), the report and the dumps go to standard error. */
 static int outputs(const struct cli *o, const struct arkgen_result *r)
 {
 	if (r->done < ARKGEN_PASS_CHECK)
 		return 0;
+	int n_std = is_stdout(o->dot) + is_stdout(o->dot_vctas) + is_stdout(o->schedule) + is_stdout(o->out);
+	if (n_std > 1) {
+		diag_error("-", 0, "more than one output asked for standard output");
+		return -1;
+	}
+	FILE *rep = n_std ? stderr : stdout;
 	struct graph model = r->graph; /* as checked: without the tensors the tiler added */
 	model.n_tensors = r->n_model_tensors;
 	if (cli_dump(o, 'G'))
-		graph_dump(&model, stdout);
+		graph_dump(&model, rep);
 	if (o->dot && write_dot(&model, o->dot))
 		return -1;
-	if (o->dot && !strcmp(o->dot, "-")) /* keep a Graphviz stdout clean */
+	if (r->opt.until < ARKGEN_PASS_DEPS) /* --dot - alone: the graph and nothing else */
 		return 0;
-	report_model(&model, stdout);
+	report_model(&model, rep);
 	if (r->done < ARKGEN_PASS_DEPS)
 		return 0;
 	if (cli_dump(o, 'T'))
-		tiling_dump(&r->tiling, stdout);
+		tiling_dump(&r->tiling, rep);
 	if (o->dot_vctas && write_dot_vctas(&r->tiling, o->dot_vctas) < 0)
 		return -1;
 	if (o->ark.policy == ARKGEN_POLICY_ALL) {
-		report_policies(r, stdout);
+		report_policies(r, rep);
 		return 0;
 	}
 	if (r->done < ARKGEN_PASS_SCHEDULE)
 		return 0;
 	if (cli_dump(o, 'P'))
-		schedule_dump(&r->tiling, &r->schedule[0], stdout);
-	report_schedule(r, stdout);
+		schedule_dump(&r->tiling, &r->schedule[0], rep);
+	report_schedule(r, rep);
 	if (o->schedule && write_schedule(r, o->schedule) < 0)
 		return -1;
 	if (o->out && write_loop(r, o->shaping, o->out) < 0)
@@ -129,8 +188,11 @@ int main(int argc, char **argv)
 	int status;
 	if (cli_parse(argc, argv, &opt, &status))
 		return status;
-	/* --dot -: the op graph on stdout and nothing else */
-	opt.ark.until = opt.dot && !strcmp(opt.dot, "-") ? ARKGEN_PASS_CHECK : ARKGEN_PASS_SCHEDULE;
+	/* --dot alone needs the checked graph only */
+	int graph_only = opt.dot && !opt.out && !opt.schedule && !opt.dot_vctas && !cli_dump(&opt, 'T') &&
+			 !cli_dump(&opt, 'P') && is_stdout(opt.dot);
+	opt.ark.until = graph_only ? ARKGEN_PASS_CHECK : ARKGEN_PASS_SCHEDULE;
+	model_path = opt.model;
 	int rc = arkgen_compile(opt.model, NULL, &opt.ark, &r);
 	status = outputs(&opt, &r) < 0 || rc < 0 ? EXIT_MODEL : 0;
 	arkgen_result_free(&r);
