@@ -2,6 +2,7 @@
  * they read and write and their cost; a matmul splits K when its layer has fewer tiles than the GPU
  * has SMs. tile_graph runs them in the graph's order through one table indexed by op kind;
  * communication ops are lowered by lower_comm.c, fusion was decided by fuse.c. */
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -349,9 +350,36 @@ static void cost_view(struct tiling *s)
 	}
 }
 
+/* Tiles address elements, rows and columns of a tensor with 32-bit bounds (struct ark_task): an op
+ * with a tensor of more elements is refused at its line, never tiled with bounds that wrap. */
+static int check_bounds(const struct graph *g)
+{
+	for (int oi = 0; oi < g->n_ops; oi++) {
+		const struct op *o = &g->ops[oi];
+		for (int i = 0; i < o->n_in + o->n_out; i++) {
+			const struct tensor *t = &g->tensors[i < o->n_in ? o->in[i] : o->out[i - o->n_in]];
+			uint64_t elems = 1;
+			for (int d = 0; d < t->ndim; d++)
+				elems *= (uint64_t)t->shape[d]; /* graph_check: the bytes fit in 63 bits */
+			if (elems <= UINT32_MAX)
+				continue;
+			char b[64];
+			diag_error(graph_file_of(g, o->file), o->line,
+				   "op '%s' (%s) %s '%s' of shape %s: %" PRIu64 " elements, more than the 4294967295 a tile "
+				   "can address", o->name, op_info[o->kind].name, i < o->n_in ? "reads" : "writes", t->name,
+				   shape_str(b, sizeof b, t->ndim, t->shape), elems);
+			diag_hint("split the op over tensors of at most 2^32 - 1 elements each");
+			return -1;
+		}
+	}
+	return 0;
+}
+
 int tile_graph(struct tiling *s)
 {
 	struct graph *g = s->g;
+	if (check_bounds(g) < 0)
+		return -1;
 	share_sms(s);
 	for (int k = 0; k < g->n_ops; k++) {
 		int oi = g->order[k], into = s->per_op[oi].fused_into;
