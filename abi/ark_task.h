@@ -76,14 +76,15 @@ struct ark_task {
 	uint16_t op;       /* index into the model's ops (struct ark_model.ops), ARK_TASK_NO_OP: none */
 	uint16_t opp;      /* index into the op-params table */
 	uint8_t tmpl;      /* enum ark_tmpl */
-	uint8_t n_wait;    /* waits at waits[wait0 .. wait0 + n_wait) */
+	uint8_t sig_peer;  /* 0: signal is this GPU's counter; g + 1: GPU g's (system-scope release) */
+	uint16_t n_wait;   /* waits at waits[wait0 .. wait0 + n_wait) */
 	uint16_t split;    /* MATMUL_PARTIAL: which slice of the workspace */
 	uint32_t wait0;
 	int32_t signal;    /* counter to add 1 to when done, -1: none */
 	uint32_t m0, m1, n0, n1, k0, k1;
 	uint32_t vcta;     /* vCTA id, for the trace */
-	uint32_t sig_peer; /* 0: signal is this GPU's counter; g + 1: GPU g's (system-scope release) */
 };
+#define ARK_TASK_MAX_WAITS 0xffffu /* n_wait */
 static_assert(sizeof(struct ark_task) == 48, "struct ark_task is fetched per task: keep it 48 bytes");
 
 /* Wait until counter has received `need` of its `per_iter` signals of the current iteration:

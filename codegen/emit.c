@@ -171,8 +171,8 @@ static void number_opp(struct emitter *e)
 	}
 }
 
-/* What the tables cannot hold: op and op-params indices are 16-bit, a task waits on at most 255
- * counters. 0, or -1 after an error. */
+/* What the tables cannot hold: op and op-params indices are 16-bit, a task waits on at most
+ * ARK_TASK_MAX_WAITS counters. 0, or -1 after an error. */
 static int check_limits(const struct emitter *e)
 {
 	const struct tiling *s = e->s;
@@ -191,9 +191,9 @@ static int check_limits(const struct emitter *e)
 	for (int v = 0; v < s->n_vcta; v++) {
 		const struct op *o = &g->ops[s->v[v].op];
 		int64_t nw = e->p->wait0[v + 1] - e->p->wait0[v];
-		if (nw > 255) {
-			diag_error(g->file, o->line, "vCTA %d of op '%s' waits on %lld counters; a task can wait on at most 255",
-				   v, o->name, (long long)nw);
+		if (nw > ARK_TASK_MAX_WAITS) {
+			diag_error(g->file, o->line, "vCTA %d of op '%s' waits on %lld counters; a task can wait on at most %u",
+				   v, o->name, (long long)nw, ARK_TASK_MAX_WAITS);
 			return -1;
 		}
 		ARK_ASSERT(s->v[v].split <= 0xffff);
@@ -581,6 +581,7 @@ static void task_row(const struct emitter *e, struct tab *t, int v, int64_t wait
 	tab_cell(t, "%d", e->op_index[x->op]);
 	tab_cell(t, "%d", e->opp_index[x->opp]);
 	tab_cell(t, "%s", tmpl_enum[x->tmpl]);
+	tab_cell(t, "%d", remote ? p->ctr_gpu[c] + 1 : 0);
 	tab_cell(t, "%d", (int)(p->wait0[v + 1] - p->wait0[v]));
 	tab_cell(t, "%u", x->split);
 	tab_cell(t, "%" PRId64, wait0);
@@ -595,8 +596,6 @@ static void task_row(const struct emitter *e, struct tab *t, int v, int64_t wait
 	tab_cell(t, "%u", x->k0);
 	tab_cell(t, "%u", x->k1);
 	tab_cell(t, "%d", v);
-	if (e->g->gpus > 1)
-		tab_cell(t, "%d", remote ? p->ctr_gpu[c] + 1 : 0);
 	char gs[32] = "";
 	if (remote)
 		snprintf(gs, sizeof gs, ", signals GPU %d", p->ctr_gpu[c]);
@@ -608,20 +607,19 @@ static void task_row(const struct emitter *e, struct tab *t, int v, int64_t wait
 static void emit_gpu_tasks(struct emitter *e, int gpu)
 {
 	const struct schedule *p = e->p;
-	const int sms = e->sms, G = e->g->gpus;
-	static const char *const head[] = {"op", "opp", "tmpl", "n_wait", "split", "wait0", "signal", "m0",
-					   "m1", "n0", "n1", "k0", "k1", "vcta", "sig_peer"};
-	struct tab t = {.cols = G > 1 ? 15 : 14, .head = head, .align = "rrlrrrrrrrrrrrr"};
+	const int sms = e->sms;
+	static const char *const head[] = {"op", "opp", "tmpl", "sig_peer", "n_wait", "split", "wait0", "signal",
+					   "m0", "m1", "n0", "n1", "k0", "k1", "vcta"};
+	struct tab t = {.cols = 15, .head = head, .align = "rrlrrrrrrrrrrrr"};
 	char of[32];
 	int64_t *sm_begin = xmalloc(((size_t)sms + 1) * sizeof *sm_begin);
 	int n_t = e->n_bar * sms;
 	for (int sm = 0; sm < sms; sm++)
 		n_t += p->pl.begin[gpu * sms + sm + 1] - p->pl.begin[gpu * sms + sm];
 	e->n_tasks[gpu] = n_t;
-	out(e->f, "/* Tasks of every SM%s, back to back (struct ark_task): op and op params, template, its n_wait "
-		  "waits\n * from waits[wait0], counter to signal (-1: none), split-K slice, tile (rows m0:m1, cols "
-		  "n0:n1, k0:k1),\n * vCTA%s. */\n", of_gpu(of, sizeof of, e, gpu),
-	    G > 1 ? ", GPU of a remote signal + 1" : "");
+	out(e->f, "/* Tasks of every SM%s, back to back (struct ark_task): op and op params, template, GPU of a "
+		  "remote signal + 1\n * (0: this GPU's), number of waits, split-K slice, first wait in the wait table, "
+		  "counter to signal\n * (-1: none), tile (rows m0:m1, cols n0:n1, k0:k1), vCTA. */\n", of_gpu(of, sizeof of, e, gpu));
 	out(e->f, "static const struct ark_task tasks_g%d[%d] = {\n", gpu, n_t ? n_t : 1);
 	int64_t emitted = 0, bar_wait0 = e->n_waits[gpu] - e->n_bar;
 	for (int sm = 0, idle = 0; sm <= sms; sm++) { /* idle: SMs without tasks just before sm */
@@ -648,6 +646,7 @@ static void emit_gpu_tasks(struct emitter *e, int gpu)
 				tab_cell(&t, "ARK_TASK_NO_OP");
 				tab_cell(&t, "0");
 				tab_cell(&t, "ARK_T_BARRIER");
+				tab_cell(&t, "0");
 				tab_cell(&t, "1");
 				tab_cell(&t, "0");
 				tab_cell(&t, "%" PRId64, bar_wait0 + l);
@@ -655,8 +654,6 @@ static void emit_gpu_tasks(struct emitter *e, int gpu)
 				for (int k = 0; k < 6; k++)
 					tab_cell(&t, "0");
 				tab_cell(&t, "0xffffffffu");
-				if (G > 1)
-					tab_cell(&t, "0");
 				tab_end(&t, "grid barrier after level %d", l);
 				emitted++;
 			}

@@ -35,23 +35,23 @@ static const struct ark_op ops[] = {
 
 /* Counters: relu tile k signals ARK_CTR(k) (one signal per iteration). */
 static const struct ark_task tasks_g0[] = {
-	/* op opp tmpl               n_wait split wait0 signal      m0   m1   n0 n1   k0 k1 vcta */
+	/* op opp tmpl               sig_peer n_wait split wait0 signal      m0   m1   n0 n1   k0 k1 vcta */
 	/* SM 0 */
-	{  0, 0,  ARK_T_ELEMENTWISE, 0,     0,    0,    ARK_CTR(0),   0,  16, 0, 256, 0, 0, 0},  /* h rows 0:16 */
-	{  0, 0,  ARK_T_ELEMENTWISE, 0,     0,    0,    ARK_CTR(4),  64,  80, 0, 256, 0, 0, 4},  /* h rows 64:80 */
-	{  1, 1,  ARK_T_ELEMENTWISE, 2,     0,    2,    -1,          32,  64, 0, 256, 0, 0, 9},  /* y rows 32:64 */
+	{  0, 0,  ARK_T_ELEMENTWISE, 0,        0,     0,    0,    ARK_CTR(0),   0,  16, 0, 256, 0, 0, 0},  /* h rows 0:16 */
+	{  0, 0,  ARK_T_ELEMENTWISE, 0,        0,     0,    0,    ARK_CTR(4),  64,  80, 0, 256, 0, 0, 4},  /* h rows 64:80 */
+	{  1, 1,  ARK_T_ELEMENTWISE, 0,        2,     0,    2,    -1,          32,  64, 0, 256, 0, 0, 9},  /* y rows 32:64 */
 	/* SM 1 */
-	{  0, 0,  ARK_T_ELEMENTWISE, 0,     0,    0,    ARK_CTR(1),  16,  32, 0, 256, 0, 0, 1},  /* h rows 16:32 */
-	{  0, 0,  ARK_T_ELEMENTWISE, 0,     0,    0,    ARK_CTR(5),  80,  96, 0, 256, 0, 0, 5},  /* h rows 80:96 */
-	{  1, 1,  ARK_T_ELEMENTWISE, 2,     0,    4,    -1,          64,  96, 0, 256, 0, 0, 10}, /* y rows 64:96 */
+	{  0, 0,  ARK_T_ELEMENTWISE, 0,        0,     0,    0,    ARK_CTR(1),  16,  32, 0, 256, 0, 0, 1},  /* h rows 16:32 */
+	{  0, 0,  ARK_T_ELEMENTWISE, 0,        0,     0,    0,    ARK_CTR(5),  80,  96, 0, 256, 0, 0, 5},  /* h rows 80:96 */
+	{  1, 1,  ARK_T_ELEMENTWISE, 0,        2,     0,    4,    -1,          64,  96, 0, 256, 0, 0, 10}, /* y rows 64:96 */
 	/* SM 2 */
-	{  0, 0,  ARK_T_ELEMENTWISE, 0,     0,    0,    ARK_CTR(2),  32,  48, 0, 256, 0, 0, 2},  /* h rows 32:48 */
-	{  0, 0,  ARK_T_ELEMENTWISE, 0,     0,    0,    ARK_CTR(6),  96, 112, 0, 256, 0, 0, 6},  /* h rows 96:112 */
-	{  1, 1,  ARK_T_ELEMENTWISE, 2,     0,    6,    -1,          96, 128, 0, 256, 0, 0, 11}, /* y rows 96:128 */
+	{  0, 0,  ARK_T_ELEMENTWISE, 0,        0,     0,    0,    ARK_CTR(2),  32,  48, 0, 256, 0, 0, 2},  /* h rows 32:48 */
+	{  0, 0,  ARK_T_ELEMENTWISE, 0,        0,     0,    0,    ARK_CTR(6),  96, 112, 0, 256, 0, 0, 6},  /* h rows 96:112 */
+	{  1, 1,  ARK_T_ELEMENTWISE, 0,        2,     0,    6,    -1,          96, 128, 0, 256, 0, 0, 11}, /* y rows 96:128 */
 	/* SM 3 */
-	{  0, 0,  ARK_T_ELEMENTWISE, 0,     0,    0,    ARK_CTR(3),  48,  64, 0, 256, 0, 0, 3},  /* h rows 48:64 */
-	{  0, 0,  ARK_T_ELEMENTWISE, 0,     0,    0,    ARK_CTR(7), 112, 128, 0, 256, 0, 0, 7},  /* h rows 112:128 */
-	{  1, 1,  ARK_T_ELEMENTWISE, 2,     0,    0,    -1,           0,  32, 0, 256, 0, 0, 8},  /* y rows 0:32 */
+	{  0, 0,  ARK_T_ELEMENTWISE, 0,        0,     0,    0,    ARK_CTR(3),  48,  64, 0, 256, 0, 0, 3},  /* h rows 48:64 */
+	{  0, 0,  ARK_T_ELEMENTWISE, 0,        0,     0,    0,    ARK_CTR(7), 112, 128, 0, 256, 0, 0, 7},  /* h rows 112:128 */
+	{  1, 1,  ARK_T_ELEMENTWISE, 0,        2,     0,    0,    -1,           0,  32, 0, 256, 0, 0, 8},  /* y rows 0:32 */
 };
 static const uint32_t sm_begin_g0[ARK_SMS + 1] = {0, 3, 6, 9, 12};
 

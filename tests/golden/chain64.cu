@@ -935,19 +935,19 @@ static const struct ark_opp opp_g0[] = {
 	 .istride = {{1}, {1}}, .peer = -1},
 };
 
-/* Tasks of every SM, back to back (struct ark_task): op and op params, template, its n_wait waits
- * from waits[wait0], counter to signal (-1: none), split-K slice, tile (rows m0:m1, cols n0:n1, k0:k1),
- * vCTA. */
+/* Tasks of every SM, back to back (struct ark_task): op and op params, template, GPU of a remote signal + 1
+ * (0: this GPU's), number of waits, split-K slice, first wait in the wait table, counter to signal
+ * (-1: none), tile (rows m0:m1, cols n0:n1, k0:k1), vCTA. */
 static const struct ark_task tasks_g0[4] = {
-	/* op  opp  tmpl            n_wait  split  wait0  signal  m0  m1    n0    n1    k0    k1  vcta */
+	/* op  opp  tmpl            sig_peer  n_wait  split  wait0  signal  m0  m1    n0    n1    k0    k1  vcta */
 	/* SM 0 */
-	{   0,   0, ARK_T_EW_CHAIN,      0,     0,     0,     -1,  0,  1,    0, 1024,    0, 1024,    0}, /* v0 scale0 EW_CHAIN elements 0:1024 (line 14) */
+	{   0,   0, ARK_T_EW_CHAIN,        0,      0,     0,     0,     -1,  0,  1,    0, 1024,    0, 1024,    0}, /* v0 scale0 EW_CHAIN elements 0:1024 (line 14) */
 	/* SM 1 */
-	{   0,   0, ARK_T_EW_CHAIN,      0,     0,     0,     -1,  0,  1, 1024, 2048, 1024, 2048,    1}, /* v1 scale0 EW_CHAIN elements 1024:2048 (line 14) */
+	{   0,   0, ARK_T_EW_CHAIN,        0,      0,     0,     0,     -1,  0,  1, 1024, 2048, 1024, 2048,    1}, /* v1 scale0 EW_CHAIN elements 1024:2048 (line 14) */
 	/* SM 2 */
-	{   0,   0, ARK_T_EW_CHAIN,      0,     0,     0,     -1,  0,  1, 2048, 3072, 2048, 3072,    2}, /* v2 scale0 EW_CHAIN elements 2048:3072 (line 14) */
+	{   0,   0, ARK_T_EW_CHAIN,        0,      0,     0,     0,     -1,  0,  1, 2048, 3072, 2048, 3072,    2}, /* v2 scale0 EW_CHAIN elements 2048:3072 (line 14) */
 	/* SM 3 */
-	{   0,   0, ARK_T_EW_CHAIN,      0,     0,     0,     -1,  0,  1, 3072, 4096, 3072, 4096,    3}, /* v3 scale0 EW_CHAIN elements 3072:4096 (line 14) */
+	{   0,   0, ARK_T_EW_CHAIN,        0,      0,     0,     0,     -1,  0,  1, 3072, 4096, 3072, 4096,    3}, /* v3 scale0 EW_CHAIN elements 3072:4096 (line 14) */
 	/* SMs 4 to 131: no tasks */
 };
 

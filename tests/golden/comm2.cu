@@ -86,25 +86,25 @@ static const struct ark_opp opp_g0[] = {
 	 .in = {ARK_OFF_s0, ARK_OFF_g0__ag, 512u}, .out = ARK_OFF_g0, .N = 64, .K = 2, .peer = -1},
 };
 
-/* Tasks of every SM of GPU 0, back to back (struct ark_task): op and op params, template, its n_wait waits
- * from waits[wait0], counter to signal (-1: none), split-K slice, tile (rows m0:m1, cols n0:n1, k0:k1),
- * vCTA, GPU of a remote signal + 1. */
+/* Tasks of every SM of GPU 0, back to back (struct ark_task): op and op params, template, GPU of a remote signal + 1
+ * (0: this GPU's), number of waits, split-K slice, first wait in the wait table, counter to signal
+ * (-1: none), tile (rows m0:m1, cols n0:n1, k0:k1), vCTA. */
 static const struct ark_task tasks_g0[9] = {
-	/* op  opp  tmpl          n_wait  split  wait0      signal  m0  m1  n0   n1  k0   k1  vcta  sig_peer */
+	/* op  opp  tmpl          sig_peer  n_wait  split  wait0      signal  m0  m1  n0   n1  k0   k1  vcta */
 	/* SM 0 */
-	{   1,   0, ARK_T_MATMUL,      0,     0,     0, ARK_CTR(0),  0,  4,  0,  16,  0,  64,    2,        0}, /* v2 mm0 MATMUL rows 0:4 cols 0:16 (line 20) */
-	{   3,   3, ARK_T_SUM,         2,     0,     1,         -1,  0,  4,  0,  64,  0, 256,   12,        0}, /* v12 ar SUM elements 0:256 (line 22) */
-	{   4,   4, ARK_T_DMA,         0,     0,     3, ARK_CTR(3),  0,  4,  0,  64,  0, 256,   15,        2}, /* v15 ag DMA elements 0:256, signals GPU 1 (line 23) */
-	{   4,   5, ARK_T_GATHER,      1,     0,     3,         -1,  0,  4,  0, 128,  0, 512,   16,        0}, /* v16 ag GATHER elements 0:512 (line 23) */
+	{   1,   0, ARK_T_MATMUL,        0,      0,     0,     0, ARK_CTR(0),  0,  4,  0,  16,  0,  64,    2}, /* v2 mm0 MATMUL rows 0:4 cols 0:16 (line 20) */
+	{   3,   3, ARK_T_SUM,           0,      2,     0,     1,         -1,  0,  4,  0,  64,  0, 256,   12}, /* v12 ar SUM elements 0:256 (line 22) */
+	{   4,   4, ARK_T_DMA,           2,      0,     0,     3, ARK_CTR(3),  0,  4,  0,  64,  0, 256,   15}, /* v15 ag DMA elements 0:256, signals GPU 1 (line 23) */
+	{   4,   5, ARK_T_GATHER,        0,      1,     0,     3,         -1,  0,  4,  0, 128,  0, 512,   16}, /* v16 ag GATHER elements 0:512 (line 23) */
 	/* SM 1 */
-	{   1,   0, ARK_T_MATMUL,      0,     0,     0, ARK_CTR(0),  0,  4, 16,  32,  0,  64,    3,        0}, /* v3 mm0 MATMUL rows 0:4 cols 16:32 (line 20) */
-	{   3,   2, ARK_T_COPY,        1,     0,     0, ARK_CTR(2),  0,  4,  0,  64,  0, 256,   11,        2}, /* v11 ar COPY elements 0:256, signals GPU 1 (line 22) */
+	{   1,   0, ARK_T_MATMUL,        0,      0,     0,     0, ARK_CTR(0),  0,  4, 16,  32,  0,  64,    3}, /* v3 mm0 MATMUL rows 0:4 cols 16:32 (line 20) */
+	{   3,   2, ARK_T_COPY,          2,      1,     0,     0, ARK_CTR(2),  0,  4,  0,  64,  0, 256,   11}, /* v11 ar COPY elements 0:256, signals GPU 1 (line 22) */
 	/* SM 2 */
-	{   1,   0, ARK_T_MATMUL,      0,     0,     0, ARK_CTR(0),  0,  4, 32,  48,  0,  64,    4,        0}, /* v4 mm0 MATMUL rows 0:4 cols 32:48 (line 20) */
+	{   1,   0, ARK_T_MATMUL,        0,      0,     0,     0, ARK_CTR(0),  0,  4, 32,  48,  0,  64,    4}, /* v4 mm0 MATMUL rows 0:4 cols 32:48 (line 20) */
 	/* SM 3 */
-	{   1,   0, ARK_T_MATMUL,      0,     0,     0, ARK_CTR(0),  0,  4, 48,  64,  0,  64,    5,        0}, /* v5 mm0 MATMUL rows 0:4 cols 48:64 (line 20) */
+	{   1,   0, ARK_T_MATMUL,        0,      0,     0,     0, ARK_CTR(0),  0,  4, 48,  64,  0,  64,    5}, /* v5 mm0 MATMUL rows 0:4 cols 48:64 (line 20) */
 	/* SM 4 */
-	{   0,   1, ARK_T_COPY,        0,     0,     0, ARK_CTR(0),  0,  4,  0,  64,  0, 256,    0,        2}, /* v0 cpx COPY elements 0:256, signals GPU 1 (line 19) */
+	{   0,   1, ARK_T_COPY,          2,      0,     0,     0, ARK_CTR(0),  0,  4,  0,  64,  0, 256,    0}, /* v0 cpx COPY elements 0:256, signals GPU 1 (line 19) */
 	/* SMs 5 to 131: no tasks */
 };
 
@@ -152,25 +152,25 @@ static const struct ark_opp opp_g1[] = {
 	 .in = {ARK_OFF_s1, ARK_OFF_g1__ag, 512u}, .out = ARK_OFF_g1, .N = 64, .K = 2, .peer = -1},
 };
 
-/* Tasks of every SM of GPU 1, back to back (struct ark_task): op and op params, template, its n_wait waits
- * from waits[wait0], counter to signal (-1: none), split-K slice, tile (rows m0:m1, cols n0:n1, k0:k1),
- * vCTA, GPU of a remote signal + 1. */
+/* Tasks of every SM of GPU 1, back to back (struct ark_task): op and op params, template, GPU of a remote signal + 1
+ * (0: this GPU's), number of waits, split-K slice, first wait in the wait table, counter to signal
+ * (-1: none), tile (rows m0:m1, cols n0:n1, k0:k1), vCTA. */
 static const struct ark_task tasks_g1[9] = {
-	/* op  opp  tmpl          n_wait  split  wait0      signal  m0  m1  n0   n1  k0   k1  vcta  sig_peer */
+	/* op  opp  tmpl          sig_peer  n_wait  split  wait0      signal  m0  m1  n0   n1  k0   k1  vcta */
 	/* SM 0 */
-	{   2,   0, ARK_T_MATMUL,      1,     0,     1, ARK_CTR(1),  0,  4,  0,  16,  0,  64,    6,        0}, /* v6 mm1 MATMUL rows 0:4 cols 0:16 (line 21) */
-	{   3,   3, ARK_T_SUM,         2,     0,     6,         -1,  0,  4,  0,  64,  0, 256,   13,        0}, /* v13 ar SUM elements 0:256 (line 22) */
-	{   4,   4, ARK_T_DMA,         0,     0,     8, ARK_CTR(2),  0,  4,  0,  64,  0, 256,   14,        1}, /* v14 ag DMA elements 0:256, signals GPU 0 (line 23) */
-	{   4,   5, ARK_T_GATHER,      1,     0,     8,         -1,  0,  4,  0, 128,  0, 512,   17,        0}, /* v17 ag GATHER elements 0:512 (line 23) */
+	{   2,   0, ARK_T_MATMUL,        0,      1,     0,     1, ARK_CTR(1),  0,  4,  0,  16,  0,  64,    6}, /* v6 mm1 MATMUL rows 0:4 cols 0:16 (line 21) */
+	{   3,   3, ARK_T_SUM,           0,      2,     0,     6,         -1,  0,  4,  0,  64,  0, 256,   13}, /* v13 ar SUM elements 0:256 (line 22) */
+	{   4,   4, ARK_T_DMA,           1,      0,     0,     8, ARK_CTR(2),  0,  4,  0,  64,  0, 256,   14}, /* v14 ag DMA elements 0:256, signals GPU 0 (line 23) */
+	{   4,   5, ARK_T_GATHER,        0,      1,     0,     8,         -1,  0,  4,  0, 128,  0, 512,   17}, /* v17 ag GATHER elements 0:512 (line 23) */
 	/* SM 1 */
-	{   2,   0, ARK_T_MATMUL,      1,     0,     2, ARK_CTR(1),  0,  4, 16,  32,  0,  64,    7,        0}, /* v7 mm1 MATMUL rows 0:4 cols 16:32 (line 21) */
-	{   3,   2, ARK_T_COPY,        1,     0,     5, ARK_CTR(1),  0,  4,  0,  64,  0, 256,   10,        1}, /* v10 ar COPY elements 0:256, signals GPU 0 (line 22) */
+	{   2,   0, ARK_T_MATMUL,        0,      1,     0,     2, ARK_CTR(1),  0,  4, 16,  32,  0,  64,    7}, /* v7 mm1 MATMUL rows 0:4 cols 16:32 (line 21) */
+	{   3,   2, ARK_T_COPY,          1,      1,     0,     5, ARK_CTR(1),  0,  4,  0,  64,  0, 256,   10}, /* v10 ar COPY elements 0:256, signals GPU 0 (line 22) */
 	/* SM 2 */
-	{   2,   0, ARK_T_MATMUL,      1,     0,     3, ARK_CTR(1),  0,  4, 32,  48,  0,  64,    8,        0}, /* v8 mm1 MATMUL rows 0:4 cols 32:48 (line 21) */
+	{   2,   0, ARK_T_MATMUL,        0,      1,     0,     3, ARK_CTR(1),  0,  4, 32,  48,  0,  64,    8}, /* v8 mm1 MATMUL rows 0:4 cols 32:48 (line 21) */
 	/* SM 3 */
-	{   2,   0, ARK_T_MATMUL,      1,     0,     4, ARK_CTR(1),  0,  4, 48,  64,  0,  64,    9,        0}, /* v9 mm1 MATMUL rows 0:4 cols 48:64 (line 21) */
+	{   2,   0, ARK_T_MATMUL,        0,      1,     0,     4, ARK_CTR(1),  0,  4, 48,  64,  0,  64,    9}, /* v9 mm1 MATMUL rows 0:4 cols 48:64 (line 21) */
 	/* SM 4 */
-	{   0,   1, ARK_T_NOP,         1,     0,     0,         -1,  0,  0,  0,   0,  0,   0,    1,        0}, /* v1 cpx NOP (line 19) */
+	{   0,   1, ARK_T_NOP,           0,      1,     0,     0,         -1,  0,  0,  0,   0,  0,   0,    1}, /* v1 cpx NOP (line 19) */
 	/* SMs 5 to 131: no tasks */
 };
 

@@ -58,459 +58,459 @@ static const struct ark_opp opp_g0[] = {
 	 .peer = -1},
 };
 
-/* Tasks of every SM, back to back (struct ark_task): op and op params, template, its n_wait waits
- * from waits[wait0], counter to signal (-1: none), split-K slice, tile (rows m0:m1, cols n0:n1, k0:k1),
- * vCTA. */
+/* Tasks of every SM, back to back (struct ark_task): op and op params, template, GPU of a remote signal + 1
+ * (0: this GPU's), number of waits, split-K slice, first wait in the wait table, counter to signal
+ * (-1: none), tile (rows m0:m1, cols n0:n1, k0:k1), vCTA. */
 static const struct ark_task tasks_g0[320] = {
-	/* op  opp  tmpl                  n_wait  split  wait0       signal  m0  m1    n0    n1    k0    k1  vcta */
+	/* op  opp  tmpl                  sig_peer  n_wait  split  wait0       signal  m0  m1    n0    n1    k0    k1  vcta */
 	/* SM 0 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,    0,   32,    0, 1024,    0}, /* v0 fc1 MATMUL rows 0:8 cols 0:32 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,     0,  ARK_CTR(2),  0,  8,    0,   16,    0, 2048,  128}, /* v128 fc2 MATMUL_PARTIAL rows 0:8 cols 0:16 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   128,          -1,  0,  8,    0,   16,    0, 4096,  256}, /* v256 fc2 REDUCE rows 0:8 cols 0:16 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,    0,   32,    0, 1024,    0}, /* v0 fc1 MATMUL rows 0:8 cols 0:32 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,     0,  ARK_CTR(2),  0,  8,    0,   16,    0, 2048,  128}, /* v128 fc2 MATMUL_PARTIAL rows 0:8 cols 0:16 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   128,          -1,  0,  8,    0,   16,    0, 4096,  256}, /* v256 fc2 REDUCE rows 0:8 cols 0:16 (line 17) */
 	/* SM 1 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,   32,   64,    0, 1024,    1}, /* v1 fc1 MATMUL rows 0:8 cols 32:64 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,     2,  ARK_CTR(3),  0,  8,   16,   32,    0, 2048,  130}, /* v130 fc2 MATMUL_PARTIAL rows 0:8 cols 16:32 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   129,          -1,  0,  8,   16,   32,    0, 4096,  257}, /* v257 fc2 REDUCE rows 0:8 cols 16:32 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,   32,   64,    0, 1024,    1}, /* v1 fc1 MATMUL rows 0:8 cols 32:64 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,     2,  ARK_CTR(3),  0,  8,   16,   32,    0, 2048,  130}, /* v130 fc2 MATMUL_PARTIAL rows 0:8 cols 16:32 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   129,          -1,  0,  8,   16,   32,    0, 4096,  257}, /* v257 fc2 REDUCE rows 0:8 cols 16:32 (line 17) */
 	/* SM 2 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,   64,   96,    0, 1024,    2}, /* v2 fc1 MATMUL rows 0:8 cols 64:96 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,     3,  ARK_CTR(3),  0,  8,   16,   32, 2048, 4096,  131}, /* v131 fc2 MATMUL_PARTIAL rows 0:8 cols 16:32 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,   64,   96,    0, 1024,    2}, /* v2 fc1 MATMUL rows 0:8 cols 64:96 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,     3,  ARK_CTR(3),  0,  8,   16,   32, 2048, 4096,  131}, /* v131 fc2 MATMUL_PARTIAL rows 0:8 cols 16:32 k 2048:4096 (line 17) */
 	/* SM 3 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,   96,  128,    0, 1024,    3}, /* v3 fc1 MATMUL rows 0:8 cols 96:128 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,     4,  ARK_CTR(4),  0,  8,   32,   48,    0, 2048,  132}, /* v132 fc2 MATMUL_PARTIAL rows 0:8 cols 32:48 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   130,          -1,  0,  8,   32,   48,    0, 4096,  258}, /* v258 fc2 REDUCE rows 0:8 cols 32:48 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,   96,  128,    0, 1024,    3}, /* v3 fc1 MATMUL rows 0:8 cols 96:128 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,     4,  ARK_CTR(4),  0,  8,   32,   48,    0, 2048,  132}, /* v132 fc2 MATMUL_PARTIAL rows 0:8 cols 32:48 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   130,          -1,  0,  8,   32,   48,    0, 4096,  258}, /* v258 fc2 REDUCE rows 0:8 cols 32:48 (line 17) */
 	/* SM 4 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  128,  160,    0, 1024,    4}, /* v4 fc1 MATMUL rows 0:8 cols 128:160 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,     5,  ARK_CTR(4),  0,  8,   32,   48, 2048, 4096,  133}, /* v133 fc2 MATMUL_PARTIAL rows 0:8 cols 32:48 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  128,  160,    0, 1024,    4}, /* v4 fc1 MATMUL rows 0:8 cols 128:160 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,     5,  ARK_CTR(4),  0,  8,   32,   48, 2048, 4096,  133}, /* v133 fc2 MATMUL_PARTIAL rows 0:8 cols 32:48 k 2048:4096 (line 17) */
 	/* SM 5 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  160,  192,    0, 1024,    5}, /* v5 fc1 MATMUL rows 0:8 cols 160:192 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,     6,  ARK_CTR(5),  0,  8,   48,   64,    0, 2048,  134}, /* v134 fc2 MATMUL_PARTIAL rows 0:8 cols 48:64 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   131,          -1,  0,  8,   48,   64,    0, 4096,  259}, /* v259 fc2 REDUCE rows 0:8 cols 48:64 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  160,  192,    0, 1024,    5}, /* v5 fc1 MATMUL rows 0:8 cols 160:192 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,     6,  ARK_CTR(5),  0,  8,   48,   64,    0, 2048,  134}, /* v134 fc2 MATMUL_PARTIAL rows 0:8 cols 48:64 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   131,          -1,  0,  8,   48,   64,    0, 4096,  259}, /* v259 fc2 REDUCE rows 0:8 cols 48:64 (line 17) */
 	/* SM 6 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  192,  224,    0, 1024,    6}, /* v6 fc1 MATMUL rows 0:8 cols 192:224 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,     7,  ARK_CTR(5),  0,  8,   48,   64, 2048, 4096,  135}, /* v135 fc2 MATMUL_PARTIAL rows 0:8 cols 48:64 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  192,  224,    0, 1024,    6}, /* v6 fc1 MATMUL rows 0:8 cols 192:224 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,     7,  ARK_CTR(5),  0,  8,   48,   64, 2048, 4096,  135}, /* v135 fc2 MATMUL_PARTIAL rows 0:8 cols 48:64 k 2048:4096 (line 17) */
 	/* SM 7 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  224,  256,    0, 1024,    7}, /* v7 fc1 MATMUL rows 0:8 cols 224:256 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,     8,  ARK_CTR(6),  0,  8,   64,   80,    0, 2048,  136}, /* v136 fc2 MATMUL_PARTIAL rows 0:8 cols 64:80 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   132,          -1,  0,  8,   64,   80,    0, 4096,  260}, /* v260 fc2 REDUCE rows 0:8 cols 64:80 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  224,  256,    0, 1024,    7}, /* v7 fc1 MATMUL rows 0:8 cols 224:256 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,     8,  ARK_CTR(6),  0,  8,   64,   80,    0, 2048,  136}, /* v136 fc2 MATMUL_PARTIAL rows 0:8 cols 64:80 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   132,          -1,  0,  8,   64,   80,    0, 4096,  260}, /* v260 fc2 REDUCE rows 0:8 cols 64:80 (line 17) */
 	/* SM 8 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  256,  288,    0, 1024,    8}, /* v8 fc1 MATMUL rows 0:8 cols 256:288 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,     9,  ARK_CTR(6),  0,  8,   64,   80, 2048, 4096,  137}, /* v137 fc2 MATMUL_PARTIAL rows 0:8 cols 64:80 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  256,  288,    0, 1024,    8}, /* v8 fc1 MATMUL rows 0:8 cols 256:288 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,     9,  ARK_CTR(6),  0,  8,   64,   80, 2048, 4096,  137}, /* v137 fc2 MATMUL_PARTIAL rows 0:8 cols 64:80 k 2048:4096 (line 17) */
 	/* SM 9 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  288,  320,    0, 1024,    9}, /* v9 fc1 MATMUL rows 0:8 cols 288:320 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    10,  ARK_CTR(7),  0,  8,   80,   96,    0, 2048,  138}, /* v138 fc2 MATMUL_PARTIAL rows 0:8 cols 80:96 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   133,          -1,  0,  8,   80,   96,    0, 4096,  261}, /* v261 fc2 REDUCE rows 0:8 cols 80:96 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  288,  320,    0, 1024,    9}, /* v9 fc1 MATMUL rows 0:8 cols 288:320 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    10,  ARK_CTR(7),  0,  8,   80,   96,    0, 2048,  138}, /* v138 fc2 MATMUL_PARTIAL rows 0:8 cols 80:96 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   133,          -1,  0,  8,   80,   96,    0, 4096,  261}, /* v261 fc2 REDUCE rows 0:8 cols 80:96 (line 17) */
 	/* SM 10 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  320,  352,    0, 1024,   10}, /* v10 fc1 MATMUL rows 0:8 cols 320:352 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    11,  ARK_CTR(7),  0,  8,   80,   96, 2048, 4096,  139}, /* v139 fc2 MATMUL_PARTIAL rows 0:8 cols 80:96 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  320,  352,    0, 1024,   10}, /* v10 fc1 MATMUL rows 0:8 cols 320:352 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    11,  ARK_CTR(7),  0,  8,   80,   96, 2048, 4096,  139}, /* v139 fc2 MATMUL_PARTIAL rows 0:8 cols 80:96 k 2048:4096 (line 17) */
 	/* SM 11 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  352,  384,    0, 1024,   11}, /* v11 fc1 MATMUL rows 0:8 cols 352:384 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    12,  ARK_CTR(8),  0,  8,   96,  112,    0, 2048,  140}, /* v140 fc2 MATMUL_PARTIAL rows 0:8 cols 96:112 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   134,          -1,  0,  8,   96,  112,    0, 4096,  262}, /* v262 fc2 REDUCE rows 0:8 cols 96:112 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  352,  384,    0, 1024,   11}, /* v11 fc1 MATMUL rows 0:8 cols 352:384 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    12,  ARK_CTR(8),  0,  8,   96,  112,    0, 2048,  140}, /* v140 fc2 MATMUL_PARTIAL rows 0:8 cols 96:112 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   134,          -1,  0,  8,   96,  112,    0, 4096,  262}, /* v262 fc2 REDUCE rows 0:8 cols 96:112 (line 17) */
 	/* SM 12 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  384,  416,    0, 1024,   12}, /* v12 fc1 MATMUL rows 0:8 cols 384:416 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    13,  ARK_CTR(8),  0,  8,   96,  112, 2048, 4096,  141}, /* v141 fc2 MATMUL_PARTIAL rows 0:8 cols 96:112 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  384,  416,    0, 1024,   12}, /* v12 fc1 MATMUL rows 0:8 cols 384:416 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    13,  ARK_CTR(8),  0,  8,   96,  112, 2048, 4096,  141}, /* v141 fc2 MATMUL_PARTIAL rows 0:8 cols 96:112 k 2048:4096 (line 17) */
 	/* SM 13 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  416,  448,    0, 1024,   13}, /* v13 fc1 MATMUL rows 0:8 cols 416:448 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    14,  ARK_CTR(9),  0,  8,  112,  128,    0, 2048,  142}, /* v142 fc2 MATMUL_PARTIAL rows 0:8 cols 112:128 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   135,          -1,  0,  8,  112,  128,    0, 4096,  263}, /* v263 fc2 REDUCE rows 0:8 cols 112:128 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  416,  448,    0, 1024,   13}, /* v13 fc1 MATMUL rows 0:8 cols 416:448 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    14,  ARK_CTR(9),  0,  8,  112,  128,    0, 2048,  142}, /* v142 fc2 MATMUL_PARTIAL rows 0:8 cols 112:128 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   135,          -1,  0,  8,  112,  128,    0, 4096,  263}, /* v263 fc2 REDUCE rows 0:8 cols 112:128 (line 17) */
 	/* SM 14 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  448,  480,    0, 1024,   14}, /* v14 fc1 MATMUL rows 0:8 cols 448:480 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    15,  ARK_CTR(9),  0,  8,  112,  128, 2048, 4096,  143}, /* v143 fc2 MATMUL_PARTIAL rows 0:8 cols 112:128 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  448,  480,    0, 1024,   14}, /* v14 fc1 MATMUL rows 0:8 cols 448:480 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    15,  ARK_CTR(9),  0,  8,  112,  128, 2048, 4096,  143}, /* v143 fc2 MATMUL_PARTIAL rows 0:8 cols 112:128 k 2048:4096 (line 17) */
 	/* SM 15 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  480,  512,    0, 1024,   15}, /* v15 fc1 MATMUL rows 0:8 cols 480:512 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    16, ARK_CTR(10),  0,  8,  128,  144,    0, 2048,  144}, /* v144 fc2 MATMUL_PARTIAL rows 0:8 cols 128:144 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   136,          -1,  0,  8,  128,  144,    0, 4096,  264}, /* v264 fc2 REDUCE rows 0:8 cols 128:144 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  480,  512,    0, 1024,   15}, /* v15 fc1 MATMUL rows 0:8 cols 480:512 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    16, ARK_CTR(10),  0,  8,  128,  144,    0, 2048,  144}, /* v144 fc2 MATMUL_PARTIAL rows 0:8 cols 128:144 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   136,          -1,  0,  8,  128,  144,    0, 4096,  264}, /* v264 fc2 REDUCE rows 0:8 cols 128:144 (line 17) */
 	/* SM 16 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  512,  544,    0, 1024,   16}, /* v16 fc1 MATMUL rows 0:8 cols 512:544 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    17, ARK_CTR(10),  0,  8,  128,  144, 2048, 4096,  145}, /* v145 fc2 MATMUL_PARTIAL rows 0:8 cols 128:144 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  512,  544,    0, 1024,   16}, /* v16 fc1 MATMUL rows 0:8 cols 512:544 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    17, ARK_CTR(10),  0,  8,  128,  144, 2048, 4096,  145}, /* v145 fc2 MATMUL_PARTIAL rows 0:8 cols 128:144 k 2048:4096 (line 17) */
 	/* SM 17 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  544,  576,    0, 1024,   17}, /* v17 fc1 MATMUL rows 0:8 cols 544:576 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    18, ARK_CTR(11),  0,  8,  144,  160,    0, 2048,  146}, /* v146 fc2 MATMUL_PARTIAL rows 0:8 cols 144:160 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   137,          -1,  0,  8,  144,  160,    0, 4096,  265}, /* v265 fc2 REDUCE rows 0:8 cols 144:160 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  544,  576,    0, 1024,   17}, /* v17 fc1 MATMUL rows 0:8 cols 544:576 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    18, ARK_CTR(11),  0,  8,  144,  160,    0, 2048,  146}, /* v146 fc2 MATMUL_PARTIAL rows 0:8 cols 144:160 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   137,          -1,  0,  8,  144,  160,    0, 4096,  265}, /* v265 fc2 REDUCE rows 0:8 cols 144:160 (line 17) */
 	/* SM 18 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  576,  608,    0, 1024,   18}, /* v18 fc1 MATMUL rows 0:8 cols 576:608 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    19, ARK_CTR(11),  0,  8,  144,  160, 2048, 4096,  147}, /* v147 fc2 MATMUL_PARTIAL rows 0:8 cols 144:160 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  576,  608,    0, 1024,   18}, /* v18 fc1 MATMUL rows 0:8 cols 576:608 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    19, ARK_CTR(11),  0,  8,  144,  160, 2048, 4096,  147}, /* v147 fc2 MATMUL_PARTIAL rows 0:8 cols 144:160 k 2048:4096 (line 17) */
 	/* SM 19 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  608,  640,    0, 1024,   19}, /* v19 fc1 MATMUL rows 0:8 cols 608:640 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    20, ARK_CTR(12),  0,  8,  160,  176,    0, 2048,  148}, /* v148 fc2 MATMUL_PARTIAL rows 0:8 cols 160:176 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   138,          -1,  0,  8,  160,  176,    0, 4096,  266}, /* v266 fc2 REDUCE rows 0:8 cols 160:176 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  608,  640,    0, 1024,   19}, /* v19 fc1 MATMUL rows 0:8 cols 608:640 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    20, ARK_CTR(12),  0,  8,  160,  176,    0, 2048,  148}, /* v148 fc2 MATMUL_PARTIAL rows 0:8 cols 160:176 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   138,          -1,  0,  8,  160,  176,    0, 4096,  266}, /* v266 fc2 REDUCE rows 0:8 cols 160:176 (line 17) */
 	/* SM 20 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  640,  672,    0, 1024,   20}, /* v20 fc1 MATMUL rows 0:8 cols 640:672 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    21, ARK_CTR(12),  0,  8,  160,  176, 2048, 4096,  149}, /* v149 fc2 MATMUL_PARTIAL rows 0:8 cols 160:176 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  640,  672,    0, 1024,   20}, /* v20 fc1 MATMUL rows 0:8 cols 640:672 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    21, ARK_CTR(12),  0,  8,  160,  176, 2048, 4096,  149}, /* v149 fc2 MATMUL_PARTIAL rows 0:8 cols 160:176 k 2048:4096 (line 17) */
 	/* SM 21 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  672,  704,    0, 1024,   21}, /* v21 fc1 MATMUL rows 0:8 cols 672:704 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    22, ARK_CTR(13),  0,  8,  176,  192,    0, 2048,  150}, /* v150 fc2 MATMUL_PARTIAL rows 0:8 cols 176:192 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   139,          -1,  0,  8,  176,  192,    0, 4096,  267}, /* v267 fc2 REDUCE rows 0:8 cols 176:192 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  672,  704,    0, 1024,   21}, /* v21 fc1 MATMUL rows 0:8 cols 672:704 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    22, ARK_CTR(13),  0,  8,  176,  192,    0, 2048,  150}, /* v150 fc2 MATMUL_PARTIAL rows 0:8 cols 176:192 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   139,          -1,  0,  8,  176,  192,    0, 4096,  267}, /* v267 fc2 REDUCE rows 0:8 cols 176:192 (line 17) */
 	/* SM 22 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  704,  736,    0, 1024,   22}, /* v22 fc1 MATMUL rows 0:8 cols 704:736 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    23, ARK_CTR(13),  0,  8,  176,  192, 2048, 4096,  151}, /* v151 fc2 MATMUL_PARTIAL rows 0:8 cols 176:192 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  704,  736,    0, 1024,   22}, /* v22 fc1 MATMUL rows 0:8 cols 704:736 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    23, ARK_CTR(13),  0,  8,  176,  192, 2048, 4096,  151}, /* v151 fc2 MATMUL_PARTIAL rows 0:8 cols 176:192 k 2048:4096 (line 17) */
 	/* SM 23 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  736,  768,    0, 1024,   23}, /* v23 fc1 MATMUL rows 0:8 cols 736:768 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    24, ARK_CTR(14),  0,  8,  192,  208,    0, 2048,  152}, /* v152 fc2 MATMUL_PARTIAL rows 0:8 cols 192:208 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   140,          -1,  0,  8,  192,  208,    0, 4096,  268}, /* v268 fc2 REDUCE rows 0:8 cols 192:208 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  736,  768,    0, 1024,   23}, /* v23 fc1 MATMUL rows 0:8 cols 736:768 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    24, ARK_CTR(14),  0,  8,  192,  208,    0, 2048,  152}, /* v152 fc2 MATMUL_PARTIAL rows 0:8 cols 192:208 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   140,          -1,  0,  8,  192,  208,    0, 4096,  268}, /* v268 fc2 REDUCE rows 0:8 cols 192:208 (line 17) */
 	/* SM 24 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  768,  800,    0, 1024,   24}, /* v24 fc1 MATMUL rows 0:8 cols 768:800 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    25, ARK_CTR(14),  0,  8,  192,  208, 2048, 4096,  153}, /* v153 fc2 MATMUL_PARTIAL rows 0:8 cols 192:208 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  768,  800,    0, 1024,   24}, /* v24 fc1 MATMUL rows 0:8 cols 768:800 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    25, ARK_CTR(14),  0,  8,  192,  208, 2048, 4096,  153}, /* v153 fc2 MATMUL_PARTIAL rows 0:8 cols 192:208 k 2048:4096 (line 17) */
 	/* SM 25 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  800,  832,    0, 1024,   25}, /* v25 fc1 MATMUL rows 0:8 cols 800:832 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    26, ARK_CTR(15),  0,  8,  208,  224,    0, 2048,  154}, /* v154 fc2 MATMUL_PARTIAL rows 0:8 cols 208:224 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   141,          -1,  0,  8,  208,  224,    0, 4096,  269}, /* v269 fc2 REDUCE rows 0:8 cols 208:224 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  800,  832,    0, 1024,   25}, /* v25 fc1 MATMUL rows 0:8 cols 800:832 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    26, ARK_CTR(15),  0,  8,  208,  224,    0, 2048,  154}, /* v154 fc2 MATMUL_PARTIAL rows 0:8 cols 208:224 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   141,          -1,  0,  8,  208,  224,    0, 4096,  269}, /* v269 fc2 REDUCE rows 0:8 cols 208:224 (line 17) */
 	/* SM 26 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  832,  864,    0, 1024,   26}, /* v26 fc1 MATMUL rows 0:8 cols 832:864 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    27, ARK_CTR(15),  0,  8,  208,  224, 2048, 4096,  155}, /* v155 fc2 MATMUL_PARTIAL rows 0:8 cols 208:224 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  832,  864,    0, 1024,   26}, /* v26 fc1 MATMUL rows 0:8 cols 832:864 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    27, ARK_CTR(15),  0,  8,  208,  224, 2048, 4096,  155}, /* v155 fc2 MATMUL_PARTIAL rows 0:8 cols 208:224 k 2048:4096 (line 17) */
 	/* SM 27 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  864,  896,    0, 1024,   27}, /* v27 fc1 MATMUL rows 0:8 cols 864:896 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    28, ARK_CTR(16),  0,  8,  224,  240,    0, 2048,  156}, /* v156 fc2 MATMUL_PARTIAL rows 0:8 cols 224:240 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   142,          -1,  0,  8,  224,  240,    0, 4096,  270}, /* v270 fc2 REDUCE rows 0:8 cols 224:240 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  864,  896,    0, 1024,   27}, /* v27 fc1 MATMUL rows 0:8 cols 864:896 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    28, ARK_CTR(16),  0,  8,  224,  240,    0, 2048,  156}, /* v156 fc2 MATMUL_PARTIAL rows 0:8 cols 224:240 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   142,          -1,  0,  8,  224,  240,    0, 4096,  270}, /* v270 fc2 REDUCE rows 0:8 cols 224:240 (line 17) */
 	/* SM 28 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  896,  928,    0, 1024,   28}, /* v28 fc1 MATMUL rows 0:8 cols 896:928 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    29, ARK_CTR(16),  0,  8,  224,  240, 2048, 4096,  157}, /* v157 fc2 MATMUL_PARTIAL rows 0:8 cols 224:240 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  896,  928,    0, 1024,   28}, /* v28 fc1 MATMUL rows 0:8 cols 896:928 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    29, ARK_CTR(16),  0,  8,  224,  240, 2048, 4096,  157}, /* v157 fc2 MATMUL_PARTIAL rows 0:8 cols 224:240 k 2048:4096 (line 17) */
 	/* SM 29 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  928,  960,    0, 1024,   29}, /* v29 fc1 MATMUL rows 0:8 cols 928:960 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    30, ARK_CTR(17),  0,  8,  240,  256,    0, 2048,  158}, /* v158 fc2 MATMUL_PARTIAL rows 0:8 cols 240:256 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   143,          -1,  0,  8,  240,  256,    0, 4096,  271}, /* v271 fc2 REDUCE rows 0:8 cols 240:256 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  928,  960,    0, 1024,   29}, /* v29 fc1 MATMUL rows 0:8 cols 928:960 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    30, ARK_CTR(17),  0,  8,  240,  256,    0, 2048,  158}, /* v158 fc2 MATMUL_PARTIAL rows 0:8 cols 240:256 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   143,          -1,  0,  8,  240,  256,    0, 4096,  271}, /* v271 fc2 REDUCE rows 0:8 cols 240:256 (line 17) */
 	/* SM 30 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  960,  992,    0, 1024,   30}, /* v30 fc1 MATMUL rows 0:8 cols 960:992 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    31, ARK_CTR(17),  0,  8,  240,  256, 2048, 4096,  159}, /* v159 fc2 MATMUL_PARTIAL rows 0:8 cols 240:256 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  960,  992,    0, 1024,   30}, /* v30 fc1 MATMUL rows 0:8 cols 960:992 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    31, ARK_CTR(17),  0,  8,  240,  256, 2048, 4096,  159}, /* v159 fc2 MATMUL_PARTIAL rows 0:8 cols 240:256 k 2048:4096 (line 17) */
 	/* SM 31 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8,  992, 1024,    0, 1024,   31}, /* v31 fc1 MATMUL rows 0:8 cols 992:1024 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    32, ARK_CTR(18),  0,  8,  256,  272,    0, 2048,  160}, /* v160 fc2 MATMUL_PARTIAL rows 0:8 cols 256:272 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   144,          -1,  0,  8,  256,  272,    0, 4096,  272}, /* v272 fc2 REDUCE rows 0:8 cols 256:272 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8,  992, 1024,    0, 1024,   31}, /* v31 fc1 MATMUL rows 0:8 cols 992:1024 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    32, ARK_CTR(18),  0,  8,  256,  272,    0, 2048,  160}, /* v160 fc2 MATMUL_PARTIAL rows 0:8 cols 256:272 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   144,          -1,  0,  8,  256,  272,    0, 4096,  272}, /* v272 fc2 REDUCE rows 0:8 cols 256:272 (line 17) */
 	/* SM 32 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1024, 1056,    0, 1024,   32}, /* v32 fc1 MATMUL rows 0:8 cols 1024:1056 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    33, ARK_CTR(18),  0,  8,  256,  272, 2048, 4096,  161}, /* v161 fc2 MATMUL_PARTIAL rows 0:8 cols 256:272 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1024, 1056,    0, 1024,   32}, /* v32 fc1 MATMUL rows 0:8 cols 1024:1056 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    33, ARK_CTR(18),  0,  8,  256,  272, 2048, 4096,  161}, /* v161 fc2 MATMUL_PARTIAL rows 0:8 cols 256:272 k 2048:4096 (line 17) */
 	/* SM 33 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1056, 1088,    0, 1024,   33}, /* v33 fc1 MATMUL rows 0:8 cols 1056:1088 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    34, ARK_CTR(19),  0,  8,  272,  288,    0, 2048,  162}, /* v162 fc2 MATMUL_PARTIAL rows 0:8 cols 272:288 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   145,          -1,  0,  8,  272,  288,    0, 4096,  273}, /* v273 fc2 REDUCE rows 0:8 cols 272:288 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1056, 1088,    0, 1024,   33}, /* v33 fc1 MATMUL rows 0:8 cols 1056:1088 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    34, ARK_CTR(19),  0,  8,  272,  288,    0, 2048,  162}, /* v162 fc2 MATMUL_PARTIAL rows 0:8 cols 272:288 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   145,          -1,  0,  8,  272,  288,    0, 4096,  273}, /* v273 fc2 REDUCE rows 0:8 cols 272:288 (line 17) */
 	/* SM 34 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1088, 1120,    0, 1024,   34}, /* v34 fc1 MATMUL rows 0:8 cols 1088:1120 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    35, ARK_CTR(19),  0,  8,  272,  288, 2048, 4096,  163}, /* v163 fc2 MATMUL_PARTIAL rows 0:8 cols 272:288 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1088, 1120,    0, 1024,   34}, /* v34 fc1 MATMUL rows 0:8 cols 1088:1120 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    35, ARK_CTR(19),  0,  8,  272,  288, 2048, 4096,  163}, /* v163 fc2 MATMUL_PARTIAL rows 0:8 cols 272:288 k 2048:4096 (line 17) */
 	/* SM 35 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1120, 1152,    0, 1024,   35}, /* v35 fc1 MATMUL rows 0:8 cols 1120:1152 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    36, ARK_CTR(20),  0,  8,  288,  304,    0, 2048,  164}, /* v164 fc2 MATMUL_PARTIAL rows 0:8 cols 288:304 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   146,          -1,  0,  8,  288,  304,    0, 4096,  274}, /* v274 fc2 REDUCE rows 0:8 cols 288:304 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1120, 1152,    0, 1024,   35}, /* v35 fc1 MATMUL rows 0:8 cols 1120:1152 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    36, ARK_CTR(20),  0,  8,  288,  304,    0, 2048,  164}, /* v164 fc2 MATMUL_PARTIAL rows 0:8 cols 288:304 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   146,          -1,  0,  8,  288,  304,    0, 4096,  274}, /* v274 fc2 REDUCE rows 0:8 cols 288:304 (line 17) */
 	/* SM 36 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1152, 1184,    0, 1024,   36}, /* v36 fc1 MATMUL rows 0:8 cols 1152:1184 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    37, ARK_CTR(20),  0,  8,  288,  304, 2048, 4096,  165}, /* v165 fc2 MATMUL_PARTIAL rows 0:8 cols 288:304 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1152, 1184,    0, 1024,   36}, /* v36 fc1 MATMUL rows 0:8 cols 1152:1184 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    37, ARK_CTR(20),  0,  8,  288,  304, 2048, 4096,  165}, /* v165 fc2 MATMUL_PARTIAL rows 0:8 cols 288:304 k 2048:4096 (line 17) */
 	/* SM 37 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1184, 1216,    0, 1024,   37}, /* v37 fc1 MATMUL rows 0:8 cols 1184:1216 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    38, ARK_CTR(21),  0,  8,  304,  320,    0, 2048,  166}, /* v166 fc2 MATMUL_PARTIAL rows 0:8 cols 304:320 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   147,          -1,  0,  8,  304,  320,    0, 4096,  275}, /* v275 fc2 REDUCE rows 0:8 cols 304:320 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1184, 1216,    0, 1024,   37}, /* v37 fc1 MATMUL rows 0:8 cols 1184:1216 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    38, ARK_CTR(21),  0,  8,  304,  320,    0, 2048,  166}, /* v166 fc2 MATMUL_PARTIAL rows 0:8 cols 304:320 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   147,          -1,  0,  8,  304,  320,    0, 4096,  275}, /* v275 fc2 REDUCE rows 0:8 cols 304:320 (line 17) */
 	/* SM 38 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1216, 1248,    0, 1024,   38}, /* v38 fc1 MATMUL rows 0:8 cols 1216:1248 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    39, ARK_CTR(21),  0,  8,  304,  320, 2048, 4096,  167}, /* v167 fc2 MATMUL_PARTIAL rows 0:8 cols 304:320 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1216, 1248,    0, 1024,   38}, /* v38 fc1 MATMUL rows 0:8 cols 1216:1248 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    39, ARK_CTR(21),  0,  8,  304,  320, 2048, 4096,  167}, /* v167 fc2 MATMUL_PARTIAL rows 0:8 cols 304:320 k 2048:4096 (line 17) */
 	/* SM 39 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1248, 1280,    0, 1024,   39}, /* v39 fc1 MATMUL rows 0:8 cols 1248:1280 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    40, ARK_CTR(22),  0,  8,  320,  336,    0, 2048,  168}, /* v168 fc2 MATMUL_PARTIAL rows 0:8 cols 320:336 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   148,          -1,  0,  8,  320,  336,    0, 4096,  276}, /* v276 fc2 REDUCE rows 0:8 cols 320:336 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1248, 1280,    0, 1024,   39}, /* v39 fc1 MATMUL rows 0:8 cols 1248:1280 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    40, ARK_CTR(22),  0,  8,  320,  336,    0, 2048,  168}, /* v168 fc2 MATMUL_PARTIAL rows 0:8 cols 320:336 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   148,          -1,  0,  8,  320,  336,    0, 4096,  276}, /* v276 fc2 REDUCE rows 0:8 cols 320:336 (line 17) */
 	/* SM 40 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1280, 1312,    0, 1024,   40}, /* v40 fc1 MATMUL rows 0:8 cols 1280:1312 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    41, ARK_CTR(22),  0,  8,  320,  336, 2048, 4096,  169}, /* v169 fc2 MATMUL_PARTIAL rows 0:8 cols 320:336 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1280, 1312,    0, 1024,   40}, /* v40 fc1 MATMUL rows 0:8 cols 1280:1312 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    41, ARK_CTR(22),  0,  8,  320,  336, 2048, 4096,  169}, /* v169 fc2 MATMUL_PARTIAL rows 0:8 cols 320:336 k 2048:4096 (line 17) */
 	/* SM 41 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1312, 1344,    0, 1024,   41}, /* v41 fc1 MATMUL rows 0:8 cols 1312:1344 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    42, ARK_CTR(23),  0,  8,  336,  352,    0, 2048,  170}, /* v170 fc2 MATMUL_PARTIAL rows 0:8 cols 336:352 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   149,          -1,  0,  8,  336,  352,    0, 4096,  277}, /* v277 fc2 REDUCE rows 0:8 cols 336:352 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1312, 1344,    0, 1024,   41}, /* v41 fc1 MATMUL rows 0:8 cols 1312:1344 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    42, ARK_CTR(23),  0,  8,  336,  352,    0, 2048,  170}, /* v170 fc2 MATMUL_PARTIAL rows 0:8 cols 336:352 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   149,          -1,  0,  8,  336,  352,    0, 4096,  277}, /* v277 fc2 REDUCE rows 0:8 cols 336:352 (line 17) */
 	/* SM 42 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1344, 1376,    0, 1024,   42}, /* v42 fc1 MATMUL rows 0:8 cols 1344:1376 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    43, ARK_CTR(23),  0,  8,  336,  352, 2048, 4096,  171}, /* v171 fc2 MATMUL_PARTIAL rows 0:8 cols 336:352 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1344, 1376,    0, 1024,   42}, /* v42 fc1 MATMUL rows 0:8 cols 1344:1376 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    43, ARK_CTR(23),  0,  8,  336,  352, 2048, 4096,  171}, /* v171 fc2 MATMUL_PARTIAL rows 0:8 cols 336:352 k 2048:4096 (line 17) */
 	/* SM 43 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1376, 1408,    0, 1024,   43}, /* v43 fc1 MATMUL rows 0:8 cols 1376:1408 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    44, ARK_CTR(24),  0,  8,  352,  368,    0, 2048,  172}, /* v172 fc2 MATMUL_PARTIAL rows 0:8 cols 352:368 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   150,          -1,  0,  8,  352,  368,    0, 4096,  278}, /* v278 fc2 REDUCE rows 0:8 cols 352:368 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1376, 1408,    0, 1024,   43}, /* v43 fc1 MATMUL rows 0:8 cols 1376:1408 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    44, ARK_CTR(24),  0,  8,  352,  368,    0, 2048,  172}, /* v172 fc2 MATMUL_PARTIAL rows 0:8 cols 352:368 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   150,          -1,  0,  8,  352,  368,    0, 4096,  278}, /* v278 fc2 REDUCE rows 0:8 cols 352:368 (line 17) */
 	/* SM 44 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1408, 1440,    0, 1024,   44}, /* v44 fc1 MATMUL rows 0:8 cols 1408:1440 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    45, ARK_CTR(24),  0,  8,  352,  368, 2048, 4096,  173}, /* v173 fc2 MATMUL_PARTIAL rows 0:8 cols 352:368 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1408, 1440,    0, 1024,   44}, /* v44 fc1 MATMUL rows 0:8 cols 1408:1440 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    45, ARK_CTR(24),  0,  8,  352,  368, 2048, 4096,  173}, /* v173 fc2 MATMUL_PARTIAL rows 0:8 cols 352:368 k 2048:4096 (line 17) */
 	/* SM 45 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1440, 1472,    0, 1024,   45}, /* v45 fc1 MATMUL rows 0:8 cols 1440:1472 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    46, ARK_CTR(25),  0,  8,  368,  384,    0, 2048,  174}, /* v174 fc2 MATMUL_PARTIAL rows 0:8 cols 368:384 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   151,          -1,  0,  8,  368,  384,    0, 4096,  279}, /* v279 fc2 REDUCE rows 0:8 cols 368:384 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1440, 1472,    0, 1024,   45}, /* v45 fc1 MATMUL rows 0:8 cols 1440:1472 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    46, ARK_CTR(25),  0,  8,  368,  384,    0, 2048,  174}, /* v174 fc2 MATMUL_PARTIAL rows 0:8 cols 368:384 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   151,          -1,  0,  8,  368,  384,    0, 4096,  279}, /* v279 fc2 REDUCE rows 0:8 cols 368:384 (line 17) */
 	/* SM 46 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1472, 1504,    0, 1024,   46}, /* v46 fc1 MATMUL rows 0:8 cols 1472:1504 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    47, ARK_CTR(25),  0,  8,  368,  384, 2048, 4096,  175}, /* v175 fc2 MATMUL_PARTIAL rows 0:8 cols 368:384 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1472, 1504,    0, 1024,   46}, /* v46 fc1 MATMUL rows 0:8 cols 1472:1504 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    47, ARK_CTR(25),  0,  8,  368,  384, 2048, 4096,  175}, /* v175 fc2 MATMUL_PARTIAL rows 0:8 cols 368:384 k 2048:4096 (line 17) */
 	/* SM 47 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1504, 1536,    0, 1024,   47}, /* v47 fc1 MATMUL rows 0:8 cols 1504:1536 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    48, ARK_CTR(26),  0,  8,  384,  400,    0, 2048,  176}, /* v176 fc2 MATMUL_PARTIAL rows 0:8 cols 384:400 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   152,          -1,  0,  8,  384,  400,    0, 4096,  280}, /* v280 fc2 REDUCE rows 0:8 cols 384:400 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1504, 1536,    0, 1024,   47}, /* v47 fc1 MATMUL rows 0:8 cols 1504:1536 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    48, ARK_CTR(26),  0,  8,  384,  400,    0, 2048,  176}, /* v176 fc2 MATMUL_PARTIAL rows 0:8 cols 384:400 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   152,          -1,  0,  8,  384,  400,    0, 4096,  280}, /* v280 fc2 REDUCE rows 0:8 cols 384:400 (line 17) */
 	/* SM 48 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1536, 1568,    0, 1024,   48}, /* v48 fc1 MATMUL rows 0:8 cols 1536:1568 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    49, ARK_CTR(26),  0,  8,  384,  400, 2048, 4096,  177}, /* v177 fc2 MATMUL_PARTIAL rows 0:8 cols 384:400 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1536, 1568,    0, 1024,   48}, /* v48 fc1 MATMUL rows 0:8 cols 1536:1568 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    49, ARK_CTR(26),  0,  8,  384,  400, 2048, 4096,  177}, /* v177 fc2 MATMUL_PARTIAL rows 0:8 cols 384:400 k 2048:4096 (line 17) */
 	/* SM 49 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1568, 1600,    0, 1024,   49}, /* v49 fc1 MATMUL rows 0:8 cols 1568:1600 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    50, ARK_CTR(27),  0,  8,  400,  416,    0, 2048,  178}, /* v178 fc2 MATMUL_PARTIAL rows 0:8 cols 400:416 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   153,          -1,  0,  8,  400,  416,    0, 4096,  281}, /* v281 fc2 REDUCE rows 0:8 cols 400:416 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1568, 1600,    0, 1024,   49}, /* v49 fc1 MATMUL rows 0:8 cols 1568:1600 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    50, ARK_CTR(27),  0,  8,  400,  416,    0, 2048,  178}, /* v178 fc2 MATMUL_PARTIAL rows 0:8 cols 400:416 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   153,          -1,  0,  8,  400,  416,    0, 4096,  281}, /* v281 fc2 REDUCE rows 0:8 cols 400:416 (line 17) */
 	/* SM 50 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1600, 1632,    0, 1024,   50}, /* v50 fc1 MATMUL rows 0:8 cols 1600:1632 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    51, ARK_CTR(27),  0,  8,  400,  416, 2048, 4096,  179}, /* v179 fc2 MATMUL_PARTIAL rows 0:8 cols 400:416 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1600, 1632,    0, 1024,   50}, /* v50 fc1 MATMUL rows 0:8 cols 1600:1632 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    51, ARK_CTR(27),  0,  8,  400,  416, 2048, 4096,  179}, /* v179 fc2 MATMUL_PARTIAL rows 0:8 cols 400:416 k 2048:4096 (line 17) */
 	/* SM 51 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1632, 1664,    0, 1024,   51}, /* v51 fc1 MATMUL rows 0:8 cols 1632:1664 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    52, ARK_CTR(28),  0,  8,  416,  432,    0, 2048,  180}, /* v180 fc2 MATMUL_PARTIAL rows 0:8 cols 416:432 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   154,          -1,  0,  8,  416,  432,    0, 4096,  282}, /* v282 fc2 REDUCE rows 0:8 cols 416:432 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1632, 1664,    0, 1024,   51}, /* v51 fc1 MATMUL rows 0:8 cols 1632:1664 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    52, ARK_CTR(28),  0,  8,  416,  432,    0, 2048,  180}, /* v180 fc2 MATMUL_PARTIAL rows 0:8 cols 416:432 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   154,          -1,  0,  8,  416,  432,    0, 4096,  282}, /* v282 fc2 REDUCE rows 0:8 cols 416:432 (line 17) */
 	/* SM 52 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1664, 1696,    0, 1024,   52}, /* v52 fc1 MATMUL rows 0:8 cols 1664:1696 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    53, ARK_CTR(28),  0,  8,  416,  432, 2048, 4096,  181}, /* v181 fc2 MATMUL_PARTIAL rows 0:8 cols 416:432 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1664, 1696,    0, 1024,   52}, /* v52 fc1 MATMUL rows 0:8 cols 1664:1696 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    53, ARK_CTR(28),  0,  8,  416,  432, 2048, 4096,  181}, /* v181 fc2 MATMUL_PARTIAL rows 0:8 cols 416:432 k 2048:4096 (line 17) */
 	/* SM 53 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1696, 1728,    0, 1024,   53}, /* v53 fc1 MATMUL rows 0:8 cols 1696:1728 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    54, ARK_CTR(29),  0,  8,  432,  448,    0, 2048,  182}, /* v182 fc2 MATMUL_PARTIAL rows 0:8 cols 432:448 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   155,          -1,  0,  8,  432,  448,    0, 4096,  283}, /* v283 fc2 REDUCE rows 0:8 cols 432:448 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1696, 1728,    0, 1024,   53}, /* v53 fc1 MATMUL rows 0:8 cols 1696:1728 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    54, ARK_CTR(29),  0,  8,  432,  448,    0, 2048,  182}, /* v182 fc2 MATMUL_PARTIAL rows 0:8 cols 432:448 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   155,          -1,  0,  8,  432,  448,    0, 4096,  283}, /* v283 fc2 REDUCE rows 0:8 cols 432:448 (line 17) */
 	/* SM 54 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1728, 1760,    0, 1024,   54}, /* v54 fc1 MATMUL rows 0:8 cols 1728:1760 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    55, ARK_CTR(29),  0,  8,  432,  448, 2048, 4096,  183}, /* v183 fc2 MATMUL_PARTIAL rows 0:8 cols 432:448 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1728, 1760,    0, 1024,   54}, /* v54 fc1 MATMUL rows 0:8 cols 1728:1760 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    55, ARK_CTR(29),  0,  8,  432,  448, 2048, 4096,  183}, /* v183 fc2 MATMUL_PARTIAL rows 0:8 cols 432:448 k 2048:4096 (line 17) */
 	/* SM 55 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1760, 1792,    0, 1024,   55}, /* v55 fc1 MATMUL rows 0:8 cols 1760:1792 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    56, ARK_CTR(30),  0,  8,  448,  464,    0, 2048,  184}, /* v184 fc2 MATMUL_PARTIAL rows 0:8 cols 448:464 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   156,          -1,  0,  8,  448,  464,    0, 4096,  284}, /* v284 fc2 REDUCE rows 0:8 cols 448:464 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1760, 1792,    0, 1024,   55}, /* v55 fc1 MATMUL rows 0:8 cols 1760:1792 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    56, ARK_CTR(30),  0,  8,  448,  464,    0, 2048,  184}, /* v184 fc2 MATMUL_PARTIAL rows 0:8 cols 448:464 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   156,          -1,  0,  8,  448,  464,    0, 4096,  284}, /* v284 fc2 REDUCE rows 0:8 cols 448:464 (line 17) */
 	/* SM 56 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1792, 1824,    0, 1024,   56}, /* v56 fc1 MATMUL rows 0:8 cols 1792:1824 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    57, ARK_CTR(30),  0,  8,  448,  464, 2048, 4096,  185}, /* v185 fc2 MATMUL_PARTIAL rows 0:8 cols 448:464 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1792, 1824,    0, 1024,   56}, /* v56 fc1 MATMUL rows 0:8 cols 1792:1824 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    57, ARK_CTR(30),  0,  8,  448,  464, 2048, 4096,  185}, /* v185 fc2 MATMUL_PARTIAL rows 0:8 cols 448:464 k 2048:4096 (line 17) */
 	/* SM 57 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1824, 1856,    0, 1024,   57}, /* v57 fc1 MATMUL rows 0:8 cols 1824:1856 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    58, ARK_CTR(31),  0,  8,  464,  480,    0, 2048,  186}, /* v186 fc2 MATMUL_PARTIAL rows 0:8 cols 464:480 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   157,          -1,  0,  8,  464,  480,    0, 4096,  285}, /* v285 fc2 REDUCE rows 0:8 cols 464:480 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1824, 1856,    0, 1024,   57}, /* v57 fc1 MATMUL rows 0:8 cols 1824:1856 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    58, ARK_CTR(31),  0,  8,  464,  480,    0, 2048,  186}, /* v186 fc2 MATMUL_PARTIAL rows 0:8 cols 464:480 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   157,          -1,  0,  8,  464,  480,    0, 4096,  285}, /* v285 fc2 REDUCE rows 0:8 cols 464:480 (line 17) */
 	/* SM 58 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1856, 1888,    0, 1024,   58}, /* v58 fc1 MATMUL rows 0:8 cols 1856:1888 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    59, ARK_CTR(31),  0,  8,  464,  480, 2048, 4096,  187}, /* v187 fc2 MATMUL_PARTIAL rows 0:8 cols 464:480 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1856, 1888,    0, 1024,   58}, /* v58 fc1 MATMUL rows 0:8 cols 1856:1888 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    59, ARK_CTR(31),  0,  8,  464,  480, 2048, 4096,  187}, /* v187 fc2 MATMUL_PARTIAL rows 0:8 cols 464:480 k 2048:4096 (line 17) */
 	/* SM 59 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1888, 1920,    0, 1024,   59}, /* v59 fc1 MATMUL rows 0:8 cols 1888:1920 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    60, ARK_CTR(32),  0,  8,  480,  496,    0, 2048,  188}, /* v188 fc2 MATMUL_PARTIAL rows 0:8 cols 480:496 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   158,          -1,  0,  8,  480,  496,    0, 4096,  286}, /* v286 fc2 REDUCE rows 0:8 cols 480:496 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1888, 1920,    0, 1024,   59}, /* v59 fc1 MATMUL rows 0:8 cols 1888:1920 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    60, ARK_CTR(32),  0,  8,  480,  496,    0, 2048,  188}, /* v188 fc2 MATMUL_PARTIAL rows 0:8 cols 480:496 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   158,          -1,  0,  8,  480,  496,    0, 4096,  286}, /* v286 fc2 REDUCE rows 0:8 cols 480:496 (line 17) */
 	/* SM 60 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1920, 1952,    0, 1024,   60}, /* v60 fc1 MATMUL rows 0:8 cols 1920:1952 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    61, ARK_CTR(32),  0,  8,  480,  496, 2048, 4096,  189}, /* v189 fc2 MATMUL_PARTIAL rows 0:8 cols 480:496 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1920, 1952,    0, 1024,   60}, /* v60 fc1 MATMUL rows 0:8 cols 1920:1952 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    61, ARK_CTR(32),  0,  8,  480,  496, 2048, 4096,  189}, /* v189 fc2 MATMUL_PARTIAL rows 0:8 cols 480:496 k 2048:4096 (line 17) */
 	/* SM 61 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1952, 1984,    0, 1024,   61}, /* v61 fc1 MATMUL rows 0:8 cols 1952:1984 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    62, ARK_CTR(33),  0,  8,  496,  512,    0, 2048,  190}, /* v190 fc2 MATMUL_PARTIAL rows 0:8 cols 496:512 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   159,          -1,  0,  8,  496,  512,    0, 4096,  287}, /* v287 fc2 REDUCE rows 0:8 cols 496:512 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1952, 1984,    0, 1024,   61}, /* v61 fc1 MATMUL rows 0:8 cols 1952:1984 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    62, ARK_CTR(33),  0,  8,  496,  512,    0, 2048,  190}, /* v190 fc2 MATMUL_PARTIAL rows 0:8 cols 496:512 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   159,          -1,  0,  8,  496,  512,    0, 4096,  287}, /* v287 fc2 REDUCE rows 0:8 cols 496:512 (line 17) */
 	/* SM 62 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 1984, 2016,    0, 1024,   62}, /* v62 fc1 MATMUL rows 0:8 cols 1984:2016 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    63, ARK_CTR(33),  0,  8,  496,  512, 2048, 4096,  191}, /* v191 fc2 MATMUL_PARTIAL rows 0:8 cols 496:512 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 1984, 2016,    0, 1024,   62}, /* v62 fc1 MATMUL rows 0:8 cols 1984:2016 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    63, ARK_CTR(33),  0,  8,  496,  512, 2048, 4096,  191}, /* v191 fc2 MATMUL_PARTIAL rows 0:8 cols 496:512 k 2048:4096 (line 17) */
 	/* SM 63 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(0),  0,  8, 2016, 2048,    0, 1024,   63}, /* v63 fc1 MATMUL rows 0:8 cols 2016:2048 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    64, ARK_CTR(34),  0,  8,  512,  528,    0, 2048,  192}, /* v192 fc2 MATMUL_PARTIAL rows 0:8 cols 512:528 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   160,          -1,  0,  8,  512,  528,    0, 4096,  288}, /* v288 fc2 REDUCE rows 0:8 cols 512:528 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(0),  0,  8, 2016, 2048,    0, 1024,   63}, /* v63 fc1 MATMUL rows 0:8 cols 2016:2048 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    64, ARK_CTR(34),  0,  8,  512,  528,    0, 2048,  192}, /* v192 fc2 MATMUL_PARTIAL rows 0:8 cols 512:528 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   160,          -1,  0,  8,  512,  528,    0, 4096,  288}, /* v288 fc2 REDUCE rows 0:8 cols 512:528 (line 17) */
 	/* SM 64 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2048, 2080,    0, 1024,   64}, /* v64 fc1 MATMUL rows 0:8 cols 2048:2080 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,     1,  ARK_CTR(2),  0,  8,    0,   16, 2048, 4096,  129}, /* v129 fc2 MATMUL_PARTIAL rows 0:8 cols 0:16 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2048, 2080,    0, 1024,   64}, /* v64 fc1 MATMUL rows 0:8 cols 2048:2080 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,     1,  ARK_CTR(2),  0,  8,    0,   16, 2048, 4096,  129}, /* v129 fc2 MATMUL_PARTIAL rows 0:8 cols 0:16 k 2048:4096 (line 17) */
 	/* SM 65 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2080, 2112,    0, 1024,   65}, /* v65 fc1 MATMUL rows 0:8 cols 2080:2112 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    65, ARK_CTR(34),  0,  8,  512,  528, 2048, 4096,  193}, /* v193 fc2 MATMUL_PARTIAL rows 0:8 cols 512:528 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2080, 2112,    0, 1024,   65}, /* v65 fc1 MATMUL rows 0:8 cols 2080:2112 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    65, ARK_CTR(34),  0,  8,  512,  528, 2048, 4096,  193}, /* v193 fc2 MATMUL_PARTIAL rows 0:8 cols 512:528 k 2048:4096 (line 17) */
 	/* SM 66 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2112, 2144,    0, 1024,   66}, /* v66 fc1 MATMUL rows 0:8 cols 2112:2144 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    66, ARK_CTR(35),  0,  8,  528,  544,    0, 2048,  194}, /* v194 fc2 MATMUL_PARTIAL rows 0:8 cols 528:544 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   161,          -1,  0,  8,  528,  544,    0, 4096,  289}, /* v289 fc2 REDUCE rows 0:8 cols 528:544 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2112, 2144,    0, 1024,   66}, /* v66 fc1 MATMUL rows 0:8 cols 2112:2144 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    66, ARK_CTR(35),  0,  8,  528,  544,    0, 2048,  194}, /* v194 fc2 MATMUL_PARTIAL rows 0:8 cols 528:544 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   161,          -1,  0,  8,  528,  544,    0, 4096,  289}, /* v289 fc2 REDUCE rows 0:8 cols 528:544 (line 17) */
 	/* SM 67 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2144, 2176,    0, 1024,   67}, /* v67 fc1 MATMUL rows 0:8 cols 2144:2176 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    67, ARK_CTR(35),  0,  8,  528,  544, 2048, 4096,  195}, /* v195 fc2 MATMUL_PARTIAL rows 0:8 cols 528:544 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2144, 2176,    0, 1024,   67}, /* v67 fc1 MATMUL rows 0:8 cols 2144:2176 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    67, ARK_CTR(35),  0,  8,  528,  544, 2048, 4096,  195}, /* v195 fc2 MATMUL_PARTIAL rows 0:8 cols 528:544 k 2048:4096 (line 17) */
 	/* SM 68 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2176, 2208,    0, 1024,   68}, /* v68 fc1 MATMUL rows 0:8 cols 2176:2208 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    68, ARK_CTR(36),  0,  8,  544,  560,    0, 2048,  196}, /* v196 fc2 MATMUL_PARTIAL rows 0:8 cols 544:560 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   162,          -1,  0,  8,  544,  560,    0, 4096,  290}, /* v290 fc2 REDUCE rows 0:8 cols 544:560 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2176, 2208,    0, 1024,   68}, /* v68 fc1 MATMUL rows 0:8 cols 2176:2208 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    68, ARK_CTR(36),  0,  8,  544,  560,    0, 2048,  196}, /* v196 fc2 MATMUL_PARTIAL rows 0:8 cols 544:560 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   162,          -1,  0,  8,  544,  560,    0, 4096,  290}, /* v290 fc2 REDUCE rows 0:8 cols 544:560 (line 17) */
 	/* SM 69 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2208, 2240,    0, 1024,   69}, /* v69 fc1 MATMUL rows 0:8 cols 2208:2240 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    69, ARK_CTR(36),  0,  8,  544,  560, 2048, 4096,  197}, /* v197 fc2 MATMUL_PARTIAL rows 0:8 cols 544:560 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2208, 2240,    0, 1024,   69}, /* v69 fc1 MATMUL rows 0:8 cols 2208:2240 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    69, ARK_CTR(36),  0,  8,  544,  560, 2048, 4096,  197}, /* v197 fc2 MATMUL_PARTIAL rows 0:8 cols 544:560 k 2048:4096 (line 17) */
 	/* SM 70 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2240, 2272,    0, 1024,   70}, /* v70 fc1 MATMUL rows 0:8 cols 2240:2272 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    70, ARK_CTR(37),  0,  8,  560,  576,    0, 2048,  198}, /* v198 fc2 MATMUL_PARTIAL rows 0:8 cols 560:576 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   163,          -1,  0,  8,  560,  576,    0, 4096,  291}, /* v291 fc2 REDUCE rows 0:8 cols 560:576 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2240, 2272,    0, 1024,   70}, /* v70 fc1 MATMUL rows 0:8 cols 2240:2272 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    70, ARK_CTR(37),  0,  8,  560,  576,    0, 2048,  198}, /* v198 fc2 MATMUL_PARTIAL rows 0:8 cols 560:576 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   163,          -1,  0,  8,  560,  576,    0, 4096,  291}, /* v291 fc2 REDUCE rows 0:8 cols 560:576 (line 17) */
 	/* SM 71 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2272, 2304,    0, 1024,   71}, /* v71 fc1 MATMUL rows 0:8 cols 2272:2304 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    71, ARK_CTR(37),  0,  8,  560,  576, 2048, 4096,  199}, /* v199 fc2 MATMUL_PARTIAL rows 0:8 cols 560:576 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2272, 2304,    0, 1024,   71}, /* v71 fc1 MATMUL rows 0:8 cols 2272:2304 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    71, ARK_CTR(37),  0,  8,  560,  576, 2048, 4096,  199}, /* v199 fc2 MATMUL_PARTIAL rows 0:8 cols 560:576 k 2048:4096 (line 17) */
 	/* SM 72 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2304, 2336,    0, 1024,   72}, /* v72 fc1 MATMUL rows 0:8 cols 2304:2336 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    72, ARK_CTR(38),  0,  8,  576,  592,    0, 2048,  200}, /* v200 fc2 MATMUL_PARTIAL rows 0:8 cols 576:592 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   164,          -1,  0,  8,  576,  592,    0, 4096,  292}, /* v292 fc2 REDUCE rows 0:8 cols 576:592 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2304, 2336,    0, 1024,   72}, /* v72 fc1 MATMUL rows 0:8 cols 2304:2336 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    72, ARK_CTR(38),  0,  8,  576,  592,    0, 2048,  200}, /* v200 fc2 MATMUL_PARTIAL rows 0:8 cols 576:592 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   164,          -1,  0,  8,  576,  592,    0, 4096,  292}, /* v292 fc2 REDUCE rows 0:8 cols 576:592 (line 17) */
 	/* SM 73 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2336, 2368,    0, 1024,   73}, /* v73 fc1 MATMUL rows 0:8 cols 2336:2368 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    73, ARK_CTR(38),  0,  8,  576,  592, 2048, 4096,  201}, /* v201 fc2 MATMUL_PARTIAL rows 0:8 cols 576:592 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2336, 2368,    0, 1024,   73}, /* v73 fc1 MATMUL rows 0:8 cols 2336:2368 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    73, ARK_CTR(38),  0,  8,  576,  592, 2048, 4096,  201}, /* v201 fc2 MATMUL_PARTIAL rows 0:8 cols 576:592 k 2048:4096 (line 17) */
 	/* SM 74 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2368, 2400,    0, 1024,   74}, /* v74 fc1 MATMUL rows 0:8 cols 2368:2400 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    74, ARK_CTR(39),  0,  8,  592,  608,    0, 2048,  202}, /* v202 fc2 MATMUL_PARTIAL rows 0:8 cols 592:608 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   165,          -1,  0,  8,  592,  608,    0, 4096,  293}, /* v293 fc2 REDUCE rows 0:8 cols 592:608 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2368, 2400,    0, 1024,   74}, /* v74 fc1 MATMUL rows 0:8 cols 2368:2400 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    74, ARK_CTR(39),  0,  8,  592,  608,    0, 2048,  202}, /* v202 fc2 MATMUL_PARTIAL rows 0:8 cols 592:608 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   165,          -1,  0,  8,  592,  608,    0, 4096,  293}, /* v293 fc2 REDUCE rows 0:8 cols 592:608 (line 17) */
 	/* SM 75 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2400, 2432,    0, 1024,   75}, /* v75 fc1 MATMUL rows 0:8 cols 2400:2432 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    75, ARK_CTR(39),  0,  8,  592,  608, 2048, 4096,  203}, /* v203 fc2 MATMUL_PARTIAL rows 0:8 cols 592:608 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2400, 2432,    0, 1024,   75}, /* v75 fc1 MATMUL rows 0:8 cols 2400:2432 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    75, ARK_CTR(39),  0,  8,  592,  608, 2048, 4096,  203}, /* v203 fc2 MATMUL_PARTIAL rows 0:8 cols 592:608 k 2048:4096 (line 17) */
 	/* SM 76 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2432, 2464,    0, 1024,   76}, /* v76 fc1 MATMUL rows 0:8 cols 2432:2464 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    76, ARK_CTR(40),  0,  8,  608,  624,    0, 2048,  204}, /* v204 fc2 MATMUL_PARTIAL rows 0:8 cols 608:624 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   166,          -1,  0,  8,  608,  624,    0, 4096,  294}, /* v294 fc2 REDUCE rows 0:8 cols 608:624 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2432, 2464,    0, 1024,   76}, /* v76 fc1 MATMUL rows 0:8 cols 2432:2464 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    76, ARK_CTR(40),  0,  8,  608,  624,    0, 2048,  204}, /* v204 fc2 MATMUL_PARTIAL rows 0:8 cols 608:624 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   166,          -1,  0,  8,  608,  624,    0, 4096,  294}, /* v294 fc2 REDUCE rows 0:8 cols 608:624 (line 17) */
 	/* SM 77 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2464, 2496,    0, 1024,   77}, /* v77 fc1 MATMUL rows 0:8 cols 2464:2496 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    77, ARK_CTR(40),  0,  8,  608,  624, 2048, 4096,  205}, /* v205 fc2 MATMUL_PARTIAL rows 0:8 cols 608:624 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2464, 2496,    0, 1024,   77}, /* v77 fc1 MATMUL rows 0:8 cols 2464:2496 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    77, ARK_CTR(40),  0,  8,  608,  624, 2048, 4096,  205}, /* v205 fc2 MATMUL_PARTIAL rows 0:8 cols 608:624 k 2048:4096 (line 17) */
 	/* SM 78 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2496, 2528,    0, 1024,   78}, /* v78 fc1 MATMUL rows 0:8 cols 2496:2528 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    78, ARK_CTR(41),  0,  8,  624,  640,    0, 2048,  206}, /* v206 fc2 MATMUL_PARTIAL rows 0:8 cols 624:640 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   167,          -1,  0,  8,  624,  640,    0, 4096,  295}, /* v295 fc2 REDUCE rows 0:8 cols 624:640 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2496, 2528,    0, 1024,   78}, /* v78 fc1 MATMUL rows 0:8 cols 2496:2528 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    78, ARK_CTR(41),  0,  8,  624,  640,    0, 2048,  206}, /* v206 fc2 MATMUL_PARTIAL rows 0:8 cols 624:640 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   167,          -1,  0,  8,  624,  640,    0, 4096,  295}, /* v295 fc2 REDUCE rows 0:8 cols 624:640 (line 17) */
 	/* SM 79 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2528, 2560,    0, 1024,   79}, /* v79 fc1 MATMUL rows 0:8 cols 2528:2560 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    79, ARK_CTR(41),  0,  8,  624,  640, 2048, 4096,  207}, /* v207 fc2 MATMUL_PARTIAL rows 0:8 cols 624:640 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2528, 2560,    0, 1024,   79}, /* v79 fc1 MATMUL rows 0:8 cols 2528:2560 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    79, ARK_CTR(41),  0,  8,  624,  640, 2048, 4096,  207}, /* v207 fc2 MATMUL_PARTIAL rows 0:8 cols 624:640 k 2048:4096 (line 17) */
 	/* SM 80 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2560, 2592,    0, 1024,   80}, /* v80 fc1 MATMUL rows 0:8 cols 2560:2592 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    80, ARK_CTR(42),  0,  8,  640,  656,    0, 2048,  208}, /* v208 fc2 MATMUL_PARTIAL rows 0:8 cols 640:656 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   168,          -1,  0,  8,  640,  656,    0, 4096,  296}, /* v296 fc2 REDUCE rows 0:8 cols 640:656 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2560, 2592,    0, 1024,   80}, /* v80 fc1 MATMUL rows 0:8 cols 2560:2592 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    80, ARK_CTR(42),  0,  8,  640,  656,    0, 2048,  208}, /* v208 fc2 MATMUL_PARTIAL rows 0:8 cols 640:656 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   168,          -1,  0,  8,  640,  656,    0, 4096,  296}, /* v296 fc2 REDUCE rows 0:8 cols 640:656 (line 17) */
 	/* SM 81 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2592, 2624,    0, 1024,   81}, /* v81 fc1 MATMUL rows 0:8 cols 2592:2624 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    81, ARK_CTR(42),  0,  8,  640,  656, 2048, 4096,  209}, /* v209 fc2 MATMUL_PARTIAL rows 0:8 cols 640:656 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2592, 2624,    0, 1024,   81}, /* v81 fc1 MATMUL rows 0:8 cols 2592:2624 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    81, ARK_CTR(42),  0,  8,  640,  656, 2048, 4096,  209}, /* v209 fc2 MATMUL_PARTIAL rows 0:8 cols 640:656 k 2048:4096 (line 17) */
 	/* SM 82 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2624, 2656,    0, 1024,   82}, /* v82 fc1 MATMUL rows 0:8 cols 2624:2656 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    82, ARK_CTR(43),  0,  8,  656,  672,    0, 2048,  210}, /* v210 fc2 MATMUL_PARTIAL rows 0:8 cols 656:672 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   169,          -1,  0,  8,  656,  672,    0, 4096,  297}, /* v297 fc2 REDUCE rows 0:8 cols 656:672 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2624, 2656,    0, 1024,   82}, /* v82 fc1 MATMUL rows 0:8 cols 2624:2656 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    82, ARK_CTR(43),  0,  8,  656,  672,    0, 2048,  210}, /* v210 fc2 MATMUL_PARTIAL rows 0:8 cols 656:672 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   169,          -1,  0,  8,  656,  672,    0, 4096,  297}, /* v297 fc2 REDUCE rows 0:8 cols 656:672 (line 17) */
 	/* SM 83 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2656, 2688,    0, 1024,   83}, /* v83 fc1 MATMUL rows 0:8 cols 2656:2688 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    83, ARK_CTR(43),  0,  8,  656,  672, 2048, 4096,  211}, /* v211 fc2 MATMUL_PARTIAL rows 0:8 cols 656:672 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2656, 2688,    0, 1024,   83}, /* v83 fc1 MATMUL rows 0:8 cols 2656:2688 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    83, ARK_CTR(43),  0,  8,  656,  672, 2048, 4096,  211}, /* v211 fc2 MATMUL_PARTIAL rows 0:8 cols 656:672 k 2048:4096 (line 17) */
 	/* SM 84 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2688, 2720,    0, 1024,   84}, /* v84 fc1 MATMUL rows 0:8 cols 2688:2720 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    84, ARK_CTR(44),  0,  8,  672,  688,    0, 2048,  212}, /* v212 fc2 MATMUL_PARTIAL rows 0:8 cols 672:688 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   170,          -1,  0,  8,  672,  688,    0, 4096,  298}, /* v298 fc2 REDUCE rows 0:8 cols 672:688 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2688, 2720,    0, 1024,   84}, /* v84 fc1 MATMUL rows 0:8 cols 2688:2720 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    84, ARK_CTR(44),  0,  8,  672,  688,    0, 2048,  212}, /* v212 fc2 MATMUL_PARTIAL rows 0:8 cols 672:688 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   170,          -1,  0,  8,  672,  688,    0, 4096,  298}, /* v298 fc2 REDUCE rows 0:8 cols 672:688 (line 17) */
 	/* SM 85 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2720, 2752,    0, 1024,   85}, /* v85 fc1 MATMUL rows 0:8 cols 2720:2752 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    85, ARK_CTR(44),  0,  8,  672,  688, 2048, 4096,  213}, /* v213 fc2 MATMUL_PARTIAL rows 0:8 cols 672:688 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2720, 2752,    0, 1024,   85}, /* v85 fc1 MATMUL rows 0:8 cols 2720:2752 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    85, ARK_CTR(44),  0,  8,  672,  688, 2048, 4096,  213}, /* v213 fc2 MATMUL_PARTIAL rows 0:8 cols 672:688 k 2048:4096 (line 17) */
 	/* SM 86 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2752, 2784,    0, 1024,   86}, /* v86 fc1 MATMUL rows 0:8 cols 2752:2784 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    86, ARK_CTR(45),  0,  8,  688,  704,    0, 2048,  214}, /* v214 fc2 MATMUL_PARTIAL rows 0:8 cols 688:704 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   171,          -1,  0,  8,  688,  704,    0, 4096,  299}, /* v299 fc2 REDUCE rows 0:8 cols 688:704 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2752, 2784,    0, 1024,   86}, /* v86 fc1 MATMUL rows 0:8 cols 2752:2784 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    86, ARK_CTR(45),  0,  8,  688,  704,    0, 2048,  214}, /* v214 fc2 MATMUL_PARTIAL rows 0:8 cols 688:704 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   171,          -1,  0,  8,  688,  704,    0, 4096,  299}, /* v299 fc2 REDUCE rows 0:8 cols 688:704 (line 17) */
 	/* SM 87 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2784, 2816,    0, 1024,   87}, /* v87 fc1 MATMUL rows 0:8 cols 2784:2816 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    87, ARK_CTR(45),  0,  8,  688,  704, 2048, 4096,  215}, /* v215 fc2 MATMUL_PARTIAL rows 0:8 cols 688:704 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2784, 2816,    0, 1024,   87}, /* v87 fc1 MATMUL rows 0:8 cols 2784:2816 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    87, ARK_CTR(45),  0,  8,  688,  704, 2048, 4096,  215}, /* v215 fc2 MATMUL_PARTIAL rows 0:8 cols 688:704 k 2048:4096 (line 17) */
 	/* SM 88 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2816, 2848,    0, 1024,   88}, /* v88 fc1 MATMUL rows 0:8 cols 2816:2848 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    88, ARK_CTR(46),  0,  8,  704,  720,    0, 2048,  216}, /* v216 fc2 MATMUL_PARTIAL rows 0:8 cols 704:720 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   172,          -1,  0,  8,  704,  720,    0, 4096,  300}, /* v300 fc2 REDUCE rows 0:8 cols 704:720 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2816, 2848,    0, 1024,   88}, /* v88 fc1 MATMUL rows 0:8 cols 2816:2848 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    88, ARK_CTR(46),  0,  8,  704,  720,    0, 2048,  216}, /* v216 fc2 MATMUL_PARTIAL rows 0:8 cols 704:720 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   172,          -1,  0,  8,  704,  720,    0, 4096,  300}, /* v300 fc2 REDUCE rows 0:8 cols 704:720 (line 17) */
 	/* SM 89 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2848, 2880,    0, 1024,   89}, /* v89 fc1 MATMUL rows 0:8 cols 2848:2880 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    89, ARK_CTR(46),  0,  8,  704,  720, 2048, 4096,  217}, /* v217 fc2 MATMUL_PARTIAL rows 0:8 cols 704:720 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2848, 2880,    0, 1024,   89}, /* v89 fc1 MATMUL rows 0:8 cols 2848:2880 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    89, ARK_CTR(46),  0,  8,  704,  720, 2048, 4096,  217}, /* v217 fc2 MATMUL_PARTIAL rows 0:8 cols 704:720 k 2048:4096 (line 17) */
 	/* SM 90 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2880, 2912,    0, 1024,   90}, /* v90 fc1 MATMUL rows 0:8 cols 2880:2912 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    90, ARK_CTR(47),  0,  8,  720,  736,    0, 2048,  218}, /* v218 fc2 MATMUL_PARTIAL rows 0:8 cols 720:736 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   173,          -1,  0,  8,  720,  736,    0, 4096,  301}, /* v301 fc2 REDUCE rows 0:8 cols 720:736 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2880, 2912,    0, 1024,   90}, /* v90 fc1 MATMUL rows 0:8 cols 2880:2912 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    90, ARK_CTR(47),  0,  8,  720,  736,    0, 2048,  218}, /* v218 fc2 MATMUL_PARTIAL rows 0:8 cols 720:736 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   173,          -1,  0,  8,  720,  736,    0, 4096,  301}, /* v301 fc2 REDUCE rows 0:8 cols 720:736 (line 17) */
 	/* SM 91 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2912, 2944,    0, 1024,   91}, /* v91 fc1 MATMUL rows 0:8 cols 2912:2944 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    91, ARK_CTR(47),  0,  8,  720,  736, 2048, 4096,  219}, /* v219 fc2 MATMUL_PARTIAL rows 0:8 cols 720:736 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2912, 2944,    0, 1024,   91}, /* v91 fc1 MATMUL rows 0:8 cols 2912:2944 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    91, ARK_CTR(47),  0,  8,  720,  736, 2048, 4096,  219}, /* v219 fc2 MATMUL_PARTIAL rows 0:8 cols 720:736 k 2048:4096 (line 17) */
 	/* SM 92 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2944, 2976,    0, 1024,   92}, /* v92 fc1 MATMUL rows 0:8 cols 2944:2976 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    92, ARK_CTR(48),  0,  8,  736,  752,    0, 2048,  220}, /* v220 fc2 MATMUL_PARTIAL rows 0:8 cols 736:752 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   174,          -1,  0,  8,  736,  752,    0, 4096,  302}, /* v302 fc2 REDUCE rows 0:8 cols 736:752 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2944, 2976,    0, 1024,   92}, /* v92 fc1 MATMUL rows 0:8 cols 2944:2976 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    92, ARK_CTR(48),  0,  8,  736,  752,    0, 2048,  220}, /* v220 fc2 MATMUL_PARTIAL rows 0:8 cols 736:752 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   174,          -1,  0,  8,  736,  752,    0, 4096,  302}, /* v302 fc2 REDUCE rows 0:8 cols 736:752 (line 17) */
 	/* SM 93 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 2976, 3008,    0, 1024,   93}, /* v93 fc1 MATMUL rows 0:8 cols 2976:3008 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    93, ARK_CTR(48),  0,  8,  736,  752, 2048, 4096,  221}, /* v221 fc2 MATMUL_PARTIAL rows 0:8 cols 736:752 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 2976, 3008,    0, 1024,   93}, /* v93 fc1 MATMUL rows 0:8 cols 2976:3008 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    93, ARK_CTR(48),  0,  8,  736,  752, 2048, 4096,  221}, /* v221 fc2 MATMUL_PARTIAL rows 0:8 cols 736:752 k 2048:4096 (line 17) */
 	/* SM 94 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3008, 3040,    0, 1024,   94}, /* v94 fc1 MATMUL rows 0:8 cols 3008:3040 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    94, ARK_CTR(49),  0,  8,  752,  768,    0, 2048,  222}, /* v222 fc2 MATMUL_PARTIAL rows 0:8 cols 752:768 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   175,          -1,  0,  8,  752,  768,    0, 4096,  303}, /* v303 fc2 REDUCE rows 0:8 cols 752:768 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3008, 3040,    0, 1024,   94}, /* v94 fc1 MATMUL rows 0:8 cols 3008:3040 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    94, ARK_CTR(49),  0,  8,  752,  768,    0, 2048,  222}, /* v222 fc2 MATMUL_PARTIAL rows 0:8 cols 752:768 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   175,          -1,  0,  8,  752,  768,    0, 4096,  303}, /* v303 fc2 REDUCE rows 0:8 cols 752:768 (line 17) */
 	/* SM 95 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3040, 3072,    0, 1024,   95}, /* v95 fc1 MATMUL rows 0:8 cols 3040:3072 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    95, ARK_CTR(49),  0,  8,  752,  768, 2048, 4096,  223}, /* v223 fc2 MATMUL_PARTIAL rows 0:8 cols 752:768 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3040, 3072,    0, 1024,   95}, /* v95 fc1 MATMUL rows 0:8 cols 3040:3072 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    95, ARK_CTR(49),  0,  8,  752,  768, 2048, 4096,  223}, /* v223 fc2 MATMUL_PARTIAL rows 0:8 cols 752:768 k 2048:4096 (line 17) */
 	/* SM 96 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3072, 3104,    0, 1024,   96}, /* v96 fc1 MATMUL rows 0:8 cols 3072:3104 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    96, ARK_CTR(50),  0,  8,  768,  784,    0, 2048,  224}, /* v224 fc2 MATMUL_PARTIAL rows 0:8 cols 768:784 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   176,          -1,  0,  8,  768,  784,    0, 4096,  304}, /* v304 fc2 REDUCE rows 0:8 cols 768:784 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3072, 3104,    0, 1024,   96}, /* v96 fc1 MATMUL rows 0:8 cols 3072:3104 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    96, ARK_CTR(50),  0,  8,  768,  784,    0, 2048,  224}, /* v224 fc2 MATMUL_PARTIAL rows 0:8 cols 768:784 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   176,          -1,  0,  8,  768,  784,    0, 4096,  304}, /* v304 fc2 REDUCE rows 0:8 cols 768:784 (line 17) */
 	/* SM 97 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3104, 3136,    0, 1024,   97}, /* v97 fc1 MATMUL rows 0:8 cols 3104:3136 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    97, ARK_CTR(50),  0,  8,  768,  784, 2048, 4096,  225}, /* v225 fc2 MATMUL_PARTIAL rows 0:8 cols 768:784 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3104, 3136,    0, 1024,   97}, /* v97 fc1 MATMUL rows 0:8 cols 3104:3136 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    97, ARK_CTR(50),  0,  8,  768,  784, 2048, 4096,  225}, /* v225 fc2 MATMUL_PARTIAL rows 0:8 cols 768:784 k 2048:4096 (line 17) */
 	/* SM 98 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3136, 3168,    0, 1024,   98}, /* v98 fc1 MATMUL rows 0:8 cols 3136:3168 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,    98, ARK_CTR(51),  0,  8,  784,  800,    0, 2048,  226}, /* v226 fc2 MATMUL_PARTIAL rows 0:8 cols 784:800 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   177,          -1,  0,  8,  784,  800,    0, 4096,  305}, /* v305 fc2 REDUCE rows 0:8 cols 784:800 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3136, 3168,    0, 1024,   98}, /* v98 fc1 MATMUL rows 0:8 cols 3136:3168 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,    98, ARK_CTR(51),  0,  8,  784,  800,    0, 2048,  226}, /* v226 fc2 MATMUL_PARTIAL rows 0:8 cols 784:800 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   177,          -1,  0,  8,  784,  800,    0, 4096,  305}, /* v305 fc2 REDUCE rows 0:8 cols 784:800 (line 17) */
 	/* SM 99 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3168, 3200,    0, 1024,   99}, /* v99 fc1 MATMUL rows 0:8 cols 3168:3200 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,    99, ARK_CTR(51),  0,  8,  784,  800, 2048, 4096,  227}, /* v227 fc2 MATMUL_PARTIAL rows 0:8 cols 784:800 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3168, 3200,    0, 1024,   99}, /* v99 fc1 MATMUL rows 0:8 cols 3168:3200 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,    99, ARK_CTR(51),  0,  8,  784,  800, 2048, 4096,  227}, /* v227 fc2 MATMUL_PARTIAL rows 0:8 cols 784:800 k 2048:4096 (line 17) */
 	/* SM 100 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3200, 3232,    0, 1024,  100}, /* v100 fc1 MATMUL rows 0:8 cols 3200:3232 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,   100, ARK_CTR(52),  0,  8,  800,  816,    0, 2048,  228}, /* v228 fc2 MATMUL_PARTIAL rows 0:8 cols 800:816 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   178,          -1,  0,  8,  800,  816,    0, 4096,  306}, /* v306 fc2 REDUCE rows 0:8 cols 800:816 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3200, 3232,    0, 1024,  100}, /* v100 fc1 MATMUL rows 0:8 cols 3200:3232 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,   100, ARK_CTR(52),  0,  8,  800,  816,    0, 2048,  228}, /* v228 fc2 MATMUL_PARTIAL rows 0:8 cols 800:816 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   178,          -1,  0,  8,  800,  816,    0, 4096,  306}, /* v306 fc2 REDUCE rows 0:8 cols 800:816 (line 17) */
 	/* SM 101 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3232, 3264,    0, 1024,  101}, /* v101 fc1 MATMUL rows 0:8 cols 3232:3264 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,   101, ARK_CTR(52),  0,  8,  800,  816, 2048, 4096,  229}, /* v229 fc2 MATMUL_PARTIAL rows 0:8 cols 800:816 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3232, 3264,    0, 1024,  101}, /* v101 fc1 MATMUL rows 0:8 cols 3232:3264 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,   101, ARK_CTR(52),  0,  8,  800,  816, 2048, 4096,  229}, /* v229 fc2 MATMUL_PARTIAL rows 0:8 cols 800:816 k 2048:4096 (line 17) */
 	/* SM 102 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3264, 3296,    0, 1024,  102}, /* v102 fc1 MATMUL rows 0:8 cols 3264:3296 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,   102, ARK_CTR(53),  0,  8,  816,  832,    0, 2048,  230}, /* v230 fc2 MATMUL_PARTIAL rows 0:8 cols 816:832 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   179,          -1,  0,  8,  816,  832,    0, 4096,  307}, /* v307 fc2 REDUCE rows 0:8 cols 816:832 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3264, 3296,    0, 1024,  102}, /* v102 fc1 MATMUL rows 0:8 cols 3264:3296 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,   102, ARK_CTR(53),  0,  8,  816,  832,    0, 2048,  230}, /* v230 fc2 MATMUL_PARTIAL rows 0:8 cols 816:832 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   179,          -1,  0,  8,  816,  832,    0, 4096,  307}, /* v307 fc2 REDUCE rows 0:8 cols 816:832 (line 17) */
 	/* SM 103 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3296, 3328,    0, 1024,  103}, /* v103 fc1 MATMUL rows 0:8 cols 3296:3328 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,   103, ARK_CTR(53),  0,  8,  816,  832, 2048, 4096,  231}, /* v231 fc2 MATMUL_PARTIAL rows 0:8 cols 816:832 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3296, 3328,    0, 1024,  103}, /* v103 fc1 MATMUL rows 0:8 cols 3296:3328 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,   103, ARK_CTR(53),  0,  8,  816,  832, 2048, 4096,  231}, /* v231 fc2 MATMUL_PARTIAL rows 0:8 cols 816:832 k 2048:4096 (line 17) */
 	/* SM 104 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3328, 3360,    0, 1024,  104}, /* v104 fc1 MATMUL rows 0:8 cols 3328:3360 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,   104, ARK_CTR(54),  0,  8,  832,  848,    0, 2048,  232}, /* v232 fc2 MATMUL_PARTIAL rows 0:8 cols 832:848 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   180,          -1,  0,  8,  832,  848,    0, 4096,  308}, /* v308 fc2 REDUCE rows 0:8 cols 832:848 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3328, 3360,    0, 1024,  104}, /* v104 fc1 MATMUL rows 0:8 cols 3328:3360 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,   104, ARK_CTR(54),  0,  8,  832,  848,    0, 2048,  232}, /* v232 fc2 MATMUL_PARTIAL rows 0:8 cols 832:848 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   180,          -1,  0,  8,  832,  848,    0, 4096,  308}, /* v308 fc2 REDUCE rows 0:8 cols 832:848 (line 17) */
 	/* SM 105 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3360, 3392,    0, 1024,  105}, /* v105 fc1 MATMUL rows 0:8 cols 3360:3392 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,   105, ARK_CTR(54),  0,  8,  832,  848, 2048, 4096,  233}, /* v233 fc2 MATMUL_PARTIAL rows 0:8 cols 832:848 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3360, 3392,    0, 1024,  105}, /* v105 fc1 MATMUL rows 0:8 cols 3360:3392 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,   105, ARK_CTR(54),  0,  8,  832,  848, 2048, 4096,  233}, /* v233 fc2 MATMUL_PARTIAL rows 0:8 cols 832:848 k 2048:4096 (line 17) */
 	/* SM 106 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3392, 3424,    0, 1024,  106}, /* v106 fc1 MATMUL rows 0:8 cols 3392:3424 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,   106, ARK_CTR(55),  0,  8,  848,  864,    0, 2048,  234}, /* v234 fc2 MATMUL_PARTIAL rows 0:8 cols 848:864 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   181,          -1,  0,  8,  848,  864,    0, 4096,  309}, /* v309 fc2 REDUCE rows 0:8 cols 848:864 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3392, 3424,    0, 1024,  106}, /* v106 fc1 MATMUL rows 0:8 cols 3392:3424 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,   106, ARK_CTR(55),  0,  8,  848,  864,    0, 2048,  234}, /* v234 fc2 MATMUL_PARTIAL rows 0:8 cols 848:864 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   181,          -1,  0,  8,  848,  864,    0, 4096,  309}, /* v309 fc2 REDUCE rows 0:8 cols 848:864 (line 17) */
 	/* SM 107 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3424, 3456,    0, 1024,  107}, /* v107 fc1 MATMUL rows 0:8 cols 3424:3456 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,   107, ARK_CTR(55),  0,  8,  848,  864, 2048, 4096,  235}, /* v235 fc2 MATMUL_PARTIAL rows 0:8 cols 848:864 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3424, 3456,    0, 1024,  107}, /* v107 fc1 MATMUL rows 0:8 cols 3424:3456 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,   107, ARK_CTR(55),  0,  8,  848,  864, 2048, 4096,  235}, /* v235 fc2 MATMUL_PARTIAL rows 0:8 cols 848:864 k 2048:4096 (line 17) */
 	/* SM 108 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3456, 3488,    0, 1024,  108}, /* v108 fc1 MATMUL rows 0:8 cols 3456:3488 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,   108, ARK_CTR(56),  0,  8,  864,  880,    0, 2048,  236}, /* v236 fc2 MATMUL_PARTIAL rows 0:8 cols 864:880 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   182,          -1,  0,  8,  864,  880,    0, 4096,  310}, /* v310 fc2 REDUCE rows 0:8 cols 864:880 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3456, 3488,    0, 1024,  108}, /* v108 fc1 MATMUL rows 0:8 cols 3456:3488 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,   108, ARK_CTR(56),  0,  8,  864,  880,    0, 2048,  236}, /* v236 fc2 MATMUL_PARTIAL rows 0:8 cols 864:880 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   182,          -1,  0,  8,  864,  880,    0, 4096,  310}, /* v310 fc2 REDUCE rows 0:8 cols 864:880 (line 17) */
 	/* SM 109 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3488, 3520,    0, 1024,  109}, /* v109 fc1 MATMUL rows 0:8 cols 3488:3520 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,   109, ARK_CTR(56),  0,  8,  864,  880, 2048, 4096,  237}, /* v237 fc2 MATMUL_PARTIAL rows 0:8 cols 864:880 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3488, 3520,    0, 1024,  109}, /* v109 fc1 MATMUL rows 0:8 cols 3488:3520 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,   109, ARK_CTR(56),  0,  8,  864,  880, 2048, 4096,  237}, /* v237 fc2 MATMUL_PARTIAL rows 0:8 cols 864:880 k 2048:4096 (line 17) */
 	/* SM 110 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3520, 3552,    0, 1024,  110}, /* v110 fc1 MATMUL rows 0:8 cols 3520:3552 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,   110, ARK_CTR(57),  0,  8,  880,  896,    0, 2048,  238}, /* v238 fc2 MATMUL_PARTIAL rows 0:8 cols 880:896 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   183,          -1,  0,  8,  880,  896,    0, 4096,  311}, /* v311 fc2 REDUCE rows 0:8 cols 880:896 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3520, 3552,    0, 1024,  110}, /* v110 fc1 MATMUL rows 0:8 cols 3520:3552 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,   110, ARK_CTR(57),  0,  8,  880,  896,    0, 2048,  238}, /* v238 fc2 MATMUL_PARTIAL rows 0:8 cols 880:896 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   183,          -1,  0,  8,  880,  896,    0, 4096,  311}, /* v311 fc2 REDUCE rows 0:8 cols 880:896 (line 17) */
 	/* SM 111 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3552, 3584,    0, 1024,  111}, /* v111 fc1 MATMUL rows 0:8 cols 3552:3584 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,   111, ARK_CTR(57),  0,  8,  880,  896, 2048, 4096,  239}, /* v239 fc2 MATMUL_PARTIAL rows 0:8 cols 880:896 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3552, 3584,    0, 1024,  111}, /* v111 fc1 MATMUL rows 0:8 cols 3552:3584 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,   111, ARK_CTR(57),  0,  8,  880,  896, 2048, 4096,  239}, /* v239 fc2 MATMUL_PARTIAL rows 0:8 cols 880:896 k 2048:4096 (line 17) */
 	/* SM 112 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3584, 3616,    0, 1024,  112}, /* v112 fc1 MATMUL rows 0:8 cols 3584:3616 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,   112, ARK_CTR(58),  0,  8,  896,  912,    0, 2048,  240}, /* v240 fc2 MATMUL_PARTIAL rows 0:8 cols 896:912 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   184,          -1,  0,  8,  896,  912,    0, 4096,  312}, /* v312 fc2 REDUCE rows 0:8 cols 896:912 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3584, 3616,    0, 1024,  112}, /* v112 fc1 MATMUL rows 0:8 cols 3584:3616 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,   112, ARK_CTR(58),  0,  8,  896,  912,    0, 2048,  240}, /* v240 fc2 MATMUL_PARTIAL rows 0:8 cols 896:912 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   184,          -1,  0,  8,  896,  912,    0, 4096,  312}, /* v312 fc2 REDUCE rows 0:8 cols 896:912 (line 17) */
 	/* SM 113 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3616, 3648,    0, 1024,  113}, /* v113 fc1 MATMUL rows 0:8 cols 3616:3648 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,   113, ARK_CTR(58),  0,  8,  896,  912, 2048, 4096,  241}, /* v241 fc2 MATMUL_PARTIAL rows 0:8 cols 896:912 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3616, 3648,    0, 1024,  113}, /* v113 fc1 MATMUL rows 0:8 cols 3616:3648 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,   113, ARK_CTR(58),  0,  8,  896,  912, 2048, 4096,  241}, /* v241 fc2 MATMUL_PARTIAL rows 0:8 cols 896:912 k 2048:4096 (line 17) */
 	/* SM 114 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3648, 3680,    0, 1024,  114}, /* v114 fc1 MATMUL rows 0:8 cols 3648:3680 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,   114, ARK_CTR(59),  0,  8,  912,  928,    0, 2048,  242}, /* v242 fc2 MATMUL_PARTIAL rows 0:8 cols 912:928 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   185,          -1,  0,  8,  912,  928,    0, 4096,  313}, /* v313 fc2 REDUCE rows 0:8 cols 912:928 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3648, 3680,    0, 1024,  114}, /* v114 fc1 MATMUL rows 0:8 cols 3648:3680 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,   114, ARK_CTR(59),  0,  8,  912,  928,    0, 2048,  242}, /* v242 fc2 MATMUL_PARTIAL rows 0:8 cols 912:928 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   185,          -1,  0,  8,  912,  928,    0, 4096,  313}, /* v313 fc2 REDUCE rows 0:8 cols 912:928 (line 17) */
 	/* SM 115 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3680, 3712,    0, 1024,  115}, /* v115 fc1 MATMUL rows 0:8 cols 3680:3712 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,   115, ARK_CTR(59),  0,  8,  912,  928, 2048, 4096,  243}, /* v243 fc2 MATMUL_PARTIAL rows 0:8 cols 912:928 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3680, 3712,    0, 1024,  115}, /* v115 fc1 MATMUL rows 0:8 cols 3680:3712 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,   115, ARK_CTR(59),  0,  8,  912,  928, 2048, 4096,  243}, /* v243 fc2 MATMUL_PARTIAL rows 0:8 cols 912:928 k 2048:4096 (line 17) */
 	/* SM 116 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3712, 3744,    0, 1024,  116}, /* v116 fc1 MATMUL rows 0:8 cols 3712:3744 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,   116, ARK_CTR(60),  0,  8,  928,  944,    0, 2048,  244}, /* v244 fc2 MATMUL_PARTIAL rows 0:8 cols 928:944 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   186,          -1,  0,  8,  928,  944,    0, 4096,  314}, /* v314 fc2 REDUCE rows 0:8 cols 928:944 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3712, 3744,    0, 1024,  116}, /* v116 fc1 MATMUL rows 0:8 cols 3712:3744 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,   116, ARK_CTR(60),  0,  8,  928,  944,    0, 2048,  244}, /* v244 fc2 MATMUL_PARTIAL rows 0:8 cols 928:944 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   186,          -1,  0,  8,  928,  944,    0, 4096,  314}, /* v314 fc2 REDUCE rows 0:8 cols 928:944 (line 17) */
 	/* SM 117 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3744, 3776,    0, 1024,  117}, /* v117 fc1 MATMUL rows 0:8 cols 3744:3776 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,   117, ARK_CTR(60),  0,  8,  928,  944, 2048, 4096,  245}, /* v245 fc2 MATMUL_PARTIAL rows 0:8 cols 928:944 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3744, 3776,    0, 1024,  117}, /* v117 fc1 MATMUL rows 0:8 cols 3744:3776 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,   117, ARK_CTR(60),  0,  8,  928,  944, 2048, 4096,  245}, /* v245 fc2 MATMUL_PARTIAL rows 0:8 cols 928:944 k 2048:4096 (line 17) */
 	/* SM 118 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3776, 3808,    0, 1024,  118}, /* v118 fc1 MATMUL rows 0:8 cols 3776:3808 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,   118, ARK_CTR(61),  0,  8,  944,  960,    0, 2048,  246}, /* v246 fc2 MATMUL_PARTIAL rows 0:8 cols 944:960 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   187,          -1,  0,  8,  944,  960,    0, 4096,  315}, /* v315 fc2 REDUCE rows 0:8 cols 944:960 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3776, 3808,    0, 1024,  118}, /* v118 fc1 MATMUL rows 0:8 cols 3776:3808 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,   118, ARK_CTR(61),  0,  8,  944,  960,    0, 2048,  246}, /* v246 fc2 MATMUL_PARTIAL rows 0:8 cols 944:960 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   187,          -1,  0,  8,  944,  960,    0, 4096,  315}, /* v315 fc2 REDUCE rows 0:8 cols 944:960 (line 17) */
 	/* SM 119 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3808, 3840,    0, 1024,  119}, /* v119 fc1 MATMUL rows 0:8 cols 3808:3840 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,   119, ARK_CTR(61),  0,  8,  944,  960, 2048, 4096,  247}, /* v247 fc2 MATMUL_PARTIAL rows 0:8 cols 944:960 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3808, 3840,    0, 1024,  119}, /* v119 fc1 MATMUL rows 0:8 cols 3808:3840 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,   119, ARK_CTR(61),  0,  8,  944,  960, 2048, 4096,  247}, /* v247 fc2 MATMUL_PARTIAL rows 0:8 cols 944:960 k 2048:4096 (line 17) */
 	/* SM 120 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3840, 3872,    0, 1024,  120}, /* v120 fc1 MATMUL rows 0:8 cols 3840:3872 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,   120, ARK_CTR(62),  0,  8,  960,  976,    0, 2048,  248}, /* v248 fc2 MATMUL_PARTIAL rows 0:8 cols 960:976 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   188,          -1,  0,  8,  960,  976,    0, 4096,  316}, /* v316 fc2 REDUCE rows 0:8 cols 960:976 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3840, 3872,    0, 1024,  120}, /* v120 fc1 MATMUL rows 0:8 cols 3840:3872 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,   120, ARK_CTR(62),  0,  8,  960,  976,    0, 2048,  248}, /* v248 fc2 MATMUL_PARTIAL rows 0:8 cols 960:976 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   188,          -1,  0,  8,  960,  976,    0, 4096,  316}, /* v316 fc2 REDUCE rows 0:8 cols 960:976 (line 17) */
 	/* SM 121 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3872, 3904,    0, 1024,  121}, /* v121 fc1 MATMUL rows 0:8 cols 3872:3904 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,   121, ARK_CTR(62),  0,  8,  960,  976, 2048, 4096,  249}, /* v249 fc2 MATMUL_PARTIAL rows 0:8 cols 960:976 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3872, 3904,    0, 1024,  121}, /* v121 fc1 MATMUL rows 0:8 cols 3872:3904 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,   121, ARK_CTR(62),  0,  8,  960,  976, 2048, 4096,  249}, /* v249 fc2 MATMUL_PARTIAL rows 0:8 cols 960:976 k 2048:4096 (line 17) */
 	/* SM 122 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3904, 3936,    0, 1024,  122}, /* v122 fc1 MATMUL rows 0:8 cols 3904:3936 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,   122, ARK_CTR(63),  0,  8,  976,  992,    0, 2048,  250}, /* v250 fc2 MATMUL_PARTIAL rows 0:8 cols 976:992 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   189,          -1,  0,  8,  976,  992,    0, 4096,  317}, /* v317 fc2 REDUCE rows 0:8 cols 976:992 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3904, 3936,    0, 1024,  122}, /* v122 fc1 MATMUL rows 0:8 cols 3904:3936 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,   122, ARK_CTR(63),  0,  8,  976,  992,    0, 2048,  250}, /* v250 fc2 MATMUL_PARTIAL rows 0:8 cols 976:992 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   189,          -1,  0,  8,  976,  992,    0, 4096,  317}, /* v317 fc2 REDUCE rows 0:8 cols 976:992 (line 17) */
 	/* SM 123 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3936, 3968,    0, 1024,  123}, /* v123 fc1 MATMUL rows 0:8 cols 3936:3968 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,   123, ARK_CTR(63),  0,  8,  976,  992, 2048, 4096,  251}, /* v251 fc2 MATMUL_PARTIAL rows 0:8 cols 976:992 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3936, 3968,    0, 1024,  123}, /* v123 fc1 MATMUL rows 0:8 cols 3936:3968 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,   123, ARK_CTR(63),  0,  8,  976,  992, 2048, 4096,  251}, /* v251 fc2 MATMUL_PARTIAL rows 0:8 cols 976:992 k 2048:4096 (line 17) */
 	/* SM 124 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 3968, 4000,    0, 1024,  124}, /* v124 fc1 MATMUL rows 0:8 cols 3968:4000 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,   124, ARK_CTR(64),  0,  8,  992, 1008,    0, 2048,  252}, /* v252 fc2 MATMUL_PARTIAL rows 0:8 cols 992:1008 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   190,          -1,  0,  8,  992, 1008,    0, 4096,  318}, /* v318 fc2 REDUCE rows 0:8 cols 992:1008 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 3968, 4000,    0, 1024,  124}, /* v124 fc1 MATMUL rows 0:8 cols 3968:4000 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,   124, ARK_CTR(64),  0,  8,  992, 1008,    0, 2048,  252}, /* v252 fc2 MATMUL_PARTIAL rows 0:8 cols 992:1008 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   190,          -1,  0,  8,  992, 1008,    0, 4096,  318}, /* v318 fc2 REDUCE rows 0:8 cols 992:1008 (line 17) */
 	/* SM 125 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 4000, 4032,    0, 1024,  125}, /* v125 fc1 MATMUL rows 0:8 cols 4000:4032 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,   125, ARK_CTR(64),  0,  8,  992, 1008, 2048, 4096,  253}, /* v253 fc2 MATMUL_PARTIAL rows 0:8 cols 992:1008 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 4000, 4032,    0, 1024,  125}, /* v125 fc1 MATMUL rows 0:8 cols 4000:4032 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,   125, ARK_CTR(64),  0,  8,  992, 1008, 2048, 4096,  253}, /* v253 fc2 MATMUL_PARTIAL rows 0:8 cols 992:1008 k 2048:4096 (line 17) */
 	/* SM 126 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 4032, 4064,    0, 1024,  126}, /* v126 fc1 MATMUL rows 0:8 cols 4032:4064 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     0,   126, ARK_CTR(65),  0,  8, 1008, 1024,    0, 2048,  254}, /* v254 fc2 MATMUL_PARTIAL rows 0:8 cols 1008:1024 k 0:2048 (line 17) */
-	{   2,   1, ARK_T_REDUCE,              1,     0,   191,          -1,  0,  8, 1008, 1024,    0, 4096,  319}, /* v319 fc2 REDUCE rows 0:8 cols 1008:1024 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 4032, 4064,    0, 1024,  126}, /* v126 fc1 MATMUL rows 0:8 cols 4032:4064 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     0,   126, ARK_CTR(65),  0,  8, 1008, 1024,    0, 2048,  254}, /* v254 fc2 MATMUL_PARTIAL rows 0:8 cols 1008:1024 k 0:2048 (line 17) */
+	{   2,   1, ARK_T_REDUCE,                0,      1,     0,   191,          -1,  0,  8, 1008, 1024,    0, 4096,  319}, /* v319 fc2 REDUCE rows 0:8 cols 1008:1024 (line 17) */
 	/* SM 127 */
-	{   0,   0, ARK_T_MATMUL,              0,     0,     0,  ARK_CTR(1),  0,  8, 4064, 4096,    0, 1024,  127}, /* v127 fc1 MATMUL rows 0:8 cols 4064:4096 (line 15) */
-	{   2,   1, ARK_T_MATMUL_PARTIAL,      1,     1,   127, ARK_CTR(65),  0,  8, 1008, 1024, 2048, 4096,  255}, /* v255 fc2 MATMUL_PARTIAL rows 0:8 cols 1008:1024 k 2048:4096 (line 17) */
+	{   0,   0, ARK_T_MATMUL,                0,      0,     0,     0,  ARK_CTR(1),  0,  8, 4064, 4096,    0, 1024,  127}, /* v127 fc1 MATMUL rows 0:8 cols 4064:4096 (line 15) */
+	{   2,   1, ARK_T_MATMUL_PARTIAL,        0,      1,     1,   127, ARK_CTR(65),  0,  8, 1008, 1024, 2048, 4096,  255}, /* v255 fc2 MATMUL_PARTIAL rows 0:8 cols 1008:1024 k 2048:4096 (line 17) */
 	/* SMs 128 to 131: no tasks */
 };
 
