@@ -30,18 +30,8 @@ if [ ! -r "$DOC" ]; then
 	exit 0
 fi
 
-# The names of an X-macro list: the first quoted argument of every row of `#define LIST(...)`
-# (rows are X(...) lines, or R(X, ...) lines for the op catalog).
-list_names() {
-	awk -v list="$1" '
-		$0 ~ "^#define " list "\\(" { on = 1; next }
-		on && /[XR]\(/ { if (match($0, /"[^"]*"/)) print substr($0, RSTART + 1, RLENGTH - 2) }
-		on && !/\\$/ { on = 0 }
-	' "$OPS"
-}
-
 # (a) every op has a heading with its name in backticks
-ops=$(list_names OP_ROWS)
+ops=$(sh scripts/catalog-names.sh OP_ROWS)
 if [ -n "$ops" ]; then ok "OP_ROWS parsed from $OPS"; else notok "OP_ROWS parsed from $OPS: no op found"; fi
 for op in $ops; do
 	if grep -q "^#.*\`$op\`" "$DOC"; then
@@ -52,7 +42,7 @@ for op in $ops; do
 done
 
 # (b) every attribute is named
-attrs=$(list_names ATTR_LIST)
+attrs=$(sh scripts/catalog-names.sh ATTR_LIST)
 if [ -n "$attrs" ]; then ok "ATTR_LIST parsed from $OPS"; else notok "ATTR_LIST parsed from $OPS: no attribute found"; fi
 for a in $attrs; do
 	if grep -q "\`$a\`" "$DOC"; then

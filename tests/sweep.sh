@@ -78,9 +78,7 @@ replay() { # --index 17 writes model 17 alone, as the whole draw wrote it
 usage_error() { "$PYTHON" bench/sweep.py gen --count 3 --out "$tmp/e" 2>/dev/null; [ $? -eq 2 ]; }
 
 # the single-GPU ops of the catalog (abi/ark_ops.h: every row not flagged ARK_OPF_COMM)
-ops=$(awk '/^#define OP_ROWS\(/ { on = 1; next }
-	on && /R\(X,/ && !/ARK_OPF_COMM/ { if (match($0, /"[^"]*"/)) print substr($0, RSTART + 1, RLENGTH - 2) }
-	on && !/\\$/ { on = 0 }' abi/ark_ops.h | tr '\n' ' ')
+ops=$(sh scripts/catalog-names.sh OP_ROWS ARK_OPF_COMM | tr '\n' ' ')
 echo "1..$((8 + 2 * (NFIX + NCLK) + 3 + $(echo $ops | wc -w) + 9))"
 echo "# fixed seed $FIXED, clock seed $CLOCK (replay: SWEEP_SEED=$CLOCK tests/sweep.sh, or"
 echo "#   bench/sweep.py gen --seed $CLOCK --count $NCLK --out DIR)"
