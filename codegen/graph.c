@@ -97,12 +97,17 @@ static int dtype_size(enum ark_dtype d)
 	return d == ARK_FP32 ? 4 : 2;
 }
 
-uint64_t tensor_bytes(const struct tensor *t)
+uint64_t tensor_elems(const struct tensor *t)
 {
-	uint64_t n = (uint64_t)dtype_size(t->dtype);
+	uint64_t n = 1;
 	for (int i = 0; i < t->ndim; i++)
 		n *= (uint64_t)t->shape[i];
 	return n;
+}
+
+uint64_t tensor_bytes(const struct tensor *t)
+{
+	return tensor_elems(t) * (uint64_t)dtype_size(t->dtype);
 }
 
 const char *shape_str(char *buf, size_t n, int ndim, const int64_t *shape)

@@ -87,6 +87,8 @@ const char *graph_file_of(const struct graph *g, const char *file);
 
 /* Byte size of a tensor; its element count times the dtype size (checked not to overflow by graph_check). */
 uint64_t tensor_bytes(const struct tensor *t);
+/* Its element count (checked not to overflow by graph_check, as its bytes). */
+uint64_t tensor_elems(const struct tensor *t);
 /* "[8, 1024]" into buf. */
 const char *shape_str(char *buf, size_t n, int ndim, const int64_t *shape);
 

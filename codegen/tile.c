@@ -358,9 +358,7 @@ static int check_bounds(const struct graph *g)
 		const struct op *o = &g->ops[oi];
 		for (int i = 0; i < o->n_in + o->n_out; i++) {
 			const struct tensor *t = &g->tensors[i < o->n_in ? o->in[i] : o->out[i - o->n_in]];
-			uint64_t elems = 1;
-			for (int d = 0; d < t->ndim; d++)
-				elems *= (uint64_t)t->shape[d]; /* graph_check: the bytes fit in 63 bits */
+			uint64_t elems = tensor_elems(t);
 			if (elems <= UINT32_MAX)
 				continue;
 			char b[64];
