@@ -8,9 +8,10 @@
  *  stream_kn / stream_nk  rows <= ARK_MM_SMALL_M, b 16-byte aligned: b's tile is streamed once with
  *                         16-byte cp.async into a per-thread ring in shared memory (many loads in
  *                         flight, no barrier in the loop), a's rows staged in shared memory, fp32 FMA.
- *  mma                    fp16/bf16, rows > ARK_MM_SMALL_M, any K, N, alignment: 128x128x32 tiles,
- *                         3-stage cp.async pipeline (operands with misaligned rows staged through
- *                         registers one tile ahead), ldmatrix + mma.sync.m16n8k16, fp32 accumulators.
+ *  mma                    fp16/bf16, rows > ARK_MM_SMALL_M, any K, N, alignment: stages shaped to the
+ *                         tile (up to 128 x 128), as many as shared memory holds (up to 8), warps
+ *                         splitting k when the tile is small (operands with misaligned rows staged
+ *                         through registers one stage ahead), ldmatrix + mma.sync.m16n8k16, fp32 sums.
  *  simt                   fp32 with more rows, small tiles the streaming paths cannot take (odd N or K,
  *                         misaligned): the tile's own shape, k-steps of 32-256 loaded one step ahead, FMA. */
 
@@ -27,15 +28,12 @@
 #define ARK_MM_SACC_BYTES (128 * ARK_MM_SMALL_M * 4) /* stream_nk: fp32 sums [MB][tn] */
 #define ARK_MM_STREAM_SMEM (ARK_MM_RING_BYTES + ARK_MM_A_BYTES + ARK_MM_SACC_BYTES)
 
-#define ARK_MM_BM 128
-#define ARK_MM_BN 128
-#define ARK_MM_BK 32
-#define ARK_MM_STAGES 3
-#define ARK_MM_LDA (ARK_MM_BK + 8)  /* smem row stride (elements) of [rows][BK] tiles */
-#define ARK_MM_LDB (ARK_MM_BN + 8)  /* smem row stride of the [BK][BN] tile of b */
-#define ARK_MM_A_STAGE (ARK_MM_BM * ARK_MM_LDA * 2)
-#define ARK_MM_B_STAGE (ARK_MM_BN * ARK_MM_LDA * 2 > ARK_MM_BK * ARK_MM_LDB * 2 ? ARK_MM_BN * ARK_MM_LDA * 2 : ARK_MM_BK * ARK_MM_LDB * 2)
-#define ARK_MM_MMA_SMEM (ARK_MM_STAGES * (ARK_MM_A_STAGE + ARK_MM_B_STAGE))
+#define ARK_MM_MAX_STAGES 8 /* mma: deepest pipeline (small tiles) */
+#define ARK_MM_WARPS 8      /* mma: warps that compute (the others only load) */
+#define ARK_MM_STG_CH 4     /* mma: staged 16-byte vectors per thread and operand per stage */
+/* mma: the largest stage, a 128 x 128 tile 32 deep ([128][40] of a, [128][40] or [32][136] of b), at
+ * least twice; the shared memory of the streaming path, which is larger, holds more stages. */
+#define ARK_MM_MMA_SMEM (2 * (128 * 40 * 2 + 128 * 40 * 2))
 
 #define ARK_MM_SIMT_SLOTS 4096                             /* simt: elements per operand per step */
 #define ARK_MM_SIMT_U (ARK_MM_SIMT_SLOTS / ARK_THREADS)    /* simt: loads per thread per operand per step */
@@ -48,7 +46,8 @@
 #define ARK_SMEM_MATMUL ARK_MAX3_(ARK_MM_STREAM_SMEM, ARK_MM_MMA_SMEM, ARK_MM_SIMT_SMEM)
 #define ARK_SMEM_REDUCE 0
 
-static_assert(ARK_THREADS >= 256, "the matmul templates need at least 256 threads");
+static_assert(ARK_THREADS >= 32 * ARK_MM_WARPS, "the matmul templates need at least 256 threads");
+static_assert(ARK_SMEM_MATMUL >= (ARK_MM_WARPS - 1) * 64 * 32 * 4, "mma: no room to add the k-split warps' sums");
 static_assert(ARK_MM_SIMT_SLOTS % ARK_THREADS == 0 && ARK_MM_SIMT_KSMAX <= ARK_THREADS, "simt path: bad sizes");
 static_assert(ARK_MM_RING_BYTES / (16 * ARK_MM_TC * ARK_THREADS) >= 2, "ARK_MM_RING_BYTES too small");
 static_assert(ARK_MM_RING_BYTES >= ARK_THREADS * 8 * 4, "ARK_MM_RING_BYTES too small for the reduction");
@@ -443,35 +442,48 @@ __device__ __forceinline__ void ark_mma16816<__nv_bfloat16>(float *d, const uint
 		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* One BK-deep step of the warp tile (64, 32) at (wm * 64, wn * 32) of a stage: as [BM][LDA], bs [BK][LDB]
- * or [BN][LDA] if TB. */
+/* One 16-deep step of a warp's tile at (r0, c0) of a stage: as [rp][lda], bs [bk][ldb] or [cp][lda]
+ * if TB. Only its first mts 16-row and nts 8-column sub-tiles are inside the tile (warp-uniform). */
 template <typename T, bool TB>
-__device__ __forceinline__ void ark_mm_mma_step(float (&acc)[4][4][4], const T *as, const T *bs, int wm, int wn, int lane)
+__device__ __forceinline__ void ark_mm_mma_k16(float (&acc)[4][4][4], const T *as, const T *bs, int lda, int ldb,
+					       int r0, int c0, int mts, int nts, int kk, int lane)
 {
-	constexpr int BK = ARK_MM_BK, LDA = ARK_MM_LDA, LDB = ARK_MM_LDB;
+	uint32_t af[4][4], bfr[4][2];
 #pragma unroll
-	for (int kk = 0; kk < BK; kk += 16) {
-		uint32_t af[4][4], bfr[4][2];
+	for (int mt = 0; mt < 4; mt++)
+		if (mt < mts)
+			ark_ldsm_x4(af[mt], as + (r0 + mt * 16 + (lane & 15)) * lda + kk + (lane >> 4) * 8);
 #pragma unroll
-		for (int mt = 0; mt < 4; mt++)
-			ark_ldsm_x4(af[mt], as + (wm * 64 + mt * 16 + (lane & 15)) * LDA + kk + (lane >> 4) * 8);
+	for (int np = 0; np < 2; np++) {
+		if (2 * np >= nts)
+			continue;
+		uint32_t r[4];
+		if (!TB)
+			ark_ldsm_x4_t(r, bs + (kk + (lane & 7) + ((lane >> 3) & 1) * 8) * ldb + c0 + np * 16 + (lane >> 4) * 8);
+		else
+			ark_ldsm_x4(r, bs + (c0 + np * 16 + (lane & 7) + (lane >> 4) * 8) * lda + kk + ((lane >> 3) & 1) * 8);
+		bfr[2 * np][0] = r[0], bfr[2 * np][1] = r[1];
+		bfr[2 * np + 1][0] = r[2], bfr[2 * np + 1][1] = r[3];
+	}
 #pragma unroll
-		for (int np = 0; np < 2; np++) {
-			uint32_t r[4];
-			if (!TB)
-				ark_ldsm_x4_t(r, bs + (kk + (lane & 7) + ((lane >> 3) & 1) * 8) * LDB + wn * 32 + np * 16 +
-							 (lane >> 4) * 8);
-			else
-				ark_ldsm_x4(r, bs + (wn * 32 + np * 16 + (lane & 7) + (lane >> 4) * 8) * LDA + kk +
-						       ((lane >> 3) & 1) * 8);
-			bfr[2 * np][0] = r[0], bfr[2 * np][1] = r[1];
-			bfr[2 * np + 1][0] = r[2], bfr[2 * np + 1][1] = r[3];
-		}
+	for (int mt = 0; mt < 4; mt++)
 #pragma unroll
-		for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-			for (int nt = 0; nt < 4; nt++)
+		for (int nt = 0; nt < 4; nt++)
+			if (mt < mts && nt < nts)
 				ark_mma16816<T>(acc[mt][nt], af[mt], bfr[nt]);
+}
+
+/* cp.async.wait_group with a count known at run time (n <= ARK_MM_MAX_STAGES - 2). */
+__device__ __forceinline__ void ark_cp_wait_n(int n)
+{
+	switch (n) {
+	case 6: ark_cp_wait<6>(); break;
+	case 5: ark_cp_wait<5>(); break;
+	case 4: ark_cp_wait<4>(); break;
+	case 3: ark_cp_wait<3>(); break;
+	case 2: ark_cp_wait<2>(); break;
+	case 1: ark_cp_wait<1>(); break;
+	default: ark_cp_wait<0>(); break;
 	}
 }
 
@@ -499,100 +511,101 @@ template <typename T> __device__ __forceinline__ uint4 ark_mm_ld8(const T *p, in
 	return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+/* The mma tile (R, C) = (m1 - m0, n1 - n0) <= (128, 128) over k0:k1, shaped at run time:
+ *  - rows and columns rounded up to rp, cp (multiples of 16); warps of 64 x 32 over them, wm x wn,
+ *    and the ARK_MM_WARPS / (wm wn) = kg warps of each place split every stage's 16-deep steps among
+ *    them (a 64 x 16 tile keeps all eight warps busy, not one); their sums are added in shared memory
+ *    at the end;
+ *  - a stage is bk = max(32, 16 kg) deep and holds only the tile's own rows and columns, so a small
+ *    tile has up to ARK_MM_MAX_STAGES stages in the same shared memory and st - 1 of them in flight:
+ *    at the sizes batch-1 encoders give (tiles of 64 x 16 to 128 x 64) a task is bound by the bytes
+ *    it moves, not by one global round trip per 32 of K as with fixed 128 x 128 x 32 stages.
+ * Operands whose rows are 16-byte aligned come by cp.async; others (STG) are staged through
+ * registers one stage ahead. */
 template <typename T, bool TB, bool STG>
 __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
-	constexpr int BM = ARK_MM_BM, BN = ARK_MM_BN, BK = ARK_MM_BK, ST = ARK_MM_STAGES;
-	constexpr int LDA = ARK_MM_LDA, LDB = ARK_MM_LDB;
 	const T *a = reinterpret_cast<const T *>(g.a);
 	const T *b = reinterpret_cast<const T *>(g.b);
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-	const int wm = (warp >> 2) & 1, wn = warp & 3; /* warp tile (64, 32) at (wm * 64, wn * 32) */
-	const bool computes = warp < 8;
-	const int ktiles = (k1 - k0 + BK - 1) / BK;
+	const int rp = (m1 - m0 + 15) & ~15, cp = (n1 - n0 + 15) & ~15;
+	const int nwm = (rp + 63) / 64, nwn = (cp + 31) / 32, wmn = nwm * nwn;
+	const int kg = ARK_MM_WARPS / wmn;
+	const int bk = kg * 16 > 32 ? kg * 16 : 32, lda = bk + 8, ldb = cp + 8;
+	const int a_stage = rp * lda * 2, stage = a_stage + (TB ? cp * lda : bk * ldb) * 2;
+	const int st = ARK_SMEM_MATMUL / stage > ARK_MM_MAX_STAGES ? ARK_MM_MAX_STAGES : ARK_SMEM_MATMUL / stage;
+	const int wk = warp / wmn, wi = warp % wmn, wm = wi / nwn, wn = wi % nwn;
+	const bool computes = warp < wmn * kg;
+	const int mts = min(4, (rp - wm * 64) / 16), nts = min(4, (cp - wn * 32) / 8);
+	const int ktiles = (k1 - k0 + bk - 1) / bk, kv8 = bk / 8; /* 8-element vectors per row of k */
+	const int nva = rp * kv8, nvb = cp * kv8, cv8 = cp / 8;
 
-	auto as_of = [&](int st) { return reinterpret_cast<T *>(smem + st * (ARK_MM_A_STAGE + ARK_MM_B_STAGE)); };
-	auto bs_of = [&](int st) {
-		return reinterpret_cast<T *>(smem + st * (ARK_MM_A_STAGE + ARK_MM_B_STAGE) + ARK_MM_A_STAGE);
-	};
-	/* An operand whose rows are 16-byte aligned (a: K % 8 == 0, k0 % 8 == 0; b: the same along K if TB,
-	 * along N if not) comes by 16-byte cp.async, ST - 1 tiles ahead. Any other one is staged through
-	 * registers one tile ahead: fetch() issues a thread's loads of tile kt + 1 (predicated, zero past
-	 * k1, m1, n1) before tile kt's mma, put() stores them to its stage after. */
+	auto as_of = [&](int s) { return reinterpret_cast<T *>(smem + s * stage); };
+	auto bs_of = [&](int s) { return reinterpret_cast<T *>(smem + s * stage + a_stage); };
 	const bool avec = !STG || (ark_aligned16(g.a) && g.K % 8 == 0 && k0 % 8 == 0);
 	const bool bvec = !STG || (ark_aligned16(g.b) && (TB ? g.K % 8 == 0 && k0 % 8 == 0 : g.N % 8 == 0 && n0 % 8 == 0));
-	constexpr int NV = BM * BK / 8;                             /* 8-element vectors per operand tile */
-	constexpr int CH = (NV + ARK_THREADS - 1) / ARK_THREADS;    /* of them per thread */
-	static_assert(BN * BK == BM * BK, "a and b tiles have as many vectors");
-	uint4 qa[CH], qb[CH];
+	/* a vector v of b's stage: (row, 8-column) of [bk][cp] (!TB) or of [cp][bk] (TB) */
+	auto b_at = [&](int v, int kb, int &sm_off, int &k, int &n) {
+		if (!TB) {
+			const int r = v / cv8, nv = (v - r * cv8) * 8;
+			sm_off = r * ldb + nv, k = kb + r, n = n0 + nv;
+		} else {
+			const int r = v / kv8, kv = (v - r * kv8) * 8;
+			sm_off = r * lda + kv, k = kb + kv, n = n0 + r;
+		}
+	};
 
-	auto load = [&](int st, int kb) { /* tile kb:kb+BK of a (BM rows) and b into stage st */
-		T *as = as_of(st), *bs = bs_of(st);
-		if (avec) {
-			for (int v = tid; v < NV; v += ARK_THREADS) {
-				const int r = v / (BK / 8), kv = (v % (BK / 8)) * 8;
+	auto load = [&](int s, int kb) { /* stage s <- k-tile kb:kb+bk of the cp.async operands */
+		T *as = as_of(s), *bs = bs_of(s);
+		if (avec)
+			for (int v = tid; v < nva; v += ARK_THREADS) {
+				const int r = v / kv8, kv = (v - r * kv8) * 8;
 				const int m = m0 + r, k = kb + kv;
 				const bool ok = m < m1 && k < k1;
-				ark_cp_async16(as + r * LDA + kv, ok ? a + (size_t)m * g.K + k : a, ok ? min(16, (k1 - k) * 2) : 0);
+				ark_cp_async16(as + r * lda + kv, ok ? a + (size_t)m * g.K + k : a, ok ? min(16, (k1 - k) * 2) : 0);
 			}
-		}
-		if (!bvec)
-			return;
-		if (!TB) { /* [BK][BN] */
-			for (int v = tid; v < NV; v += ARK_THREADS) {
-				const int r = v / (BN / 8), nv = (v % (BN / 8)) * 8;
-				const int k = kb + r, n = n0 + nv;
+		if (bvec)
+			for (int v = tid; v < nvb; v += ARK_THREADS) {
+				int o, k, n;
+				b_at(v, kb, o, k, n);
 				const bool ok = k < k1 && n < n1;
-				ark_cp_async16(bs + r * LDB + nv, ok ? b + (size_t)k * g.N + n : b, ok ? min(16, (n1 - n) * 2) : 0);
+				const T *src = TB ? b + (size_t)n * g.K + k : b + (size_t)k * g.N + n;
+				ark_cp_async16(bs + o, ok ? src : b, ok ? min(16, TB ? (k1 - k) * 2 : (n1 - n) * 2) : 0);
 			}
-		} else { /* [BN][BK] */
-			for (int v = tid; v < NV; v += ARK_THREADS) {
-				const int r = v / (BK / 8), kv = (v % (BK / 8)) * 8;
-				const int n = n0 + r, k = kb + kv;
-				const bool ok = n < n1 && k < k1;
-				ark_cp_async16(bs + r * LDA + kv, ok ? b + (size_t)n * g.K + k : b, ok ? min(16, (k1 - k) * 2) : 0);
-			}
-		}
 	};
-	auto fetch = [&](int kb) { /* registers <- tile kb:kb+BK of the operands not loaded by cp.async */
+	/* Staged operands: at most ARK_MM_STG_CH vectors per thread and operand per stage (rp bk and
+	 * cp bk are at most 128 x 64 or 64 x 128 = 8192 elements by the choice of kg above). */
+	uint4 qa[ARK_MM_STG_CH], qb[ARK_MM_STG_CH];
+	auto fetch = [&](int kb) {
 #pragma unroll
-		for (int c = 0; c < CH; c++) {
+		for (int c = 0; c < ARK_MM_STG_CH; c++) {
 			const int v = c * ARK_THREADS + tid;
-			if (!avec) {
-				const int r = v / (BK / 8), kv = (v % (BK / 8)) * 8;
+			if (!avec && v < nva) {
+				const int r = v / kv8, kv = (v - r * kv8) * 8;
 				const int m = m0 + r, k = kb + kv;
-				const bool ok = v < NV && m < m1 && k < k1;
+				const bool ok = m < m1 && k < k1;
 				qa[c] = ark_mm_ld8(ok ? a + (size_t)m * g.K + k : a, ok ? k1 - k : 0);
 			}
-			if (!bvec) {
-				if (!TB) {
-					const int r = v / (BN / 8), nv = (v % (BN / 8)) * 8;
-					const int k = kb + r, n = n0 + nv;
-					const bool ok = v < NV && k < k1 && n < n1;
-					qb[c] = ark_mm_ld8(ok ? b + (size_t)k * g.N + n : b, ok ? n1 - n : 0);
-				} else {
-					const int r = v / (BK / 8), kv = (v % (BK / 8)) * 8;
-					const int n = n0 + r, k = kb + kv;
-					const bool ok = v < NV && n < n1 && k < k1;
-					qb[c] = ark_mm_ld8(ok ? b + (size_t)n * g.K + k : b, ok ? k1 - k : 0);
-				}
+			if (!bvec && v < nvb) {
+				int o, k, n;
+				b_at(v, kb, o, k, n);
+				const bool ok = k < k1 && n < n1;
+				qb[c] = ark_mm_ld8(ok ? (TB ? b + (size_t)n * g.K + k : b + (size_t)k * g.N + n) : b,
+						   ok ? (TB ? k1 - k : n1 - n) : 0);
 			}
 		}
 	};
-	auto put = [&](int st) { /* stage st <- the registers of fetch() */
-		T *as = as_of(st), *bs = bs_of(st);
+	auto put = [&](int s) {
+		T *as = as_of(s), *bs = bs_of(s);
 #pragma unroll
-		for (int c = 0; c < CH; c++) {
+		for (int c = 0; c < ARK_MM_STG_CH; c++) {
 			const int v = c * ARK_THREADS + tid;
-			if (v >= NV)
-				continue;
-			if (!avec)
-				ark_st16(as + (v / (BK / 8)) * LDA + (v % (BK / 8)) * 8, qa[c]);
-			if (!bvec) {
-				if (!TB)
-					ark_st16(bs + (v / (BN / 8)) * LDB + (v % (BN / 8)) * 8, qb[c]);
-				else
-					ark_st16(bs + (v / (BK / 8)) * LDA + (v % (BK / 8)) * 8, qb[c]);
+			if (!avec && v < nva)
+				ark_st16(as + (v / kv8) * lda + (v % kv8) * 8, qa[c]);
+			if (!bvec && v < nvb) {
+				int o, k, n;
+				b_at(v, 0, o, k, n);
+				ark_st16(bs + o, qb[c]);
 			}
 		}
 	};
@@ -612,29 +625,59 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 		fetch(k0);
 		put(0);
 	}
-#pragma unroll
-	for (int s = 0; s < ST - 1; s++) {
+	for (int s = 0; s < st - 1; s++) {
 		if (s < ktiles)
-			load(s, k0 + s * BK);
+			load(s, k0 + s * bk);
 		ark_cp_commit();
 	}
+	int cur = 0, nxt = st - 1; /* stages of k-tiles kt and kt + st - 1 */
 	for (int kt = 0; kt < ktiles; kt++) {
-		ark_cp_wait<ST - 2>();
-		__syncthreads(); /* stage kt landed for all; stage kt-1 free */
-		if (kt + ST - 1 < ktiles)
-			load((kt + ST - 1) % ST, k0 + (kt + ST - 1) * BK);
+		ark_cp_wait_n(st - 2);
+		__syncthreads(); /* stage kt landed for all; stage kt - 1 free */
+		if (kt + st - 1 < ktiles)
+			load(nxt, k0 + (kt + st - 1) * bk);
 		ark_cp_commit();
 		const bool pre = staged && kt + 1 < ktiles;
 		if (pre)
-			fetch(k0 + (kt + 1) * BK); /* in flight during this tile's mma */
-		if (computes)
-			ark_mm_mma_step<T, TB>(acc, as_of(kt % ST), bs_of(kt % ST), wm, wn, lane);
+			fetch(k0 + (kt + 1) * bk); /* in flight during this tile's mma */
+		if (computes) {
+			const T *as = as_of(cur), *bs = bs_of(cur);
+			for (int s = wk; s < bk / 16; s += kg)
+				ark_mm_mma_k16<T, TB>(acc, as, bs, lda, ldb, wm * 64, wn * 32, mts, nts, s * 16, lane);
+		}
 		if (pre)
-			put((kt + 1) % ST); /* last read at tile kt - 2, before the barrier of kt - 1 */
+			put(cur + 1 == st ? 0 : cur + 1); /* last read at tile kt + 1 - st, before this barrier */
+		cur = cur + 1 == st ? 0 : cur + 1;
+		nxt = nxt + 1 == st ? 0 : nxt + 1;
 	}
 	ark_cp_wait<0>();
 	__syncthreads();
-	if (!computes)
+	if (kg > 1) { /* warps wk > 0 hand their sums to warp wk = 0 of their place */
+		float *red = reinterpret_cast<float *>(smem);
+		if (computes && wk > 0) {
+			float *r = red + ((wk - 1) * wmn + wi) * 64 * 32 + lane;
+#pragma unroll
+			for (int i = 0; i < 4; i++)
+#pragma unroll
+				for (int j = 0; j < 4; j++)
+#pragma unroll
+					for (int e = 0; e < 4; e++)
+						r[((i * 4 + j) * 4 + e) * 32] = acc[i][j][e];
+		}
+		__syncthreads();
+		if (computes && wk == 0)
+			for (int q = 1; q < kg; q++) {
+				const float *r = red + ((q - 1) * wmn + wi) * 64 * 32 + lane;
+#pragma unroll
+				for (int i = 0; i < 4; i++)
+#pragma unroll
+					for (int j = 0; j < 4; j++)
+#pragma unroll
+						for (int e = 0; e < 4; e++)
+							acc[i][j][e] += r[((i * 4 + j) * 4 + e) * 32];
+			}
+	}
+	if (!computes || wk > 0)
 		return;
 #pragma unroll
 	for (int mt = 0; mt < 4; mt++)

@@ -600,6 +600,15 @@ int main(void)
 		case_matmul(dt, 256, 512, 512, false, true, ARK_ACT_NONE, 128, 128, 1, skew);
 		case_matmul(dt, 64, 100, 5, true, false, ARK_ACT_NONE, 64, 128);
 		case_matmul(dt, 40, 9, 3, false, true, ARK_OP_RELU, 40, 9);
+		/* small mma tiles (warps splitting k, deep stages): 16-128 rows by 16-64 columns, both
+		 * layouts, aligned and odd K and N */
+		case_matmul(dt, 211, 640, 640, false, true, ARK_OP_GELU, 64, 16);
+		case_matmul(dt, 211, 640, 640, true, false, ARK_ACT_NONE, 128, 16);
+		case_matmul(dt, 29, 300, 1000, true, true, ARK_ACT_NONE, 29, 48);
+		case_matmul(dt, 29, 301, 999, false, false, ARK_OP_RELU, 29, 32);
+		case_matmul(dt, 97, 131, 517, true, false, ARK_ACT_NONE, 97, 16);
+		case_matmul(dt, 97, 130, 518, false, true, ARK_ACT_NONE, 64, 64);
+		case_matmul(dt, 461, 200, 333, true, true, ARK_OP_SILU, 128, 32);
 		/* split K with slices starting at odd k */
 		case_matmul(dt, 64, 777, 2481, true, false, ARK_ACT_NONE, 64, 128, 3, 0, 1);
 		case_matmul(dt, 3, 129, 1949, false, true, ARK_OP_SILU, 3, 64, 4, 0, 1);
