@@ -395,6 +395,8 @@ int schedule_build(struct tiling *s, const struct part_gpu *gpu, enum part_polic
 		diag_error(s->g->file, 0, "schedule verification failed (%s): %s", part_policy_name[policy], err);
 		return -1;
 	}
+	if (tables_build(s, p, &p->tab) < 0)
+		return -1;
 	struct part_gpu all = *gpu; /* several GPUs: one machine with all their SMs and bandwidth */
 	all.sms = p->pl.sms;
 	all.dram_gbps *= s->g->gpus;
@@ -416,6 +418,7 @@ void schedule_free(struct schedule *p)
 	free(p->ctr_gpu);
 	free(p->ctr_index);
 	free(p->ctr_sys);
+	tables_free(&p->tab);
 	memset(p, 0, sizeof *p);
 }
 
