@@ -733,7 +733,8 @@ static int gather(struct vf *f, struct accs *A)
 	uint64_t (*wr[ARK_MAX_GPUS])[2] = {0};
 	int64_t nw[ARK_MAX_GPUS] = {0};
 	for (int g = 0; g < f->G; g++) {
-		qsort(A[g].a, (size_t)A[g].n, sizeof *A[g].a, cmp_acc_lo);
+		if (A[g].n)
+			qsort(A[g].a, (size_t)A[g].n, sizeof *A[g].a, cmp_acc_lo);
 		wr[g] = xmalloc(((size_t)A[g].n + 1) * sizeof *wr[g]);
 		for (int64_t i = 0; i < A[g].n; i++) {
 			if (!A[g].a[i].write)
