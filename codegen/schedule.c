@@ -377,7 +377,10 @@ int schedule_build(struct tiling *s, const struct part_gpu *gpu, enum part_polic
 		/* A DMA vCTA is finished before its data arrives: program order after it proves nothing,
 		 * so every consumer in the reduced DAG waits on its flag. A consumer waits only for the
 		 * chunks it touches (build_waits) when every vCTA that depends on the transfer is on the
-		 * receiving GPU: then each of them waits on the flag itself, none relies on another. */
+		 * receiving GPU: then each of them waits on the flag itself, none relies on another.
+		 * part_verify cannot tell a push from an arrival, but tables_verify can: it models every
+		 * chunk, and rejects the tables when this is missing (a consumer after a task of its SM
+		 * that waited for the first chunks only). */
 		for (int u = 0; u < s->n_vcta; u++)
 			if (s->v[u].tmpl == ARK_T_DMA) {
 				int all = dma_partial(s, u);
@@ -393,6 +396,13 @@ int schedule_build(struct tiling *s, const struct part_gpu *gpu, enum part_polic
 	build_waits(s, p);
 	if (!barrier && part_verify(&dag, p->need, &p->pl, s->n_hazards, s->hu, s->hv, err, sizeof err) < 0) {
 		diag_error(s->g->file, 0, "schedule verification failed (%s): %s", part_policy_name[policy], err);
+		return -1;
+	}
+	if (tables_build(s, p, &p->tab) < 0)
+		return -1;
+	char terr[1024];
+	if (tables_verify(s, &p->tab, terr, sizeof terr) < 0) {
+		diag_error(s->g->file, 0, "the tables of the schedule (%s) are not safe: %s", part_policy_name[policy], terr);
 		return -1;
 	}
 	struct part_gpu all = *gpu; /* several GPUs: one machine with all their SMs and bandwidth */
@@ -416,6 +426,7 @@ void schedule_free(struct schedule *p)
 	free(p->ctr_gpu);
 	free(p->ctr_index);
 	free(p->ctr_sys);
+	tables_free(&p->tab);
 	memset(p, 0, sizeof *p);
 }
 

@@ -5,6 +5,29 @@
 
 #include "tiling.h"
 
+/* The tables of one GPU exactly as the generated file holds them: what the loop kernel walks. */
+struct gpu_tables {
+	int n_tasks;
+	struct ark_task *tasks;       /* every SM's list, back to back */
+	uint32_t *sm_begin;           /* SM s runs tasks[sm_begin[s] .. sm_begin[s + 1]), sms + 1 entries */
+	int64_t n_waits;
+	struct ark_wait *waits;       /* counters as ARK_CTR(k) names them */
+	int n_counters;               /* model counters of this GPU (the grid barriers' included) */
+	int n_opp;                    /* op-params entries */
+};
+
+/* Every GPU's tables (tables.c) with the numbering that relates them to the tiling: emit.c prints
+ * them, tables_verify proves them. */
+struct tables {
+	int gpus, sms;                /* sms: per GPU */
+	int n_bar;                    /* --sync barrier: grid barriers per SM, else 0 */
+	struct gpu_tables gpu[ARK_MAX_GPUS];
+	int *op_index;                /* per graph op: its index in the emitted ops[] */
+	int *opp_gpu;                 /* per graph op: GPU whose op-params table holds its params, -1: none */
+	int *opp_index;               /* per op params (graph op, or n_ops + comm index): index in its GPU's table */
+	int64_t *wbase;               /* per vCTA: index of its first wait in its GPU's wait table */
+};
+
 /* A placed, verified schedule with its counters and waits. */
 struct schedule {
 	enum part_policy policy;
@@ -24,12 +47,20 @@ struct schedule {
 	int n_levels;
 	int *level;                   /* per vCTA: dependency level (barrier mode) */
 	struct part_sim sim;
+	struct tables tab;            /* what emit.c writes, verified */
 };
 
 /* Places, prunes waits, assigns counters, verifies and simulates. 0, or -1 after an error. */
 int schedule_build(struct tiling *s, const struct part_gpu *gpu, enum part_policy policy, int barrier,
 		  struct schedule *out);
 void schedule_free(struct schedule *p);
+
+/* The tables of a schedule (tables.c). 0, or -1 after an error (a table field too narrow). */
+int tables_build(const struct tiling *s, const struct schedule *p, struct tables *t);
+void tables_free(struct tables *t);
+/* Proof that the tables, as the loop kernels and the DMA engine run them, cannot deadlock and order
+ * every pair of accesses to overlapping bytes (verify.c). 0, or -1 with the first violation in err. */
+int tables_verify(const struct tiling *s, const struct tables *t, char *err, size_t errlen);
 void schedule_dump(const struct tiling *s, const struct schedule *p, FILE *f); /* -dP */
 
 #endif
