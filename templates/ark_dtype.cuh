@@ -168,6 +168,30 @@ __device__ __forceinline__ float ark_act(float x, int act)
 	}
 }
 
+/* The activation act as a function object of its kind fixed at compile time, for loops over many
+ * values: ark_with_act(act, [&](auto f) { ... f(x) ... }) switches once and runs the loop compiled for
+ * that activation, instead of a switch per value. */
+template <int A> struct ark_act_k {
+	__device__ __forceinline__ float operator()(float x) const { return ark_act(x, A); }
+};
+template <typename F> __device__ __forceinline__ void ark_with_act(int act, F &&body)
+{
+	switch (act) {
+#define X(id, n, fn)                                         \
+	case ARK_OP_##id:                                    \
+		if constexpr (ark_is_activation(ARK_OP_##id)) { \
+			body(ark_act_k<ARK_OP_##id>());      \
+			return;                              \
+		}                                            \
+		break;
+		EW_LIST(X)
+#undef X
+	default:
+		break;
+	}
+	body(ark_act_k<ARK_ACT_NONE>());
+}
+
 /* ---- cp.async (global -> shared, 16 bytes, through L2) -------------------------------------- */
 /* Copies src_bytes (0..16) from src and zero-fills the rest of the 16 bytes at dst. src must be
  * 16-byte aligned and valid even when src_bytes is 0. */
@@ -181,6 +205,15 @@ __device__ __forceinline__ void ark_cp_commit() { asm volatile("cp.async.commit_
 template <int N> __device__ __forceinline__ void ark_cp_wait()
 {
 	asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+/* A float of shared memory at shared-window address a (__cvta_generic_to_shared): an LDS, where a
+ * generic pointer into shared memory would compile to a generic load. */
+__device__ __forceinline__ float ark_lds_f32(uint32_t a)
+{
+	float v;
+	asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(v) : "r"(a) : "memory");
+	return v;
 }
 
 /* ---- block-wide reductions (every thread calls; scratch: ARK_WARPS floats of shared memory) -- */

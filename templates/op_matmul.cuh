@@ -47,7 +47,9 @@
 #define ARK_SMEM_REDUCE 0
 
 static_assert(ARK_THREADS >= 32 * ARK_MM_WARPS, "the matmul templates need at least 256 threads");
-static_assert(ARK_SMEM_MATMUL >= (ARK_MM_WARPS - 1) * 64 * 32 * 4, "mma: no room to add the k-split warps' sums");
+/* the sums of the k-groups, kg x rp x (cp + 4) fp32 with kg = 8 / (ceil(rp / 64) ceil(cp / 32)): at most
+ * 4 x 128 x 36 or 8 x 64 x 36 floats */
+static_assert(ARK_SMEM_MATMUL >= 8 * 64 * 36 * 4 && ARK_SMEM_MATMUL >= 128 * 132 * 4, "mma: no room for the sums");
 static_assert(ARK_MM_SIMT_SLOTS % ARK_THREADS == 0 && ARK_MM_SIMT_KSMAX <= ARK_THREADS, "simt path: bad sizes");
 static_assert(ARK_MM_RING_BYTES / (16 * ARK_MM_TC * ARK_THREADS) >= 2, "ARK_MM_RING_BYTES too small");
 static_assert(ARK_MM_RING_BYTES >= ARK_THREADS * 8 * 4, "ARK_MM_RING_BYTES too small for the reduction");
@@ -63,16 +65,61 @@ struct ark_mm {
 	bool tb;
 };
 
-/* Epilogue of one output element (global m, n): partial store, or bias + activation + convert. */
-template <typename T> __device__ __forceinline__ void ark_mm_store(const ark_mm &g, int m, int n, float v)
+/* Epilogue of the tile (m0:m1, n0:n1) whose fp32 sums lie in shared memory, t [m1 - m0][ldt] (or the sum
+ * of nsl such slices sl floats apart): fp32 into the split-K workspace, or bias + activation +
+ * conversion into out. The threads take the elements in row-major order (coalesced stores), four at
+ * a time with their loads issued together, t read as shared memory (not through generic loads), and
+ * the activation is switched on once for the tile, not per element: with a switch and a generic load
+ * per element, one element at a time, the epilogue of a 128 x 16 tile took ~10 us. All threads. */
+template <typename T>
+__device__ __forceinline__ void ark_mm_epilogue(const ark_mm &g, const float *t, int ldt, int m0, int m1, int n0, int n1,
+						int nsl = 1, int sl = 0)
 {
+	constexpr int U = 4;
+	const int C = n1 - n0, cnt = (m1 - m0) * C;
+	const size_t N = (size_t)g.N;
+	const uint32_t ts = (uint32_t)__cvta_generic_to_shared(t);
+	const T *bias = g.bias && !g.ws ? reinterpret_cast<const T *>(g.bias) + n0 : nullptr;
+	/* U elements from e0 on, ARK_THREADS apart: their rows, columns and sums (+ bias) */
+	auto gather = [&](int e0, int (&r)[U], int (&c)[U], float (&v)[U]) {
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			const int e = e0 + u * ARK_THREADS;
+			r[u] = e / C, c[u] = e - r[u] * C;
+			v[u] = 0.0f;
+			if (e >= cnt)
+				continue;
+			for (int q = 0; q < nsl; q++)
+				v[u] += ark_lds_f32(ts + 4u * (uint32_t)(q * sl + r[u] * ldt + c[u]));
+			if (bias)
+				v[u] += ark_to_f(bias[c[u]]);
+		}
+	};
 	if (g.ws) {
-		g.ws[(size_t)m * g.N + n] = v;
+		float *ws = g.ws + (size_t)m0 * N + n0;
+		for (int e0 = threadIdx.x; e0 < cnt; e0 += U * ARK_THREADS) {
+			int r[U], c[U];
+			float v[U];
+			gather(e0, r, c, v);
+#pragma unroll
+			for (int u = 0; u < U; u++)
+				if (e0 + u * ARK_THREADS < cnt)
+					ws[r[u] * N + c[u]] = v[u];
+		}
 		return;
 	}
-	if (g.bias)
-		v += ark_to_f(reinterpret_cast<const T *>(g.bias)[n]);
-	reinterpret_cast<T *>(g.out)[(size_t)m * g.N + n] = ark_from_f<T>(ark_act(v, g.act));
+	T *out = reinterpret_cast<T *>(g.out) + (size_t)m0 * N + n0;
+	ark_with_act(g.act, [&](auto f) {
+		for (int e0 = threadIdx.x; e0 < cnt; e0 += U * ARK_THREADS) {
+			int r[U], c[U];
+			float v[U];
+			gather(e0, r, c, v);
+#pragma unroll
+			for (int u = 0; u < U; u++)
+				if (e0 + u * ARK_THREADS < cnt)
+					out[r[u] * N + c[u]] = ark_from_f<T>(f(v[u]));
+		}
+	});
 }
 
 /* stream_kn: stages a[m0:m1, kc0:kc0+kcn] into a_s as fp32 [kcn][MB], rows past m1 zero. All threads. */
@@ -228,14 +275,16 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
 		}
 		__syncthreads();
 		const int cnt = min(mc, rows - mr) * tn;
-		for (int o = tid; o < cnt; o += ARK_THREADS) {
+		for (int o = tid; o < cnt; o += ARK_THREADS) { /* the sum into the k-lane 0 slot, its own */
 			const int mm = o / tn, c = o - mm * tn;
-			const float *r = red + mm * rowf + c;
+			float *r = red + mm * rowf + c;
 			float s = 0.0f;
 			for (int q = 0; q < KL; q++)
 				s += r[q * nv * VEC];
-			ark_mm_store<T>(g, m0 + mr + mm, n0 + c, s);
+			r[0] = s;
 		}
+		__syncthreads();
+		ark_mm_epilogue<T>(g, red, rowf, m0 + mr, m0 + mr + min(mc, rows - mr), n0, n1);
 		__syncthreads();
 	}
 }
@@ -397,10 +446,7 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 		ark_cp_wait<0>(); /* no copy may land in the ring after the next chunk's */
 	}
 	__syncthreads();
-	for (int o = tid; o < rows * tn; o += ARK_THREADS) {
-		const int m = o / tn, c = o - m * tn;
-		ark_mm_store<T>(g, m0 + m, n0 + c, sacc[o]);
-	}
+	ark_mm_epilogue<T>(g, sacc, tn, m0, m1, n0, n1);
 	__syncthreads();
 }
 
@@ -428,7 +474,7 @@ __device__ __forceinline__ void ark_ldsm_x4_t(uint32_t *r, const void *p)
 template <typename T> __device__ __forceinline__ void ark_mma16816(float *d, const uint32_t *a, const uint32_t *b);
 template <> __device__ __forceinline__ void ark_mma16816<__half>(float *d, const uint32_t *a, const uint32_t *b)
 {
-	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+	asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
 		     "{%8, %9}, {%0, %1, %2, %3};\n"
 		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
 		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
@@ -436,7 +482,7 @@ template <> __device__ __forceinline__ void ark_mma16816<__half>(float *d, const
 template <>
 __device__ __forceinline__ void ark_mma16816<__nv_bfloat16>(float *d, const uint32_t *a, const uint32_t *b)
 {
-	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+	asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
 		     "{%8, %9}, {%0, %1, %2, %3};\n"
 		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
 		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
@@ -514,8 +560,8 @@ template <typename T> __device__ __forceinline__ uint4 ark_mm_ld8(const T *p, in
 /* The mma tile (R, C) = (m1 - m0, n1 - n0) <= (128, 128) over k0:k1, shaped at run time:
  *  - rows and columns rounded up to rp, cp (multiples of 16); warps of 64 x 32 over them, wm x wn,
  *    and the ARK_MM_WARPS / (wm wn) = kg warps of each place split every stage's 16-deep steps among
- *    them (a 64 x 16 tile keeps all eight warps busy, not one); their sums are added in shared memory
- *    at the end;
+ *    them (a 64 x 16 tile keeps all eight warps busy, not one); each group's sums go to shared
+ *    memory, added and stored by ark_mm_epilogue;
  *  - a stage is bk = max(32, 16 kg) deep and holds only the tile's own rows and columns, so a small
  *    tile has up to ARK_MM_MAX_STAGES stages in the same shared memory and st - 1 of them in flight:
  *    at the sizes batch-1 encoders give (tiles of 64 x 16 to 128 x 64) a task is bound by the bytes
@@ -651,49 +697,26 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 		nxt = nxt + 1 == st ? 0 : nxt + 1;
 	}
 	ark_cp_wait<0>();
-	__syncthreads();
-	if (kg > 1) { /* warps wk > 0 hand their sums to warp wk = 0 of their place */
-		float *red = reinterpret_cast<float *>(smem);
-		if (computes && wk > 0) {
-			float *r = red + ((wk - 1) * wmn + wi) * 64 * 32 + lane;
+	__syncthreads(); /* the stages are free: each k-group's sums go to its slice of t [kg][rp][cp + 4] */
+	const int ldt = cp + 4, sl = rp * ldt;
+	float *t = reinterpret_cast<float *>(smem);
+	if (computes) {
+		float *tw = t + wk * sl;
 #pragma unroll
-			for (int i = 0; i < 4; i++)
+		for (int mt = 0; mt < 4; mt++)
 #pragma unroll
-				for (int j = 0; j < 4; j++)
+			for (int nt = 0; nt < 4; nt++)
 #pragma unroll
-					for (int e = 0; e < 4; e++)
-						r[((i * 4 + j) * 4 + e) * 32] = acc[i][j][e];
-		}
-		__syncthreads();
-		if (computes && wk == 0)
-			for (int q = 1; q < kg; q++) {
-				const float *r = red + ((q - 1) * wmn + wi) * 64 * 32 + lane;
-#pragma unroll
-				for (int i = 0; i < 4; i++)
-#pragma unroll
-					for (int j = 0; j < 4; j++)
-#pragma unroll
-						for (int e = 0; e < 4; e++)
-							acc[i][j][e] += r[((i * 4 + j) * 4 + e) * 32];
-			}
-	}
-	if (!computes || wk > 0)
-		return;
-#pragma unroll
-	for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-		for (int nt = 0; nt < 4; nt++)
-#pragma unroll
-			for (int h = 0; h < 2; h++) {
-				const int m = m0 + wm * 64 + mt * 16 + (lane >> 2) + h * 8;
-				const int n = n0 + wn * 32 + nt * 8 + (lane & 3) * 2;
-				if (m < m1) {
-					if (n < n1)
-						ark_mm_store<T>(g, m, n, acc[mt][nt][2 * h]);
-					if (n + 1 < n1)
-						ark_mm_store<T>(g, m, n + 1, acc[mt][nt][2 * h + 1]);
+				for (int h = 0; h < 2; h++) {
+					if (mt >= mts || nt >= nts)
+						continue;
+					float *q = tw + (wm * 64 + mt * 16 + (lane >> 2) + h * 8) * ldt + wn * 32 + nt * 8 + (lane & 3) * 2;
+					q[0] = acc[mt][nt][2 * h];
+					q[1] = acc[mt][nt][2 * h + 1];
 				}
-			}
+	}
+	__syncthreads();
+	ark_mm_epilogue<T>(g, t, ldt, m0, m1, n0, n1, kg, sl);
 }
 
 /* ---- generic FMA path ---------------------------------------------------------------------------
@@ -819,20 +842,7 @@ __device__ __noinline__ void ark_mm_simt_t(const ark_mm g, int m0, int m1, int n
 		__syncthreads();
 	}
 
-	if (G == 1) {
-		if (computes) {
-#pragma unroll
-			for (int i = 0; i < MI; i++)
-#pragma unroll
-				for (int j = 0; j < MI; j++) {
-					const int r = ty + TY * i, c = tx + TX * j;
-					if (r < R && c < C)
-						ark_mm_store<T>(g, m0 + r, n0 + c, acc[i][j]);
-				}
-		}
-		return;
-	}
-	/* G k-slices: red [G][R][C] fp32, then summed */
+	/* red [G][R][C] fp32: the G k-slices, summed into slice 0 (each element by the thread that owns it) */
 	float *red = sm;
 	if (computes) {
 #pragma unroll
@@ -845,12 +855,16 @@ __device__ __noinline__ void ark_mm_simt_t(const ark_mm g, int m0, int m1, int n
 			}
 	}
 	__syncthreads();
-	for (int o = tid; o < R * C; o += ARK_THREADS) {
-		float s = 0.0f;
-		for (int q = 0; q < G; q++)
-			s += red[q * R * C + o];
-		ark_mm_store<T>(g, m0 + o / C, n0 + o % C, s);
+	if (G > 1) {
+		for (int o = tid; o < R * C; o += ARK_THREADS) {
+			float s = 0.0f;
+			for (int q = 0; q < G; q++)
+				s += red[q * R * C + o];
+			red[o] = s;
+		}
+		__syncthreads();
 	}
+	ark_mm_epilogue<T>(g, red, C, m0, m1, n0, n1);
 	__syncthreads();
 }
 

@@ -130,7 +130,11 @@ static void upload(tcase &c, float scale)
 }
 
 /* Runs the tasks (one launch; several launches run in order when given as groups). */
-static void launch(const ark_opp &p, const std::vector<ark_task> &tasks)
+/* ARK_TILES_TIME=1: after the checked launch, the same tasks run again and the time of each CTA's tile
+ * (globaltimer around the tile, one task per CTA) is printed as a TAP comment: median and max. */
+static unsigned long long *g_ns;
+
+static void launch(const ark_opp &p, const std::vector<ark_task> &tasks, const char *what = "")
 {
 	if ((int)tasks.size() > g_max_tasks) {
 		printf("Bail out! %zu tasks\n", tasks.size());
@@ -143,6 +147,19 @@ static void launch(const ark_opp &p, const std::vector<ark_task> &tasks)
 	tiles_kernel<<<(unsigned)tasks.size(), ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers, nullptr);
 	CUDA_CHECK(cudaGetLastError());
 	CUDA_CHECK(cudaDeviceSynchronize());
+	if (!getenv("ARK_TILES_TIME") || !*what)
+		return;
+	if (!g_ns)
+		CUDA_CHECK(cudaMalloc(&g_ns, (size_t)g_max_tasks * sizeof *g_ns));
+	for (int rep = 0; rep < 3; rep++) /* the last of three: code and operands warm */
+		tiles_kernel<<<(unsigned)tasks.size(), ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers, g_ns);
+	CUDA_CHECK(cudaGetLastError());
+	CUDA_CHECK(cudaDeviceSynchronize());
+	std::vector<unsigned long long> ns(tasks.size());
+	CUDA_CHECK(cudaMemcpy(ns.data(), g_ns, ns.size() * sizeof ns[0], cudaMemcpyDeviceToHost));
+	std::sort(ns.begin(), ns.end());
+	printf("# time %s: %zu tasks, median %.2f us, max %.2f us\n", what, ns.size(), ns[ns.size() / 2] / 1e3,
+	       ns.back() / 1e3);
 }
 
 /* Downloads the outputs and checks their guards; returns false (with a message) on a clobbered guard. */
@@ -294,8 +311,8 @@ static void case_matmul(int dt, int64_t M, int64_t N, int64_t K, bool tb, bool b
 			}
 			red.push_back(task(ARK_T_REDUCE, m0, m1, n0, n1, 0, K));
 		}
-	launch(p, tasks);
-	launch(p, red);
+	launch(p, tasks, d);
+	launch(p, red, splits > 1 ? "  reduce" : "");
 	std::string why;
 	bool guards = download(c, why);
 
@@ -609,6 +626,8 @@ int main(void)
 		case_matmul(dt, 97, 131, 517, true, false, ARK_ACT_NONE, 97, 16);
 		case_matmul(dt, 97, 130, 518, false, true, ARK_ACT_NONE, 64, 64);
 		case_matmul(dt, 461, 200, 333, true, true, ARK_OP_SILU, 128, 32);
+		case_matmul(dt, 257, 512, 512, true, false, ARK_ACT_NONE, 128, 16);
+		case_matmul(dt, 397, 331, 1024, false, false, ARK_ACT_NONE, 128, 64);
 		/* split K with slices starting at odd k */
 		case_matmul(dt, 64, 777, 2481, true, false, ARK_ACT_NONE, 64, 128, 3, 0, 1);
 		case_matmul(dt, 3, 129, 1949, false, true, ARK_OP_SILU, 3, 64, 4, 0, 1);
