@@ -14,39 +14,9 @@
  *  simt                   fp32 with more rows, small tiles the streaming paths cannot take (odd N or K,
  *                         misaligned): the tile's own shape, k-steps of 32-256 loaded one step ahead, FMA. */
 
-#ifndef ARK_MM_SMALL_M
-#define ARK_MM_SMALL_M 16 /* tiles with at most this many rows use the streaming path */
-#endif
-#ifndef ARK_MM_RING_BYTES
-#define ARK_MM_RING_BYTES 65536 /* streaming: cp.async ring (per-thread 16-byte slots) */
-#endif
-#ifndef ARK_MM_A_BYTES
-#define ARK_MM_A_BYTES (ARK_THREADS * 128 > 32768 ? ARK_THREADS * 128 : 32768) /* streaming: chunk of a */
-#endif
-#define ARK_MM_TC 4 /* stream_nk: output columns one warp computes at once */
-#define ARK_MM_SACC_BYTES (128 * ARK_MM_SMALL_M * 4) /* stream_nk: fp32 sums [MB][tn] */
-#define ARK_MM_STREAM_SMEM (ARK_MM_RING_BYTES + ARK_MM_A_BYTES + ARK_MM_SACC_BYTES)
-
-#define ARK_MM_BM 128
-#define ARK_MM_BN 128
-#define ARK_MM_BK 32
-#define ARK_MM_STAGES 3
-#define ARK_MM_LDA (ARK_MM_BK + 8)  /* smem row stride (elements) of [rows][BK] tiles */
-#define ARK_MM_LDB (ARK_MM_BN + 8)  /* smem row stride of the [BK][BN] tile of b */
-#define ARK_MM_A_STAGE (ARK_MM_BM * ARK_MM_LDA * 2)
-#define ARK_MM_B_STAGE (ARK_MM_BN * ARK_MM_LDA * 2 > ARK_MM_BK * ARK_MM_LDB * 2 ? ARK_MM_BN * ARK_MM_LDA * 2 : ARK_MM_BK * ARK_MM_LDB * 2)
-#define ARK_MM_MMA_SMEM (ARK_MM_STAGES * (ARK_MM_A_STAGE + ARK_MM_B_STAGE))
-
-#define ARK_MM_SIMT_SLOTS 4096                             /* simt: elements per operand per step */
-#define ARK_MM_SIMT_U (ARK_MM_SIMT_SLOTS / ARK_THREADS)    /* simt: loads per thread per operand per step */
-#define ARK_MM_SIMT_KSMAX 256                              /* simt: largest k-step (<= ARK_THREADS) */
-/* two buffers of As [KS][R|1] and Bs [KS][C|1], KS * max(R, C) <= SLOTS */
-#define ARK_MM_SIMT_SMEM (2 * 2 * (ARK_MM_SIMT_SLOTS + ARK_MM_SIMT_KSMAX) * 4)
-
-#define ARK_MAX3_(a, b, c) ((a) > (b) ? ((a) > (c) ? (a) : (c)) : ((b) > (c) ? (b) : (c)))
-/* Shared memory the MATMUL and MATMUL_PARTIAL templates need (bytes). */
-#define ARK_SMEM_MATMUL ARK_MAX3_(ARK_MM_STREAM_SMEM, ARK_MM_MMA_SMEM, ARK_MM_SIMT_SMEM)
-#define ARK_SMEM_REDUCE 0
+/* The sizes behind the shared memory of each path (ARK_MM_*, ARK_SMEM_MATMUL) are in abi/ark_smem.h,
+ * which arkgen evaluates too. */
+#include "ark_smem.h"
 
 static_assert(ARK_THREADS >= 256, "the matmul templates need at least 256 threads");
 static_assert(ARK_MM_SIMT_SLOTS % ARK_THREADS == 0 && ARK_MM_SIMT_KSMAX <= ARK_THREADS, "simt path: bad sizes");
