@@ -154,5 +154,6 @@ int main(void)
 		cmocka_unit_test(test_every_hazard_ordered),
 		cmocka_unit_test(test_reuse_shares),
 	};
+	cmocka_set_message_output(CM_OUTPUT_TAP);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
