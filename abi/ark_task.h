@@ -19,8 +19,9 @@ enum ark_span {
 /* The template catalog, one row per tile template: R(X, ID, tile, smem, span, "label").
  *   tile   what templates/ark_tiles.cuh's dispatch calls: a struct of templates/op_*.cuh whose
  *          run(p, t, env) computes the task (a template run<T> over the element type when per_dtype)
- *   smem   dynamic shared memory it needs, bytes: a constant expression of ARK_THREADS that its
- *          op_*.cuh defines (ARK_SMEM_BYTES must hold the largest: ark_tiles.cuh checks it)
+ *   smem   dynamic shared memory it needs, bytes: a constant expression of ARK_THREADS that
+ *          ark_smem.h defines (ARK_SMEM_BYTES must hold the largest: ark_tiles.cuh checks it, and
+ *          arkgen refuses a --smem below it before emitting)
  *   span   enum ark_span
  *   label  a few words for the trace and the generated file's comments
  * TMPL_CATALOG(X) expands every column, X(ID, tile, smem, span, "label"); TMPL_LIST(X) the ID only.

@@ -42,6 +42,7 @@ struct option_def {
 	size_t at;                  /* where it is stored: offset in struct cli */
 	enum shape shape;
 	const char *help;           /* --help: lines after the first are indented under it */
+	int (*help_value)(void);    /* when set, help is a printf format of one int: this value */
 };
 
 /* -d letters this build knows, with what each dumps. */
@@ -59,6 +60,7 @@ static const char *const sync_names[] = {"counters", "barrier"};
 static int print_help(void);
 static int print_version(void);
 static int print_nvcc_flags(void);
+static int smem_need(void);
 
 #define AT(field) offsetof(struct cli, field)
 
@@ -68,7 +70,8 @@ static const struct option_def options[] = {
 	{ "sms", 0, ARG_INT, "N", 1, 1024, .at = AT(ark.sms), .shape = SHAPE_ALWAYS,
 	  .help = "SMs of the target GPU (default " STR(ARKGEN_SMS_DEFAULT) ": H100, H200)" },
 	{ "smem", 0, ARG_INT, "BYTES", 0, 232448, .at = AT(ark.smem), .shape = SHAPE_ALWAYS,
-	  .help = "dynamic shared memory per CTA (default " STR(ARKGEN_SMEM_DEFAULT) "; the templates need 106496)" },
+	  .help = "dynamic shared memory per CTA (default " STR(ARKGEN_SMEM_DEFAULT) "; the templates need %d)",
+	  .help_value = smem_need },
 	{ "policy", 0, ARG_CHOICE, "P", .names = part_policy_name, .n_names = PART__COUNT, .all = "all",
 	  .at = AT(ark.policy), .shape = SHAPE_ALWAYS,
 	  .help = "placement: metis (default), roundrobin, wavefront, critical; 'all' prints\n"
@@ -145,7 +148,13 @@ static void usage_option(FILE *f, const struct option_def *d)
 	if (d->meta)
 		snprintf(label + strlen(label), sizeof label - strlen(label), " %s", d->meta);
 	fprintf(f, "%-*s  ", HELP_COLUMN - 2, label);
-	for (const char *p = d->help; *p;) {
+	char text[1024];
+	const char *help = d->help;
+	if (d->help_value) {
+		snprintf(text, sizeof text, d->help, d->help_value());
+		help = text;
+	}
+	for (const char *p = help; *p;) {
 		const char *nl = strchr(p, '\n');
 		size_t len = nl ? (size_t)(nl - p) : strlen(p);
 		fprintf(f, "%.*s\n", (int)len, p);
@@ -177,6 +186,12 @@ static void usage(FILE *f)
 		"\n"
 		"exit status: 0 success, 1 the model was rejected or an output could not be written (FILE:LINE:\n"
 		"error: ...), 2 bad command line.\n");
+}
+
+/* What the templates of a generated file need with the default threads per CTA (tiling.c). */
+static int smem_need(void)
+{
+	return tmpl_smem_need(arkgen_options_default().threads, NULL);
 }
 
 static int print_help(void)

@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include "arkgen.h"
+#include "diag.h"
 
 struct arkgen_options arkgen_options_default(void)
 {
@@ -59,6 +60,20 @@ static double since(const struct timespec *t0)
 	return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
 }
 
+/* The generated file asserts that ARK_SMEM_BYTES (--smem) holds what every template needs; refusing
+ * here says so before nvcc fails the assertion. */
+static int check_smem(const char *path, const struct arkgen_options *opt)
+{
+	const char *label;
+	int need = tmpl_smem_need(opt->threads, &label);
+	if (opt->smem >= need)
+		return 0;
+	diag_error(path, 0, "--smem %d is below the %d bytes the %s tile needs", opt->smem, need, label);
+	diag_hint("the generated file's templates need at least %d bytes of dynamic shared memory per CTA "
+		  "with %d threads", need, opt->threads);
+	return -1;
+}
+
 int arkgen_compile(const char *path, const char *text, const struct arkgen_options *opt, struct arkgen_result *r)
 {
 	const struct tile_opts to = {.sms = opt->sms, .smem = opt->smem, .fuse = opt->fuse, .reuse = opt->reuse,
@@ -66,6 +81,8 @@ int arkgen_compile(const char *path, const char *text, const struct arkgen_optio
 	struct timespec t0;
 	memset(r, 0, sizeof *r);
 	r->opt = *opt;
+	if (check_smem(path, opt) < 0)
+		return -1;
 	if (load(r, path, text) < 0)
 		return -1;
 	if (done(r, ARKGEN_PASS_LOAD))

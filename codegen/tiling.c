@@ -5,6 +5,7 @@
 
 #include "diag.h"
 #include "tiling.h"
+#include "ark_smem.h"
 
 static const char *const tmpl_names[] = {
 #define X(id) #id,
@@ -14,6 +15,39 @@ static const char *const tmpl_names[] = {
 _Static_assert(sizeof tmpl_names / sizeof tmpl_names[0] == ARK_T__COUNT, "template names");
 
 const char *tmpl_name(int tmpl) { return tmpl >= 0 && tmpl < ARK_T__COUNT ? tmpl_names[tmpl] : "?"; }
+
+/* The catalog's smem column, the expressions of abi/ark_smem.h evaluated for `threads` threads per
+ * CTA: the same numbers the generated file's static assertion compares with ARK_SMEM_BYTES. */
+#define ARK_THREADS threads
+static int tmpl_smem(int tmpl, int threads)
+{
+	switch (tmpl) {
+#define X(id, tile, smem, span, label) \
+	case ARK_T_##id:               \
+		return (int)(smem);
+		TMPL_CATALOG(X)
+#undef X
+	}
+	return 0;
+}
+#undef ARK_THREADS
+
+static const char *const tmpl_labels[] = {
+#define X(id, tile, smem, span, label) label,
+	TMPL_CATALOG(X)
+#undef X
+};
+
+int tmpl_smem_need(int threads, const char **label)
+{
+	int most = 0, which = 0;
+	for (int t = 0; t < ARK_T__COUNT; t++)
+		if (tmpl_smem(t, threads) > most)
+			most = tmpl_smem(t, threads), which = t;
+	if (label)
+		*label = tmpl_labels[which];
+	return most;
+}
 
 void tiling_init(struct tiling *s, struct graph *g, const struct tile_opts *opt)
 {

@@ -138,5 +138,9 @@ void tiling_dag(const struct tiling *s, struct part_dag *dag); /* the view parti
 void tiling_dump(const struct tiling *s, FILE *f);  /* -dT */
 void tiling_dot(const struct tiling *s, FILE *f);   /* --dot-vctas: the vCTA graph */
 const char *tmpl_name(int tmpl);
+/* Dynamic shared memory the generated file's templates need with `threads` threads per CTA: the most
+ * any template of the catalog needs (the file asserts that ARK_SMEM_BYTES holds it, whatever the
+ * model uses), and in *label (may be NULL) the label of the first template that needs it. */
+int tmpl_smem_need(int threads, const char **label);
 
 #endif

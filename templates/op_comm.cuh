@@ -5,7 +5,7 @@
 #include "ark_dtype.cuh"
 #include "ark_memorder.cuh"
 
-#define ARK_SMEM_COMM 0 /* SUM, GATHER, SEND_LL, SUM_LL */
+#include "ark_smem.h" /* ARK_SMEM_* */
 
 /* SUM: out[e] = the sum over GPUs j = 0 .. K of term j [e], for e in k0:k1, where term splits (this
  * GPU) is in[0] and the others are the K slots received, in GPU order, in[2] bytes apart from in[1].

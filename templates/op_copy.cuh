@@ -4,7 +4,7 @@
 
 #include "ark_dtype.cuh"
 
-#define ARK_SMEM_COPY 0
+#include "ark_smem.h" /* ARK_SMEM_* */
 
 /* Copies bytes [b0, b1) of src to the same byte offsets of dst. */
 __device__ __noinline__ void ark_copy_bytes(const char *src, char *dst, size_t b0, size_t b1)

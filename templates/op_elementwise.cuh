@@ -4,7 +4,7 @@
 
 #include "ark_dtype.cuh"
 
-#define ARK_SMEM_ELEMENTWISE 0
+#include "ark_smem.h" /* ARK_SMEM_* */
 
 /* The op on fp32 values: x = in[0], y = in[1] (two-input kinds), f = p.f; COPY is the identity. */
 template <int KIND> __device__ __forceinline__ float ark_ew_f(float x, float y, float f)

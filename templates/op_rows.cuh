@@ -4,7 +4,7 @@
 
 #include "ark_dtype.cuh"
 
-#define ARK_SMEM_ROWS (ARK_WARPS * 4) /* block reduction scratch */
+#include "ark_smem.h" /* ARK_SMEM_* */
 
 /* A row is handled by a group of G threads: one warp (G = 32, rows spread over the warps) when rows
  * are short, or the whole CTA (G = ARK_THREADS). gl = thread's index in its group. */

@@ -23,7 +23,7 @@ run() {
 }
 has() { grep -q -e "$1" "$2" || { echo "# '$1' not found in $2:"; sed 's/^/#   /' "$2" | head -20; return 1; }; }
 
-echo "1..63"
+echo "1..71"
 check "--help exits 0" run 0 --help
 check "--help shows the usage line" has '^usage: arkgen \[options\] MODEL.cfg' "$tmp/out"
 for opt in --help --version -o --output -dG -dT -dP --dot --dot-vctas --sms --smem --policy --sync --no-fuse --no-reuse --p2p-max --oneshot-max --ll-max --schedule --nvcc-flags -h -V; do
@@ -76,3 +76,29 @@ fi
 check "--dot - with -o: the graph on stdout and the loop file written" \
 	sh -c "'$ARKGEN' --dot - models/mlp.cfg -o '$tmp/dm.cu' 2>/dev/null | head -n 1 | grep -q '^digraph' && grep -q '^ARK_DEFINE_LOOP()' '$tmp/dm.cu'"
 check "two outputs on standard output: refused" run 1 --dot - models/mlp.cfg -o -
+# --smem against what the templates need (abi/ark_smem.h), and --help says how much that is
+need=$("$ARKGEN" --help | sed -n 's/.*--smem BYTES .*the templates need \([0-9][0-9]*\)).*/\1/p')
+check "--help: the bytes the templates need" test -n "$need"
+check "--smem below the need: refused, exit 1" run 1 --smem $((need - 16)) models/mlp.cfg -o "$tmp/sm.cu"
+check "--smem below the need: says which tile needs how much" \
+	has "error: --smem $((need - 16)) is below the $need bytes the matmul tile needs" "$tmp/err"
+check "--smem below the need: no file written" test ! -e "$tmp/sm.cu"
+check "--smem at the need: accepted" run 0 --smem "$need" models/mlp.cfg -o "$tmp/sm.cu"
+check "--smem at the need: the file says so" has "^#define ARK_SMEM_BYTES $need\$" "$tmp/sm.cu"
+# a task that waits on more than 255 counters (n_wait is 16 bits): two matmuls of one row on 1024 SMs,
+# whose second layer's split-K slices each wait for 256 tiles of the first (their own counters)
+cat >"$tmp/wide.cfg" <<EOF
+version = 1; name = "wide"; dtype = "bf16";
+tensors = ( { name = "x"; shape = [1, 4096]; role = "input"; },
+  { name = "w0"; shape = [4096, 4096]; role = "weight"; }, { name = "w1"; shape = [4096, 4096]; role = "weight"; },
+  { name = "y"; role = "output"; } );
+ops = ( { name = "fc0"; op = "matmul"; in = ["x", "w0"]; out = "h"; },
+  { name = "fc1"; op = "matmul"; in = ["h", "w1"]; out = "y"; } );
+EOF
+check "a task of more than 255 waits: generated, exit 0" run 0 --sms 1024 "$tmp/wide.cfg" -o "$tmp/wide.cu"
+# the n_wait column of the task table: the fifth field of a task's row
+check "a task of more than 255 waits: n_wait > 255 in the table" awk -F, '
+	/^static const struct ark_task / { t = 1; next }
+	t && /^};/ { t = 0 }
+	t && /^\t\{/ && $5 + 0 > most { most = $5 + 0 }
+	END { print "# most waits of a task: " most; exit !(most > 255) }' "$tmp/wide.cu"

@@ -28,7 +28,6 @@ static int build(struct arkgen_result *f, const char *text, int64_t p2p_max, int
 {
 	struct arkgen_options o = arkgen_options_default();
 	o.sms = SMS;
-	o.smem = 98304;
 	o.barrier = barrier;
 	o.p2p_max = p2p_max;
 	o.oneshot_max = oneshot_max;

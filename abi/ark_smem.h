@@ -1,0 +1,47 @@
+/* ark_smem.h: dynamic shared memory every tile template needs, in bytes: the smem column of the
+ * template catalog (ark_task.h's TMPL_ROWS). Constant expressions of ARK_THREADS (threads per CTA),
+ * which the includer defines before it uses them: a generated file as a number, arkgen as the
+ * variable it checks --smem with (codegen/tiling.c), so both evaluate the same expressions. Plain C
+ * macros, no code. */
+#ifndef ARK_SMEM_H
+#define ARK_SMEM_H
+
+/* ---- matmul (templates/op_matmul.cuh, which describes the paths) ---------------------------- */
+#ifndef ARK_MM_SMALL_M
+#define ARK_MM_SMALL_M 16 /* tiles with at most this many rows use the streaming path */
+#endif
+#ifndef ARK_MM_RING_BYTES
+#define ARK_MM_RING_BYTES 65536 /* streaming: cp.async ring (per-thread 16-byte slots) */
+#endif
+#ifndef ARK_MM_A_BYTES
+#define ARK_MM_A_BYTES (ARK_THREADS * 128 > 32768 ? ARK_THREADS * 128 : 32768) /* streaming: chunk of a */
+#endif
+#define ARK_MM_TC 4 /* stream_nk: output columns one warp computes at once */
+#define ARK_MM_SACC_BYTES (128 * ARK_MM_SMALL_M * 4) /* stream_nk: fp32 sums [MB][tn] */
+#define ARK_MM_STREAM_SMEM (ARK_MM_RING_BYTES + ARK_MM_A_BYTES + ARK_MM_SACC_BYTES)
+
+#define ARK_MM_MAX_STAGES 8 /* mma: deepest pipeline (small tiles) */
+#define ARK_MM_WARPS 8      /* mma: warps that compute (the others only load) */
+#define ARK_MM_STG_CH 4     /* mma: staged 16-byte vectors per thread and operand per stage */
+/* mma: the largest stage, a 128 x 128 tile 32 deep ([128][40] of a, [128][40] or [32][136] of b), at
+ * least twice; the shared memory of the streaming path, which is larger, holds more stages. */
+#define ARK_MM_MMA_SMEM (2 * (128 * 40 * 2 + 128 * 40 * 2))
+
+#define ARK_MM_SIMT_SLOTS 4096                             /* simt: elements per operand per step */
+#define ARK_MM_SIMT_U (ARK_MM_SIMT_SLOTS / ARK_THREADS)    /* simt: loads per thread per operand per step */
+#define ARK_MM_SIMT_KSMAX 256                              /* simt: largest k-step (<= ARK_THREADS) */
+/* two buffers of As [KS][R|1] and Bs [KS][C|1], KS * max(R, C) <= SLOTS */
+#define ARK_MM_SIMT_SMEM (2 * 2 * (ARK_MM_SIMT_SLOTS + ARK_MM_SIMT_KSMAX) * 4)
+
+#define ARK_MAX3_(a, b, c) ((a) > (b) ? ((a) > (c) ? (a) : (c)) : ((b) > (c) ? (b) : (c)))
+/* MATMUL and MATMUL_PARTIAL: the largest of the paths */
+#define ARK_SMEM_MATMUL ARK_MAX3_(ARK_MM_STREAM_SMEM, ARK_MM_MMA_SMEM, ARK_MM_SIMT_SMEM)
+#define ARK_SMEM_REDUCE 0
+
+/* ---- the others ----------------------------------------------------------------------------- */
+#define ARK_SMEM_ELEMENTWISE 0          /* ELEMENTWISE, EW_CHAIN (op_elementwise.cuh) */
+#define ARK_SMEM_ROWS (ARK_THREADS / 32 * 4) /* SOFTMAX, LAYERNORM, RMSNORM: a float per warp (op_rows.cuh) */
+#define ARK_SMEM_COPY 0                 /* op_copy.cuh */
+#define ARK_SMEM_COMM 0                 /* SUM, GATHER, SEND_LL, SUM_LL (op_comm.cuh) */
+
+#endif
