@@ -68,8 +68,7 @@ __device__ __forceinline__ void ark_mm_epilogue(const ark_mm &g, const float *t,
 				v[u] += ark_to_f(bias[c[u]]);
 		}
 	};
-	if (g.ws) {
-		float *ws = g.ws + (size_t)m0 * N + n0;
+	auto each = [&](auto &&put) { /* put(row, column, sum) of every element */
 		for (int e0 = threadIdx.x; e0 < cnt; e0 += U * ARK_THREADS) {
 			int r[U], c[U];
 			float v[U];
@@ -77,22 +76,16 @@ __device__ __forceinline__ void ark_mm_epilogue(const ark_mm &g, const float *t,
 #pragma unroll
 			for (int u = 0; u < U; u++)
 				if (e0 + u * ARK_THREADS < cnt)
-					ws[r[u] * N + c[u]] = v[u];
+					put(r[u], c[u], v[u]);
 		}
+	};
+	if (g.ws) {
+		float *ws = g.ws + (size_t)m0 * N + n0;
+		each([&](int r, int c, float v) { ws[r * N + c] = v; });
 		return;
 	}
 	T *out = reinterpret_cast<T *>(g.out) + (size_t)m0 * N + n0;
-	ark_with_act(g.act, [&](auto f) {
-		for (int e0 = threadIdx.x; e0 < cnt; e0 += U * ARK_THREADS) {
-			int r[U], c[U];
-			float v[U];
-			gather(e0, r, c, v);
-#pragma unroll
-			for (int u = 0; u < U; u++)
-				if (e0 + u * ARK_THREADS < cnt)
-					out[r[u] * N + c[u]] = ark_from_f<T>(f(v[u]));
-		}
-	});
+	ark_with_act(g.act, [&](auto f) { each([&](int r, int c, float v) { out[r * N + c] = ark_from_f<T>(f(v)); }); });
 }
 
 /* stream_kn: stages a[m0:m1, kc0:kc0+kcn] into a_s as fp32 [kcn][MB], rows past m1 zero. All threads. */
