@@ -207,6 +207,9 @@ enum { DMA_FLAGS_SAME_STREAM = 0, DMA_FLAGS_EVENT = 1, DMA_FLAGS_AUTO = 2 };
 #define DMA_EVENT_MIN_BYTES (1u << 20)
 int dma_cuda_set_flag_mode(struct dma_cuda *c, int mode);
 int dma_cuda_flag_mode(const struct dma_cuda *c);
+/* How flags are written: "cuStreamBatchMemOp(barrier sys, write)", or "cuStreamWriteValue32" where
+ * the driver has no barrier operation (cuda_backend.c). */
+const char *dma_cuda_flag_write(const struct dma_cuda *c);
 /* Syncs, destroys the streams and frees c (NULL is fine). */
 void dma_cuda_destroy(struct dma_cuda *c);
 /* A ring in mapped pinned host memory; *dev gets the device pointer of its shared part (pass it to
