@@ -29,8 +29,11 @@ int ark_device_count(void);
  * allocates the arenas, uploads the tables, zeroes the counters, maps the doorbells, enables peer
  * access and launches the loop kernel on every GPU. opts may be NULL. On error *s is NULL. */
 int ark_session_open(struct ark_session **s, const struct ark_model *m, const struct ark_session_opts *opts);
-/* Stops the kernels (or aborts them if they do not stop), waits for them and frees everything.
- * Returns ARK_ERR if a kernel could not be stopped (its memory is then left allocated). NULL is fine. */
+/* Stops the kernels (or aborts them if they do not stop), waits for them and frees everything. Never
+ * blocks for long: the waits are bounded (about 4 s at most) and poll; when a kernel still runs after
+ * them (stuck inside a tile: a dead link, a faulted peer), nothing is freed (a running kernel can
+ * reach every GPU's arena and counters, and freeing would wait for it), stderr says what is left,
+ * per GPU, and it returns ARK_ERR. NULL is fine. */
 int ark_session_close(struct ark_session *s);
 
 /* Copies tensor t between host_buf (tensors[t].bytes) and its GPU's arena, on a side stream; only

@@ -335,23 +335,6 @@ static int start_dma(struct ark_session *s)
 	return ARK_OK;
 }
 
-/* Stops the dispatcher (after the kernels left: nothing more can be requested) and frees the rings. */
-static void stop_dma(struct ark_session *s)
-{
-	if (s->dma.running)
-		dma_engine_stop(&s->dma, NULL);
-	dma_cuda_destroy(s->dcuda);
-	s->dcuda = NULL;
-	for (int g = 0; g < s->m->gpus; g++) {
-		dma_cuda_ring_free(&s->rings[g]);
-		if (s->dprod[g]) {
-			cudaSetDevice(g);
-			dma_cuda_dev_prod_free(s->dprod[g]);
-			s->dprod[g] = NULL;
-		}
-	}
-}
-
 int ark_session_open(struct ark_session **sp, const struct ark_model *m, const struct ark_session_opts *opts)
 {
 	struct ark_session *s;
@@ -429,11 +412,12 @@ fail:;
 
 /* ---- close ------------------------------------------------------------------------------------ */
 
+/* Frees GPU g's memory and streams: only once no loop kernel can reach them (its own has left). */
 static void free_gpu(struct ark_gpu *G, int g)
 {
 	cudaSetDevice(g);
 	if (G->launched)
-		cudaStreamSynchronize(G->loop);
+		cudaStreamSynchronize(G->loop); /* it has left: returns at once */
 	cudaFree(G->arena);
 	cudaFree(G->tasks);
 	cudaFree(G->sm_begin);
@@ -450,41 +434,93 @@ static void free_gpu(struct ark_gpu *G, int g)
 	cudaGetLastError();
 }
 
+/* Frees the DMA engine's backend (its streams, synchronised), rings and producer states. */
+static void free_dma(struct ark_session *s)
+{
+	dma_cuda_destroy(s->dcuda);
+	s->dcuda = NULL;
+	for (int g = 0; g < s->m->gpus; g++) {
+		dma_cuda_ring_free(&s->rings[g]);
+		if (s->dprod[g]) {
+			cudaSetDevice(g);
+			dma_cuda_dev_prod_free(s->dprod[g]);
+			s->dprod[g] = NULL;
+		}
+	}
+}
+
+/* Close with a loop kernel that did not leave: says on stderr, per GPU, what stays allocated. A
+ * running kernel reaches its own tables, bell, trace buffer and DMA ring, and every GPU's arena and
+ * counters through peer access; and cudaFree / cudaFreeHost wait for the kernels of the devices the
+ * memory is mapped into, so freeing anything of any GPU might never return. Everything stays, to
+ * the end of the process. */
+static void report_leak(const struct ark_session *s, const int *stuck)
+{
+	const struct ark_model *m = s->m;
+	for (int g = 0; g < m->gpus; g++) {
+		const struct ark_gpu *G = &s->g[g];
+		if (!G->open)
+			continue;
+		if (stuck[g])
+			fprintf(stderr, "ark: GPU %d: the loop kernel is still running (%d of %d CTAs left after stop "
+				"and abort)", g, exited(s, g), m->sms);
+		else
+			fprintf(stderr, "ark: GPU %d: its loop kernel left, but a running one reaches its memory",
+				g);
+		fprintf(stderr, "; left allocated until the process ends: arena (%llu bytes), tables, counters, "
+			"%sdoorbell%s\n", (unsigned long long)m->tables[g].arena_bytes, G->trace ? "trace buffer, " : "",
+			s->use_dma ? ", DMA ring and producer state" : "");
+	}
+	if (s->use_dma)
+		fprintf(stderr, "ark: the DMA engine's dispatcher was stopped; its streams are left as they are\n");
+}
+
 int ark_session_close(struct ark_session *s)
 {
-	int rc = ARK_OK, any = 0;
+	int rc = ARK_OK, any = 0, n_stuck = 0, stuck[ARK_MAX_GPUS] = {0};
 	if (!s)
 		return ARK_OK;
 	const struct ark_model *m = s->m;
 	for (int g = 0; g < m->gpus; g++)
-		if (s->g[g].launched) {
-			bell_store(&s->g[g].bell->stop, 1);
-			any = 1;
-		}
-	if (any && !wait_finished(s, ARK_STOP_WAIT_MS)) {
+		any |= s->g[g].launched;
+	/* Every wait below is bounded (polls of the bells and of the streams, never a synchronisation),
+	 * so close returns within 2 * ARK_STOP_WAIT_MS whatever the kernels do. */
+	if (any && !s->dead) {
+		for (int g = 0; g < m->gpus; g++)
+			if (s->g[g].launched)
+				bell_store(&s->g[g].bell->stop, 1);
+	}
+	if (any && (s->dead || !wait_finished(s, ARK_STOP_WAIT_MS))) {
 		for (int g = 0; g < m->gpus; g++)
 			if (s->g[g].launched)
 				bell_store(&s->g[g].bell->abort, 1);
 		wait_finished(s, ARK_STOP_WAIT_MS);
 	}
-	for (int g = 0; g < m->gpus; g++) {
-		if (!s->g[g].open)
-			continue;
-		if (!gpu_finished(s, g)) {
-			/* Still running after stop and abort (stuck inside a tile): freeing would wait for
-			 * it forever. Leave its memory to the end of the process. */
-			rc = ark_error("GPU %d: the loop kernel did not stop (%u of %d CTAs left); its memory is "
-				       "released when the process ends", g, exited(s, g), m->sms);
-			continue;
+	for (int g = 0; g < m->gpus; g++)
+		if (s->g[g].open && !gpu_finished(s, g)) {
+			stuck[g] = 1;
+			n_stuck++;
 		}
-		if (s->use_dma) { /* the DMA engine may still be copying into this arena: drain it first */
-			stop_dma(s);
-			s->use_dma = 0;
-		}
-		free_gpu(&s->g[g], g);
+	/* The dispatcher is a host thread: stopping it hands the published requests to the backend (it
+	 * enqueues, it never waits for a copy) and joins it. */
+	if (s->use_dma && s->dma.running)
+		dma_engine_stop(&s->dma, NULL);
+	if (n_stuck) {
+		report_leak(s, stuck);
+		for (int g = 0; g < m->gpus; g++)
+			if (stuck[g]) {
+				rc = ark_error("GPU %d: the loop kernel did not stop (%d of %d CTAs left); nothing was "
+					       "freed, its memory and that of every GPU it reaches stay allocated until "
+					       "the process ends", g, exited(s, g), m->sms);
+				break;
+			}
+	} else {
+		if (s->use_dma) /* after the kernels and the dispatcher, before the arenas it copies into */
+			free_dma(s);
+		for (int g = 0; g < m->gpus; g++)
+			if (s->g[g].open)
+				free_gpu(&s->g[g], g);
 	}
-	if (s->use_dma)
-		stop_dma(s);
 	free(s->diag);
 	free(s);
 	return rc;
