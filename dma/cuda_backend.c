@@ -30,6 +30,7 @@
 #include <cuda_runtime.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dma.h"
 
@@ -225,6 +226,29 @@ int dma_cuda_sync(struct dma_cuda *c)
 	return DMA_OK;
 fail:
 	return DMA_ERR;
+}
+
+int dma_cuda_wait_idle(struct dma_cuda *c, double ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	double until = ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6 + ms;
+	for (;;) {
+		int busy = 0;
+		for (int s = 0; s < c->n; s++)
+			for (int d = 0; d < c->n; d++) {
+				busy |= c->streams[s][d] && cudaStreamQuery(c->streams[s][d]) == cudaErrorNotReady;
+				busy |= c->fstreams[s][d] && cudaStreamQuery(c->fstreams[s][d]) == cudaErrorNotReady;
+			}
+		(void)cudaGetLastError(); /* a failed stream is idle: its error is not ours to report here */
+		if (!busy)
+			return 1;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		if (ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6 > until)
+			return 0;
+		struct timespec nap = {0, 100000};
+		nanosleep(&nap, NULL);
+	}
 }
 
 int dma_cuda_set_flag_mode(struct dma_cuda *c, int mode)

@@ -197,6 +197,9 @@ int dma_cuda_create(struct dma_cuda **out, int n, void *const *arenas, uint32_t 
 		    struct dma_backend *be);
 /* Waits until every enqueued copy and flag write has completed. */
 int dma_cuda_sync(struct dma_cuda *c);
+/* Polls every stream of c until all are idle (1) or ms milliseconds have passed (0); never blocks
+ * (a close that must return even when a copy never ends). */
+int dma_cuda_wait_idle(struct dma_cuda *c, double ms);
 /* Where flag writes go (cuda_backend.c): DMA_FLAGS_SAME_STREAM on the pair's copy stream;
  * DMA_FLAGS_EVENT on a second stream of the pair, after an event recorded on the copy stream, so
  * copies run back to back; DMA_FLAGS_AUTO (the default) the event way after copies of at least

@@ -465,8 +465,8 @@ static void free_dma(struct ark_session *s)
 	}
 }
 
-/* Close with a loop kernel that did not leave: says on stderr, per GPU, what stays allocated. A
- * running kernel reaches its own tables, bell, trace buffer and DMA ring, and every GPU's arena and
+/* Close with a loop kernel that did not leave (or a DMA copy that did not end): says on stderr, per
+ * GPU, what stays allocated. A running kernel reaches its own tables, bell, trace buffer and DMA ring, and every GPU's arena and
  * counters through peer access; and cudaFree / cudaFreeHost wait for the kernels of the devices the
  * memory is mapped into, so freeing anything of any GPU might never return. Everything stays, to
  * the end of the process. */
@@ -481,14 +481,15 @@ static void report_leak(const struct ark_session *s, const int *stuck)
 			fprintf(stderr, "ark: GPU %d: the loop kernel is still running (%d of %d CTAs left after stop "
 				"and abort)", g, exited(s, g), m->sms);
 		else
-			fprintf(stderr, "ark: GPU %d: its loop kernel left, but a running one reaches its memory",
-				g);
+			fprintf(stderr, "ark: GPU %d: its loop kernel left, but a running kernel or copy reaches its "
+				"memory", g);
 		fprintf(stderr, "; left allocated until the process ends: arena (%llu bytes), tables, counters, "
 			"%sdoorbell%s\n", (unsigned long long)m->tables[g].arena_bytes, G->trace ? "trace buffer, " : "",
 			s->use_dma ? ", DMA ring and producer state" : "");
 	}
 	if (s->use_dma)
-		fprintf(stderr, "ark: the DMA engine's dispatcher was stopped; its streams are left as they are\n");
+		fprintf(stderr, "ark: the DMA engine's dispatcher was stopped; its streams, copies still in them, "
+			"are left as they are\n");
 }
 
 int ark_session_close(struct ark_session *s)
@@ -518,18 +519,23 @@ int ark_session_close(struct ark_session *s)
 			n_stuck++;
 		}
 	/* The dispatcher is a host thread: stopping it hands the published requests to the backend (it
-	 * enqueues, it never waits for a copy) and joins it. */
+	 * enqueues, it never waits for a copy) and joins it. Its copies must end before the arenas go;
+	 * one that does not (a dead link) is waited for as long as a kernel, then left like one. */
 	if (s->use_dma && s->dma.running)
 		dma_engine_stop(&s->dma, NULL);
-	if (n_stuck) {
+	int dma_busy = !n_stuck && s->dcuda && !dma_cuda_wait_idle(s->dcuda, ARK_STOP_WAIT_MS);
+	if (n_stuck || dma_busy) {
 		report_leak(s, stuck);
-		for (int g = 0; g < m->gpus; g++)
+		for (int g = 0; g < m->gpus && !dma_busy; g++)
 			if (stuck[g]) {
 				rc = ark_error("GPU %d: the loop kernel did not stop (%d of %d CTAs left); nothing was "
 					       "freed, its memory and that of every GPU it reaches stay allocated until "
 					       "the process ends", g, exited(s, g), m->sms);
 				break;
 			}
+		if (dma_busy)
+			rc = ark_error("the DMA engine's copies did not finish within %d ms; nothing was freed, the "
+				       "arenas they copy into stay allocated until the process ends", ARK_STOP_WAIT_MS);
 	} else {
 		if (s->use_dma) /* after the kernels and the dispatcher, before the arenas it copies into */
 			free_dma(s);
