@@ -3,11 +3,15 @@
  *
  * One iteration i (i = 1, 2, ...; below 2^31 - 16):
  *   host:   bell->submit = i (| ARK_SUBMIT_TRACE | ARK_SUBMIT_EMPTY)  release store, mapped memory
- *   SM 0:   sees it (ld.acquire.sys), publishes it in counters[ARK_CTR_ITER] (st.release.gpu)
+ *   SM 0:   waits until counters[ARK_CTR_DONE] says every SM finished i - 1 (so a host that rings
+ *           early cannot start i on some SMs while others still run i - 1), then sees the submit
+ *           (ld.acquire.sys); a submit other than i (one skipped) is a host bug: it records
+ *           ARK_WHERE_BAD_SUBMIT and raises the abort; else it publishes i in
+ *           counters[ARK_CTR_ITER] (st.release.gpu)
  *   SM s:   sees a new value there (ld.acquire.gpu), walks tasks[sm_begin[s] .. sm_begin[s + 1]),
  *           each task waiting on its counters and signalling its own, then adds 1 to
  *           counters[ARK_CTR_DONE] (atom.acq_rel.gpu)
- *   the SM whose add brings DONE to i * n_sms: bell->complete = i (st.release.sys)
+ *   the SM whose add brings DONE to base + i * n_sms: bell->complete = i (st.release.sys)
  *   host:   sees complete == i.
  * Stop: the host sets bell->stop while the kernel is idle; SM 0 publishes ARK_ITER_STOP and every CTA
  * leaves. Abort: the host sets bell->abort; every spin loop checks it, the CTA records where it was
@@ -17,7 +21,10 @@
  * sets bell->sm[its SM].left to 1 (a system-scope store: atomics on host memory are not portable
  * over PCIe).
  * An empty iteration (ARK_SUBMIT_EMPTY) runs no task: every SM only counts itself done. It is the
- * doorbell round trip through the loop kernel. Task waits count the non-empty iterations only. */
+ * doorbell round trip through the loop kernel. Task waits count the non-empty iterations only.
+ * Counters start at kargs.ctr_base (0 unless a test asks for another, to cross the 32-bit wrap
+ * within a few iterations): the session fills DONE and the model's counters with it, and every
+ * target the kernel computes adds it (a DMA flag value too). */
 #ifndef ARK_PROTO_H
 #define ARK_PROTO_H
 
@@ -54,8 +61,13 @@ enum ark_where {
 	ARK_WHERE_ITER = 2,    /* other SMs, idle: waiting for SM 0 to publish the iteration */
 	ARK_WHERE_COUNTER = 3, /* waiting on a counter before running task `task` (iter: the counters'
 				* iteration, which counts the non-empty iterations only) */
-	ARK_WHERE_BAD_TEMPLATE = 4 /* task `task` names template `tmpl` with dtype `dtype`, which this
-				    * binary has no tile for; the CTA set bell->abort */
+	ARK_WHERE_BAD_TEMPLATE = 4, /* task `task` names template `tmpl` with dtype `dtype`, which this
+				     * binary has no tile for; the CTA set bell->abort */
+	ARK_WHERE_DONE = 5,    /* SM 0, idle: waiting for every SM to finish iteration `iter` (counter
+				* ARK_CTR_DONE: want, seen) before it looks at the doorbell */
+	ARK_WHERE_BAD_SUBMIT = 6, /* SM 0: after iteration `iter` the host submitted `seen` (want:
+				   * iter + 1), a host bug; SM 0 set bell->abort */
+	ARK_WHERE_PACKETS = 7  /* task `task`, a packet sum, saw the abort while polling packets */
 };
 
 /* Per-SM diagnosis, written by the CTA on abort. want and seen are raw counter values. */
@@ -104,6 +116,7 @@ struct ark_kargs {
 	int n_sms;                        /* CTAs of the grid = SMs the schedule was made for */
 	int gpu;
 	uint32_t *peer_counters[ARK_MAX_GPUS]; /* every GPU's counter array (peer mapping), NULL without */
+	uint32_t ctr_base;                /* initial value of ARK_CTR_DONE and of the model's counters */
 };
 
 

@@ -13,21 +13,31 @@
  * When a pair goes back from the flag stream to the copy stream, the copy stream first waits for
  * the flag stream's writes, so the flags of a pair are written in the order they were requested.
  *
- * Flag writes use cuStreamWriteValue32 (resolved through cudaGetDriverEntryPointByVersion, so only
- * cudart is linked): it is ordered after the copies before it on the same stream, carries a memory
- * barrier, needs no host-side value buffer, and writes the destination GPU's counter through peer
- * access. The alternative, a 4-byte cudaMemcpyAsync from pinned host memory, would need a pool of
- * value slots that is never rewritten before its copy completed (tracked with events); the stream
- * memory operation avoids that bookkeeping. Copies are issued without cudaSetDevice: a copy may be
- * enqueued on a stream of any device. */
+ * A flag write is one cuStreamBatchMemOp of two operations: a system-wide memory barrier
+ * (CU_STREAM_MEM_OP_BARRIER, CU_STREAM_MEMORY_BARRIER_TYPE_SYS), then the write of the value
+ * (CU_STREAM_MEM_OP_WRITE_VALUE_32) into the destination GPU's counter through peer access. Stream
+ * order puts both after the copies before them; the barrier is the documented, explicit form of the
+ * fence that makes those copies visible system-wide before the flag (docs/design.md, "Between GPUs,
+ * by the DMA engine", says why we do not rely on the fence implied by a plain cuStreamWriteValue32).
+ * One driver call per flag, as before. A driver that refuses the batch gets cuStreamWriteValue32
+ * with default flags (documented to fence like __threadfence_system() before the write) from then on; dma_cuda_flag_write says which one is in use. Both are resolved
+ * through cudaGetDriverEntryPointByVersion, so only cudart is linked. The alternative, a 4-byte
+ * cudaMemcpyAsync from pinned host memory, would need a pool of value slots that is never rewritten
+ * before its copy completed (tracked with events); the stream memory operation avoids that
+ * bookkeeping. Copies are issued without cudaSetDevice: a copy may be enqueued on a stream of any
+ * device. */
 #include <cuda.h>          /* driver API types only: CUstream, CUdeviceptr, CUresult */
 #include <cuda_runtime.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "dma.h"
 
 typedef CUresult (*write_value32_fn)(CUstream stream, CUdeviceptr addr, cuuint32_t value,
 				     unsigned int flags);
+typedef CUresult (*batch_mem_op_fn)(CUstream stream, unsigned int count, CUstreamBatchMemOpParams *ops,
+				    unsigned int flags);
 
 struct dma_cuda {
 	int n;
@@ -41,6 +51,7 @@ struct dma_cuda {
 	uint8_t on_fstream[DMA_MAX_GPUS][DMA_MAX_GPUS];    /* AUTO: the pair's last flag went on fstreams */
 	int flag_mode;                                     /* DMA_FLAGS_* */
 	write_value32_fn write32;
+	batch_mem_op_fn batch;                             /* NULL: the driver has no barrier op */
 };
 
 #define CUDA_TRY(call)                                                                           \
@@ -65,6 +76,30 @@ fail:
 	return DMA_ERR;
 }
 
+/* The barrier, then the value, in one batch; cuStreamWriteValue32 where the driver refuses the batch
+ * (a driver without the barrier operation refuses it before it enqueues anything; an error of the
+ * write itself fails the plain write too, and is returned from there). */
+static CUresult write_flag(struct dma_cuda *c, cudaStream_t st, uint32_t *flag, uint32_t value)
+{
+	if (c->batch) {
+		CUstreamBatchMemOpParams op[2];
+		memset(op, 0, sizeof op);
+		op[0].memoryBarrier.operation = CU_STREAM_MEM_OP_BARRIER;
+		op[0].memoryBarrier.flags = CU_STREAM_MEMORY_BARRIER_TYPE_SYS;
+		op[1].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+		op[1].writeValue.address = (CUdeviceptr)(uintptr_t)flag;
+		op[1].writeValue.value = value;
+		op[1].writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;
+		if (c->batch((CUstream)st, 2, op, 0) == CUDA_SUCCESS)
+			return CUDA_SUCCESS;
+		CUresult r = c->write32((CUstream)st, (CUdeviceptr)(uintptr_t)flag, value, CU_STREAM_WRITE_VALUE_DEFAULT);
+		if (r == CUDA_SUCCESS)
+			c->batch = NULL;
+		return r;
+	}
+	return c->write32((CUstream)st, (CUdeviceptr)(uintptr_t)flag, value, CU_STREAM_WRITE_VALUE_DEFAULT);
+}
+
 static int cuda_signal(void *ctx, int src, int dst, int flag_gpu, uint32_t flag_index,
 		       uint32_t value)
 {
@@ -84,9 +119,7 @@ static int cuda_signal(void *ctx, int src, int dst, int flag_gpu, uint32_t flag_
 		CUDA_TRY(cudaStreamWaitEvent(st, c->fevents[src][dst], 0));
 		c->on_fstream[src][dst] = 0;
 	}
-	r = c->write32((CUstream)st, (CUdeviceptr)(uintptr_t)(c->counters[flag_gpu] + flag_index), value,
-		       CU_STREAM_WRITE_VALUE_DEFAULT);
-
+	r = write_flag(c, st, c->counters[flag_gpu] + flag_index, value);
 	if (r != CUDA_SUCCESS)
 		return dma_error("cuStreamWriteValue32 (GPU %d -> GPU %d, flag %u of GPU %d): CUresult %d",
 				 src, dst, flag_index, flag_gpu, (int)r);
@@ -105,6 +138,12 @@ static int resolve_write32(struct dma_cuda *c)
 	if (q != cudaDriverEntryPointSuccess || fn == NULL)
 		return dma_error("dma cuda: the driver has no cuStreamWriteValue32 (query result %d)", (int)q);
 	c->write32 = (write_value32_fn)fn;
+	fn = NULL;
+	if (cudaGetDriverEntryPointByVersion("cuStreamBatchMemOp", &fn, 12000, cudaEnableDefault, &q) == cudaSuccess &&
+	    q == cudaDriverEntryPointSuccess)
+		c->batch = (batch_mem_op_fn)fn;
+	else
+		(void)cudaGetLastError();
 	return DMA_OK;
 fail:
 	return DMA_ERR;
@@ -189,6 +228,29 @@ fail:
 	return DMA_ERR;
 }
 
+int dma_cuda_wait_idle(struct dma_cuda *c, double ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	double until = ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6 + ms;
+	for (;;) {
+		int busy = 0;
+		for (int s = 0; s < c->n; s++)
+			for (int d = 0; d < c->n; d++) {
+				busy |= c->streams[s][d] && cudaStreamQuery(c->streams[s][d]) == cudaErrorNotReady;
+				busy |= c->fstreams[s][d] && cudaStreamQuery(c->fstreams[s][d]) == cudaErrorNotReady;
+			}
+		(void)cudaGetLastError(); /* a failed stream is idle: its error is not ours to report here */
+		if (!busy)
+			return 1;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		if (ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6 > until)
+			return 0;
+		struct timespec nap = {0, 100000};
+		nanosleep(&nap, NULL);
+	}
+}
+
 int dma_cuda_set_flag_mode(struct dma_cuda *c, int mode)
 {
 	if (mode != DMA_FLAGS_SAME_STREAM && mode != DMA_FLAGS_EVENT && mode != DMA_FLAGS_AUTO)
@@ -203,6 +265,11 @@ int dma_cuda_set_flag_mode(struct dma_cuda *c, int mode)
 int dma_cuda_flag_mode(const struct dma_cuda *c)
 {
 	return c->flag_mode;
+}
+
+const char *dma_cuda_flag_write(const struct dma_cuda *c)
+{
+	return c->batch ? "cuStreamBatchMemOp(barrier sys, write)" : "cuStreamWriteValue32";
 }
 
 void dma_cuda_destroy(struct dma_cuda *c)

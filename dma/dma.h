@@ -197,6 +197,9 @@ int dma_cuda_create(struct dma_cuda **out, int n, void *const *arenas, uint32_t 
 		    struct dma_backend *be);
 /* Waits until every enqueued copy and flag write has completed. */
 int dma_cuda_sync(struct dma_cuda *c);
+/* Polls every stream of c until all are idle (1) or ms milliseconds have passed (0); never blocks
+ * (a close that must return even when a copy never ends). */
+int dma_cuda_wait_idle(struct dma_cuda *c, double ms);
 /* Where flag writes go (cuda_backend.c): DMA_FLAGS_SAME_STREAM on the pair's copy stream;
  * DMA_FLAGS_EVENT on a second stream of the pair, after an event recorded on the copy stream, so
  * copies run back to back; DMA_FLAGS_AUTO (the default) the event way after copies of at least
@@ -207,6 +210,9 @@ enum { DMA_FLAGS_SAME_STREAM = 0, DMA_FLAGS_EVENT = 1, DMA_FLAGS_AUTO = 2 };
 #define DMA_EVENT_MIN_BYTES (1u << 20)
 int dma_cuda_set_flag_mode(struct dma_cuda *c, int mode);
 int dma_cuda_flag_mode(const struct dma_cuda *c);
+/* How flags are written: "cuStreamBatchMemOp(barrier sys, write)", or "cuStreamWriteValue32" where
+ * the driver has no barrier operation (cuda_backend.c). */
+const char *dma_cuda_flag_write(const struct dma_cuda *c);
 /* Syncs, destroys the streams and frees c (NULL is fine). */
 void dma_cuda_destroy(struct dma_cuda *c);
 /* A ring in mapped pinned host memory; *dev gets the device pointer of its shared part (pass it to

@@ -15,10 +15,16 @@ extern "C" {
 struct ark_session_opts {
 	int timeout_ms; /* watchdog: an iteration that takes longer is aborted and diagnosed; <= 0: 2000 */
 	int trace;      /* allocate the trace buffer, and trace every ark_session_run */
+	uint32_t counter_base; /* initial value of every counter (the done counter and the model's): a
+				* test starts them just below 2^32 so that they wrap within a few iterations */
 };
 
 #define ARK_RUN_TRACE 1u /* ark_session_run_ex: time every task of this iteration */
 #define ARK_RUN_EMPTY 2u /* ark_session_run_ex: run no task (the doorbell round trip through the kernel) */
+/* Test hooks of ark_session_run_ex: host bugs the loop kernel must survive or diagnose. */
+#define ARK_RUN_TEST_EARLY 4u /* ring iteration i + 1 too, 50 us after i and without waiting
+			       * for it; wait for i + 1 (the kernel starts i + 1 once every SM left i) */
+#define ARK_RUN_TEST_SKIP 8u  /* submit iteration i + 2 instead of i + 1 (the kernel diagnoses it) */
 
 struct ark_session; /* opaque */
 
@@ -29,8 +35,11 @@ int ark_device_count(void);
  * allocates the arenas, uploads the tables, zeroes the counters, maps the doorbells, enables peer
  * access and launches the loop kernel on every GPU. opts may be NULL. On error *s is NULL. */
 int ark_session_open(struct ark_session **s, const struct ark_model *m, const struct ark_session_opts *opts);
-/* Stops the kernels (or aborts them if they do not stop), waits for them and frees everything.
- * Returns ARK_ERR if a kernel could not be stopped (its memory is then left allocated). NULL is fine. */
+/* Stops the kernels (or aborts them if they do not stop), waits for them and frees everything. Never
+ * blocks for long: the waits are bounded (about 4 s at most) and poll; when a kernel still runs after
+ * them (stuck inside a tile: a dead link, a faulted peer), nothing is freed (a running kernel can
+ * reach every GPU's arena and counters, and freeing would wait for it), stderr says what is left,
+ * per GPU, and it returns ARK_ERR. NULL is fine. */
 int ark_session_close(struct ark_session *s);
 
 /* Copies tensor t between host_buf (tensors[t].bytes) and its GPU's arena, on a side stream; only
@@ -46,6 +55,11 @@ int ark_session_fill(struct ark_session *s, int t, int byte);
  * not run (full text in ark_session_diagnosis); the session can then only be closed. */
 int ark_session_run(struct ark_session *s);
 int ark_session_run_ex(struct ark_session *s, unsigned flags);
+/* Test hook of the abort path: submits the next iteration, aborts every kernel `us` microseconds
+ * later (finished or not) and waits for them to leave, keeping the diagnosis. Returns ARK_OK once
+ * every kernel has left, with *completed set if the iteration had completed before the abort; the
+ * session can then only be closed. */
+int ark_session_run_abort(struct ark_session *s, double us, int *completed);
 /* Iterations completed so far. */
 unsigned ark_session_iterations(const struct ark_session *s);
 /* Diagnosis of the last watchdog abort ("" if none). */

@@ -18,10 +18,15 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_NO_GPU = 77 };
 
 #define WARMUP 50
 #define SOAK_CHECK_EVERY 1000
+#define SOAK_SETS 2
+#define SOAK_MAX_SETS 16
 
 struct args {
 	int check, bench, soak, bench_n, empty_n; /* empty_n > 0: --bench-empty */
-	long long soak_n;
+	long long soak_n, check_every;
+	int sets;          /* input sets the soak alternates */
+	int abort_reopen;
+	uint32_t counter_base;
 	const char *weights, *inputs, *outputs, *trace;
 	int have_seed;
 	uint64_t seed;
@@ -47,16 +52,24 @@ static void usage(FILE *f, const char *prog, const struct ark_model *m)
 		"Runs model '%s' (from %s; arkgen options: %s) as one resident loop kernel per GPU\n"
 		"on GPUs 0..%d, %d SMs each; a CPU reference of every op checks the results.\n"
 		"\n"
-		"  --check            two iterations, each on freshly drawn random inputs with every output and\n"
-		"                     activation poisoned (NaN) on the GPU first; every output is compared with\n"
-		"                     the CPU reference. This is what runs when no other action is given.\n"
+		"  --check            two iterations, each on freshly drawn random inputs with every output,\n"
+		"                     activation and internal buffer (split-K workspaces, staging slots)\n"
+		"                     poisoned (NaN) on the GPU first; every output is compared with the CPU\n"
+		"                     reference. This is what runs when no other action is given.\n"
 		"  --bench [N]        %d warm-up iterations, then N (default 1000) iterations, each timed on the\n"
 		"                     host from doorbell to completion; prints median, p99 and min in us\n"
 		"  --bench-empty [N]  the same for empty iterations: the doorbell round trip through the loop\n"
 		"                     kernel with no task run (the fixed cost of every iteration)\n"
-		"  --iterations N     soak test: N iterations in a row on the same inputs; the outputs of every\n"
-		"                     %dth iteration and of the last (poisoned first) are compared with the\n"
-		"                     reference\n"
+		"  --iterations N     soak test: N iterations in a row, alternating between input sets (each\n"
+		"                     iteration gets other inputs than the one before); the outputs of every\n"
+		"                     Kth iteration and of the last, with outputs and internal buffers poisoned\n"
+		"                     first, are compared with the reference of that iteration's inputs\n"
+		"  --check-every K    the soak's K (default %d)\n"
+		"  --input-sets S     input sets the soak alternates, 1 to %d (default %d)\n"
+		"  --counter-base B   every counter starts at B instead of 0 (0xfffffc00: they cross the 32-bit\n"
+		"                     wrap within the first iterations)\n"
+		"  --abort-reopen     first run one iteration aborted by the host about half-way, close the\n"
+		"                     session, open a new one in the same process, then go on with the actions\n"
 		"  --weights FILE     weights from a safetensors file (the ones it lacks stay random)\n"
 		"  --inputs FILE      inputs from a safetensors file (the ones it lacks stay random)\n"
 		"  --outputs FILE     run one more iteration and write the outputs to a safetensors file\n"
@@ -74,7 +87,7 @@ static void usage(FILE *f, const char *prog, const struct ark_model *m)
 		"weights of 2 or more dimensions. Actions run in the order check, iterations, bench, bench-empty,\n"
 		"outputs, trace. Exit status: 0 ok, 1 mismatch or runtime failure, 2 usage error, 77 no CUDA device.\n",
 		prog, m->name, m->source ? m->source : "?", m->options ? m->options : "", m->gpus - 1, m->sms,
-		WARMUP, SOAK_CHECK_EVERY, WARMUP);
+		WARMUP, SOAK_CHECK_EVERY, SOAK_MAX_SETS, SOAK_SETS, WARMUP);
 }
 
 static int parse_ll(const char *s, long long lo, long long hi, long long *out)
@@ -96,6 +109,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 	a->tol = -1;
 	a->bench_n = 1000;
 	a->timeout_ms = 2000;
+	a->check_every = SOAK_CHECK_EVERY;
+	a->sets = SOAK_SETS;
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i];
 		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -140,7 +155,33 @@ static int parse_args(int argc, char **argv, struct args *a)
 			}
 			a->soak = 1;
 			a->soak_n = v;
-		} else if (!strcmp(o, "--weights")) {
+		} else if (!strcmp(o, "--check-every")) {
+			NEED_VALUE();
+			if (parse_ll(val, 1, ARK_ITER_LIMIT, &v)) {
+				fprintf(stderr, "%s: --check-every wants a count of iterations, not '%s'\n", argv[0], val);
+				return -1;
+			}
+			a->check_every = v;
+		} else if (!strcmp(o, "--input-sets")) {
+			NEED_VALUE();
+			if (parse_ll(val, 1, SOAK_MAX_SETS, &v)) {
+				fprintf(stderr, "%s: --input-sets wants 1 to %d, not '%s'\n", argv[0], SOAK_MAX_SETS, val);
+				return -1;
+			}
+			a->sets = (int)v;
+		} else if (!strcmp(o, "--counter-base")) {
+			NEED_VALUE();
+			char *end;
+			errno = 0;
+			unsigned long long b = strtoull(val, &end, 0);
+			if (errno || end == val || *end || val[0] == '-' || b > UINT32_MAX) {
+				fprintf(stderr, "%s: --counter-base wants 0 to 4294967295, not '%s'\n", argv[0], val);
+				return -1;
+			}
+			a->counter_base = (uint32_t)b;
+		} else if (!strcmp(o, "--abort-reopen"))
+			a->abort_reopen = 1;
+		else if (!strcmp(o, "--weights")) {
 			NEED_VALUE();
 			a->weights = val;
 		} else if (!strcmp(o, "--inputs")) {
@@ -254,17 +295,21 @@ static int overlap(const struct ark_tensor *a, const struct ark_tensor *b)
 	return a->gpu == b->gpu && a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
 }
 
-/* Outputs and activations get poisoned, unless they share memory with data that must survive. */
+/* Outputs, activations and internal buffers (split-K workspaces, staging slots, packet buffers) get
+ * poisoned, so that a tile reading bytes of an earlier iteration instead of this one's reads NaN;
+ * unless they share memory with data that must survive (weights and inputs never do: the memory plan
+ * keeps them apart). Every iteration writes what it reads of them first, and a packet poll never
+ * takes 0xff bytes for a packet of its iteration (the iteration field reads 0xffffffff). */
 static void plan_poison(struct drv *d)
 {
 	const struct ark_model *m = d->m;
 	for (int t = 0; t < m->n_tensors; t++) {
 		int r = m->tensors[t].role;
-		d->poison[t] = (r == ARK_ROLE_OUTPUT || r == ARK_ROLE_ACTIVATION) && m->tensors[t].offset != ARK_NOT_STORED;
+		d->poison[t] = (r == ARK_ROLE_OUTPUT || r == ARK_ROLE_ACTIVATION || r == ARK_ROLE_INTERNAL) &&
+			       m->tensors[t].offset != ARK_NOT_STORED;
 		for (int u = 0; u < m->n_tensors && d->poison[t]; u++) {
 			int ru = m->tensors[u].role;
-			if ((ru == ARK_ROLE_WEIGHT || ru == ARK_ROLE_INPUT || ru == ARK_ROLE_INTERNAL) &&
-			    overlap(&m->tensors[t], &m->tensors[u]))
+			if ((ru == ARK_ROLE_WEIGHT || ru == ARK_ROLE_INPUT) && overlap(&m->tensors[t], &m->tensors[u]))
 				d->poison[t] = 0;
 		}
 	}
@@ -294,9 +339,9 @@ static int read_outputs(struct drv *d)
 	return ARK_OK;
 }
 
-/* Compares every output with the reference in buf; prints one line per output when verbose.
+/* Compares every output with the reference in ref[]; prints one line per output when verbose.
  * Returns the number of outputs that mismatch. */
-static int compare(struct drv *d, const char *what, int verbose)
+static int compare(struct drv *d, void *const *ref, const char *what, int verbose)
 {
 	const struct ark_model *m = d->m;
 	int bad_outputs = 0;
@@ -306,7 +351,7 @@ static int compare(struct drv *d, const char *what, int verbose)
 		int64_t bad = 0;
 		if (!d->got[t])
 			continue;
-		ark_compare(d->got[t], d->buf[t], T->dtype, ark_tensor_elems(T), &rel, &bad);
+		ark_compare(d->got[t], ref[t], T->dtype, ark_tensor_elems(T), &rel, &bad);
 		int ok = !bad && rel <= tol; /* a NaN rel fails too */
 		bad_outputs += !ok;
 		if (verbose || !ok) {
@@ -336,39 +381,151 @@ static int do_check(struct drv *d)
 		if (ark_ref_run(d->m, d->buf))
 			return ARK_ERR;
 		snprintf(what, sizeof what, "check %d", round);
-		mismatches += compare(d, what, 1);
+		mismatches += compare(d, d->buf, what, 1);
 	}
 	return mismatches ? 1 : 0;
 }
 
+/* The soak's input sets: set r holds the inputs of its round and the reference outputs for them. */
+struct soak_sets {
+	int n;
+	void **in[SOAK_MAX_SETS];  /* [n_tensors]: a copy of each input, NULL for other roles */
+	void **ref[SOAK_MAX_SETS]; /* [n_tensors]: reference of each output */
+};
+
+static void *dup_bytes(const void *p, size_t n)
+{
+	void *q = malloc(n ? n : 1);
+	if (q)
+		memcpy(q, p, n);
+	return q;
+}
+
+static void soak_sets_free(struct drv *d, struct soak_sets *ss)
+{
+	for (int r = 0; r < ss->n; r++)
+		for (int t = 0; t < d->m->n_tensors; t++) {
+			if (ss->in[r])
+				free(ss->in[r][t]);
+			if (ss->ref[r])
+				free(ss->ref[r][t]);
+		}
+	for (int r = 0; r < ss->n; r++) {
+		free(ss->in[r]);
+		free(ss->ref[r]);
+	}
+}
+
+/* Set 0 is the inputs in buf (from --inputs or drawn already), set r > 0 the random draw of round
+ * 10 + r (inputs from a file stay the file's in every set). */
+static int soak_sets_make(struct drv *d, struct soak_sets *ss, int n)
+{
+	const struct ark_model *m = d->m;
+	memset(ss, 0, sizeof *ss);
+	for (int r = 0; r < n; r++) {
+		ss->n = r + 1;
+		ss->in[r] = calloc((size_t)m->n_tensors, sizeof **ss->in);
+		ss->ref[r] = calloc((size_t)m->n_tensors, sizeof **ss->ref);
+		if (!ss->in[r] || !ss->ref[r])
+			return ark_error("out of memory");
+		if (r)
+			fill_random(d, 10 + r);
+		if (ark_ref_run(m, d->buf))
+			return ARK_ERR;
+		for (int t = 0; t < m->n_tensors; t++) {
+			size_t b = m->tensors[t].bytes;
+			if (m->tensors[t].role == ARK_ROLE_INPUT && !(ss->in[r][t] = dup_bytes(d->buf[t], b)))
+				return ark_error("out of memory");
+			if (d->got[t] && !(ss->ref[r][t] = dup_bytes(d->buf[t], b)))
+				return ark_error("out of memory");
+		}
+	}
+	return ARK_OK;
+}
+
+static int upload_set(struct drv *d, const struct soak_sets *ss, int r)
+{
+	for (int t = 0; t < d->m->n_tensors; t++)
+		if (ss->in[r][t] && ark_session_write(d->s, t, ss->in[r][t]))
+			return ARK_ERR;
+	return ARK_OK;
+}
+
+/* N iterations; iteration i runs on input set i % sets, so that no iteration has the inputs of the
+ * one before: a tile that reads a buffer before this iteration wrote it (a missing wait) computes
+ * from the previous inputs. Every Kth iteration and the last are checked against the reference of
+ * their own set, with outputs and internal buffers poisoned before them. */
 static int do_soak(struct drv *d)
 {
-	long long n = d->a.soak_n, checked = 0;
-	int mismatches = 0;
-	if (upload_role(d, ARK_ROLE_INPUT) || ark_ref_run(d->m, d->buf))
-		return ARK_ERR;
+	long long n = d->a.soak_n, k = d->a.check_every, checked = 0;
+	int mismatches = 0, rc = ARK_ERR;
+	struct soak_sets ss;
+	if (soak_sets_make(d, &ss, d->a.sets))
+		goto out;
 	double t0 = now_us();
 	for (long long i = 1; i <= n; i++) {
-		int chk = i % SOAK_CHECK_EVERY == 0 || i == n;
+		int r = (int)(i % ss.n), chk = i % k == 0 || i == n;
+		if ((ss.n > 1 || i == 1) && upload_set(d, &ss, r))
+			goto out;
 		if (chk && poison_all(d))
-			return ARK_ERR;
+			goto out;
 		if (ark_session_run(d->s)) {
 			fprintf(stderr, "soak: iteration %lld of %lld failed\n", i, n);
-			return ARK_ERR;
+			goto out;
 		}
 		if (chk) {
-			char what[48];
-			snprintf(what, sizeof what, "soak iteration %lld", i);
+			char what[64];
+			snprintf(what, sizeof what, "soak iteration %lld (input set %d)", i, r);
 			if (read_outputs(d))
-				return ARK_ERR;
-			mismatches += compare(d, what, i == n);
+				goto out;
+			mismatches += compare(d, ss.ref[r], what, i == n);
 			checked++;
 		}
 	}
 	double us = now_us() - t0;
-	printf("soak: %lld iterations in %.2f s (%.1f us each, including the checks), %lld checked, %s\n", n,
-	       us * 1e-6, us / (double)n, checked, mismatches ? "MISMATCH" : "ok");
-	return mismatches ? 1 : 0;
+	printf("soak: %lld iterations in %.2f s (%.1f us each, including input uploads and checks), %d input "
+	       "sets alternating, %lld checked, %s\n", n, us * 1e-6, us / (double)n, ss.n, checked,
+	       mismatches ? "MISMATCH" : "ok");
+	rc = mismatches ? 1 : 0;
+out:
+	soak_sets_free(d, &ss);
+	return rc;
+}
+
+/* --abort-reopen: one iteration aborted by the host at about half the time an iteration takes, the
+ * session closed (every kernel must have left) and a new one opened in the same process, with the
+ * weights and inputs uploaded again: whatever the aborted iteration left (half-raised counters, DMA
+ * tickets reserved and never published, requests in flight, packets) must not reach the new one. */
+static int do_abort_reopen(struct drv *d, const struct ark_session_opts *opts)
+{
+	double best = 1e30;
+	for (int i = 0; i < 5; i++) {
+		double t0 = now_us();
+		if (ark_session_run(d->s))
+			return ARK_ERR;
+		double t = now_us() - t0;
+		best = t < best ? t : best;
+	}
+	int completed = 0;
+	if (ark_session_run_abort(d->s, best / 2, &completed))
+		return ARK_ERR;
+	printf("abort-reopen: iteration %u aborted %.1f us after its submit (%s)\n", ark_session_iterations(d->s),
+	       best / 2, completed ? "it had completed already" : "mid-iteration");
+	const char *diag = ark_session_diagnosis(d->s);
+	for (const char *p = diag; *p;) {
+		const char *e = strchr(p, '\n');
+		int len = e ? (int)(e - p) : (int)strlen(p);
+		printf("abort-reopen: | %.*s\n", len, p);
+		p += len + (e != NULL);
+	}
+	int rc = ark_session_close(d->s);
+	d->s = NULL;
+	if (rc)
+		return ARK_ERR;
+	if (ark_session_open(&d->s, d->m, opts) || upload_role(d, ARK_ROLE_WEIGHT) || upload_role(d, ARK_ROLE_INPUT))
+		return ARK_ERR;
+	printf("abort-reopen: closed; a new session opened in the same process\n");
+	return ARK_OK;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -513,12 +670,17 @@ int main(int argc, char **argv)
 	fill_random(&d, 0);
 	plan_poison(&d);
 
-	struct ark_session_opts opts = {.timeout_ms = d.a.timeout_ms, .trace = d.a.trace != NULL};
+	struct ark_session_opts opts = {.timeout_ms = d.a.timeout_ms, .trace = d.a.trace != NULL,
+					.counter_base = d.a.counter_base};
 	if (ark_session_open(&d.s, m, &opts))
 		goto fail;
 	for (int g = 0; g < m->gpus; g++)
 		printf("GPU %d: %s\n", g, ark_session_gpu_name(d.s, g));
+	if (d.a.counter_base)
+		printf("counters start at %u\n", d.a.counter_base);
 	if (upload_role(&d, ARK_ROLE_WEIGHT) || upload_role(&d, ARK_ROLE_INPUT))
+		goto fail;
+	if (d.a.abort_reopen && do_abort_reopen(&d, &opts))
 		goto fail;
 
 	int mismatch = 0;

@@ -12,6 +12,7 @@
 #include "dma.h"
 
 #define ARK_STOP_WAIT_MS 2000  /* close: time for the CTAs to leave after stop, then after abort */
+#define ARK_EARLY_RING_US 50   /* ARK_RUN_TEST_EARLY: the early ring comes this long after the first */
 #define ARK_ABORT_WAIT_MS 1000 /* watchdog: time for the CTAs to leave after abort */
 #define ARK_DIAG_MAX_SMS 32    /* SMs listed one per line in a diagnosis */
 
@@ -231,6 +232,21 @@ static int dev_alloc(int g, void **p, size_t n, const void *src)
 	return ARK_OK;
 }
 
+/* The counter array of GPU g: ARK_CTR_ITER 0 (no iteration published), the done counter and the
+ * model's counters at the base (0 but in tests that start near the 32-bit wrap). */
+static int alloc_counters(struct ark_session *s, int g)
+{
+	size_t n = ARK_CTR__FIRST + (size_t)s->m->tables[g].n_counters;
+	uint32_t *init = malloc(n * sizeof *init);
+	if (!init)
+		return ark_error("out of memory");
+	for (size_t i = 0; i < n; i++)
+		init[i] = i == ARK_CTR_ITER ? 0 : s->opts.counter_base;
+	int rc = dev_alloc(g, (void **)&s->g[g].counters, n * sizeof *init, init);
+	free(init);
+	return rc;
+}
+
 /* Streams, arena, tables, counters, trace buffer and bell of GPU g. */
 static int setup_gpu(struct ark_session *s, int g)
 {
@@ -249,8 +265,7 @@ static int setup_gpu(struct ark_session *s, int g)
 	    dev_alloc(g, (void **)&G->sm_begin, ((size_t)m->sms + 1) * sizeof *p->sm_begin, p->sm_begin) ||
 	    dev_alloc(g, (void **)&G->waits, (size_t)p->n_waits * sizeof *p->waits, p->waits) ||
 	    dev_alloc(g, (void **)&G->opp, (size_t)p->n_opp * sizeof *p->opp, p->opp) ||
-	    dev_alloc(g, (void **)&G->counters, (ARK_CTR__FIRST + (size_t)p->n_counters) * sizeof(uint32_t),
-		      NULL))
+	    alloc_counters(s, g))
 		return ARK_ERR;
 	if (s->opts.trace &&
 	    dev_alloc(g, (void **)&G->trace, 2 * (size_t)p->n_tasks * sizeof *G->trace, NULL))
@@ -335,23 +350,6 @@ static int start_dma(struct ark_session *s)
 	return ARK_OK;
 }
 
-/* Stops the dispatcher (after the kernels left: nothing more can be requested) and frees the rings. */
-static void stop_dma(struct ark_session *s)
-{
-	if (s->dma.running)
-		dma_engine_stop(&s->dma, NULL);
-	dma_cuda_destroy(s->dcuda);
-	s->dcuda = NULL;
-	for (int g = 0; g < s->m->gpus; g++) {
-		dma_cuda_ring_free(&s->rings[g]);
-		if (s->dprod[g]) {
-			cudaSetDevice(g);
-			dma_cuda_dev_prod_free(s->dprod[g]);
-			s->dprod[g] = NULL;
-		}
-	}
-}
-
 int ark_session_open(struct ark_session **sp, const struct ark_model *m, const struct ark_session_opts *opts)
 {
 	struct ark_session *s;
@@ -408,6 +406,7 @@ int ark_session_open(struct ark_session **sp, const struct ark_model *m, const s
 		a.gpu = g;
 		for (int j = 0; j < m->gpus; j++)
 			a.peer_counters[j] = peer_ok[g][j] ? s->g[j].counters : NULL;
+		a.ctr_base = s->opts.counter_base;
 		if (CUDA_FAILS(g, cudaSetDevice(g)) || CUDA_FAILS(g, cudaDeviceSynchronize()))
 			goto fail; /* uploads done before the kernel makes the device busy for good */
 		int e = m->launch(g, &a, G->loop);
@@ -429,11 +428,12 @@ fail:;
 
 /* ---- close ------------------------------------------------------------------------------------ */
 
+/* Frees GPU g's memory and streams: only once no loop kernel can reach them (its own has left). */
 static void free_gpu(struct ark_gpu *G, int g)
 {
 	cudaSetDevice(g);
 	if (G->launched)
-		cudaStreamSynchronize(G->loop);
+		cudaStreamSynchronize(G->loop); /* it has left: returns at once */
 	cudaFree(G->arena);
 	cudaFree(G->tasks);
 	cudaFree(G->sm_begin);
@@ -450,41 +450,99 @@ static void free_gpu(struct ark_gpu *G, int g)
 	cudaGetLastError();
 }
 
+/* Frees the DMA engine's backend (its streams, synchronised), rings and producer states. */
+static void free_dma(struct ark_session *s)
+{
+	dma_cuda_destroy(s->dcuda);
+	s->dcuda = NULL;
+	for (int g = 0; g < s->m->gpus; g++) {
+		dma_cuda_ring_free(&s->rings[g]);
+		if (s->dprod[g]) {
+			cudaSetDevice(g);
+			dma_cuda_dev_prod_free(s->dprod[g]);
+			s->dprod[g] = NULL;
+		}
+	}
+}
+
+/* Close with a loop kernel that did not leave (or a DMA copy that did not end): says on stderr, per
+ * GPU, what stays allocated. A running kernel reaches its own tables, bell, trace buffer and DMA ring, and every GPU's arena and
+ * counters through peer access; and cudaFree / cudaFreeHost wait for the kernels of the devices the
+ * memory is mapped into, so freeing anything of any GPU might never return. Everything stays, to
+ * the end of the process. */
+static void report_leak(const struct ark_session *s, const int *stuck)
+{
+	const struct ark_model *m = s->m;
+	for (int g = 0; g < m->gpus; g++) {
+		const struct ark_gpu *G = &s->g[g];
+		if (!G->open)
+			continue;
+		if (stuck[g])
+			fprintf(stderr, "ark: GPU %d: the loop kernel is still running (%d of %d CTAs left after stop "
+				"and abort)", g, exited(s, g), m->sms);
+		else
+			fprintf(stderr, "ark: GPU %d: its loop kernel left, but a running kernel or copy reaches its "
+				"memory", g);
+		fprintf(stderr, "; left allocated until the process ends: arena (%llu bytes), tables, counters, "
+			"%sdoorbell%s\n", (unsigned long long)m->tables[g].arena_bytes, G->trace ? "trace buffer, " : "",
+			s->use_dma ? ", DMA ring and producer state" : "");
+	}
+	if (s->use_dma)
+		fprintf(stderr, "ark: the DMA engine's dispatcher was stopped; its streams, copies still in them, "
+			"are left as they are\n");
+}
+
 int ark_session_close(struct ark_session *s)
 {
-	int rc = ARK_OK, any = 0;
+	int rc = ARK_OK, any = 0, n_stuck = 0, stuck[ARK_MAX_GPUS] = {0};
 	if (!s)
 		return ARK_OK;
 	const struct ark_model *m = s->m;
 	for (int g = 0; g < m->gpus; g++)
-		if (s->g[g].launched) {
-			bell_store(&s->g[g].bell->stop, 1);
-			any = 1;
-		}
-	if (any && !wait_finished(s, ARK_STOP_WAIT_MS)) {
+		any |= s->g[g].launched;
+	/* Every wait below is bounded (polls of the bells and of the streams, never a synchronisation),
+	 * so close returns within 2 * ARK_STOP_WAIT_MS whatever the kernels do. */
+	if (any && !s->dead) {
+		for (int g = 0; g < m->gpus; g++)
+			if (s->g[g].launched)
+				bell_store(&s->g[g].bell->stop, 1);
+	}
+	if (any && (s->dead || !wait_finished(s, ARK_STOP_WAIT_MS))) {
 		for (int g = 0; g < m->gpus; g++)
 			if (s->g[g].launched)
 				bell_store(&s->g[g].bell->abort, 1);
 		wait_finished(s, ARK_STOP_WAIT_MS);
 	}
-	for (int g = 0; g < m->gpus; g++) {
-		if (!s->g[g].open)
-			continue;
-		if (!gpu_finished(s, g)) {
-			/* Still running after stop and abort (stuck inside a tile): freeing would wait for
-			 * it forever. Leave its memory to the end of the process. */
-			rc = ark_error("GPU %d: the loop kernel did not stop (%u of %d CTAs left); its memory is "
-				       "released when the process ends", g, exited(s, g), m->sms);
-			continue;
+	for (int g = 0; g < m->gpus; g++)
+		if (s->g[g].open && !gpu_finished(s, g)) {
+			stuck[g] = 1;
+			n_stuck++;
 		}
-		if (s->use_dma) { /* the DMA engine may still be copying into this arena: drain it first */
-			stop_dma(s);
-			s->use_dma = 0;
-		}
-		free_gpu(&s->g[g], g);
+	/* The dispatcher is a host thread: stopping it hands the published requests to the backend (it
+	 * enqueues, it never waits for a copy) and joins it. Its copies must end before the arenas go;
+	 * one that does not (a dead link) is waited for as long as a kernel, then left like one. */
+	if (s->use_dma && s->dma.running)
+		dma_engine_stop(&s->dma, NULL);
+	int dma_busy = !n_stuck && s->dcuda && !dma_cuda_wait_idle(s->dcuda, ARK_STOP_WAIT_MS);
+	if (n_stuck || dma_busy) {
+		report_leak(s, stuck);
+		for (int g = 0; g < m->gpus && !dma_busy; g++)
+			if (stuck[g]) {
+				rc = ark_error("GPU %d: the loop kernel did not stop (%d of %d CTAs left); nothing was "
+					       "freed, its memory and that of every GPU it reaches stay allocated until "
+					       "the process ends", g, exited(s, g), m->sms);
+				break;
+			}
+		if (dma_busy)
+			rc = ark_error("the DMA engine's copies did not finish within %d ms; nothing was freed, the "
+				       "arenas they copy into stay allocated until the process ends", ARK_STOP_WAIT_MS);
+	} else {
+		if (s->use_dma) /* after the kernels and the dispatcher, before the arenas it copies into */
+			free_dma(s);
+		for (int g = 0; g < m->gpus; g++)
+			if (s->g[g].open)
+				free_gpu(&s->g[g], g);
 	}
-	if (s->use_dma)
-		stop_dma(s);
 	free(s->diag);
 	free(s);
 	return rc;
@@ -613,16 +671,30 @@ static void diagnose_gpu(FILE *f, struct ark_session *s, int g, uint32_t iter)
 			d->want, d->seen);
 		if (w)
 			fprintf(f, " (%d of the %u signals it needs in iteration %u)",
-				(int)(d->seen - (d->iter - 1) * w->per_iter), w->need, d->iter);
+				(int)(d->seen - s->opts.counter_base - (d->iter - 1) * w->per_iter), w->need, d->iter);
 		fputc('\n', f);
 		shown++;
 	}
 	if (hidden)
 		fprintf(f, "  GPU %d: %d more SMs wait on counters\n", g, hidden);
+	for (int sm = 0; sm < m->sms; sm++) {
+		const struct ark_bell_sm *d = &b->sm[sm];
+		if (d->where == ARK_WHERE_PACKETS) {
+			ark_task_label(m, g, (int)d->task, label, sizeof label);
+			fprintf(f, "  GPU %d SM %d: task %u (%s) was polling packets of iteration %u\n", g, sm, d->task,
+				label, d->iter);
+		}
+	}
 	const struct ark_bell_sm *d0 = &b->sm[0];
 	if (d0->where == ARK_WHERE_SUBMIT)
 		fprintf(f, "  GPU %d SM 0: waits for the host to submit iteration %u (bell has %u)\n", g,
 			d0->want, d0->seen);
+	if (d0->where == ARK_WHERE_DONE)
+		fprintf(f, "  GPU %d SM 0: waits for every SM to finish iteration %u (%u of %d done)\n", g,
+			d0->iter, d0->seen - s->opts.counter_base - (d0->iter - 1) * (uint32_t)m->sms, m->sms);
+	if (d0->where == ARK_WHERE_BAD_SUBMIT)
+		fprintf(f, "  GPU %d SM 0: after iteration %u the host submitted iteration %u, not %u\n", g, d0->iter,
+			d0->seen, d0->want);
 	char list[ARK_MAX_SMS * 6];
 	if (list_sms(list, sizeof list, b, m->sms, ARK_WHERE_ITER, 1, iter))
 		fprintf(f, "  GPU %d SMs that finished iteration %u: %s\n", g, iter, list);
@@ -661,8 +733,9 @@ static int abort_and_diagnose(struct ark_session *s, uint32_t iter, const char *
 	return ark_error("%s", text);
 }
 
-/* A GPU whose loop kernel raised its own abort flag (a task it could not run), or -1. The host sets
- * the flag only in abort_and_diagnose and on close, after which no iteration runs. */
+/* A GPU whose loop kernel raised its own abort flag (a task it could not run, a submit out of
+ * order), or -1. The host sets the flag only in abort_and_diagnose and on close, after which no
+ * iteration runs. */
 static int device_abort(const struct ark_session *s)
 {
 	for (int g = 0; g < s->m->gpus; g++)
@@ -671,20 +744,33 @@ static int device_abort(const struct ark_session *s)
 	return -1;
 }
 
-int ark_session_run_ex(struct ark_session *s, unsigned flags)
+/* Why GPU g's kernel raised its abort flag, for the headline. */
+static void device_abort_why(const struct ark_session *s, int g, uint32_t iter, char *buf, size_t size)
+{
+	const struct ark_bell_sm *d0 = &s->g[g].bell->sm[0];
+	if (bell_load(&d0->where) == ARK_WHERE_BAD_SUBMIT)
+		snprintf(buf, size, "iteration %u: GPU %d's loop kernel was submitted iteration %u after %u (the "
+			 "host skipped one)", iter, g, d0->seen, d0->iter);
+	else
+		snprintf(buf, size, "iteration %u: GPU %d met a task it cannot run", iter, g);
+}
+
+static void ring(struct ark_session *s, uint32_t word)
+{
+	for (int g = 0; g < s->m->gpus; g++)
+		bell_store(&s->g[g].bell->submit, word);
+}
+
+static void spin_us(double us)
+{
+	for (double until = now_ms() + us * 1e-3; now_ms() < until;)
+		;
+}
+
+/* Waits until every GPU completed iteration `iter`, under the watchdog. */
+static int wait_complete(struct ark_session *s, uint32_t iter)
 {
 	const struct ark_model *m = s->m;
-	if (s->dead)
-		return ark_error("the loop kernels were aborted: close the session");
-	if (s->iter + 1 >= ARK_ITER_LIMIT)
-		return ark_error("iteration limit reached: open a new session");
-	int empty = (flags & ARK_RUN_EMPTY) != 0;
-	int trace = !empty && (flags & ARK_RUN_TRACE) && s->opts.trace;
-	uint32_t iter = ++s->iter;
-	uint32_t word = iter | (trace ? ARK_SUBMIT_TRACE : 0) | (empty ? ARK_SUBMIT_EMPTY : 0);
-
-	for (int g = 0; g < m->gpus; g++)
-		bell_store(&s->g[g].bell->submit, word);
 	double t0 = now_ms(), last_query = t0;
 	for (int g = 0; g < m->gpus; g++) {
 		const uint32_t *c = &s->g[g].bell->complete;
@@ -705,7 +791,7 @@ int ark_session_run_ex(struct ark_session *s, unsigned flags)
 				cudaError_t e = cudaStreamQuery(s->g[g].loop);
 				int by = device_abort(s); /* after the query: a kernel that aborted set it before it ended */
 				if (by >= 0) {
-					snprintf(why, sizeof why, "iteration %u: GPU %d met a task it cannot run", iter, by);
+					device_abort_why(s, by, iter, why, sizeof why);
 					return abort_and_diagnose(s, iter, why);
 				}
 				if (e != cudaErrorNotReady && bell_load(c) != iter) {
@@ -723,12 +809,56 @@ int ark_session_run_ex(struct ark_session *s, unsigned flags)
 			}
 		}
 	}
+	return ARK_OK;
+}
+
+int ark_session_run_ex(struct ark_session *s, unsigned flags)
+{
+	if (s->dead)
+		return ark_error("the loop kernels were aborted: close the session");
+	if (s->iter + 3 >= ARK_ITER_LIMIT)
+		return ark_error("iteration limit reached: open a new session");
+	int empty = (flags & ARK_RUN_EMPTY) != 0;
+	int trace = !empty && (flags & ARK_RUN_TRACE) && s->opts.trace;
+	uint32_t iter = ++s->iter;
+	uint32_t word = (trace ? ARK_SUBMIT_TRACE : 0) | (empty ? ARK_SUBMIT_EMPTY : 0);
+
+	if (flags & ARK_RUN_TEST_SKIP)
+		iter = ++s->iter;
+	ring(s, iter | word);
+	if (flags & ARK_RUN_TEST_EARLY) { /* a host bug on purpose: i + 1 while i may still run */
+		spin_us(ARK_EARLY_RING_US);
+		iter = ++s->iter;
+		ring(s, iter | word);
+	}
+	if (wait_complete(s, iter))
+		return ARK_ERR;
 	if (s->use_dma && __atomic_load_n(&s->dma.failed, __ATOMIC_ACQUIRE)) {
 		s->dead = 1;
 		return ark_error("iteration %u: the DMA engine failed: %s", iter, dma_engine_last_error(&s->dma));
 	}
 	if (!empty)
 		s->traced = trace;
+	return ARK_OK;
+}
+
+int ark_session_run_abort(struct ark_session *s, double us, int *completed)
+{
+	*completed = 0;
+	if (s->dead)
+		return ark_error("the loop kernels were aborted: close the session");
+	uint32_t iter = ++s->iter;
+	char why[160];
+	ring(s, iter);
+	spin_us(us);
+	*completed = 1;
+	for (int g = 0; g < s->m->gpus; g++)
+		*completed &= bell_load(&s->g[g].bell->complete) == iter;
+	snprintf(why, sizeof why, "iteration %u aborted by the host %.0f us after its submit", iter, us);
+	abort_and_diagnose(s, iter, why);
+	for (int g = 0; g < s->m->gpus; g++)
+		if (!gpu_finished(s, g))
+			return ark_error("%s; GPU %d's loop kernel did not leave", why, g);
 	return ARK_OK;
 }
 

@@ -2,7 +2,8 @@
 # gpu-bundle.sh [DIR]: builds, on a machine with nvcc but perhaps no GPU, everything the GPU suite
 # runs into DIR (default .devcarry), with the shared libraries they need, to be run by gpu-suite.sh:
 # the generated binaries of every model in models/ and tests/models/, with counters and with grid
-# barriers (DIR/gen/NAME_SYNC, with the schedule as NAME_SYNC.json), the GPU tests, and the benchmark
+# barriers (DIR/gen/NAME_SYNC, with the schedule as NAME_SYNC.json), the binaries of tests/gpu_stale.sh
+# (DIR/stale: mlp and splitk_chain, also built with -DARK_JITTER), the GPU tests, and the benchmark
 # programs, and bench/allreduce.sh's models on 2 GPUs (DIR/ar: default algorithm, DIR/ar2ph: two-phase,
 # DIR/arst: one-shot with stores and flags instead of packets, up to 1 MiB).
 # MULTI_ONLY=1 leaves out the single-GPU models and tests; SINGLE_ONLY=1 the multi-GPU models and
@@ -39,6 +40,10 @@ for m in models/*.cfg tests/models/*.cfg; do
 done
 wait
 ls "$D"/gen/*.nvcc.log >/dev/null 2>&1 && { echo "gpu-bundle: an nvcc job failed" >&2; exit 1; }
+if [ "${MULTI_ONLY:-0}" != 1 ]; then
+	ARKGEN="$B/arkgen" NVCC="$NVCC" tests/gpu_stale.sh --build "$D/stale"
+	rm -f "$D"/stale/*.cu
+fi
 if [ "${SINGLE_ONLY:-0}" != 1 ]; then
 ARKGEN="$B/arkgen" NVCC="$NVCC" tests/gpu_comm.sh --build "$D/gen-multi"
 rm -f "$D"/gen-multi/*.cu
@@ -48,6 +53,7 @@ ARKGEN="$B/arkgen" NVCC="$NVCC" ARKGEN_FLAGS="--ll-max 0" SIZES="4096 65536 2621
 	sh bench/allreduce.sh --build "$D/arst" 2
 fi
 cp tests/gpu_comm.sh "$D/"
+[ "${MULTI_ONLY:-0}" = 1 ] || cp tests/gpu_stale.sh "$D/tests/"
 for t in "$B"/tests/gpu_*; do
 	[ "${MULTI_ONLY:-0}" = 1 ] && break
 	case "$t" in *.d) continue ;; esac
@@ -56,5 +62,5 @@ done
 for t in "$B"/bench/bench_comm "$B"/bench/bench_nccl "$B"/bench/stream_probe; do
 	[ -x "$t" ] && cp "$t" "$D/bench/"
 done
-strip "$D"/gen/*_counters "$D"/gen/*_barrier "$D"/gen-multi/* "$D"/ar*/ar?_* "$D"/tests/* "$D"/bench/* 2>/dev/null || true
+strip "$D"/gen/*_counters "$D"/gen/*_barrier "$D"/stale/mlp* "$D"/stale/splitk_chain* "$D"/gen-multi/* "$D"/ar*/ar?_* "$D"/tests/* "$D"/bench/* 2>/dev/null || true
 du -sh "$D"

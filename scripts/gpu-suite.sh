@@ -1,7 +1,11 @@
 #!/bin/sh
 # gpu-suite.sh [DIR]: on the GPU machine, runs every GPU test and benchmark of a bundle made by
 # gpu-bundle.sh, writing logs to $OUT (default ./gpu-out) and a summary table last.
+# SOAK_N (default 100000): iterations of the soak of tests/models/splitk_chain.cfg (split-K and an
+# elementwise chain; input sets alternating, buffers poisoned, every 1000th checked, counters from
+# 2^32 - 4096); SOAK_N=1000000 for the long soak. SOAK (default 100000): tests/gpu_stale.sh's soaks.
 set -u
+SOAK_N=${SOAK_N:-100000}
 D=${1:-.devcarry}
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
@@ -25,8 +29,18 @@ for b in mlp_counters chain64_counters; do
 	timeout 60 "$D/gen/$b" --bench-empty 1000 > "$OUT/empty_$b.log" 2>&1
 	echo "$b: $(grep -iE 'median|error' "$OUT/empty_$b.log" | tr '\n' ' ' | cut -c1-300)"
 done
-echo "== soak: 100000 iterations"
+echo "== soak: 100000 iterations of mlp, 2 input sets alternating, every 1000th checked"
 timeout 300 "$D/gen/mlp_counters" --iterations 100000 > "$OUT/soak.log" 2>&1; echo "soak exit $?: $(tail -3 "$OUT/soak.log" | tr '\n' ' ')"
+echo "== soak: $SOAK_N iterations of splitk_chain (split-K, a chain), every 1000th checked, counters from 2^32 - 4096"
+timeout $((SOAK_N / 1000 + 300)) "$D/gen/splitk_chain_counters" --iterations "$SOAK_N" --counter-base 0xfffff000 --timeout 10000 \
+	> "$OUT/soak_splitk_chain.log" 2>&1
+echo "soak splitk_chain exit $?: $(grep -E '^soak|MISMATCH|error' "$OUT/soak_splitk_chain.log" | tail -3 | tr '\n' ' ')"
+echo "== jitter builds (-DARK_JITTER: random delays before every tile and signal): --check"
+for b in "$D"/stale/*_jitter; do
+	[ -x "$b" ] || continue
+	timeout 120 "$b" --check --counter-base 0xfffffffe > "$OUT/check_$(basename "$b").log" 2>&1; rc=$?
+	echo "$(basename "$b"): check exit $rc: $(grep -E 'rel err|MISMATCH|error' "$OUT/check_$(basename "$b").log" | tr '\n' ' ' | cut -c1-300)"
+done
 echo "== trace"
 "$D/gen/mlp_counters" --trace "$OUT/mlp_trace.json" > "$OUT/trace.log" 2>&1; echo "trace exit $?: $(wc -c < "$OUT/mlp_trace.json") bytes"
 echo "== compute-sanitizer"

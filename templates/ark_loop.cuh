@@ -23,6 +23,54 @@
 
 extern __shared__ __align__(128) char ark_smem[];
 
+/* ---- test builds only --------------------------------------------------------------------------
+ * ARK_JITTER (nvcc -DARK_JITTER, optionally -DARK_JITTER_NS=N, default 2000): every thread sleeps a
+ * pseudo-random 0..N ns before each tile, and thread 0 again before each signal, so that the order
+ * in which SMs and warps reach their loads and stores changes from run to run; a missing wait then
+ * shows up as a mismatch instead of hiding behind a stable timing. The normal build compiles the
+ * points to nothing. */
+#ifdef ARK_JITTER
+#ifndef ARK_JITTER_NS
+#define ARK_JITTER_NS 2000
+#endif
+static __device__ __forceinline__ void ark_jitter(uint32_t salt)
+{
+	uint32_t x = (uint32_t)ark_globaltimer() ^ (salt * 0x9e3779b9u) ^ (blockIdx.x << 20) ^ threadIdx.x;
+	x ^= x >> 16; /* a 32-bit mix (lowbias32): neighbouring threads get unrelated delays */
+	x *= 0x7feb352du;
+	x ^= x >> 15;
+	x *= 0x846ca68bu;
+	x ^= x >> 16;
+	__nanosleep(x % (ARK_JITTER_NS + 1u));
+}
+#define ARK_JITTER_AT(salt) ark_jitter(salt)
+#else
+#define ARK_JITTER_AT(salt) ((void)0)
+#endif
+
+/* ARK_TEST_HOOKS (tests/gpu_hooks.cu): faults on demand, set with cudaMemcpyToSymbol before the
+ * session launches the kernel. Thread 0 calls the hook after a task's waits: the task of vCTA
+ * hang_vcta never leaves, deaf to the abort flag (a stuck tile); the task of vCTA slow_vcta sleeps
+ * slow_us in the slow_run-th non-empty iteration. */
+#ifdef ARK_TEST_HOOKS
+struct ark_test_hooks {
+	uint32_t hang_vcta, slow_vcta, slow_run, slow_us;
+};
+static __device__ struct ark_test_hooks ark_test_hook = {~0u, ~0u, 0, 0};
+static __device__ void ark_test_task(const struct ark_task &t, uint32_t run)
+{
+	const volatile struct ark_test_hooks *h = &ark_test_hook;
+	while (t.vcta == h->hang_vcta)
+		__nanosleep(1000);
+	if (t.vcta == h->slow_vcta && run == h->slow_run)
+		for (unsigned long long end = ark_globaltimer() + 1000ull * h->slow_us; ark_globaltimer() < end;)
+			__nanosleep(1000);
+}
+#define ARK_TEST_TASK(t, run) ark_test_task(t, run)
+#else
+#define ARK_TEST_TASK(t, run) ((void)0)
+#endif
+
 /* ---- thread 0's waits ------------------------------------------------------------------------- */
 
 /* Records where this CTA was when it saw the abort flag. */
@@ -67,27 +115,40 @@ static __device__ int ark_wait_counter(const struct ark_kargs &a, uint32_t c, ui
 	}
 }
 
-/* SM 0: waits for the host's next submit (or stop, or abort) and publishes it to the other SMs.
- * Returns the published word. */
+/* SM 0: waits until every SM finished iteration `iter`, then for the host's next submit (or stop, or
+ * abort), and publishes it to the other SMs. Returns the published word.
+ *
+ * The wait on the done counter is what keeps iterations apart on the GPU: a host that rings i + 1
+ * before i completed (a host bug) gets i + 1 started only once every SM left i, never a mix of the
+ * two. It costs nothing on the latency path: the host rings i + 1 only after it saw `complete`, which
+ * the last SM stores after its add to the done counter, so SM 0 sees that add (one L2 round trip)
+ * long before the next submit can cross PCIe twice; measured with --bench-empty. A submit that skips
+ * an iteration is the other host bug the kernel can see: it would break every counter target, so SM
+ * 0 records it (ARK_WHERE_BAD_SUBMIT) and raises the abort. Both checks are compares of registers
+ * once the word is read. */
 static __device__ uint32_t ark_wait_submit(const struct ark_kargs &a, uint32_t iter)
 {
-	for (uint32_t spins = 1;; spins++) {
+	uint32_t out = 0;
+	if (ark_wait_counter(a, ARK_CTR_DONE, a.ctr_base + iter * (uint32_t)gridDim.x, ARK_WHERE_DONE, iter, 0))
+		out = ARK_ITER_ABORT;
+	for (uint32_t spins = 1; !out; spins++) {
 		uint64_t w = ark_ld_acquire_sys_u64(&a.bell->submit); /* submit | stop << 32 */
 		uint32_t sub = (uint32_t)w, stop = (uint32_t)(w >> 32);
-		uint32_t out = 0;
 		if (stop)
 			out = ARK_ITER_STOP;
-		else if ((sub & ARK_ITER_MASK) != iter)
+		else if ((sub & ARK_ITER_MASK) == iter + 1)
 			out = sub;
-		else if (spins % ARK_SUBMIT_ABORT_EVERY == 0 && ark_ld_relaxed_sys(&a.bell->abort)) {
+		else if ((sub & ARK_ITER_MASK) != iter) {
+			ark_diag(a.bell, 0, ARK_WHERE_BAD_SUBMIT, iter, 0, 0, iter + 1, sub & ARK_ITER_MASK);
+			ark_st_release_sys(&a.bell->abort, 1);
+			out = ARK_ITER_ABORT;
+		} else if (spins % ARK_SUBMIT_ABORT_EVERY == 0 && ark_ld_relaxed_sys(&a.bell->abort)) {
 			ark_diag(a.bell, 0, ARK_WHERE_SUBMIT, iter, 0, 0, iter + 1, sub);
 			out = ARK_ITER_ABORT;
 		}
-		if (out) {
-			ark_st_release_gpu(a.counters + ARK_CTR_ITER, out);
-			return out;
-		}
 	}
+	ark_st_release_gpu(a.counters + ARK_CTR_ITER, out);
+	return out;
 }
 
 /* Other SMs: wait for SM 0 to publish an iteration other than `iter`. Returns the word. */
@@ -111,7 +172,7 @@ static __device__ int ark_wait_task(const struct ark_kargs &a, const struct ark_
 {
 	for (uint32_t k = 0; k < t.n_wait; k++) {
 		const struct ark_wait w = a.waits[t.wait0 + k];
-		uint32_t want = (run - 1) * w.per_iter + w.need;
+		uint32_t want = a.ctr_base + (run - 1) * w.per_iter + w.need;
 		if (ark_wait_counter(a, w.counter, want, ARK_WHERE_COUNTER, run, ti, w.sys))
 			return 1;
 	}
@@ -123,6 +184,7 @@ static __device__ int ark_wait_task(const struct ark_kargs &a, const struct ark_
 static __device__ __forceinline__ void ark_signal(const struct ark_kargs &a, int32_t counter)
 {
 	if (counter >= 0) {
+		ARK_JITTER_AT(counter);
 		__threadfence();
 		ark_red_release_gpu_add(a.counters + counter, 1);
 	}
@@ -134,6 +196,7 @@ static __device__ __forceinline__ void ark_signal(const struct ark_kargs &a, int
 static __device__ __forceinline__ void ark_signal_peer(const struct ark_kargs &a, int32_t counter, uint32_t sig_peer)
 {
 	if (counter >= 0) {
+		ARK_JITTER_AT(counter);
 		__threadfence_system();
 		ark_red_release_sys_add(a.peer_counters[sig_peer - 1] + counter, 1);
 	}
@@ -161,7 +224,7 @@ static __device__ int ark_dma_send(const struct ark_kargs &a, const struct ark_t
 	q.dst_off = p.out + t.k0 * es;
 	q.bytes = bytes;
 	q.flag_index = (uint32_t)t.signal;
-	q.flag_value = run * chunks;
+	q.flag_value = a.ctr_base + run * chunks;
 	q.src_flag_index = 0;
 	q.src_flag_value = 0;
 	q.pad[0] = q.pad[1] = 0;
@@ -175,6 +238,7 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 	__shared__ struct ark_task s_task[2]; /* the current task's descriptor and the next one */
 	__shared__ uint32_t s_word;           /* iteration word, broadcast by thread 0 */
 	__shared__ int s_leave;               /* thread 0 saw the abort flag */
+	__shared__ int s_ll_abort;            /* a packet sum returned on abort: leave without its signal */
 	const int tid = threadIdx.x, sm = blockIdx.x;
 	const uint32_t beg = a.sm_begin[sm], end = a.sm_begin[sm + 1];
 	uint32_t iter = 0, run = 0; /* iterations seen; non-empty ones (the counters' iterations) */
@@ -218,6 +282,7 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 				if (cur.tmpl == ARK_T_BARRIER) /* grid barrier: arrive, then wait for the level */
 					ark_signal(a, cur.signal);
 				s_leave = ark_wait_task(a, cur, i, run);
+				ARK_TEST_TASK(cur, run);
 				if (i + 1 < lend)
 					s_task[(i + 1 - beg) & 1] = nxt;
 			}
@@ -228,6 +293,7 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 			}
 			if (tid == 0 && trace)
 				trace[2 * i] = ark_globaltimer();
+			ARK_JITTER_AT(i);
 			const bool ran = ark_tile(a.opp[cur.opp], cur, env); /* the same for every thread */
 			__syncthreads();
 			if (!ran) {
@@ -235,6 +301,18 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 					ark_diag_bad_tile(a, run, i, cur.tmpl, a.opp[cur.opp].dtype);
 				aborted = 1;
 				break;
+			}
+			if (cur.tmpl == ARK_T_SUM_LL) { /* its polls return early on abort: then no signal */
+				if (tid == 0) {
+					s_ll_abort = ark_ld_relaxed_sys(&a.bell->abort) != 0;
+					if (s_ll_abort)
+						ark_diag(a.bell, sm, ARK_WHERE_PACKETS, run, i, 0, 0, 0);
+				}
+				__syncthreads();
+				if (s_ll_abort) {
+					aborted = 1;
+					break;
+				}
 			}
 			if (tid == 0) {
 				if (trace) /* before the signal: a consumer starts no earlier than this */
@@ -254,7 +332,8 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 		 * acq_rel add follows every other SM's release add, so all their writes are visible to it). */
 		if (tid == 0) {
 			__threadfence();
-			if (ark_atom_acq_rel_gpu_add(a.counters + ARK_CTR_DONE, 1) == iter * (uint32_t)gridDim.x - 1)
+			if (ark_atom_acq_rel_gpu_add(a.counters + ARK_CTR_DONE, 1) ==
+			    a.ctr_base + iter * (uint32_t)gridDim.x - 1)
 				ark_st_release_sys(&a.bell->complete, iter);
 		}
 	}

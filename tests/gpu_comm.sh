@@ -116,7 +116,7 @@ else
 	build_all "$bin" || { echo "1..1"; echo "not ok 1 - build of the models"; exit 1; }
 fi
 
-echo "1..13"
+echo "1..16"
 i=0
 run() { # description, needed GPUs, command...
 	what=$1 need=$2
@@ -144,6 +144,11 @@ for tr in dma p2p; do
 	run "comm2_${tr}_2ph --check (two-phase all_reduce)" 2 "$bin/comm2_${tr}_2ph" --check --timeout 10000
 done
 run "comm2_p2p_ll --check (all_reduce in packets up to 1 MiB)" 2 "$bin/comm2_p2p_ll" --check --timeout 10000
+# an iteration aborted half-way with DMA requests or packets in flight, then a new session in the
+# same process; counters that wrap in the first iteration
+run "comm2_dma --abort-reopen --check (DMA rings and tickets of a new session)" 2 "$bin/comm2_dma" --abort-reopen --check --timeout 10000
+run "comm2_p2p_ll --abort-reopen --check (packets of a new session)" 2 "$bin/comm2_p2p_ll" --abort-reopen --check --timeout 10000
+run "mlp_tp2 --check, counters from 2^32 - 2" 2 "$bin/mlp_tp2" --check --counter-base 0xfffffffe
 for n in 2 4; do
 	run "mlp_tp$n --check" $n "$bin/mlp_tp$n" --check
 	run "mlp_tp$n --iterations $SOAK" $n "$bin/mlp_tp$n" --iterations "$SOAK"
