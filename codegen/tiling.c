@@ -122,6 +122,7 @@ void tiling_dag(const struct tiling *s, struct part_dag *dag)
 		.tc = s->tc,
 		.lat_us = s->lat_us,
 		.group = s->group,
+		.sm_gbps = s->sm_gbps,
 	};
 }
 
@@ -181,6 +182,7 @@ void tiling_free(struct tiling *s)
 	free(s->lat_us);
 	free(s->tc);
 	free(s->group);
+	free(s->sm_gbps);
 	free(s->comm);
 	memset(s, 0, sizeof *s);
 }
