@@ -602,11 +602,11 @@ struct calib_table *calib_parse(const char *file, const char *text)
 	free(buf);
 	for (int h = 0; h < H__COUNT; h++)
 		if (!p.seen_line[h]) {
-			diag_error(file, p.line, "the table has no '%s' line", header_name[h]);
+			diag_error(file, 0, "the table has no '%s' line", header_name[h]);
 			p.errors++;
 		}
 	if (!p.errors && t->n_points == 0) {
-		diag_error(file, p.line, "the table has no measured point");
+		diag_error(file, 0, "the table has no measured point");
 		p.errors++;
 	}
 	if (p.errors) {
