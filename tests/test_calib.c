@@ -293,5 +293,6 @@ int main(void)
 		cmocka_unit_test(test_interpolation), cmocka_unit_test(test_builtin),
 		cmocka_unit_test(test_compile), cmocka_unit_test(test_contention),
 	};
+	cmocka_set_message_output(CM_OUTPUT_TAP);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
