@@ -49,7 +49,10 @@ GPU_TEST_SRC := $(wildcard tests/gpu_*.cu)
 BENCH_SRC   := $(wildcard bench/*.c)
 
 obj = $(patsubst %.c,$(B)/obj/%.o,$(1))
-CODEGEN_OBJ := $(call obj,$(CODEGEN_SRC))
+# The calibration tables built into arkgen (codegen/calib.c): bench/calib/NAME.txt as C strings.
+CALIB_TABLES := $(sort $(wildcard bench/calib/*.txt))
+CALIB_GEN   := $(B)/gen/calib_tables.c
+CODEGEN_OBJ := $(call obj,$(CODEGEN_SRC) $(CALIB_GEN))
 PART_OBJ    := $(call obj,$(PART_SRC))
 RT_OBJ      := $(call obj,$(RT_SRC))
 RT_HOST_OBJ := $(call obj,$(RT_HOST_SRC))
@@ -72,6 +75,10 @@ $(B)/obj/%.o: %.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(call obj,runtime/session.c dma/cuda_backend.c): CPPFLAGS += -I$(CUDA_HOME)/include
+
+$(CALIB_GEN): $(CALIB_TABLES) scripts/embed-calib.sh
+	@mkdir -p $(dir $@)
+	scripts/embed-calib.sh $(CALIB_TABLES) > $@.tmp && mv $@.tmp $@
 
 $(B)/libcodegen.a: $(CODEGEN_OBJ)
 	@rm -f $@; ar rcs $@ $^
@@ -110,10 +117,11 @@ test: deps all $(TESTS) $(GPU_TESTS)
 
 bench: deps all $(BENCHES)
 
-# Golden files of the emitter, regenerated only on request.
+# Golden files of the emitter, regenerated only on request; with the analytic costs, so that a new
+# calibration table changes no golden file (tests/models.sh and tests/tables.sh compare the same way).
 GOLDEN := mlp chain64 comm2
 golden: $(B)/arkgen
-	@for m in $(GOLDEN); do $(B)/arkgen models/$$m.cfg -o tests/golden/$$m.cu > /dev/null || exit 1; done
+	@for m in $(GOLDEN); do $(B)/arkgen --gpu analytic models/$$m.cfg -o tests/golden/$$m.cu > /dev/null || exit 1; done
 
 # Coverage-guided fuzzing (libFuzzer), FUZZ_SECONDS for each target: the front end, seeded with
 # models/, then the safetensors reader, which seeds its own corpus folder. Undefined behaviour stops it.

@@ -33,17 +33,20 @@ struct arkgen_options {
 	long long p2p_max;     /* transport "auto": transfers up to this many bytes by p2p, DMA above */
 	long long oneshot_max; /* all_reduce: one-shot up to this many bytes per GPU; ARK_ONESHOT_MAX_AUTO */
 	long long ll_max;      /* one-shot all_reduce by p2p: packets up to this many bytes per GPU */
+	const struct calib_table *calib; /* measured costs of the tiles and the protocol (calib.h), NULL:
+					  * the analytic model; the caller keeps it alive */
 	enum arkgen_pass until; /* the last pass to run (arkgen_options_default: every pass) */
 };
 
 #define ARKGEN_SMS_DEFAULT 132     /* H100, H200 */
 #define ARKGEN_SMEM_DEFAULT 131072
 
-/* The defaults of the command line (arkgen --help). */
+/* The defaults of the command line (arkgen --help); calib: calib_default(). */
 struct arkgen_options arkgen_options_default(void);
 
 struct arkgen_result {
 	struct arkgen_options opt;    /* as compiled */
+	struct part_gpu gpu;          /* the machine the costs and the simulator assume */
 	enum arkgen_pass done;        /* the last pass that completed */
 	struct graph graph;           /* the tiler appends internal tensors (workspaces, staging) to it */
 	int n_model_tensors;          /* tensors of the checked model: graph.tensors[0 .. n_model_tensors) */

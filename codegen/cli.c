@@ -3,6 +3,7 @@
  * text; getopt's array, --help, the checks with their messages and the generated header's options
  * line all derive from that table. */
 #include "cli.h"
+#include "calib.h"
 #include "diag.h"
 
 #include <errno.h>
@@ -39,6 +40,7 @@ struct option_def {
 	int n_names;
 	const char *all;            /* ARG_CHOICE: one more name, value -1 (NULL: none) */
 	int (*action)(void);        /* ARG_ACTION: its exit status */
+	void (*more)(FILE *f);      /* --help: lines printed after the help text, NULL: none */
 	size_t at;                  /* where it is stored: offset in struct cli */
 	enum shape shape;
 	const char *help;           /* --help: lines after the first are indented under it */
@@ -58,6 +60,7 @@ static const struct {
 static const char *const sync_names[] = {"counters", "barrier"};
 
 static int print_help(void);
+static void builtin_tables(FILE *f);
 static int print_version(void);
 static int print_nvcc_flags(void);
 static int smem_need(void);
@@ -99,6 +102,11 @@ static const struct option_def options[] = {
 		  "8-byte packets that carry their own flag (4 data bytes each; no fence and\n"
 		  "no separate flag), polled by the sums (default " STR(ARK_LL_MAX_DEFAULT) ": off, measured\n"
 		  "slower than stores on 2 H200s)" },
+	{ "gpu", 0, ARG_PATH, "NAME|FILE", .at = AT(gpu), .more = builtin_tables,
+	  .help = "the costs of the tiles and of the loop kernel's protocol, as bench/calibrate\n"
+		  "measured them on a GPU: a table built in by NAME, a table FILE, or\n"
+		  "'analytic' for the analytic model. Default: h100 when its table is\n"
+		  "measured, else analytic. The report says which costs it used" },
 	{ "schedule", 0, ARG_PATH, "FILE", .at = AT(schedule),
 	  .help = "write the schedule (vCTAs, SMs, waits, prediction) as JSON ('-': stdout)" },
 	{ "dot-vctas", 0, ARG_PATH, "FILE", .at = AT(dot_vctas),
@@ -163,6 +171,8 @@ static void usage_option(FILE *f, const struct option_def *d)
 		p = nl + 1;
 		fprintf(f, "%*s", HELP_COLUMN, "");
 	}
+	if (d->more)
+		d->more(f);
 	if (d->arg == ARG_DUMPS)
 		for (size_t i = 0; i < sizeof dump_letters / sizeof dump_letters[0]; i++)
 			fprintf(f, "%*s-d%c  %s\n", HELP_COLUMN + 2, "", dump_letters[i].letter, dump_letters[i].what);
@@ -192,6 +202,19 @@ static void usage(FILE *f)
 static int smem_need(void)
 {
 	return tmpl_smem_need(arkgen_options_default().threads, NULL);
+}
+
+/* --gpu's built-in tables, one line each. */
+static void builtin_tables(FILE *f)
+{
+	for (const char *const *n = calib_builtin_names(); *n; n++) {
+		const struct calib_table *t = calib_builtin(*n);
+		fprintf(f, "%*s%-6s %s, %d SMs, ", HELP_COLUMN + 2, "", *n, t->gpu, t->sms);
+		if (t->measured)
+			fprintf(f, "measured %s\n", t->date);
+		else
+			fprintf(f, "uncalibrated: generated from the analytic model\n");
+	}
 }
 
 static int print_help(void)

@@ -16,6 +16,7 @@ struct cli {
 	const char *dot;       /* --dot: Graphviz file of the op graph, "-" for stdout */
 	const char *schedule;  /* --schedule: JSON file of the schedule */
 	const char *dot_vctas; /* --dot-vctas: Graphviz file of the vCTA graph */
+	const char *gpu;       /* --gpu: a built-in calibration table's name, a table file, "analytic" */
 	char dumps[16];        /* -d letters: G = checked graph, T = vCTAs, P = placement */
 	char shaping[256];     /* the options that shape the generated code, for its header */
 };

@@ -4,6 +4,7 @@
 
 #include "arkgen.h"
 #include "diag.h"
+#include "calib.h"
 
 struct arkgen_options arkgen_options_default(void)
 {
@@ -18,6 +19,7 @@ struct arkgen_options arkgen_options_default(void)
 		.p2p_max = ARK_P2P_MAX_DEFAULT,
 		.oneshot_max = ARK_ONESHOT_MAX_AUTO,
 		.ll_max = ARK_LL_MAX_DEFAULT,
+		.calib = calib_default(),
 		.until = ARKGEN_PASS_SCHEDULE,
 	};
 }
@@ -38,13 +40,11 @@ static int load(struct arkgen_result *r, const char *path, const char *text)
 static int schedule(struct arkgen_result *r)
 {
 	const struct arkgen_options *o = &r->opt;
-	struct part_gpu gpu;
-	part_gpu_default(&gpu, o->sms);
 	int first = o->policy == ARKGEN_POLICY_ALL ? 0 : o->policy;
 	int last = o->policy == ARKGEN_POLICY_ALL ? PART__COUNT - 1 : o->policy;
 	for (int pol = first; pol <= last; pol++) {
 		struct schedule *p = &r->schedule[r->n_schedules];
-		if (schedule_build(&r->tiling, &gpu, pol, o->barrier, p) < 0) {
+		if (schedule_build(&r->tiling, &r->gpu, pol, o->barrier, p) < 0) {
 			schedule_free(p);
 			return -1;
 		}
@@ -83,6 +83,9 @@ int arkgen_compile(const char *path, const char *text, const struct arkgen_optio
 	r->opt = *opt;
 	if (check_smem(path, opt) < 0)
 		return -1;
+	part_gpu_default(&r->gpu, opt->sms);
+	if (opt->calib)
+		calib_gpu(opt->calib, &r->gpu);
 	if (load(r, path, text) < 0)
 		return -1;
 	if (done(r, ARKGEN_PASS_LOAD))
@@ -99,6 +102,7 @@ int arkgen_compile(const char *path, const char *text, const struct arkgen_optio
 		return 0;
 	if (tile_graph(&r->tiling) < 0)
 		return -1;
+	cost_calibrate(&r->tiling, opt->calib, &r->gpu);
 	if (done(r, ARKGEN_PASS_TILE))
 		return 0;
 	if (mem_plan(&r->tiling) < 0)

@@ -1,6 +1,7 @@
 /* main.c: the arkgen command line: options, arkgen_compile (every pass, arkgen.h), then what the
  * options ask to see or write: dumps, Graphviz files, the report, the schedule and the loop kernel. */
 #include "arkgen.h"
+#include "calib.h"
 #include "cli.h"
 #include "diag.h"
 #include "emit.h"
@@ -181,12 +182,41 @@ static int outputs(const struct cli *o, const struct arkgen_result *r)
 	return 0;
 }
 
+/* --gpu: the costs to compile with: a built-in table, a table file (*loaded, to free), "analytic"
+ * (NULL); without it, the default of arkgen_options_default. 0, or the exit status after an error. */
+static int pick_costs(struct cli *o, struct calib_table **loaded)
+{
+	*loaded = NULL;
+	if (!o->gpu)
+		return 0;
+	if (!strcmp(o->gpu, "analytic")) {
+		o->ark.calib = NULL;
+		return 0;
+	}
+	o->ark.calib = calib_builtin(o->gpu);
+	if (o->ark.calib)
+		return 0;
+	if (!strchr(o->gpu, '/') && !strchr(o->gpu, '.') && access(o->gpu, F_OK) != 0) {
+		fprintf(stderr, "arkgen: error: --gpu takes analytic, a table file or a built-in table (");
+		for (const char *const *n = calib_builtin_names(); *n; n++)
+			fprintf(stderr, "%s%s", n == calib_builtin_names() ? "" : ", ", *n);
+		fprintf(stderr, "), not '%s'\n", o->gpu);
+		return EXIT_USAGE;
+	}
+	*loaded = calib_load(o->gpu);
+	o->ark.calib = *loaded;
+	return *loaded ? 0 : EXIT_MODEL;
+}
+
 int main(int argc, char **argv)
 {
 	struct cli opt;
 	struct arkgen_result r;
+	struct calib_table *table;
 	int status;
 	if (cli_parse(argc, argv, &opt, &status))
+		return status;
+	if ((status = pick_costs(&opt, &table)) != 0)
 		return status;
 	/* --dot alone needs the checked graph only */
 	int graph_only = opt.dot && !opt.out && !opt.schedule && !opt.dot_vctas && !cli_dump(&opt, 'T') &&
@@ -196,5 +226,6 @@ int main(int argc, char **argv)
 	int rc = arkgen_compile(opt.model, NULL, &opt.ark, &r);
 	status = outputs(&opt, &r) < 0 || rc < 0 ? EXIT_MODEL : 0;
 	arkgen_result_free(&r);
+	calib_free(table);
 	return status;
 }

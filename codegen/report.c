@@ -3,6 +3,8 @@
  * --policy all, one line per policy. */
 #include "report.h"
 
+#include "calib.h"
+
 void report_model(const struct graph *g, FILE *f)
 {
 	int n_role[5] = { 0 };
@@ -31,11 +33,46 @@ static int64_t edge_cut(const struct tiling *s, const struct schedule *p)
 	return cut;
 }
 
+/* Which costs the prediction used: the calibration table for how many vCTAs, the analytic model for
+ * which others. */
+static void report_costs(const struct arkgen_result *r, FILE *f)
+{
+	const struct calib_table *t = r->opt.calib;
+	const struct tiling *s = &r->tiling;
+	if (!t) {
+		fprintf(f, "  costs: the analytic model (no calibration table)\n");
+		return;
+	}
+	fprintf(f, "  costs: calibration table %s (%s, %d SMs, ", t->name, t->gpu, t->sms);
+	if (t->measured)
+		fprintf(f, "measured %s)", t->date);
+	else
+		fprintf(f, "uncalibrated: generated from the analytic model)");
+	if (s->n_calibrated == s->n_vcta) {
+		fprintf(f, " for every vCTA\n");
+		return;
+	}
+	fprintf(f, " for %d of %d vCTAs, the analytic model for the others (", s->n_calibrated, s->n_vcta);
+	const char *sep = "";
+	for (int k = 0; k < ARK_T__COUNT; k++)
+		if (s->calib_missing >> k & 1) {
+			fprintf(f, "%s%s", *sep ? sep : "not in the table: ", calib_tmpl_name(k));
+			sep = ", ";
+		}
+	int other = 0;
+	for (int i = 0; i < s->n_vcta && !other; i++)
+		other = !calib_tmpl_name(s->v[i].tmpl) || s->v[i].opp >= r->graph.n_ops;
+	if (other)
+		fprintf(f, "%scommunication tasks", *sep ? "; " : "");
+	fprintf(f, ")\n");
+}
+
 void report_policies(const struct arkgen_result *r, FILE *f)
 {
 	const struct tiling *s = &r->tiling;
 	fprintf(f, "%s: %d vCTAs on %d SMs, %s\n", r->graph.name, s->n_vcta, r->opt.sms,
 		r->opt.barrier ? "grid barriers between levels" : "counters");
+	report_costs(r, f);
 	for (int i = 0; i < r->n_schedules; i++) {
 		const struct schedule *p = &r->schedule[i];
 		fprintf(f, "  %-10s predicted %8.1f us  critical path %8.1f us  SM utilisation %5.1f%%  edge cut %lld  "
@@ -72,6 +109,7 @@ void report_schedule(const struct arkgen_result *r, FILE *f)
 			s->arena_noreuse[gpu] / 1048576.0);
 	fprintf(f, "  placement %s: edge cut %lld, verified: every hazard ordered, no deadlock\n",
 		part_policy_name[p->policy], (long long)edge_cut(s, p));
+	report_costs(r, f);
 	fprintf(f, "  predicted latency %.1f us (critical path %.1f us over %d vCTAs: compute %.1f, memory %.1f, "
 		"hops %.1f, waits %.1f; SM utilisation %.1f%%)\n",
 		p->sim.latency_us, p->sim.critical_us, p->sim.critical_len, p->sim.compute_us, p->sim.memory_us,

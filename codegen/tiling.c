@@ -156,6 +156,7 @@ void tiling_dag(const struct tiling *s, struct part_dag *dag)
 		.tc = s->tc,
 		.lat_us = s->lat_us,
 		.group = s->group,
+		.sm_gbps = s->sm_gbps,
 	};
 }
 
@@ -215,6 +216,7 @@ void tiling_free(struct tiling *s)
 	free(s->lat_us);
 	free(s->tc);
 	free(s->group);
+	free(s->sm_gbps);
 	free(s->comm);
 	memset(s, 0, sizeof *s);
 }

@@ -112,10 +112,13 @@ struct tiling {
 	/* memory plan, per GPU */
 	uint64_t *offset;             /* per tensor, byte offset in its GPU's arena */
 	uint64_t arena[ARK_MAX_GPUS], arena_noreuse[ARK_MAX_GPUS];
-	/* DAG view for partition/ */
+	/* DAG view for partition/: the vCTAs' costs (from a calibration table where it has their tile) */
 	double *flops, *bytes, *lat_us;
 	uint8_t *tc;
 	int *group;
+	double *sm_gbps;              /* per vCTA, 0: the GPU's; NULL without a table */
+	int n_calibrated;             /* vCTAs whose cost the table gave */
+	uint32_t calib_missing;       /* bit per template: vCTAs of it fell back to the analytic model */
 };
 
 /* Passes, in order, after tiling_init. Each returns 0, or -1 after reporting an error. */
@@ -123,6 +126,10 @@ void fuse_graph(struct tiling *s);  /* fusion decisions in per_op (opt.fuse) */
 int tile_graph(struct tiling *s);   /* vCTAs of every op, communication ops lowered (lower_comm.c) */
 int mem_plan(struct tiling *s);     /* offsets; adds reuse hazards later found by deps */
 int deps_build(struct tiling *s);   /* hazards from regions (and reused memory), edges, reduction */
+/* After tile_graph: the vCTAs' costs in the DAG view from a calibration table (cost.c), on gpu (its
+ * figures with the table's protocol costs, calib_gpu). */
+struct calib_table;
+void cost_calibrate(struct tiling *s, const struct calib_table *t, const struct part_gpu *gpu);
 
 /* Constructor and growth (tiling.c). tiling_init sizes per_op and the 2-D views of g's tensors. */
 void tiling_init(struct tiling *s, struct graph *g, const struct tile_opts *opt);

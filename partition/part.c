@@ -82,10 +82,10 @@ int part_check_dag(const struct part_dag *dag, char *err, size_t errlen)
 	}
 	for (int v = 0; v < dag->n; v++) {
 		double f = dag->flops ? dag->flops[v] : 0.0, b = dag->bytes ? dag->bytes[v] : 0.0;
-		double l = dag->lat_us ? dag->lat_us[v] : 0.0;
-		if (!isfinite(f) || f < 0 || !isfinite(b) || b < 0 || !isfinite(l) || l < 0)
-			return part_fail(err, errlen, "vertex %d has an invalid cost (flops %g, bytes %g, latency %g us)",
-					 v, f, b, l);
+		double l = dag->lat_us ? dag->lat_us[v] : 0.0, r = dag->sm_gbps ? dag->sm_gbps[v] : 0.0;
+		if (!isfinite(f) || f < 0 || !isfinite(b) || b < 0 || !isfinite(l) || l < 0 || !isfinite(r) || r < 0)
+			return part_fail(err, errlen, "vertex %d has an invalid cost (flops %g, bytes %g, latency %g us, "
+					 "%g GB/s)", v, f, b, l, r);
 	}
 	if (dag->ebytes)
 		for (int64_t e = 0; e < dag->xadj[dag->n]; e++)
@@ -142,8 +142,16 @@ int part_levels(const struct part_dag *dag, int *level)
 	return nlev;
 }
 
+double part_sm_gbps(const struct part_dag *dag, const struct part_gpu *gpu, int v)
+{
+	return dag->sm_gbps && dag->sm_gbps[v] > 0 ? dag->sm_gbps[v] : gpu->sm_gbps;
+}
+
 double part_vertex_us(const struct part_dag *dag, const struct part_gpu *gpu, int v, double gbps)
 {
+	double cap = part_sm_gbps(dag, gpu, v);
+	if (gbps > cap)
+		gbps = cap;
 	double fl = dag->flops ? dag->flops[v] : 0.0, by = dag->bytes ? dag->bytes[v] : 0.0;
 	double tflops = (dag->tc && dag->tc[v] ? gpu->tc_tflops : gpu->fp32_tflops) / gpu->sms;
 	double comp = fl > 0 ? fl / (tflops * 1e6) : 0.0; /* flop / (Tflop/s) = ps; /1e6 = us */

@@ -18,6 +18,9 @@ struct part_dag {
 	const double *lat_us;  /* per vertex: latency floor of its arithmetic, us, e.g. a chain of dependent
 				* steps, whatever its size (may be NULL: none) */
 	const int *group;      /* per vertex: vertices of one group (one op) may share a counter (may be NULL) */
+	const double *sm_gbps; /* per vertex: the most device-memory bandwidth its SM pulls alone, GB/s, where
+				* it is not the GPU's sm_gbps (a calibrated tile's: its bytes take its time
+				* alone), 0: the GPU's (may be NULL: all the GPU's) */
 };
 
 /* The machine the simulator models (figures from DESIGN.md by default). */
@@ -90,9 +93,12 @@ int part_check_placement(const struct part_dag *dag, const struct part_placement
 /* Dependency level of every vertex (longest path from a source, in edges; sources are level 0).
  * level: n ints. Returns the number of levels (0 for an empty DAG), -1 if dag is malformed. */
 int part_levels(const struct part_dag *dag, int *level);
-/* Duration of vertex v on one SM that gets gbps of device-memory bandwidth: task_us + max(compute,
- * memory) in microseconds. */
+/* Duration of vertex v on one SM offered gbps of device-memory bandwidth (the device's share, which
+ * the SM's own limit, gpu->sm_gbps or dag->sm_gbps[v], caps): task_us + max(compute, memory) in
+ * microseconds. */
 double part_vertex_us(const struct part_dag *dag, const struct part_gpu *gpu, int v, double gbps);
+/* The most device-memory bandwidth vertex v's SM pulls alone, GB/s. */
+double part_sm_gbps(const struct part_dag *dag, const struct part_gpu *gpu, int v);
 /* Predecessors as CSR: the predecessors of v are padj[pxadj[v] .. pxadj[v + 1]), ascending, and
  * peid[k] is the index into dag->adj of edge padj[k] -> v (peid may be NULL). Arrays are malloc'd;
  * 0, or -1 when out of memory. */

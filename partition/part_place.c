@@ -75,11 +75,11 @@ static struct hitem heap_pop(struct heap *h)
 
 /* ---- shared pieces ------------------------------------------------------------------------------ */
 
-/* Bandwidth one SM gets when every SM streams: the share the static cost model assumes. */
+/* Bandwidth the device offers one SM when every SM streams: the share the static cost model assumes
+ * (part_vertex_us caps it at what the SM pulls alone). */
 static double busy_share(const struct part_gpu *gpu)
 {
-	double s = gpu->dram_gbps / gpu->sms;
-	return s < gpu->sm_gbps ? s : gpu->sm_gbps;
+	return gpu->dram_gbps / gpu->sms;
 }
 
 /* Static cost of every vertex (us) and its bottom level: cost + hop + bottom level of the costliest

@@ -31,7 +31,7 @@ static double compute_us(const struct part_dag *dag, const struct part_gpu *gpu,
 /* Longest path by cost alone: every vertex at the bandwidth one SM gets alone, no hops. */
 static double critical_path(const struct part_dag *dag, const struct part_gpu *gpu, double *dist)
 {
-	double share = gpu->sm_gbps < gpu->dram_gbps ? gpu->sm_gbps : gpu->dram_gbps, best = 0;
+	double share = gpu->dram_gbps, best = 0;
 	for (int v = 0; v < dag->n; v++)
 		dist[v] = 0;
 	for (int u = 0; u < dag->n; u++) {
@@ -172,13 +172,17 @@ static void start_ready(struct sim *m)
 	}
 }
 
-/* Device-memory bandwidth each streaming SM gets now, bytes per us. */
+/* Device-memory bandwidth the device offers each streaming SM now, bytes per us. */
 static double memory_rate(const struct sim *m)
 {
-	double share = m->nmem > 0 ? m->gpu->dram_gbps / m->nmem : m->gpu->dram_gbps;
-	if (share > m->gpu->sm_gbps)
-		share = m->gpu->sm_gbps;
-	return share * 1e3;
+	return (m->nmem > 0 ? m->gpu->dram_gbps / m->nmem : m->gpu->dram_gbps) * 1e3;
+}
+
+/* What SM s's running vertex gets of the offered rate: no more than its SM pulls alone. */
+static double sm_rate(const struct sim *m, int s, double rate)
+{
+	double cap = part_sm_gbps(m->dag, m->gpu, m->st[s].v) * 1e3;
+	return rate < cap ? rate : cap;
 }
 
 /* Time of the next event (a dispatch or a vertex ending, a vertex released); INFINITY if none. */
@@ -191,7 +195,7 @@ static double next_event(const struct sim *m, double rate)
 			tn = fmin(tn, q->t_disp);
 		} else if (q->phase == WORK) {
 			if (q->mem_left > 0)
-				tn = fmin(tn, m->t + q->mem_left / rate);
+				tn = fmin(tn, m->t + q->mem_left / sm_rate(m, s, rate));
 			else
 				tn = fmin(tn, q->t_comp);
 		} else {
@@ -209,11 +213,12 @@ static void advance(struct sim *m, double tn, double rate)
 	for (int s = 0; s < m->sms; s++) {
 		struct smstate *q = &m->st[s];
 		if (q->phase == WORK && q->mem_left > 0) {
-			if (m->t + q->mem_left / rate <= tn + EPS) {
+			double r = sm_rate(m, s, rate);
+			if (m->t + q->mem_left / r <= tn + EPS) {
 				q->mem_left = 0;
 				m->nmem--;
 			} else {
-				q->mem_left -= rate * (tn - m->t);
+				q->mem_left -= r * (tn - m->t);
 			}
 		}
 	}

@@ -23,10 +23,10 @@ run() {
 }
 has() { grep -q -e "$1" "$2" || { echo "# '$1' not found in $2:"; sed 's/^/#   /' "$2" | head -20; return 1; }; }
 
-echo "1..71"
+echo "1..72"
 check "--help exits 0" run 0 --help
 check "--help shows the usage line" has '^usage: arkgen \[options\] MODEL.cfg' "$tmp/out"
-for opt in --help --version -o --output -dG -dT -dP --dot --dot-vctas --sms --smem --policy --sync --no-fuse --no-reuse --p2p-max --oneshot-max --ll-max --schedule --nvcc-flags -h -V; do
+for opt in --help --version -o --output -dG -dT -dP --dot --dot-vctas --gpu --sms --smem --policy --sync --no-fuse --no-reuse --p2p-max --oneshot-max --ll-max --schedule --nvcc-flags -h -V; do
 	check "--help mentions $opt" has " $opt" "$tmp/out"
 done
 check "--version exits 0" run 0 --version

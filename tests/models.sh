@@ -1,6 +1,7 @@
 #!/bin/sh
 # tests/models.sh: every model in models/ generates twice to the same bytes, the small ones match
-# their golden files (tests/golden, regenerated only by `make golden`), and each generated file
+# their golden files (tests/golden, regenerated only by `make golden`, both with the analytic costs:
+# --gpu analytic, whatever calibration table is the default), and each generated file
 # compiles with nvcc for sm_90 and links into a binary that, without a GPU, says so and exits 77.
 # Set ARK_SKIP_NVCC=1 to leave the nvcc builds out (the sanitized run does: they do not change).
 ARKGEN=${ARKGEN:-build/arkgen}
@@ -49,7 +50,7 @@ done
 for gf in tests/golden/*.cu; do
 	[ -e "$gf" ] || continue
 	name=$(basename "$gf" .cu)
-	"$ARKGEN" "models/$name.cfg" -o "$tmp/golden.cu" >/dev/null 2>&1
+	"$ARKGEN" --gpu analytic "models/$name.cfg" -o "$tmp/golden.cu" >/dev/null 2>&1
 	if cmp -s "$gf" "$tmp/golden.cu"; then
 		ok "$name: matches tests/golden/$name.cu"
 	else

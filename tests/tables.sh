@@ -32,7 +32,7 @@ for f in tests/golden/*.tables; do
 	[ -e "$f" ] || continue
 	name=$(basename "$f" .tables)
 	i=$((i + 1))
-	if "$ARKGEN" "models/$name.cfg" -o "$tmp/$name.cu" >"$tmp/cxx" 2>&1 && dump "$tmp/$name.cu" "$tmp/$name.tables"; then
+	if "$ARKGEN" --gpu analytic "models/$name.cfg" -o "$tmp/$name.cu" >"$tmp/cxx" 2>&1 && dump "$tmp/$name.cu" "$tmp/$name.tables"; then
 		echo "ok $i - $name: generated and dumped"
 	else
 		echo "not ok $i - $name: generated and dumped"

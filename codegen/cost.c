@@ -1,0 +1,101 @@
+/* cost.c: every vCTA's cost from a calibration table (calib.h), into the DAG view that partition/
+ * reads. The table gives a tile two times: alone (the other SMs idle) and busy (every SM running a
+ * tile of that shape, device memory shared). The simulator models a vertex by a latency floor and
+ * bytes streamed at the device's bandwidth shared among the SMs streaming at that moment, capped by
+ * what one SM pulls alone; a calibrated vCTA becomes:
+ *   floor   = alone
+ *   bytes   = busy * dram / S           (S: the table's SMs; with all S streaming, they take busy)
+ *   cap     = bytes / alone             (alone, they take no longer than the floor)
+ * so that it takes alone on an idle GPU, busy on a full one, and in between, with n SMs streaming,
+ * max(alone, busy * n / S): contention grows with the SMs that stream, as it does on the device.
+ * The tile's arithmetic is in both times, so its flops are dropped. vCTAs whose template, dtype,
+ * layout or regime the table lacks (and every communication task) keep the analytic cost. */
+#include <string.h>
+
+#include "calib.h"
+#include "diag.h"
+#include "lower.h"
+
+/* Whether every input of op o has its output's shape (no broadcasting). */
+static int same_shapes(const struct graph *g, const struct op *o)
+{
+	const struct tensor *out = &g->tensors[o->out[0]];
+	for (int i = 0; i < o->n_in; i++) {
+		const struct tensor *t = &g->tensors[o->in[i]];
+		if (t->ndim != out->ndim || memcmp(t->shape, out->shape, sizeof(int64_t) * (size_t)out->ndim))
+			return 0;
+	}
+	return 1;
+}
+
+/* The matmul's layout: transpose_b, and whether the rows of a and b are whole 16-byte vectors. */
+static int matmul_layout(const struct tiling *s, const struct op *o, int out)
+{
+	int a = o->in[0];
+	int64_t es = esize(s, a), K = s->cols[a], N = s->cols[out];
+	int aligned = (K * es) % 16 == 0 && (o->transpose_b || (N * es) % 16 == 0);
+	if (o->transpose_b)
+		return aligned ? CALIB_L_NK : CALIB_L_NK_ODD;
+	return aligned ? CALIB_L_KN : CALIB_L_KN_ODD;
+}
+
+/* What vCTA v is, as a table names tiles; -1 when no table measures its kind. */
+static int query_of(const struct tiling *s, const struct vcta *v, struct calib_query *q)
+{
+	const struct graph *g = s->g;
+	if (!calib_tmpl_name(v->tmpl) || v->opp >= g->n_ops) /* not a tile, or a transfer between GPUs */
+		return -1;
+	const struct op *o = &g->ops[v->op];
+	const struct op_tiling *pl = &s->per_op[v->op];
+	int out = pl->out_tensor;
+	*q = (struct calib_query){.tmpl = v->tmpl, .dtype = g->tensors[out].dtype, .layout = CALIB_L_NONE,
+				  .m = v->m1 - v->m0, .n = v->n1 - v->n0, .k = 1};
+	switch (v->tmpl) {
+	case ARK_T_MATMUL:
+	case ARK_T_MATMUL_PARTIAL:
+		q->dtype = g->tensors[o->in[0]].dtype;
+		q->layout = matmul_layout(s, o, out);
+		q->k = v->k1 - v->k0;
+		break;
+	case ARK_T_REDUCE:
+		q->k = pl->splits;
+		break;
+	case ARK_T_ELEMENTWISE:
+		q->layout = same_shapes(g, o) ? CALIB_L_SAME : CALIB_L_BCAST;
+		q->k = o->n_in;
+		break;
+	case ARK_T_EW_CHAIN:
+		q->m = 1, q->n = v->k1 - v->k0, q->k = pl->chain_len;
+		break;
+	case ARK_T_COPY:
+		q->m = 1, q->n = v->k1 - v->k0;
+		break;
+	default: /* row ops: rows, columns, 1 */
+		break;
+	}
+	return q->m > 0 && q->n > 0 && q->k > 0 ? 0 : -1;
+}
+
+void cost_calibrate(struct tiling *s, const struct calib_table *t, const struct part_gpu *gpu)
+{
+	s->n_calibrated = 0;
+	s->calib_missing = 0;
+	if (!t)
+		return;
+	s->sm_gbps = xcalloc((size_t)(s->n_vcta ? s->n_vcta : 1), sizeof *s->sm_gbps);
+	const double per_sm = gpu->dram_gbps / (t->sms > 0 ? t->sms : gpu->sms) * 1e3; /* bytes per us */
+	for (int i = 0; i < s->n_vcta; i++) {
+		struct calib_query q;
+		double us[2];
+		if (query_of(s, &s->v[i], &q) < 0 || calib_lookup(t, &q, us) < 0) {
+			if (calib_tmpl_name(s->v[i].tmpl) && s->v[i].opp < s->g->n_ops)
+				s->calib_missing |= 1u << s->v[i].tmpl;
+			continue;
+		}
+		s->flops[i] = 0;
+		s->lat_us[i] = us[CALIB_ALONE];
+		s->bytes[i] = us[CALIB_BUSY] * per_sm;
+		s->sm_gbps[i] = s->bytes[i] / (us[CALIB_ALONE] * 1e3);
+		s->n_calibrated++;
+	}
+}
