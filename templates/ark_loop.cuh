@@ -294,6 +294,7 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 			if (tid == 0 && trace)
 				trace[2 * i] = ark_globaltimer();
 			ARK_JITTER_AT(i);
+			const bool ll = cur.tmpl == ARK_T_SUM_LL; /* read before the barrier after which s_task changes */
 			const bool ran = ark_tile(a.opp[cur.opp], cur, env); /* the same for every thread */
 			__syncthreads();
 			if (!ran) {
@@ -302,7 +303,7 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 				aborted = 1;
 				break;
 			}
-			if (cur.tmpl == ARK_T_SUM_LL) { /* its polls return early on abort: then no signal */
+			if (ll) { /* a packet sum's polls return early on abort: then no signal */
 				if (tid == 0) {
 					s_ll_abort = ark_ld_relaxed_sys(&a.bell->abort) != 0;
 					if (s_ll_abort)
