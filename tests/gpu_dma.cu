@@ -54,9 +54,12 @@ __global__ void checker(const uint32_t *flag, const uint32_t *dst, const uint32_
 				;
 		}
 		__syncthreads();
+		/* volatile: the copy engine rewrites dst while this kernel runs, so no load of it may come
+		 * from the read-only path or a line cached in an earlier round */
+		const volatile uint32_t *d = dst;
 		uint32_t mine = 0;
 		for (uint32_t j = threadIdx.x; j < words[r]; j += blockDim.x)
-			mine += dst[j] != word_of(r, j);
+			mine += d[j] != word_of(r, j);
 		if (mine)
 			atomicAdd(&bad, mine);
 		__syncthreads();
