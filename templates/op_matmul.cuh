@@ -38,6 +38,20 @@ struct ark_mm {
 	bool tb;
 };
 
+/* Epilogue of one output element (global m, n): partial store, or bias + activation + convert. The
+ * streaming paths, whose threads hold one or a few elements each, use it; tiles with many elements
+ * per thread use ark_mm_epilogue. */
+template <typename T> __device__ __forceinline__ void ark_mm_store(const ark_mm &g, int m, int n, float v)
+{
+	if (g.ws) {
+		g.ws[(size_t)m * g.N + n] = v;
+		return;
+	}
+	if (g.bias)
+		v += ark_to_f(reinterpret_cast<const T *>(g.bias)[n]);
+	reinterpret_cast<T *>(g.out)[(size_t)m * g.N + n] = ark_from_f<T>(ark_act(v, g.act));
+}
+
 /* Epilogue of the tile (m0:m1, n0:n1) whose fp32 sums lie in shared memory, t [m1 - m0][ldt] (or the sum
  * of nsl such slices sl floats apart): fp32 into the split-K workspace, or bias + activation +
  * conversion into out. The threads take the elements in row-major order (coalesced stores), four at
@@ -241,16 +255,14 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
 		}
 		__syncthreads();
 		const int cnt = min(mc, rows - mr) * tn;
-		for (int o = tid; o < cnt; o += ARK_THREADS) { /* the sum into the k-lane 0 slot, its own */
+		for (int o = tid; o < cnt; o += ARK_THREADS) {
 			const int mm = o / tn, c = o - mm * tn;
-			float *r = red + mm * rowf + c;
+			const float *r = red + mm * rowf + c;
 			float s = 0.0f;
 			for (int q = 0; q < KL; q++)
 				s += r[q * nv * VEC];
-			r[0] = s;
+			ark_mm_store<T>(g, m0 + mr + mm, n0 + c, s);
 		}
-		__syncthreads();
-		ark_mm_epilogue<T>(g, red, rowf, m0 + mr, m0 + mr + min(mc, rows - mr), n0, n1);
 		__syncthreads();
 	}
 }
@@ -412,7 +424,10 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 		ark_cp_wait<0>(); /* no copy may land in the ring after the next chunk's */
 	}
 	__syncthreads();
-	ark_mm_epilogue<T>(g, sacc, tn, m0, m1, n0, n1);
+	for (int o = tid; o < rows * tn; o += ARK_THREADS) {
+		const int m = o / tn, c = o - m * tn;
+		ark_mm_store<T>(g, m0 + m, n0 + c, sacc[o]);
+	}
 	__syncthreads();
 }
 
