@@ -473,7 +473,6 @@ static int compile(struct arkgen_result *r, const char *text, int sms, int barri
 {
 	struct arkgen_options o = arkgen_options_default();
 	o.sms = sms;
-	o.smem = 98304;
 	o.barrier = barrier;
 	o.ll_max = ll_max;
 	int rc = harness_compile(text, &o, r);
@@ -663,7 +662,6 @@ static void test_two_phase(void **state)
 		"        { name = \"cp\"; op = \"copy\"; in = [\"s0\"]; out = \"c\"; gpu = 1; transport = \"dma\"; } );\n";
 	struct arkgen_options o = arkgen_options_default();
 	o.sms = 2;
-	o.smem = 98304;
 	o.oneshot_max = 0; /* two-phase */
 	struct arkgen_result r;
 	if (harness_compile(text, &o, &r))
