@@ -12,6 +12,7 @@
 #include "emit.h"
 #include "emit_text.h"
 #include "ark_proto.h"
+#include "ark_smem.h"
 
 /* C names of the enums' values, from the catalogs. */
 static const char *const op_enum[ARK_OP__COUNT] = {
@@ -167,6 +168,15 @@ static void emit_header(const struct emitter *e)
 #define X(id, name) out(f, "#define ARK_TILES_" #id " %d\n", used[ARK_##id]);
 	DTYPE_LIST(X)
 #undef X
+	/* The mma path only where a 2-byte matmul tile has more rows than the streaming path takes: its
+	 * code costs the loop kernel registers and stack in every model that includes it. */
+	int mma = 0;
+	for (int v = 0; v < s->n_vcta && !mma; v++) {
+		const struct vcta *x = &s->v[v];
+		mma = (x->tmpl == ARK_T_MATMUL || x->tmpl == ARK_T_MATMUL_PARTIAL) && x->m1 - x->m0 > ARK_MM_SMALL_M &&
+		      ark_dtype_size(g->tensors[g->ops[x->op].in[0]].dtype) == 2;
+	}
+	out(f, "#define ARK_TILES_MMA %d\n", mma);
 	out(f, "\n#include \"ark_tiles.cuh\"\n#include \"ark_loop.cuh\"\n#include \"ark.h\"\n\n");
 }
 

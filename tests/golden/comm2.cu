@@ -10,6 +10,7 @@
 #define ARK_TILES_FP16 1
 #define ARK_TILES_BF16 0
 #define ARK_TILES_FP32 0
+#define ARK_TILES_MMA 0
 
 #include "ark_tiles.cuh"
 #include "ark_loop.cuh"
