@@ -6,22 +6,7 @@ tmp=${TMPDIR:-/tmp}/arkgen-cli.$$
 mkdir -p "$tmp" || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-i=0
-check() { # check DESCRIPTION COMMAND...: ok when the command succeeds
-	i=$((i + 1))
-	desc=$1
-	shift
-	if "$@"; then echo "ok $i - $desc"; else echo "not ok $i - $desc"; fi
-}
-# run EXPECTED_STATUS ARGS...: runs arkgen, keeps stdout/stderr in $tmp, checks the exit status
-run() {
-	want=$1
-	shift
-	"$ARKGEN" "$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-	[ "$rc" -eq "$want" ] || { echo "# arkgen $*: exit status $rc, expected $want"; sed 's/^/# /' "$tmp/err"; return 1; }
-}
-has() { grep -q -e "$1" "$2" || { echo "# '$1' not found in $2:"; sed 's/^/#   /' "$2" | head -20; return 1; }; }
+. tests/lib/tap.sh
 
 echo "1..72"
 check "--help exits 0" run 0 --help

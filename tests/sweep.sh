@@ -15,13 +15,7 @@ FIXED=20240611
 CLOCK=${SWEEP_SEED:-$(date +%s)}
 NFIX=30
 NCLK=10
-i=0
-check() { # check DESCRIPTION COMMAND...: ok when the command succeeds
-	i=$((i + 1))
-	desc=$1
-	shift
-	if "$@"; then echo "ok $i - $desc"; else echo "not ok $i - $desc"; fi
-}
+. tests/lib/tap.sh
 
 # accepted FILE: arkgen emits the model, exit 0, a predicted latency, no warning, weights <= 64 MiB
 accepted() {
