@@ -161,21 +161,21 @@ static void emit_header(const struct emitter *e)
 	out(f, " * build: nvcc $(arkgen --nvcc-flags) THIS_FILE -o BINARY */\n\n");
 	out(f, "#define ARK_THREADS %d\n#define ARK_SMEM_BYTES %d\n#define ARK_SMS %d\n", e->info->threads,
 	    e->info->smem, e->sms);
-	/* Templates only for the dtypes some vCTA computes in: each costs a third of the build time. */
-	int used[ARK_DTYPE__COUNT] = {0};
-	for (int v = 0; v < s->n_vcta; v++)
-		used[g->tensors[g->ops[s->v[v].op].in[0]].dtype] = 1;
+	/* Templates only for the dtypes some vCTA computes in: each costs a third of the build time. The
+	 * mma path only where a 2-byte matmul tile has more rows than the streaming path takes (the choice
+	 * ark_mm_sub makes): its code costs the loop kernel registers and stack in every model that
+	 * includes it. */
+	int used[ARK_DTYPE__COUNT] = {0}, mma = 0;
+	for (int v = 0; v < s->n_vcta; v++) {
+		const struct vcta *x = &s->v[v];
+		const int dt = g->tensors[g->ops[x->op].in[0]].dtype;
+		used[dt] = 1;
+		mma |= (x->tmpl == ARK_T_MATMUL || x->tmpl == ARK_T_MATMUL_PARTIAL) && x->m1 - x->m0 > ARK_MM_SMALL_M &&
+		       ark_dtype_size(dt) == 2;
+	}
 #define X(id, name) out(f, "#define ARK_TILES_" #id " %d\n", used[ARK_##id]);
 	DTYPE_LIST(X)
 #undef X
-	/* The mma path only where a 2-byte matmul tile has more rows than the streaming path takes: its
-	 * code costs the loop kernel registers and stack in every model that includes it. */
-	int mma = 0;
-	for (int v = 0; v < s->n_vcta && !mma; v++) {
-		const struct vcta *x = &s->v[v];
-		mma = (x->tmpl == ARK_T_MATMUL || x->tmpl == ARK_T_MATMUL_PARTIAL) && x->m1 - x->m0 > ARK_MM_SMALL_M &&
-		      ark_dtype_size(g->tensors[g->ops[x->op].in[0]].dtype) == 2;
-	}
 	out(f, "#define ARK_TILES_MMA %d\n", mma);
 	out(f, "\n#include \"ark_tiles.cuh\"\n#include \"ark_loop.cuh\"\n#include \"ark.h\"\n\n");
 }

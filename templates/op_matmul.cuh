@@ -440,8 +440,8 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 }
 
 /* ---- tensor cores (fp16 / bf16) -----------------------------------------------------------------
- * tile (128, 128) of out over k0:k1 in steps of 32; warps 2 x 4, warp tile (64, 32) = 4 x 4 mma
- * m16n8k16. STG == false: both operands' rows 16-byte aligned (K % 8 == 0, k0 % 8 == 0, and N % 8 == 0,
+ * ark_mm_mma below: a tile of up to (128, 128), warp tiles of up to (64, 32) = 4 x 4 mma m16n8k16,
+ * stages shaped to the tile. STG == false: both operands' rows 16-byte aligned (K % 8 == 0, k0 % 8 == 0, and N % 8 == 0,
  * n0 % 8 == 0 if !TB), cp.async only. STG == true: any K, N, k0 and alignment, an operand whose rows are
  * not aligned comes through registers (see fetch below). */
 __device__ __forceinline__ void ark_ldsm_x4(uint32_t *r, const void *p)
