@@ -91,14 +91,15 @@ int main(void)
 	char *arena = NULL;
 	uint32_t *counters = NULL, *words = NULL, hwords[MAX_ROUNDS + 1] = {0};
 	struct report *rep = NULL, *drep = NULL;
-	cudaStream_t st;
+	cudaStream_t st, up;
 	struct dma_cuda *c = NULL;
 	struct dma_backend be;
-	uint32_t *host = (uint32_t *)malloc(16u << 20);
+	uint32_t *host = NULL;
 
 	if (cudaMalloc(&arena, ARENA) || cudaMalloc(&counters, 64 * 4) || cudaMemset(counters, 0, 64 * 4) ||
 	    cudaMalloc(&words, sizeof hwords) || cudaHostAlloc(&rep, sizeof *rep, cudaHostAllocMapped) ||
-	    cudaHostGetDevicePointer(&drep, rep, 0) || cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) || !host) {
+	    cudaHostGetDevicePointer(&drep, rep, 0) || cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) ||
+	    cudaStreamCreateWithFlags(&up, cudaStreamNonBlocking) || cudaMallocHost(&host, 16u << 20)) {
 		printf("1..1\nnot ok 1 - set-up: %s\n", cudaGetErrorString(cudaGetLastError()));
 		return 1;
 	}
@@ -131,7 +132,11 @@ int main(void)
 				timeouts++;
 				break;
 			}
-		ok_calls &= cudaMemcpy(arena + SRC_OFF, host, hwords[r] * 4ull, cudaMemcpyHostToDevice) == cudaSuccess;
+		/* from pinned memory on a stream of its own, waited for: a cudaMemcpy from pageable memory
+		 * may return before its bytes reach the device, and the engine's stream is not ordered
+		 * after the legacy stream, so the copy could read the previous round's source */
+		ok_calls &= cudaMemcpyAsync(arena + SRC_OFF, host, hwords[r] * 4ull, cudaMemcpyHostToDevice, up) == cudaSuccess &&
+			    cudaStreamSynchronize(up) == cudaSuccess;
 		ok_calls &= be.copy(be.ctx, 0, SRC_OFF, 0, DST_OFF, hwords[r] * 4ull) == DMA_OK;
 		ok_calls &= be.signal(be.ctx, 0, 0, 0, FLAG, (uint32_t)r) == DMA_OK;
 	}
