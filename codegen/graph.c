@@ -602,7 +602,7 @@ static int infer_same(struct graph *g, struct op *o)
 static int infer_reduce_mean(struct graph *g, struct op *o, int *nd, int64_t *shape)
 {
 	const struct tensor *a = &g->tensors[o->in[0]];
-	int ax = o->axis;
+	int ax = o->axis, written = o->axis;
 	if (ax < -a->ndim || ax >= a->ndim) {
 		diag_error(AT(o), "'axis' of op '%s' (reduce_mean) is %d, expected -%d to %d for input '%s' of shape %s",
 			   o->name, ax, a->ndim, a->ndim - 1, a->name, shp(a));
@@ -628,8 +628,8 @@ static int infer_reduce_mean(struct graph *g, struct op *o, int *nd, int64_t *sh
 			return -1;
 		}
 		if (ax == a->ndim - 1) {
-			diag_error(AT(o), "op '%s' (reduce_mean) has a mask and 'axis' %d, the last axis of '%s' %s, "
-				   "which the mask does not cover", o->name, ax, a->name, shp(a));
+			diag_error(AT(o), "op '%s' (reduce_mean) has a mask, but 'axis' %d is the last dimension of "
+				   "'%s' %s, which the mask does not cover", o->name, written, a->name, shp(a));
 			diag_hint("with a mask, average over one of the first %d axes (mean pooling: x [B, S, D], axis = 1)",
 				  a->ndim - 1);
 			return -1;
