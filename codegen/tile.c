@@ -298,7 +298,8 @@ static void tile_reduce_mean(struct tiling *s, int oi)
 	const int64_t P = v[0], S = v[1], Q = v[2], D = v[3], R = P * Q;
 	const int64_t mes = mask >= 0 ? esize(s, mask) : 0;
 	if (Q == 1 && D == 1) {
-		int64_t C = s->cols[out], chunk = cdiv(P, imin(P, sms));
+		/* at least 8 outputs a range: a warp each (with 256 threads), none idle */
+		int64_t C = s->cols[out], chunk = imin(P, imax(8, cdiv(P, sms)));
 		int64_t rows_per = C >= chunk ? 0 : chunk / C;
 		pl->tm = (int)imin(chunk, INT32_MAX);
 		pl->tn = 1;

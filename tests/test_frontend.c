@@ -813,8 +813,9 @@ static void test_issue12_tiling(void **state)
 		assert_int_equal(v->reads[0].c0, v->n0);
 		assert_int_equal(v->reads[1].tensor, harness_tensor(g, "m"));
 	}
-	/* last: 128 contiguous means of 768, ranges of them */
+	/* last: 128 contiguous means of 768, ranges of 8 (a warp each) */
 	pl = &r.tiling.per_op[last];
+	assert_int_equal(pl->n_vcta, 16);
 	int64_t covered = 0;
 	for (int i = pl->first_vcta; i < pl->first_vcta + pl->n_vcta; i++) {
 		const struct vcta *v = &r.tiling.v[i];
