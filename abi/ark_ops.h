@@ -9,7 +9,8 @@
 	X(FACTOR, "factor", FLOAT)           \
 	X(EPS, "eps", FLOAT)                 \
 	X(AXIS, "axis", INT)                 \
-	X(TRANSPORT, "transport", STRING)
+	X(TRANSPORT, "transport", STRING)    \
+	X(APPROXIMATE, "approximate", STRING)
 
 enum ark_attr {
 #define X(id, name, type) ARK_ATTR_##id,
@@ -22,7 +23,10 @@ enum ark_attr {
 /* The op catalog, one row per op: R(X, ID, "name", min inputs, max inputs, outputs (0: one per
  * input), allowed attributes, flags, CPU reference).
  * flags: ARK_OPF_COMM for communication ops (inputs may live on other GPUs), ARK_OPF_ELEMENTWISE,
- * ARK_OPF_ACTIVATION for unary ops that may run in a matmul's epilogue or an all_reduce's sums.
+ * ARK_OPF_ACTIVATION for unary ops that may run in a matmul's epilogue or an all_reduce's sums,
+ * ARK_OPF_VARIANT for a row that has the name of an earlier one: the same op of the model format with
+ * another function, which an attribute picks (gelu with approximate = "tanh"); a model file names the
+ * first row, and cfg.c moves the op to the variant when the attribute says so.
  * CPU reference: the function of runtime/ref.c that computes the op on host buffers.
  * OP_CATALOG(X) expands every column, X(ID, "name", min_in, max_in, n_out, attrs, flags, ref);
  * OP_LIST(X) all but the reference, for the tables that need none. */
@@ -30,13 +34,14 @@ enum ark_attr {
 #define ARK_OPF_ELEMENTWISE 2u
 #define ARK_OPF_ACTIVATION 4u
 #define ARK_OPF_EW_ACT (ARK_OPF_ELEMENTWISE | ARK_OPF_ACTIVATION)
+#define ARK_OPF_VARIANT 8u
 #define OP_ROWS(R, X)                                                                                          \
 	R(X, MATMUL, "matmul", 2, 3, 1, ARK_A(TRANSPOSE_B), 0, ref_matmul)                                      \
 	R(X, ADD, "add", 2, 2, 1, 0, ARK_OPF_ELEMENTWISE, ref_add)                                              \
 	R(X, MUL, "mul", 2, 2, 1, 0, ARK_OPF_ELEMENTWISE, ref_mul)                                              \
 	R(X, SCALE, "scale", 1, 1, 1, ARK_A(FACTOR), ARK_OPF_ELEMENTWISE, ref_scale)                            \
 	R(X, RELU, "relu", 1, 1, 1, 0, ARK_OPF_EW_ACT, ref_relu)                                                \
-	R(X, GELU, "gelu", 1, 1, 1, 0, ARK_OPF_EW_ACT, ref_gelu)                                                \
+	R(X, GELU, "gelu", 1, 1, 1, ARK_A(APPROXIMATE), ARK_OPF_EW_ACT, ref_gelu)                                                \
 	R(X, SILU, "silu", 1, 1, 1, 0, ARK_OPF_EW_ACT, ref_silu)                                                \
 	R(X, SIGMOID, "sigmoid", 1, 1, 1, 0, ARK_OPF_EW_ACT, ref_sigmoid)                                       \
 	R(X, SWIGLU, "swiglu", 2, 2, 1, 0, ARK_OPF_ELEMENTWISE, ref_swiglu)                                     \
@@ -46,7 +51,11 @@ enum ark_attr {
 	R(X, COPY, "copy", 1, 1, 1, ARK_A(TRANSPORT), ARK_OPF_COMM, ref_copy)                                   \
 	R(X, ALL_REDUCE, "all_reduce", 2, ARK_MAX_GPUS, 0, ARK_A(TRANSPORT), ARK_OPF_COMM, ref_all_reduce)      \
 	R(X, ALL_GATHER, "all_gather", 2, ARK_MAX_GPUS, 0, ARK_A(TRANSPORT) | ARK_A(AXIS), ARK_OPF_COMM,       \
-	  ref_all_gather)
+	  ref_all_gather)                                                                                       \
+	R(X, TANH, "tanh", 1, 1, 1, 0, ARK_OPF_EW_ACT, ref_tanh)                                                \
+	R(X, REDUCE_MEAN, "reduce_mean", 1, 2, 1, ARK_A(AXIS), 0, ref_reduce_mean)                              \
+	R(X, L2_NORMALIZE, "l2_normalize", 1, 1, 1, ARK_A(EPS), 0, ref_l2_normalize)                           \
+	R(X, GELU_TANH, "gelu", 1, 1, 1, ARK_A(APPROXIMATE), ARK_OPF_EW_ACT | ARK_OPF_VARIANT, ref_gelu_tanh)
 
 #define ARK_OP_ALL_(X, ...) X(__VA_ARGS__)
 #define ARK_OP_NO_REF_(X, id, name, min_in, max_in, n_out, attrs, flags, ref) \

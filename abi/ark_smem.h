@@ -40,8 +40,9 @@
 
 /* ---- the others ----------------------------------------------------------------------------- */
 #define ARK_SMEM_ELEMENTWISE 0          /* ELEMENTWISE, EW_CHAIN (op_elementwise.cuh) */
-#define ARK_SMEM_ROWS (ARK_THREADS / 32 * 4) /* SOFTMAX, LAYERNORM, RMSNORM: a float per warp (op_rows.cuh) */
+#define ARK_SMEM_ROWS (ARK_THREADS / 32 * 4) /* SOFTMAX, LAYERNORM, RMSNORM, L2NORM: a float per warp (op_rows.cuh) */
 #define ARK_SMEM_COPY 0                 /* op_copy.cuh */
 #define ARK_SMEM_COMM 0                 /* SUM, GATHER, SEND_LL, SUM_LL (op_comm.cuh) */
+#define ARK_SMEM_REDUCE_MEAN (2 * ARK_THREADS * 4) /* REDUCE_MEAN: a sum and a count per thread (op_reduce.cuh) */
 
 #endif

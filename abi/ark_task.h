@@ -56,7 +56,11 @@ enum ark_span {
 	/* elements k0:k1 of in[0] -> packets at out on GPU `peer` (no signal) */                                  \
 	R(X, SEND_LL, ark_tile_send_ll, ARK_SMEM_COMM, ARK_SPAN_ELEMS, "send in packets")                          \
 	/* SUM whose slots are packets, each polled until it holds this iteration */                               \
-	R(X, SUM_LL, ark_tile_sum_ll, ARK_SMEM_COMM, ARK_SPAN_ELEMS, "sum of packets")
+	R(X, SUM_LL, ark_tile_sum_ll, ARK_SMEM_COMM, ARK_SPAN_ELEMS, "sum of packets")                            \
+	/* reduce_mean: rows m0:m1, cols n0:n1 of out viewed as [P * Q, D], every one over all of S */          \
+	R(X, REDUCE_MEAN, ark_tile_reduce_mean, ARK_SMEM_REDUCE_MEAN, ARK_SPAN_TILE, "mean")                   \
+	/* l2_normalize: rows m0:m1 of out, each row whole */                                                   \
+	R(X, L2NORM, ark_tile_l2norm, ARK_SMEM_ROWS, ARK_SPAN_ROWS, "l2 normalize")
 
 #define ARK_TMPL_ALL_(X, ...) X(__VA_ARGS__)
 #define ARK_TMPL_ID_(X, id, tile, smem, span, label) X(id)
@@ -104,7 +108,8 @@ struct ark_wait {
 	X(BIAS, 1)        /* in[2] is a bias [N] */                                                       \
 	X(SAME_SHAPE, 2)  /* elementwise: every input has out's shape (no broadcasting) */                \
 	X(CHAIN_IN1, 3)   /* chain step: the chained value is the op's in[1] (in[0]: the operand) */      \
-	X(PUSH, 4)        /* COPY: out is in peers[peer] (stores over NVLink/PCIe), in[0] here */
+	X(PUSH, 4)        /* COPY: out is in peers[peer] (stores over NVLink/PCIe), in[0] here */        \
+	X(MASK, 5)        /* REDUCE_MEAN: in[1] is a mask of dtype mask_dtype */
 
 enum ark_opp_flag {
 #define X(id, bit) ARK_OPP_##id = 1u << (bit),
@@ -120,7 +125,8 @@ struct ark_opp {
 	uint8_t dtype;    /* enum ark_dtype of inputs and output */
 	uint8_t flags;    /* ARK_OPP_* */
 	uint16_t act;     /* matmul, all_reduce: an op flagged ARK_OPF_ACTIVATION, applied after the bias; ARK_ACT_NONE: none */
-	uint16_t pad_;
+	uint8_t mask_dtype; /* ARK_OPP_MASK: enum ark_dtype of the mask in[1] (it may differ from dtype) */
+	uint8_t pad_;
 	uint32_t splits;  /* matmul split-K slices (1: none); EW_CHAIN: number of steps, which are the
 			   * params of the chain's ops, in order, in the entries right after this one */
 	uint64_t in[3];   /* inputs: matmul a, b, bias; elementwise a, b; norms a, gamma, beta */
@@ -129,7 +135,7 @@ struct ark_opp {
 	int64_t M, N, K;  /* matmul: out [M, N] = a [M, K] . b; others: out viewed as [M, N] */
 	float f;          /* scale: factor; norms: eps */
 	int32_t ndim;     /* elementwise with broadcasting: out shape and the inputs' element strides */
-	int64_t oshape[4];
+	int64_t oshape[4]; /* REDUCE_MEAN: {P, S, Q, D}, in[0] viewed as [P, S, Q, D], mean over S */
 	int64_t istride[2][4]; /* 0 where an input is broadcast along that dimension */
 	int32_t peer;     /* COPY: GPU holding in[0] (-1: this GPU), or out with ARK_OPP_PUSH; DMA: dst */
 };

@@ -12,9 +12,11 @@ usage:
       .json files are when OUT lacks them.
 
 Models are single-GPU graphs over the op catalog of abi/ark_ops.h (matmul with and without bias and
-transpose_b, add, mul, scale, relu, gelu, silu, sigmoid, swiglu, softmax, layernorm, rmsnorm), made of blocks:
-elementwise/row-op chains, diamonds, parallel branches joined by adds, MLP blocks (matmul, activation,
-matmul), GLU blocks (two matmuls, swiglu, matmul) and residuals with a norm (pre- or post-norm). Rows
+transpose_b, add, mul, scale, relu, gelu of both forms, silu, sigmoid, tanh, swiglu, softmax, layernorm,
+rmsnorm, l2_normalize, reduce_mean), made of blocks: elementwise/row-op chains, diamonds, parallel
+branches joined by adds, MLP blocks (matmul, activation, matmul), GLU blocks (two matmuls, swiglu,
+matmul) and residuals with a norm (pre- or post-norm), and sometimes a pooled output after them
+(reduce_mean, under a mask of any dtype for 3-D activations, then perhaps l2_normalize). Rows
 M from 1 to 512, mostly 1-16 (batch-1 decode); widths from 32 to 4096, drawn as primes, odd numbers,
 multiples of 8, 16 or 64 and powers of two; 2-D [M, H] or 3-D [B, S, H] activations; broadcast
 operands [H] (bias-like), per-row [M, 1] / [B, S, 1] / [S, 1] / [B, 1, 1] and [1]; fp16, bf16 or fp32;
@@ -81,7 +83,7 @@ DTYPES = ("fp16", "bf16", "fp32")
 DSIZE = {"fp16": 2, "bf16": 2, "fp32": 4}
 WEIGHT_BUDGET = 64 << 20  # bytes of weights per model
 KINDS = ("chain", "diamond", "branches", "mlp", "glu", "resnorm")
-ACTS = ("relu", "gelu", "silu", "sigmoid")
+ACTS = ("relu", "gelu", "silu", "sigmoid", "tanh")
 FACTORS = ("0.5", "0.125", "0.75", "1.5", "2.0", "-1.0", "0.3333", "1.25", "-0.6")
 
 
@@ -135,6 +137,7 @@ class Model:
 	def __init__(self, name, dtype, rng, hmax):
 		self.name, self.dtype, self.rng, self.hmax = name, dtype, rng, hmax
 		self.tensors = []  # (name, shape, role) of inputs and weights, in order
+		self.tdtype = {}  # name -> dtype of the inputs whose dtype is not the model's (masks)
 		self.ops = []  # {"name", "op", "in", "out", "attrs": [(key, text)]}
 		self.shape = {}
 		self.count = {}
@@ -175,6 +178,11 @@ class Model:
 		elif kind in ("layernorm", "rmsnorm"):
 			assert all(v == [s[0][-1]] for v in s[1:]), (kind, s)
 			out = s[0]
+		elif kind == "reduce_mean":
+			ax = int(dict(attrs)["axis"])
+			ax = ax + len(s[0]) if ax < 0 else ax
+			assert len(s) == 1 or (s[1] == s[0][:-1] and ax < len(s[0]) - 1), (kind, s, attrs)
+			out = [d for i, d in enumerate(s[0]) if i != ax] or [1]
 		else:
 			assert len(ins) == 1
 			out = s[0]
@@ -210,7 +218,32 @@ class Model:
 		return self.op(kind, ins, attrs)
 
 	def act(self, x, kind=None):
-		return self.op(kind or self.rng.pick(ACTS), [x])
+		kind = kind or self.rng.pick(ACTS)
+		attrs = []
+		if kind == "gelu":  # both forms, the default sometimes said out loud
+			attrs = self.rng.weighted([(5, []), (4, [("approximate", '"tanh"')]), (1, [("approximate", '"none"')])])
+		return self.op(kind, [x], attrs)
+
+	def pool(self, x):
+		"""A pooled output: the mean over the tokens of a 3-D [B, S, H] activation under a mask [B, S]
+		of any dtype (an input), or over an axis of a 2-D one; then l2_normalize, sometimes."""
+		s = self.shape[x]
+		if len(s) == 3:
+			m = self.leaf("mask", s[:-1], "input")
+			dt = self.rng.pick(DTYPES)
+			if dt != self.dtype:
+				self.tdtype[m] = dt
+			# weights in (0, 1) whatever the random input (--check fills inputs with values of
+			# both signs, whose sums over S may come near 0): the sigmoid keeps the mask's dtype
+			w = self.op("sigmoid", [m])
+			self.shape[w] = list(s[:-1])
+			y = self.op("reduce_mean", [x, w], [("axis", self.rng.pick(("1", "-2")))])
+		else:
+			y = self.op("reduce_mean", [x], [("axis", self.rng.pick(("0", "1", "-1")))])
+		if self.rng.chance(0.6):
+			attrs = [("eps", "1e-6")] if self.rng.chance(0.3) else []
+			y = self.op("l2_normalize", [y], attrs)
+		return y
 
 	def operand(self, x):
 		"""A second operand for add/mul with x: full shape, bias-like [H], per-row, [1] or [1, H], a
@@ -241,7 +274,7 @@ class Model:
 
 	def elementwise(self, x):
 		"""One op of a chain on x, same shape out."""
-		choices = [(14, "act"), (8, "scale"), (14, "add"), (6, "softmax"), (7, "norm")]
+		choices = [(14, "act"), (8, "scale"), (14, "add"), (6, "softmax"), (7, "norm"), (2, "l2norm")]
 		if self.shrink < 2:
 			choices += [(9, "mul"), (5, "swiglu")]
 		k = self.rng.weighted(choices)
@@ -255,6 +288,8 @@ class Model:
 			return self.op("softmax", [x])
 		if k == "norm":
 			return self.norm(x)
+		if k == "l2norm":
+			return self.op("l2_normalize", [x])
 		self.shrink += 1
 		w = self.weight("v", self.shape[x])
 		return self.op("swiglu", [w, x] if self.rng.chance(0.3) else [x, w])
@@ -364,13 +399,20 @@ class Model:
 			x = getattr(self, b)(x)
 			if i + 1 < len(blocks) and rng.chance(0.1):
 				outs.append(x)  # an intermediate result is an output too
+		if rng.chance(0.25):  # a pooled output beside the last activation, or instead of it
+			p = self.pool(x)
+			if rng.chance(0.5):
+				outs.append(x)
+			x = p
+			blocks.append("pool")
 		self.kinds = blocks
 		outs.append(x)
 		return outs
 
 
 OP_PREFIX = {"matmul": "mm", "add": "add", "mul": "mul", "scale": "sc", "relu": "relu", "gelu": "gelu",
-	     "silu": "silu", "sigmoid": "sigm", "swiglu": "swiglu", "softmax": "smax", "layernorm": "ln", "rmsnorm": "rms"}
+	     "silu": "silu", "sigmoid": "sigm", "swiglu": "swiglu", "softmax": "smax", "layernorm": "ln", "rmsnorm": "rms",
+	     "tanh": "tanh", "reduce_mean": "mean", "l2_normalize": "l2n"}
 
 
 def render(m, outs, seed, index):
@@ -400,7 +442,8 @@ def render(m, outs, seed, index):
 		 "# drawn by bench/sweep.py gen --seed %d --index %d%s" % (
 			 seed, index, " (ops listed in shuffled order)" if shuffled else ""),
 		 "version = 1;", 'name = "%s";' % m.name, 'dtype = "%s";' % m.dtype, "", "tensors = ("]
-	ts = ['  { name = "%s"; shape = %s; role = "%s"; }' % (n, shape_text(s), r) for n, s, r in m.tensors]
+	ts = ['  { name = "%s"; shape = %s; role = "%s";%s }' % (
+		n, shape_text(s), r, ' dtype = "%s";' % m.tdtype[n] if n in m.tdtype else "") for n, s, r in m.tensors]
 	ts += ['  { name = "%s"; role = "output"; }' % names[o] for o in outs]
 	lines.append(",\n".join(ts))
 	lines += [");", "", "ops = ("]

@@ -29,10 +29,10 @@ DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
 ARITY = {
 	"matmul": (2, 3), "add": (2, 2), "mul": (2, 2), "scale": (1, 1), "relu": (1, 1), "gelu": (1, 1),
 	"silu": (1, 1), "sigmoid": (1, 1), "swiglu": (2, 2), "softmax": (1, 1), "layernorm": (3, 3), "rmsnorm": (2, 2),
-	"copy": (1, 1),
+	"copy": (1, 1), "tanh": (1, 1), "reduce_mean": (1, 2), "l2_normalize": (1, 1),
 }
 MULTI_GPU_OPS = ("all_reduce", "all_gather")
-DEFAULT_EPS = {"layernorm": 1e-5, "rmsnorm": 1e-6}
+DEFAULT_EPS = {"layernorm": 1e-5, "rmsnorm": 1e-6, "l2_normalize": 1e-12}
 VARIANTS = ("eager", "graph", "compile", "compile_ro")
 # relative error of a variant against eager above which it is flagged (the binaries' --check defaults)
 TOLERANCE = {"fp32": 1e-4, "bf16": 3e-2, "fp16": 1e-2}
@@ -82,6 +82,15 @@ def _infer(kind, shapes, attrs, where):
 	if kind == "swiglu" and list(shapes[1]) != list(a):
 		raise GraphError("%s: swiglu of %s and %s, expected equal shapes" %
 				 (where, _shape_str(a), _shape_str(shapes[1])))
+	if kind == "reduce_mean":
+		ax = int(attrs["axis"])
+		ax = ax + len(a) if ax < 0 else ax
+		if not 0 <= ax < len(a):
+			raise GraphError("%s: axis %d of %s" % (where, attrs["axis"], _shape_str(a)))
+		if len(shapes) == 2 and (list(shapes[1]) != list(a[:-1]) or ax == len(a) - 1):
+			raise GraphError("%s: mask %s for %s over axis %d, expected %s and not the last axis" %
+					 (where, _shape_str(shapes[1]), _shape_str(a), ax, _shape_str(a[:-1])))
+		return [d for i, d in enumerate(a) if i != ax] or [1], False
 	if kind in ("layernorm", "rmsnorm"):
 		for s in shapes[1:]:
 			if list(s) != [a[-1]]:
@@ -139,6 +148,8 @@ def load_graph(doc):
 		attrs = dict(op.get("attrs", {}))
 		if kind == "scale" and "factor" not in attrs:
 			raise GraphError("%s: scale without a factor" % where)
+		if kind == "reduce_mean" and "axis" not in attrs:
+			raise GraphError("%s: reduce_mean without an axis" % where)
 		if kind in DEFAULT_EPS:
 			attrs.setdefault("eps", DEFAULT_EPS[kind])
 		shape, tb = _infer(kind, [have[i] for i in ins], attrs, where)
@@ -197,7 +208,7 @@ def build_module(torch, g, device, gen):
 		elif kind == "relu":
 			y = torch.relu(x)
 		elif kind == "gelu":
-			y = F.gelu(x, approximate="tanh")  # runtime/ref.c uses the tanh form
+			y = F.gelu(x, approximate=attrs.get("approximate", "none"))  # "none": erf, as runtime/ref.c
 		elif kind == "silu":
 			y = F.silu(x)
 		elif kind == "sigmoid":
@@ -216,6 +227,20 @@ def build_module(torch, g, device, gen):
 				y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + attrs["eps"]) * a[1].float()
 		elif kind == "copy":
 			y = x.clone()
+		elif kind == "tanh":
+			y = torch.tanh(x)
+		elif kind == "l2_normalize":
+			y = F.normalize(x, p=2.0, dim=-1, eps=attrs["eps"])
+		elif kind == "reduce_mean":
+			ax = int(attrs["axis"])
+			if len(a) == 1:
+				y = x.float().mean(dim=ax)
+			else:  # sentence-transformers' mean pooling: the mask over every axis but the last
+				m = a[1].float().unsqueeze(-1)
+				ax = ax + x.dim() if ax < 0 else ax
+				y = (x.float() * m).sum(dim=ax) / torch.clamp(m.sum(dim=ax), min=1e-9)
+			if y.dim() == 0:
+				y = y.reshape(1)
 		else:
 			raise GraphError("no PyTorch equivalent for op kind '%s'" % kind)
 		return y if y.dtype == odt else y.to(odt)

@@ -46,6 +46,7 @@ static const char *const tmpl_names[ARK_T__COUNT] = {
 	[ARK_T_MATMUL] = "matmul", [ARK_T_MATMUL_PARTIAL] = "matmul_partial", [ARK_T_REDUCE] = "reduce",
 	[ARK_T_ELEMENTWISE] = "elementwise", [ARK_T_EW_CHAIN] = "ew_chain", [ARK_T_SOFTMAX] = "softmax",
 	[ARK_T_LAYERNORM] = "layernorm", [ARK_T_RMSNORM] = "rmsnorm", [ARK_T_COPY] = "copy",
+	[ARK_T_REDUCE_MEAN] = "reduce_mean", [ARK_T_L2NORM] = "l2norm",
 };
 
 const char *calib_tmpl_name(int tmpl) { return tmpl >= 0 && tmpl < ARK_T__COUNT ? tmpl_names[tmpl] : NULL; }
@@ -97,8 +98,13 @@ static void work(const struct calib_query *q, double *flops, double *bytes, doub
 	case ARK_T_SOFTMAX:
 	case ARK_T_LAYERNORM:
 	case ARK_T_RMSNORM:
+	case ARK_T_L2NORM:
 		*flops = 6 * m * n;
 		*bytes = 2 * es * m * n;
+		break;
+	case ARK_T_REDUCE_MEAN: /* m x n outputs, each the mean of k values (a mask's bytes left out) */
+		*flops = 2 * m * n * k;
+		*bytes = es * m * n * (k + 1);
 		break;
 	case ARK_T_COPY:
 		*bytes = 2 * es * n;
@@ -551,7 +557,8 @@ static void parse_line(struct parse *p, char *s)
 		point(p, tmpl, tok, n);
 	else
 		error(p, "unknown item '%s': expected gpu, sms, threads, date, source, proto or a template (matmul, "
-		      "matmul_partial, reduce, elementwise, ew_chain, softmax, layernorm, rmsnorm, copy)", tok[0]);
+		      "matmul_partial, reduce, elementwise, ew_chain, softmax, layernorm, rmsnorm, copy, reduce_mean, l2norm)",
+		      tok[0]);
 	free(line);
 }
 

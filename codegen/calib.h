@@ -19,8 +19,9 @@
  *   reduce              tile rows, tile columns, splits summed
  *   elementwise         tile rows, tile columns, inputs (1 or 2)
  *   ew_chain            1, elements, steps (ops of the chain)
- *   softmax, layernorm, rmsnorm   rows, columns, 1
+ *   softmax, layernorm, rmsnorm, l2norm   rows, columns, 1
  *   copy                1, elements, 1
+ *   reduce_mean         tile rows, tile columns of out viewed as [P * Q, D], elements averaged (S)
  * LAYOUT: matmul and matmul_partial kn, nk (transpose_b), kn-odd, nk-odd (an operand's rows are not
  * a multiple of 16 bytes: the templates' unaligned paths); elementwise same or bcast (broadcast
  * inputs); "-" for the others. */

@@ -523,6 +523,18 @@ static int read_attr(struct reader *r, const config_setting_t *s, struct op *o, 
 		snprintf(what, sizeof what, "'%s' of op '%s'", key, o->name);
 		if (get_string(r, s, what, &v))
 			return -1;
+		if (a == ARK_ATTR_APPROXIMATE) {
+			static const char *const forms[] = { "none", "tanh" };
+			int fi = key_index(v, forms, COUNT(forms));
+			if (fi < 0) {
+				diag_error(AT(s), "'approximate' of op '%s' is \"%s\", expected \"none\" or \"tanh\"",
+					   o->name, v);
+				hint_closest(v, forms, COUNT(forms));
+				return -1;
+			}
+			o->kind = fi ? ARK_OP_GELU_TANH : ARK_OP_GELU; /* the catalog's variant row */
+			break;
+		}
 		ARK_ASSERT(a == ARK_ATTR_TRANSPORT);
 		ti = key_index(v, transport_name, 3);
 		if (ti < 0) {
@@ -641,8 +653,13 @@ static int read_op(struct reader *r, const config_setting_t *s, int index)
 		diag_hint("add factor = 0.5; (any number)");
 		return -1;
 	}
+	if (o->kind == ARK_OP_REDUCE_MEAN && !(o->attrs_given & ARK_A(AXIS))) {
+		diag_error(AT(s), "op '%s' (reduce_mean) needs attribute 'axis'", o->name);
+		diag_hint("add axis = 1; (the axis to average over, negative from the end)");
+		return -1;
+	}
 	if (!(o->attrs_given & ARK_A(EPS)))
-		o->eps = o->kind == ARK_OP_RMSNORM ? 1e-6 : 1e-5;
+		o->eps = o->kind == ARK_OP_RMSNORM ? 1e-6 : o->kind == ARK_OP_L2_NORMALIZE ? 1e-12 : 1e-5;
 	int in[ARK_MAX_IO], out[ARK_MAX_IO], n_in, n_out;
 	if (read_names(r, is, o, "in", 0, in, &n_in) || read_names(r, os, o, "out", 1, out, &n_out))
 		return -1;

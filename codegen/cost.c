@@ -70,6 +70,9 @@ static int query_of(const struct tiling *s, const struct vcta *v, struct calib_q
 	case ARK_T_COPY:
 		q->m = 1, q->n = v->k1 - v->k0;
 		break;
+	case ARK_T_REDUCE_MEAN: /* outputs (rows, columns), each over the reduced axis */
+		q->k = s->rows[o->in[0]] * s->cols[o->in[0]] / (s->rows[out] * s->cols[out]);
+		break;
 	default: /* row ops: rows, columns, 1 */
 		break;
 	}

@@ -295,8 +295,9 @@ static void emit_ops(const struct emitter *e)
 
 /* ---- op params ---- */
 
-/* The fields of an op's params that are not zero, as emit_opp and the comm ones share them. */
-static void opp_head(struct init *in, int kind, int dtype, unsigned flags, int act, uint32_t splits)
+/* The fields of an op's params that are not zero, as emit_opp and the comm ones share them (mask_dtype
+ * -1: none). */
+static void opp_head(struct init *in, int kind, int dtype, unsigned flags, int act, int mask_dtype, uint32_t splits)
 {
 	char fl[160];
 	init_field(in, ".kind = %s", op_enum[kind]);
@@ -304,6 +305,8 @@ static void opp_head(struct init *in, int kind, int dtype, unsigned flags, int a
 	if (flags)
 		init_field(in, ".flags = %s", flags_str(fl, sizeof fl, flags));
 	init_field(in, ".act = %s", act == ARK_ACT_NONE ? "ARK_ACT_NONE" : op_enum[act]);
+	if (mask_dtype >= 0)
+		init_field(in, ".mask_dtype = %s", dtype_enum[mask_dtype]);
 	if (splits)
 		init_field(in, ".splits = %u", splits);
 }
@@ -338,8 +341,14 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 		}
 		flags |= same ? ARK_OPP_SAME_SHAPE : 0;
 		fval = o->factor;
-	} else if (o->kind == ARK_OP_LAYERNORM || o->kind == ARK_OP_RMSNORM) {
+	} else if (o->kind == ARK_OP_LAYERNORM || o->kind == ARK_OP_RMSNORM || o->kind == ARK_OP_L2_NORMALIZE) {
 		fval = o->eps;
+	}
+	int64_t rview[4] = {0}; /* reduce_mean: in[0] as [P, S, Q, D], out as [P * Q, D] */
+	if (o->kind == ARK_OP_REDUCE_MEAN) {
+		tile_reduce_view(g, o, rview);
+		M = rview[0] * rview[2], N = rview[3], K = rview[1];
+		flags |= o->n_in > 1 ? ARK_OPP_MASK : 0;
 	}
 	char c1[256], c2[1024];
 	out(e->f, "\t/* %d: %s%s: %s (%s:%d)", index, extra_flags & ARK_OPP_CHAIN_IN1 ? "chained value in[1]: " : "",
@@ -352,7 +361,8 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 	struct strbuf ins = {0};
 	char l1[160], l2[160];
 	init_begin(&in, e->f, 1);
-	opp_head(&in, o->kind, g->tensors[o->in[0]].dtype, flags, pl->act, (uint32_t)pl->splits);
+	opp_head(&in, o->kind, g->tensors[o->in[0]].dtype, flags, pl->act,
+		 flags & ARK_OPP_MASK ? (int)g->tensors[o->in[1]].dtype : -1, (uint32_t)pl->splits);
 	for (int i = 0; i < o->n_in && i < 3; i++)
 		sb_printf(&ins, "%s%s", i ? ", " : "", offset_of(e, o->in[i]));
 	init_field(&in, ".in = {%s}", ins.s);
@@ -373,6 +383,9 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 				   i64_list(l2, sizeof l2, ist[1], nd));
 		else
 			init_field(&in, ".istride = {%s}", i64_list(l1, sizeof l1, ist[0], nd));
+	}
+	if (o->kind == ARK_OP_REDUCE_MEAN) {
+		init_field(&in, ".oshape = %s", i64_list(c1, sizeof c1, rview, 4));
 	}
 	init_field(&in, ".peer = -1");
 	init_end(&in);
@@ -395,7 +408,7 @@ static void emit_chain_opp(const struct emitter *e, int head, int index)
 	    c_comment_text(c5, sizeof c5, g->tensors[outt].name));
 	struct init in;
 	init_begin(&in, e->f, 1);
-	opp_head(&in, h->kind, g->tensors[outt].dtype, 0, ARK_ACT_NONE, (uint32_t)pl->chain_len);
+	opp_head(&in, h->kind, g->tensors[outt].dtype, 0, ARK_ACT_NONE, -1, (uint32_t)pl->chain_len);
 	init_field(&in, ".in = {%s}", offset_of(e, h->in[0]));
 	init_field(&in, ".out = %s", offset_of(e, outt));
 	init_field(&in, ".M = %" PRId64, s->rows[outt]);
@@ -451,7 +464,7 @@ static void emit_comm_opp(const struct emitter *e, int x, int index)
 	struct init in;
 	struct strbuf ins = {0};
 	init_begin(&in, e->f, 1);
-	opp_head(&in, p.kind, p.dtype, p.flags, p.act, p.splits);
+	opp_head(&in, p.kind, p.dtype, p.flags, p.act, -1, p.splits);
 	sb_printf(&ins, "%s", offset_of(e, X->in0));
 	if (X->in1 >= 0 || X->in2)
 		sb_printf(&ins, ", %s", offset_of(e, X->in1));
@@ -768,7 +781,9 @@ static void json_graph(const struct graph *g, FILE *f)
 		if (a & ARK_A(AXIS))
 			out(f, "%s\"axis\": %d", sep, o->axis), sep = ", ";
 		if (a & ARK_A(TRANSPORT))
-			out(f, "%s\"transport\": \"%s\"", sep, transport_name[o->transport]);
+			out(f, "%s\"transport\": \"%s\"", sep, transport_name[o->transport]), sep = ", ";
+		if (a & ARK_A(APPROXIMATE))
+			out(f, "%s\"approximate\": \"%s\"", sep, o->kind == ARK_OP_GELU_TANH ? "tanh" : "none");
 		out(f, "}}%s\n", k + 1 < g->n_ops ? "," : "");
 	}
 	out(f, "  ],\n");

@@ -597,6 +597,53 @@ static int infer_same(struct graph *g, struct op *o)
 	return 0;
 }
 
+/* reduce_mean: x [d0, .., dn-1] averaged over `axis`, which the output loses ([1] for a 1-D x); a mask
+ * has x's shape without its last dimension and weights the reduced axis, which must be one of those. */
+static int infer_reduce_mean(struct graph *g, struct op *o, int *nd, int64_t *shape)
+{
+	const struct tensor *a = &g->tensors[o->in[0]];
+	int ax = o->axis, written = o->axis;
+	if (ax < -a->ndim || ax >= a->ndim) {
+		diag_error(AT(o), "'axis' of op '%s' (reduce_mean) is %d, expected -%d to %d for input '%s' of shape %s",
+			   o->name, ax, a->ndim, a->ndim - 1, a->name, shp(a));
+		return -1;
+	}
+	if (ax < 0)
+		ax += a->ndim;
+	o->axis = ax;
+	if (o->n_in == 2) {
+		const struct tensor *m = &g->tensors[o->in[1]];
+		char want[SHAPE_BUF];
+		if (a->ndim < 2) {
+			diag_error(AT(o), "input '%s' of op '%s' (reduce_mean) has shape %s, expected at least 2 "
+				   "dimensions with a mask", a->name, o->name, shp(a));
+			diag_hint("the mask has the input's shape without its last dimension, e.g. [B, S] for [B, S, D]");
+			return -1;
+		}
+		shape_str(want, sizeof want, a->ndim - 1, a->shape);
+		if (m->ndim != a->ndim - 1 || memcmp(m->shape, a->shape, sizeof(int64_t) * (size_t)m->ndim)) {
+			diag_error(AT(o), "mask '%s' of op '%s' (reduce_mean) has shape %s, expected %s (the shape of "
+				   "'%s' without its last dimension)", m->name, o->name, shp(m), want, a->name);
+			note_tensor(g, m);
+			return -1;
+		}
+		if (ax == a->ndim - 1) {
+			diag_error(AT(o), "op '%s' (reduce_mean) has a mask, but 'axis' %d is the last dimension of "
+				   "'%s' %s, which the mask does not cover", o->name, written, a->name, shp(a));
+			diag_hint("with a mask, average over one of the first %d axes (mean pooling: x [B, S, D], axis = 1)",
+				  a->ndim - 1);
+			return -1;
+		}
+	}
+	*nd = 0;
+	for (int d = 0; d < a->ndim; d++)
+		if (d != ax)
+			shape[(*nd)++] = a->shape[d];
+	if (*nd == 0)
+		shape[(*nd)++] = 1;
+	return 0;
+}
+
 /* Output shapes of o, all equal (per-GPU outputs of collectives have one shape too). */
 static int infer_shape(struct graph *g, struct op *o, int *nd, int64_t *shape)
 {
@@ -620,6 +667,8 @@ static int infer_shape(struct graph *g, struct op *o, int *nd, int64_t *shape)
 		if (check_vector(g, o, 1, "gamma"))
 			return -1;
 		break;
+	case ARK_OP_REDUCE_MEAN:
+		return infer_reduce_mean(g, o, nd, shape);
 	case ARK_OP_ALL_GATHER: {
 		if (infer_same(g, o))
 			return -1;
@@ -654,7 +703,7 @@ static int infer_op(struct graph *g, struct op *o)
 	for (int j = 0; j < o->n_in; j++) {
 		const struct tensor *t = &g->tensors[o->in[j]];
 		ARK_ASSERT(t->ndim > 0);
-		if (t->dtype != a->dtype) {
+		if (t->dtype != a->dtype && !(o->kind == ARK_OP_REDUCE_MEAN && j == 1)) { /* a mask: any dtype */
 			diag_error(AT(o), "inputs of op '%s' (%s) have different dtypes: '%s' is %s, '%s' is %s",
 				   o->name, oi->name, a->name, dtype_name[a->dtype], t->name, dtype_name[t->dtype]);
 			note_tensor(g, t);
@@ -765,6 +814,7 @@ static void dump_attrs(const struct op *o, FILE *f)
 		case ARK_ATTR_EPS: fprintf(f, "%g", o->eps); break;
 		case ARK_ATTR_AXIS: fprintf(f, "%d", o->axis); break;
 		case ARK_ATTR_TRANSPORT: fprintf(f, "\"%s\"", transport_name[o->transport]); break;
+		case ARK_ATTR_APPROXIMATE: fprintf(f, "\"%s\"", o->kind == ARK_OP_GELU_TANH ? "tanh" : "none"); break;
 		default: ARK_ASSERT(!"attribute without a dump");
 		}
 		fprintf(f, "%s\n", o->attrs_given & (1u << a) ? "" : "  (default)");

@@ -265,8 +265,88 @@ static void tile_rows(struct tiling *s, int oi, enum ark_tmpl tmpl)
 }
 
 static void tile_softmax(struct tiling *s, int oi) { tile_rows(s, oi, ARK_T_SOFTMAX); }
+static void tile_l2norm(struct tiling *s, int oi) { tile_rows(s, oi, ARK_T_L2NORM); }
 static void tile_layernorm(struct tiling *s, int oi) { tile_rows(s, oi, ARK_T_LAYERNORM); }
 static void tile_rmsnorm(struct tiling *s, int oi) { tile_rows(s, oi, ARK_T_RMSNORM); }
+
+void tile_reduce_view(const struct graph *g, const struct op *o, int64_t v[4])
+{
+	const struct tensor *x = &g->tensors[o->in[0]];
+	int ax = o->axis, last = x->ndim - 1;
+	v[0] = v[2] = 1;
+	for (int d = 0; d < ax; d++)
+		v[0] *= x->shape[d];
+	v[1] = x->shape[ax];
+	for (int d = ax + 1; d < last; d++)
+		v[2] *= x->shape[d];
+	v[3] = ax < last ? x->shape[last] : 1;
+}
+
+/* reduce_mean over x viewed as [P, S, Q, D] (tile_reduce_view), out as [P * Q, D]. When Q = D = 1 the
+ * S values of an output are contiguous: ranges of outputs, a warp each, cut as the chains cut
+ * (whole rows of out's view or pieces of one row, so that every range is an exact box). Else tiles of
+ * (rows, columns) of out, about one per SM, each over all of S: the reads are x's rows of the tile's
+ * P range (and the mask's), columns of the tile. */
+static void tile_reduce_mean(struct tiling *s, int oi)
+{
+	struct graph *g = s->g;
+	struct op *o = &g->ops[oi];
+	struct op_tiling *pl = &s->per_op[oi];
+	int x = o->in[0], mask = o->n_in > 1 ? o->in[1] : -1, out = o->out[0];
+	int64_t v[4], sms = s->opt.sms, es = esize(s, x);
+	tile_reduce_view(g, o, v);
+	const int64_t P = v[0], S = v[1], Q = v[2], D = v[3], R = P * Q;
+	const int64_t mes = mask >= 0 ? esize(s, mask) : 0;
+	if (Q == 1 && D == 1) {
+		/* at least 8 outputs a range: a warp each (with 256 threads), none idle */
+		int64_t C = s->cols[out], chunk = imin(P, imax(8, cdiv(P, sms)));
+		int64_t rows_per = C >= chunk ? 0 : chunk / C;
+		pl->tm = (int)imin(chunk, INT32_MAX);
+		pl->tn = 1;
+		for (int64_t e0 = 0, e1; e0 < P; e0 = e1) {
+			e1 = rows_per ? imin(P, e0 + rows_per * C) : imin(e0 / C * C + C, e0 + chunk);
+			struct vcta *t = tiling_new_vcta(s, oi, oi, ARK_T_REDUCE_MEAN);
+			t->m0 = (uint32_t)e0, t->m1 = (uint32_t)e1, t->n0 = 0, t->n1 = 1;
+			struct region rx = range_box(x, e0 * S, e1 * S, s->cols[x]);
+			vcta_add_read(t, x, rx.r0, rx.r1, rx.c0, rx.c1);
+			if (mask >= 0) {
+				struct region rm = range_box(mask, e0 * S, e1 * S, s->cols[mask]);
+				vcta_add_read(t, mask, rm.r0, rm.r1, rm.c0, rm.c1);
+			}
+			t->write = range_box(out, e0, e1, C);
+			t->flops = (double)(2 * (e1 - e0) * S);
+			t->bytes = (double)((es + mes) * (e1 - e0) * S + es * (e1 - e0));
+		}
+		return;
+	}
+	/* about one tile per SM: whole rows when there are enough of them, else columns cut into blocks
+	 * of at least 32 */
+	int64_t tr, tc;
+	if (R >= sms) {
+		tr = cdiv(R, sms);
+		tc = D;
+	} else {
+		tr = 1;
+		tc = imin(D, cdiv(cdiv(D, cdiv(sms, R)), 32) * 32);
+	}
+	pl->tm = (int)imin(tr, INT32_MAX);
+	pl->tn = (int)imin(tc, INT32_MAX);
+	for (int64_t r0 = 0; r0 < R; r0 += tr)
+		for (int64_t c0 = 0; c0 < D; c0 += tc) {
+			int64_t r1 = imin(R, r0 + tr), c1 = imin(D, c0 + tc);
+			int64_t p0 = r0 / Q, p1 = (r1 - 1) / Q + 1; /* the P range the rows belong to */
+			struct vcta *t = tiling_new_vcta(s, oi, oi, ARK_T_REDUCE_MEAN);
+			t->m0 = (uint32_t)r0, t->m1 = (uint32_t)r1, t->n0 = (uint32_t)c0, t->n1 = (uint32_t)c1;
+			vcta_add_read(t, x, p0 * S * Q, p1 * S * Q, c0, c1); /* x's view is [P * S * Q, D] */
+			if (mask >= 0) {
+				struct region rm = range_box(mask, p0 * S * Q, p1 * S * Q, s->cols[mask]);
+				vcta_add_read(t, mask, rm.r0, rm.r1, rm.c0, rm.c1);
+			}
+			t->write = (struct region){out, r0, r1, c0, c1};
+			t->flops = (double)(2 * (r1 - r0) * (c1 - c0) * S);
+			t->bytes = (double)(es * (r1 - r0) * (c1 - c0) * (S + 1) + mes * (r1 - r0) * S);
+		}
+}
 
 /* A copy within a GPU: ranges of elements, about one per SM and 4096 elements. From another GPU:
  * a transfer (lower_comm.c). */
@@ -314,6 +394,10 @@ static void tile_copy(struct tiling *s, int oi)
 #define TILER_COPY tile_copy
 #define TILER_ALL_REDUCE lower_all_reduce
 #define TILER_ALL_GATHER lower_all_gather
+#define TILER_TANH tile_elementwise
+#define TILER_REDUCE_MEAN tile_reduce_mean
+#define TILER_L2_NORMALIZE tile_l2norm
+#define TILER_GELU_TANH tile_elementwise
 
 typedef void tiler_fn(struct tiling *s, int oi);
 static tiler_fn *const tilers[] = {

@@ -150,4 +150,8 @@ const char *tmpl_name(int tmpl);
  * model uses), and in *label (may be NULL) the label of the first template that needs it. */
 int tmpl_smem_need(int threads, const char **label);
 
+/* tile.c: x of reduce_mean op o viewed as [P, S, Q, D] (v): the axes before `axis`, the reduced axis, the
+ * axes between it and the last, the last (D = 1, Q = 1 when the last is the one reduced). */
+void tile_reduce_view(const struct graph *g, const struct op *o, int64_t v[4]);
+
 #endif

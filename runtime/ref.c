@@ -263,10 +263,12 @@ static double ew_add(double x, double y, double factor) { return x + y; }
 static double ew_mul(double x, double y, double factor) { return x * y; }
 static double ew_scale(double x, double y, double factor) { return x * factor; }
 static double ew_relu(double x, double y, double factor) { return x > 0 ? x : 0.0 * x; /* keeps NaN */ }
-static double ew_gelu(double x, double y, double factor)
+static double ew_gelu(double x, double y, double factor) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
+static double ew_gelu_tanh(double x, double y, double factor)
 {
 	return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
 }
+static double ew_tanh(double x, double y, double factor) { return tanh(x); }
 static double ew_silu(double x, double y, double factor) { return x / (1.0 + exp(-x)); }
 static double ew_sigmoid(double x, double y, double factor) { return 1.0 / (1.0 + exp(-x)); }
 static double ew_swiglu(double x, double y, double factor) { return x / (1.0 + exp(-x)) * y; }
@@ -278,6 +280,8 @@ static int ref_relu(const struct ref_ctx *c) { return ref_elementwise(c, ew_relu
 static int ref_gelu(const struct ref_ctx *c) { return ref_elementwise(c, ew_gelu); }
 static int ref_silu(const struct ref_ctx *c) { return ref_elementwise(c, ew_silu); }
 static int ref_sigmoid(const struct ref_ctx *c) { return ref_elementwise(c, ew_sigmoid); }
+static int ref_gelu_tanh(const struct ref_ctx *c) { return ref_elementwise(c, ew_gelu_tanh); }
+static int ref_tanh(const struct ref_ctx *c) { return ref_elementwise(c, ew_tanh); }
 
 static int ref_swiglu(const struct ref_ctx *c)
 {
@@ -378,6 +382,68 @@ static int ref_rmsnorm(const struct ref_ctx *c)
 			ark_set(ob, o->dtype, base + j, (float)y);
 		}
 	}
+	return ARK_OK;
+}
+
+/* x / max(||x||_2, eps) over the last dimension. */
+static int ref_l2_normalize(const struct ref_ctx *c)
+{
+	const struct ark_tensor *a = in_t(c, 0), *o = out_t(c, 0);
+	const void *ab = in_b(c, 0);
+	void *ob = out_b(c, 0);
+	int64_t N, rows;
+
+	if (rows_check(c, &N, &rows))
+		return ARK_ERR;
+	for (int64_t base = 0; base < rows * N; base += N) {
+		double ss = 0, norm;
+		for (int64_t j = 0; j < N; j++) {
+			double x = ark_get(ab, a->dtype, base + j);
+			ss += x * x;
+		}
+		norm = sqrt(ss);
+		norm = norm > c->op->eps ? norm : c->op->eps;
+		for (int64_t j = 0; j < N; j++)
+			ark_set(ob, o->dtype, base + j, (float)(ark_get(ab, a->dtype, base + j) / norm));
+	}
+	return ARK_OK;
+}
+
+/* ---- reduce_mean: the mean over `axis`, x viewed as [P, S, Q] (S the axis), out as [P, Q]; with a
+ * mask [P, S, Q / D] (x's shape without its last dimension D): sum_s x * m / max(sum_s m, 1e-9) ---- */
+static int ref_reduce_mean(const struct ref_ctx *c)
+{
+	const struct ark_tensor *a = in_t(c, 0), *o = out_t(c, 0);
+	const struct ark_tensor *m = c->op->n_in > 1 ? in_t(c, 1) : NULL;
+	const void *ab = in_b(c, 0), *mb = m ? in_b(c, 1) : NULL;
+	int ax = c->op->axis;
+	int64_t P = 1, S, Q = 1, D = last_dim(a);
+	char s1[96], s2[96];
+
+	if (ax < 0 || ax >= a->ndim)
+		return REF_ERR(c, "axis %d out of range for '%s' with %d dimensions", ax, tname(a), a->ndim);
+	for (int d = 0; d < ax; d++)
+		P *= a->shape[d];
+	S = a->shape[ax];
+	for (int d = ax + 1; d < a->ndim; d++)
+		Q *= a->shape[d];
+	if (ark_tensor_elems(o) != P * Q)
+		return REF_ERR(c, "output '%s' %s, expected %lld elements", tname(o), shape_str(s1, sizeof s1, o),
+			       (long long)(P * Q));
+	if (m && (m->ndim != a->ndim - 1 || ax == a->ndim - 1 ||
+		  memcmp(m->shape, a->shape, sizeof(int64_t) * (size_t)m->ndim)))
+		return REF_ERR(c, "mask '%s' %s is not the shape of '%s' %s without its last dimension, or the axis is "
+			       "the last", tname(m), shape_str(s1, sizeof s1, m), tname(a), shape_str(s2, sizeof s2, a));
+	for (int64_t p = 0; p < P; p++)
+		for (int64_t q = 0; q < Q; q++) {
+			double sum = 0, cnt = 0;
+			for (int64_t sx = 0; sx < S; sx++) {
+				double w = m ? ark_get(mb, m->dtype, (p * S + sx) * (Q / D) + q / D) : 1.0;
+				sum += ark_get(ab, a->dtype, (p * S + sx) * Q + q) * w;
+				cnt += w;
+			}
+			ark_set(out_b(c, 0), o->dtype, p * Q + q, (float)(m ? sum / (cnt > 1e-9 ? cnt : 1e-9) : sum / (double)S));
+		}
 	return ARK_OK;
 }
 

@@ -121,7 +121,11 @@ __device__ __forceinline__ bool ark_aligned16(const void *p) { return ((uintptr_
  * templates, the chains and the matmul/all_reduce epilogue (ark_act) derives from it, and an op the
  * catalog flags elementwise without an entry here does not compile (op_elementwise.cuh). */
 __device__ __forceinline__ float ark_gelu(float x)
-{ /* tanh approximation */
+{ /* x * Phi(x), the erf form (approximate = "none") */
+	return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f)); /* 1 / sqrt(2) */
+}
+__device__ __forceinline__ float ark_gelu_tanh(float x)
+{ /* tanh approximation (approximate = "tanh") */
 	const float c = 0.7978845608028654f; /* sqrt(2 / pi) */
 	return 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x)));
 }
@@ -135,6 +139,8 @@ __device__ __forceinline__ float ark_f_gelu(float x, float y, float f) { return 
 __device__ __forceinline__ float ark_f_silu(float x, float y, float f) { return ark_silu(x); }
 __device__ __forceinline__ float ark_f_sigmoid(float x, float y, float f) { return 1.0f / (1.0f + expf(-x)); }
 __device__ __forceinline__ float ark_f_swiglu(float x, float y, float f) { return ark_silu(x) * y; }
+__device__ __forceinline__ float ark_f_tanh(float x, float y, float f) { return tanhf(x); }
+__device__ __forceinline__ float ark_f_gelu_tanh(float x, float y, float f) { return ark_gelu_tanh(x); }
 
 #define EW_LIST(X)                    \
 	X(ADD, 2, ark_f_add)          \
@@ -144,7 +150,9 @@ __device__ __forceinline__ float ark_f_swiglu(float x, float y, float f) { retur
 	X(GELU, 1, ark_f_gelu)        \
 	X(SILU, 1, ark_f_silu)        \
 	X(SIGMOID, 1, ark_f_sigmoid)  \
-	X(SWIGLU, 2, ark_f_swiglu)
+	X(SWIGLU, 2, ark_f_swiglu)    \
+	X(TANH, 1, ark_f_tanh)        \
+	X(GELU_TANH, 1, ark_f_gelu_tanh)
 
 /* Whether the catalog lets an op run as an activation (ARK_OPF_ACTIVATION). */
 __host__ __device__ constexpr bool ark_is_activation(int kind)

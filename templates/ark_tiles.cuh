@@ -7,6 +7,7 @@
 #include "op_copy.cuh"
 #include "op_elementwise.cuh"
 #include "op_matmul.cuh"
+#include "op_reduce.cuh"
 #include "op_rows.cuh"
 
 /* Which dtypes get templates: a generated file may set the ones its model does not use to 0 (each

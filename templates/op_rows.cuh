@@ -1,4 +1,4 @@
-// op_rows.cuh: SOFTMAX, LAYERNORM and RMSNORM tiles: whole rows over the last dim, fp32 math.
+// op_rows.cuh: SOFTMAX, LAYERNORM, RMSNORM and L2NORM tiles: whole rows over the last dim, fp32 math.
 #ifndef OP_ROWS_CUH
 #define OP_ROWS_CUH
 
@@ -89,6 +89,11 @@ __device__ __forceinline__ void ark_row(const T *x, T *y, const T *gamma, const 
 		ark_row_write<T, G>(x, y, N, gl, vec, [&](int i, float v) {
 			return (v - mean) * rstd * ark_to_f(gamma[i]) + ark_to_f(beta[i]);
 		});
+	} else if constexpr (TMPL == ARK_T_L2NORM) { /* x / max(||x||_2, eps) */
+		float q = 0.0f;
+		ark_row_scan<T, G>(x, N, gl, vec, [&](float v) { q += v * v; });
+		const float r = 1.0f / fmaxf(sqrtf(ark_grp_sum<G>(q, scratch)), eps);
+		ark_row_write<T, G>(x, y, N, gl, vec, [&](int, float v) { return v * r; });
 	} else { /* RMSNORM */
 		float q = 0.0f;
 		ark_row_scan<T, G>(x, N, gl, vec, [&](float v) { q += v * v; });
@@ -104,7 +109,8 @@ __device__ __noinline__ void ark_rows_tile(const ark_opp &p, int m0, int m1, cha
 	constexpr int VEC = ark_dt<T>::vec;
 	const T *x = reinterpret_cast<const T *>(arena + p.in[0]);
 	T *y = reinterpret_cast<T *>(arena + p.out);
-	const T *gamma = TMPL != ARK_T_SOFTMAX ? reinterpret_cast<const T *>(arena + p.in[1]) : nullptr;
+	const T *gamma = TMPL == ARK_T_LAYERNORM || TMPL == ARK_T_RMSNORM ? reinterpret_cast<const T *>(arena + p.in[1])
+									    : nullptr;
 	const T *beta = TMPL == ARK_T_LAYERNORM ? reinterpret_cast<const T *>(arena + p.in[2]) : nullptr;
 	const int N = (int)p.N, rows = m1 - m0;
 	const float eps = p.f;
@@ -137,5 +143,6 @@ template <int TMPL> struct ark_tile_rows {
 typedef ark_tile_rows<ARK_T_SOFTMAX> ark_tile_softmax;
 typedef ark_tile_rows<ARK_T_LAYERNORM> ark_tile_layernorm;
 typedef ark_tile_rows<ARK_T_RMSNORM> ark_tile_rmsnorm;
+typedef ark_tile_rows<ARK_T_L2NORM> ark_tile_l2norm;
 
 #endif

@@ -65,7 +65,9 @@ static float emu_act(int act, float x)
 {
 	switch (act) {
 	case ARK_OP_RELU: return x > 0 ? x : 0;
-	case ARK_OP_GELU: return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+	case ARK_OP_GELU: return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+	case ARK_OP_GELU_TANH: return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+	case ARK_OP_TANH: return tanhf(x);
 	case ARK_OP_SILU: return x / (1.0f + expf(-x));
 	case ARK_OP_SIGMOID: return 1.0f / (1.0f + expf(-x));
 	default: return x;

@@ -264,6 +264,8 @@ static const char *const op_names[] = {
 
 static const char *act_name(int act)
 {
+	if (act == ARK_OP_GELU_TANH) /* a variant row: the catalog names it "gelu" too */
+		return "gelu(tanh)";
 	return act >= 0 && act < ARK_OP__COUNT ? op_names[act] : "none";
 }
 
@@ -369,7 +371,7 @@ static void case_ew(int dt, int kind, std::vector<int64_t> sa, std::vector<int64
 			so[d] = x > y ? x : y;
 		}
 	}
-	const char *const *kname = op_names;
+
 	auto shp = [](const std::vector<int64_t> &s) {
 		std::string r = "[";
 		for (size_t i = 0; i < s.size(); i++)
@@ -378,7 +380,7 @@ static void case_ew(int dt, int kind, std::vector<int64_t> sa, std::vector<int64
 	};
 	const bool same = !two || sa == sb;
 	tcase c;
-	c.desc = std::string("elementwise ") + kname[kind] + " " + dt_name[dt] + " " + shp(sa) + (two ? "+" + shp(sb) : "") +
+	c.desc = std::string("elementwise ") + act_name(kind) + " " + dt_name[dt] + " " + shp(sa) + (two ? "+" + shp(sb) : "") +
 		 (same ? " same-shape" : " broadcast") + " tile " + std::to_string(tm) + "x" + std::to_string(tn) +
 		 (skew ? " misaligned" : "");
 	const int ia = c.add("a", dt, sa, false, skew);
@@ -423,19 +425,20 @@ static void case_ew(int dt, int kind, std::vector<int64_t> sa, std::vector<int64
 	verdict(c, io, want.data(), dt == ARK_FP32 ? 1e-5 : 1e-2, guards, why);
 }
 
-/* ---- softmax, layernorm, rmsnorm -------------------------------------------------------------- */
+/* ---- softmax, layernorm, rmsnorm, l2_normalize ----------------------------------------------- */
 
-static void case_rows(int dt, int tmpl, int64_t M, int64_t N, int rows_per_task)
+static void case_rows(int dt, int tmpl, int64_t M, int64_t N, int rows_per_task, float eps = 1e-5f)
 {
-	const int kind = tmpl == ARK_T_SOFTMAX ? ARK_OP_SOFTMAX : tmpl == ARK_T_LAYERNORM ? ARK_OP_LAYERNORM : ARK_OP_RMSNORM;
-	const char *name = tmpl == ARK_T_SOFTMAX ? "softmax" : tmpl == ARK_T_LAYERNORM ? "layernorm" : "rmsnorm";
+	const int kind = tmpl == ARK_T_SOFTMAX ? ARK_OP_SOFTMAX : tmpl == ARK_T_LAYERNORM ? ARK_OP_LAYERNORM
+			 : tmpl == ARK_T_L2NORM ? ARK_OP_L2_NORMALIZE : ARK_OP_RMSNORM;
+	const char *name = op_names[kind];
 	char d[160];
-	snprintf(d, sizeof d, "%s %s [%lld, %lld] %d rows per task", name, dt_name[dt], (long long)M, (long long)N,
-		 rows_per_task);
+	snprintf(d, sizeof d, "%s %s [%lld, %lld] %d rows per task eps %g", name, dt_name[dt], (long long)M, (long long)N,
+		 rows_per_task, eps);
 	tcase c;
 	c.desc = d;
 	const int ia = c.add("a", dt, {M, N}, false);
-	const int ig = tmpl != ARK_T_SOFTMAX ? c.add("gamma", dt, {N}, false) : -1;
+	const int ig = tmpl == ARK_T_LAYERNORM || tmpl == ARK_T_RMSNORM ? c.add("gamma", dt, {N}, false) : -1;
 	const int ibeta = tmpl == ARK_T_LAYERNORM ? c.add("beta", dt, {N}, false) : -1;
 	const int io = c.add("out", dt, {M, N}, true);
 	upload(c, 4.0f);
@@ -445,7 +448,7 @@ static void case_rows(int dt, int tmpl, int64_t M, int64_t N, int rows_per_task)
 	p.in[2] = ibeta >= 0 ? c.t[ibeta].offset : 0;
 	p.out = c.t[io].offset;
 	p.M = M, p.N = N;
-	p.f = 1e-5f;
+	p.f = eps;
 	std::vector<ark_task> tasks;
 	for (int64_t m0 = 0; m0 < M; m0 += rows_per_task)
 		tasks.push_back(task(tmpl, m0, m0 + rows_per_task < M ? m0 + rows_per_task : M, 0, N, 0, 0));
@@ -467,6 +470,83 @@ static void case_rows(int dt, int tmpl, int64_t M, int64_t N, int rows_per_task)
 	op.eps = p.f;
 	ref_or_bail(op, c, bufs);
 	verdict(c, io, want.data(), dt == ARK_FP32 ? 1e-5 : 1e-2, guards, why);
+}
+
+/* ---- reduce_mean ------------------------------------------------------------------------------ */
+
+/* out = reduce_mean(x, [mask]) over `axis`, tiled as codegen/tile.c cuts it: with Q = D = 1 (the
+ * reduced elements contiguous) ranges of `tr` outputs, else tiles of (tr rows, tc columns) of out
+ * viewed as [P * Q, D]. mask_dt < 0: no mask; else a mask of that dtype with zeros, ones and halves,
+ * row 0 of it all zeros (its outputs must be zeros, not NaN). */
+static void case_reduce_mean(int dt, std::vector<int64_t> sx, int axis, int mask_dt, int64_t tr, int64_t tc,
+			     int skew = 0)
+{
+	const int nd = (int)sx.size();
+	int64_t P = 1, S = sx[axis], Q = 1, D = axis < nd - 1 ? sx[nd - 1] : 1;
+	for (int d = 0; d < axis; d++)
+		P *= sx[d];
+	for (int d = axis + 1; d < nd - 1; d++)
+		Q *= sx[d];
+	std::vector<int64_t> so, sm(sx.begin(), sx.end() - 1);
+	for (int d = 0; d < nd; d++)
+		if (d != axis)
+			so.push_back(sx[d]);
+	if (so.empty())
+		so.push_back(1);
+	std::string shp = "[";
+	for (int d = 0; d < nd; d++)
+		shp += (d ? "," : "") + std::to_string(sx[d]);
+	char desc[256];
+	snprintf(desc, sizeof desc, "reduce_mean %s %s] axis %d %s%s tile %lldx%lld%s", dt_name[dt], shp.c_str(), axis,
+		 mask_dt >= 0 ? "mask " : "no mask", mask_dt >= 0 ? dt_name[mask_dt] : "", (long long)tr, (long long)tc,
+		 skew ? " misaligned" : "");
+	tcase c;
+	c.desc = desc;
+	const int ix = c.add("x", dt, sx, false, skew);
+	const int im = mask_dt >= 0 ? c.add("mask", mask_dt, sm, false) : -1;
+	const int io = c.add("out", dt, so, true, skew);
+	upload(c, 3.0f);
+	if (im >= 0) { /* a mask of zeros, ones and halves, from the case's seed; its first row all zeros */
+		const int64_t n = ark_tensor_elems(&c.t[im]), row = sm.back();
+		uint64_t h = ++g_seed * 0x9e3779b97f4a7c15ull;
+		for (int64_t i = 0; i < n; i++) {
+			h ^= h >> 29, h *= 0xbf58476d1ce4e5b9ull, h ^= h >> 32;
+			const float v = i < row ? 0.0f : h % 5 == 0 ? 0.0f : h % 5 == 1 ? 0.5f : 1.0f;
+			ark_set(c.host[im].data(), mask_dt, i, v);
+		}
+		CUDA_CHECK(cudaMemcpy(g_arena + c.t[im].offset, c.host[im].data(), c.t[im].bytes, cudaMemcpyHostToDevice));
+	}
+	ark_opp p = opp_base(ARK_OP_REDUCE_MEAN, dt);
+	p.flags = im >= 0 ? ARK_OPP_MASK : 0;
+	p.mask_dtype = (uint8_t)(im >= 0 ? mask_dt : 0);
+	p.in[0] = c.t[ix].offset;
+	p.in[1] = im >= 0 ? c.t[im].offset : 0;
+	p.out = c.t[io].offset;
+	p.M = P * Q, p.N = D, p.K = S;
+	p.oshape[0] = P, p.oshape[1] = S, p.oshape[2] = Q, p.oshape[3] = D;
+	std::vector<ark_task> tasks;
+	for (int64_t r0 = 0; r0 < P * Q; r0 += tr)
+		for (int64_t c0 = 0; c0 < D; c0 += tc)
+			tasks.push_back(task(ARK_T_REDUCE_MEAN, r0, std::min(P * Q, r0 + tr), c0, std::min(D, c0 + tc), 0, 0));
+	launch(p, tasks, desc);
+	std::string why;
+	bool guards = download(c, why);
+
+	std::vector<unsigned char> want(c.t[io].bytes);
+	std::vector<void *> bufs;
+	for (auto &h : c.host)
+		bufs.push_back(h.data());
+	bufs[io] = want.data();
+	ark_op op = op_base(ARK_OP_REDUCE_MEAN, im >= 0 ? std::vector<int>{ix, im} : std::vector<int>{ix}, io);
+	op.axis = (int8_t)axis;
+	ref_or_bail(op, c, bufs);
+	verdict(c, io, want.data(), dt == ARK_FP32 ? 1e-5 : 1e-2, guards, why);
+	if (im >= 0 && nd == 3 && axis == 1) { /* [B, S, D]: batch 0's mask is all zeros, its D outputs zeros */
+		bool zero = true;
+		for (int64_t e = 0; e < D; e++)
+			zero &= ark_get(c.host[io].data(), dt, e) == 0.0f;
+		ok(zero, c.desc + ": the batch with an all-zero mask is zeros");
+	}
 }
 
 /* ---- copy ------------------------------------------------------------------------------------- */
@@ -633,6 +713,13 @@ int main(void)
 		case_matmul(dt, 3, 129, 1949, false, true, ARK_OP_SILU, 3, 64, 4, 0, 1);
 		case_matmul(dt, 135, 129, 743, false, false, ARK_ACT_NONE, 128, 128, 2, 0, 1);
 		case_matmul(dt, 256, 777, 743, true, true, ARK_ACT_NONE, 128, 128, 5, skew, 1);
+		/* gelu's tanh form and tanh in the epilogues: streaming, mma/FMA tiles, split-K sums */
+		case_matmul(dt, 1, 1000, 1024, true, true, ARK_OP_GELU_TANH, 128, 128);
+		case_matmul(dt, 8, 384, 2048, false, false, ARK_OP_GELU_TANH, 8, 128);
+		case_matmul(dt, 135, 777, 743, true, true, ARK_OP_GELU_TANH, 128, 128);
+		case_matmul(dt, 64, 256, 1000, true, true, ARK_OP_GELU_TANH, 64, 128, 3);
+		case_matmul(dt, 3, 1000, 1024, false, true, ARK_OP_TANH, 128, 100);
+		case_matmul(dt, 97, 130, 518, false, true, ARK_OP_TANH, 64, 64);
 
 		/* elementwise */
 		case_ew(dt, ARK_OP_ADD, {37, 1000}, {37, 1000}, 8, 1000);
@@ -640,6 +727,9 @@ int main(void)
 		case_ew(dt, ARK_OP_SCALE, {7, 4097}, {}, 2, 4097);
 		case_ew(dt, ARK_OP_RELU, {7, 4097}, {}, 3, 1500);
 		case_ew(dt, ARK_OP_GELU, {7, 4097}, {}, 7, 4097);
+		case_ew(dt, ARK_OP_GELU_TANH, {7, 4097}, {}, 3, 1000);
+		case_ew(dt, ARK_OP_TANH, {13, 1001}, {}, 5, 1001);
+		case_ew(dt, ARK_OP_TANH, {3, 77}, {}, 3, 77, skew);
 		case_ew(dt, ARK_OP_SILU, {1, 3}, {}, 1, 3);
 		case_ew(dt, ARK_OP_SIGMOID, {13, 1001}, {}, 5, 1001);
 		case_ew(dt, ARK_OP_SWIGLU, {9, 2048}, {9, 2048}, 4, 2048);
@@ -660,6 +750,24 @@ int main(void)
 		case_rows(dt, ARK_T_LAYERNORM, 16, 1024, 16);
 		case_rows(dt, ARK_T_SOFTMAX, 12, 1000, 12);
 		case_rows(dt, ARK_T_SOFTMAX, 1, 2048, 1);
+		for (int64_t n : ns)
+			case_rows(dt, ARK_T_L2NORM, 9, n, n >= 1024 ? 2 : 4, 1e-12f);
+		case_rows(dt, ARK_T_L2NORM, 64, 384, 64, 1e-12f);
+		case_rows(dt, ARK_T_L2NORM, 5, 3, 5, 100.0f); /* every norm below eps */
+
+		/* reduce_mean: mean pooling [B, S, D] axis 1 with masks of every dtype, odd sizes; the last
+		 * axis (contiguous); a middle axis with Q > 1; the first axis */
+		for (int mdt = 0; mdt < ARK_DTYPE__COUNT; mdt++)
+			case_reduce_mean(dt, {3, 37, 200}, 1, mdt, 1, 32);
+		case_reduce_mean(dt, {1, 128, 768}, 1, ARK_FP32, 1, 32);
+		case_reduce_mean(dt, {2, 5, 1000}, 1, dt, 2, 1000, skew);
+		case_reduce_mean(dt, {2, 300, 40}, 1, -1, 1, 40);
+		case_reduce_mean(dt, {3, 37, 200}, 2, -1, 7, 1);
+		case_reduce_mean(dt, {5, 1001}, 1, -1, 2, 1);
+		case_reduce_mean(dt, {2, 7, 3, 65}, 1, ARK_FP16, 2, 64);
+		case_reduce_mean(dt, {2, 7, 3, 65}, 2, -1, 4, 32);
+		case_reduce_mean(dt, {33, 100}, 0, -1, 1, 64);
+		case_reduce_mean(dt, {4097}, 0, -1, 1, 1);
 
 		/* copy */
 		case_copy(dt, 100003, 4099, -1, 0, 0);

@@ -390,9 +390,12 @@ static void test_emulated_4(void **state)
 }
 
 /* all_reduce followed by the same activation on every output: the SUMs apply it (no activation vCTAs)
- * on both algorithms; emulated. A different activation on one output keeps them apart. */
-static void fused_case(int n, const char *acts[], int expect_fused)
+ * on both algorithms; emulated. A different activation on one output keeps them apart (gelu's two
+ * forms are two). acts: op names, "gelu tanh" for gelu with approximate = "tanh"; want_act: the kind
+ * the SUMs apply, ARK_ACT_NONE when they must not fuse. */
+static void fused_case(int n, const char *acts[], int want_act)
 {
+	const int expect_fused = want_act != ARK_ACT_NONE;
 	char text[8192], ins[256] = "", ars[256] = "";
 	int k = snprintf(text, sizeof text, "version = 1; name = \"f\"; gpus = %d; dtype = \"bf16\";\ntensors = (\n", n);
 	for (int i = 0; i < n; i++) {
@@ -406,8 +409,9 @@ static void fused_case(int n, const char *acts[], int expect_fused)
 		      "out = [%s]; }", ins, ars);
 	for (int i = 0; i < n; i++)
 		k += snprintf(text + k, sizeof text - (size_t)k,
-			      ",\n  { name = \"act%d\"; op = \"%s\"; in = [\"r%d\"]; out = \"a%d\"; gpu = %d; }", i, acts[i],
-			      i, i, i);
+			      ",\n  { name = \"act%d\"; op = \"%s\"; in = [\"r%d\"]; out = \"a%d\"; gpu = %d;%s }", i,
+			      strcmp(acts[i], "gelu tanh") ? acts[i] : "gelu", i, i, i,
+			      strcmp(acts[i], "gelu tanh") ? "" : " approximate = \"tanh\";");
 	snprintf(text + k, sizeof text - (size_t)k, "\n);\n");
 	for (int alg = 0; alg < 2; alg++) {
 		struct arkgen_result f;
@@ -419,7 +423,7 @@ static void fused_case(int n, const char *acts[], int expect_fused)
 			if (f.tiling.v[v].tmpl == ARK_T_SUM || f.tiling.v[v].tmpl == ARK_T_SUM_LL) {
 				const struct comm_opp *x = &f.tiling.comm[f.tiling.v[v].opp - f.graph.n_ops];
 				sums++;
-				assert_int_equal(x->act, expect_fused ? ARK_OP_GELU : ARK_ACT_NONE);
+				assert_int_equal(x->act, want_act);
 				/* the sum goes straight to the activation's output */
 				assert_int_equal(f.graph.tensors[x->out].name[0], expect_fused ? 'a' : 'r');
 				assert_int_equal(f.graph.tensors[x->out].name[1] - '0', f.tiling.v[v].gpu);
@@ -438,9 +442,15 @@ static void test_fused_activation(void **state)
 {
 	(void)state;
 	const char *gelu[] = {"gelu", "gelu", "gelu", "gelu"}, *mixed[] = {"gelu", "relu"};
-	fused_case(2, gelu, 1);
-	fused_case(4, gelu, 1);
-	fused_case(2, mixed, 0);
+	const char *gelu_tanh[] = {"gelu tanh", "gelu tanh", "gelu tanh", "gelu tanh"}, *forms[] = {"gelu", "gelu tanh"};
+	const char *tanh_[] = {"tanh", "tanh"};
+	fused_case(2, gelu, ARK_OP_GELU);
+	fused_case(4, gelu, ARK_OP_GELU);
+	fused_case(2, mixed, ARK_ACT_NONE);
+	fused_case(2, gelu_tanh, ARK_OP_GELU_TANH);
+	fused_case(4, gelu_tanh, ARK_OP_GELU_TANH);
+	fused_case(2, forms, ARK_ACT_NONE);
+	fused_case(2, tanh_, ARK_OP_TANH);
 }
 
 /* Receivers start on the first chunks: a two-phase all_reduce through the DMA engine whose parts are 8 MiB

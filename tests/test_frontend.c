@@ -711,6 +711,124 @@ static void test_models_load(void **state)
 	graph_free(&g);
 }
 
+/* gelu's approximate, tanh, reduce_mean's shapes and mask, l2_normalize's eps. */
+static void test_issue12_ops(void **state)
+{
+	struct graph g;
+	assert_int_equal(load(&g, HEAD "dtype = \"bf16\";\n"
+				  "tensors = ( { name = \"h\"; shape = [2, 16, 64]; role = \"input\"; },\n"
+				  "  { name = \"m\"; shape = [2, 16]; role = \"input\"; dtype = \"fp32\"; },\n"
+				  "  { name = \"x4\"; shape = [3, 5, 7, 9]; role = \"input\"; },\n"
+				  "  { name = \"m4\"; shape = [3, 5, 7]; role = \"input\"; dtype = \"fp16\"; },\n"
+				  "  { name = \"v\"; shape = [6]; role = \"input\"; } );\n"
+				  "ops = ( { name = \"ge\"; op = \"gelu\"; in = [\"h\"]; out = \"a\"; },\n"
+				  "  { name = \"gn\"; op = \"gelu\"; in = [\"a\"]; out = \"b\"; approximate = \"none\"; },\n"
+				  "  { name = \"gt\"; op = \"gelu\"; in = [\"b\"]; out = \"c\"; approximate = \"tanh\"; },\n"
+				  "  { name = \"th\"; op = \"tanh\"; in = [\"c\"]; out = \"d\"; },\n"
+				  "  { name = \"pool\"; op = \"reduce_mean\"; in = [\"d\", \"m\"]; out = \"p\"; axis = 1; },\n"
+				  "  { name = \"last\"; op = \"reduce_mean\"; in = [\"d\"]; out = \"q\"; axis = -1; },\n"
+				  "  { name = \"first\"; op = \"reduce_mean\"; in = [\"d\"]; out = \"r\"; axis = -3; },\n"
+				  "  { name = \"mid\"; op = \"reduce_mean\"; in = [\"x4\", \"m4\"]; out = \"s\"; axis = 2; },\n"
+				  "  { name = \"one\"; op = \"reduce_mean\"; in = [\"v\"]; out = \"t\"; axis = 0; },\n"
+				  "  { name = \"n1\"; op = \"l2_normalize\"; in = [\"p\"]; out = \"y\"; },\n"
+				  "  { name = \"n2\"; op = \"l2_normalize\"; in = [\"q\"]; out = \"z\"; eps = 1e-6; } );\n"),
+			 0);
+	assert_int_equal(O(&g, "ge")->kind, ARK_OP_GELU); /* erf by default */
+	assert_int_equal(O(&g, "gn")->kind, ARK_OP_GELU);
+	assert_int_equal(O(&g, "gt")->kind, ARK_OP_GELU_TANH);
+	assert_true(O(&g, "gt")->attrs_given & ARK_A(APPROXIMATE));
+	assert_string_equal(op_info[ARK_OP_GELU_TANH].name, "gelu");
+	assert_int_equal(O(&g, "th")->kind, ARK_OP_TANH);
+	SHAPE(T(&g, "d"), 2, 16, 64);
+	SHAPE(T(&g, "p"), 2, 64);
+	assert_int_equal(T(&g, "p")->dtype, ARK_BF16); /* x's dtype, whatever the mask's */
+	SHAPE(T(&g, "q"), 2, 16);
+	assert_int_equal(O(&g, "last")->axis, 2);
+	SHAPE(T(&g, "r"), 16, 64);
+	assert_int_equal(O(&g, "first")->axis, 0);
+	SHAPE(T(&g, "s"), 3, 5, 9);
+	SHAPE(T(&g, "t"), 1);
+	assert_true(O(&g, "n1")->eps == 1e-12);
+	assert_true(O(&g, "n2")->eps == 1e-6);
+	SHAPE(T(&g, "z"), 2, 16);
+	/* -dG says which form each gelu is */
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	graph_dump(&g, f);
+	fclose(f);
+	assert_non_null(strstr(buf, "ge = gelu  gpu 0  line 8\n      in  h "));
+	assert_non_null(strstr(buf, "approximate = \"none\"  (default)\n"));
+	assert_non_null(strstr(buf, "approximate = \"none\"\n"));
+	assert_non_null(strstr(buf, "approximate = \"tanh\"\n"));
+	free(buf);
+	graph_free(&g);
+
+	/* a mask of another dtype is fine; another input of another dtype is not (l2_normalize's) */
+	assert_int_equal(load(&g, HEAD "tensors = ( { name = \"x\"; shape = [4, 8]; role = \"input\"; dtype = \"fp16\"; },\n"
+				  "  { name = \"y\"; shape = [4, 8]; role = \"input\"; dtype = \"fp32\"; } );\n"
+				  "ops = ( { name = \"a\"; op = \"add\"; in = [\"x\", \"y\"]; out = \"z\"; } );\n"),
+			 -1);
+	assert_non_null(strstr(harness_diag(), "have different dtypes"));
+	graph_free(&g);
+}
+
+/* gelu of either form runs in a matmul's epilogue as its own activation kind; reduce_mean and
+ * l2_normalize get their templates, the mean pooling case cut into column blocks. */
+static void test_issue12_tiling(void **state)
+{
+	struct arkgen_options opt = arkgen_options_default();
+	struct arkgen_result r;
+	opt.until = ARKGEN_PASS_TILE;
+	opt.sms = 132;
+	int rc = harness_compile(HEAD "dtype = \"fp16\";\n"
+				 "tensors = ( { name = \"h\"; shape = [1, 128, 768]; role = \"input\"; },\n"
+				 "  { name = \"m\"; shape = [1, 128]; role = \"input\"; dtype = \"fp32\"; },\n"
+				 "  { name = \"w1\"; shape = [768, 768]; role = \"weight\"; },\n"
+				 "  { name = \"w2\"; shape = [768, 768]; role = \"weight\"; },\n"
+				 "  { name = \"y\"; role = \"output\"; }, { name = \"q\"; role = \"output\"; } );\n"
+				 "ops = ( { name = \"f1\"; op = \"matmul\"; in = [\"h\", \"w1\"]; out = \"a\"; },\n"
+				 "  { name = \"g1\"; op = \"gelu\"; in = [\"a\"]; out = \"b\"; approximate = \"tanh\"; },\n"
+				 "  { name = \"f2\"; op = \"matmul\"; in = [\"b\", \"w2\"]; out = \"c\"; },\n"
+				 "  { name = \"g2\"; op = \"gelu\"; in = [\"c\"]; out = \"d\"; },\n"
+				 "  { name = \"pool\"; op = \"reduce_mean\"; in = [\"d\", \"m\"]; out = \"p\"; axis = 1; },\n"
+				 "  { name = \"n\"; op = \"l2_normalize\"; in = [\"p\"]; out = \"y\"; },\n"
+				 "  { name = \"last\"; op = \"reduce_mean\"; in = [\"h\"]; out = \"q\"; axis = 2; } );\n",
+				 &opt, &r);
+	assert_int_equal(rc, 0);
+	const struct graph *g = &r.graph;
+	assert_int_equal(r.tiling.per_op[harness_op(g, "f1")].act, ARK_OP_GELU_TANH);
+	assert_int_equal(r.tiling.per_op[harness_op(g, "f2")].act, ARK_OP_GELU);
+	assert_int_equal(r.tiling.per_op[harness_op(g, "g1")].fused_into, harness_op(g, "f1"));
+	/* pool: 768 columns of one row over 132 SMs: blocks of 32 columns, each over all 128 rows */
+	int pool = harness_op(g, "pool"), last = harness_op(g, "last"), n = harness_op(g, "n");
+	const struct op_tiling *pl = &r.tiling.per_op[pool];
+	assert_int_equal(pl->n_vcta, 24);
+	for (int i = pl->first_vcta; i < pl->first_vcta + pl->n_vcta; i++) {
+		const struct vcta *v = &r.tiling.v[i];
+		assert_int_equal(v->tmpl, ARK_T_REDUCE_MEAN);
+		assert_int_equal(v->n1 - v->n0, 32);
+		assert_int_equal(v->n_reads, 2);
+		assert_int_equal(v->reads[0].r1 - v->reads[0].r0, 128); /* every row of d */
+		assert_int_equal(v->reads[0].c0, v->n0);
+		assert_int_equal(v->reads[1].tensor, harness_tensor(g, "m"));
+	}
+	/* last: 128 contiguous means of 768, ranges of 8 (a warp each) */
+	pl = &r.tiling.per_op[last];
+	assert_int_equal(pl->n_vcta, 16);
+	int64_t covered = 0;
+	for (int i = pl->first_vcta; i < pl->first_vcta + pl->n_vcta; i++) {
+		const struct vcta *v = &r.tiling.v[i];
+		assert_int_equal(v->tmpl, ARK_T_REDUCE_MEAN);
+		covered += v->m1 - v->m0;
+		assert_int_equal(v->write.c1 - v->write.c0, v->m1 - v->m0);
+	}
+	assert_int_equal(covered, 128);
+	assert_int_equal(harness_count_tmpl(&r.tiling, ARK_T_L2NORM, -1), r.tiling.per_op[n].n_vcta);
+	assert_true(r.tiling.per_op[n].n_vcta >= 1);
+	arkgen_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -732,6 +850,8 @@ int main(void)
 		cmocka_unit_test(test_text_lines),
 		cmocka_unit_test(test_dumps),
 		cmocka_unit_test(test_models_load),
+		cmocka_unit_test(test_issue12_ops),
+		cmocka_unit_test(test_issue12_tiling),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -409,13 +409,22 @@ static void test_unary(void **state)
 	run1(ARK_OP_RELU, t, bufs, 1, 0, 0);
 	assert_near(y, (const double[]){0, 0, 0.3, 1.7, 1}, 5, 1e-7);
 	run1(ARK_OP_GELU, t, bufs, 1, 0, 0);
-	/* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), evaluated separately */
+	/* approximate = "none" (the default): 0.5 x (1 + erf(x / sqrt(2))), evaluated separately */
+	assert_near(y, (const double[]){-0.04550026389635842, -0.15426876936299344, 0.1853734353867131,
+					1.6242387664929818, 0.8413447460685429}, 5, 1e-6);
+	run1(ARK_OP_GELU_TANH, t, bufs, 1, 0, 0);
+	/* approximate = "tanh": 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), evaluated separately */
 	assert_near(y, (const double[]){-0.04540230591222494, -0.15428599017485606, 0.18537092354275922,
 					1.624105895551156, 0.8411919906082768}, 5, 1e-6);
 	for (int i = 0; i < 5; i++) {
 		double v = x[i], g = 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
 		assert_true(fabs(y[i] - g) < 1e-6);
 	}
+	/* the two forms differ by more than the tolerance at -2 (1e-4) */
+	assert_true(fabs(-0.04550026389635842 - -0.04540230591222494) > 5e-5);
+	run1(ARK_OP_TANH, t, bufs, 1, 0, 0);
+	assert_near(y, (const double[]){-0.9640275800758169, -0.46211715726000974, 0.29131262336087355,
+					0.9354090765640338, 0.7615941559557649}, 5, 1e-6);
 	static const float xs[4] = {1, -2, 0.5f, -0.25f};
 	float ys[4];
 	struct ark_tensor ts[2] = {T32("x", 2, 2), T32("y", 2, 2)};
@@ -488,6 +497,75 @@ static void test_rmsnorm(void **state)
 	struct ark_tensor t[3] = {T32("x", 1, 3), T32("gamma", 3), T32("y", 1, 3)};
 	run1(ARK_OP_RMSNORM, t, (void *[]){(void *)x, (void *)gamma, y}, 2, 0, 1e-6f);
 	assert_near(y, (const double[]){0.23145500014438916, -0.9258200005775566, 2.77746000173267}, 3, 1e-6);
+}
+
+static void test_l2_normalize(void **state)
+{
+	static const float x[6] = {3, 4, 0, 0, 0, 0}, xs[3] = {1e-3f, 0, -2e-3f};
+	float y[6];
+	struct ark_tensor t[2] = {T32("x", 2, 3), T32("y", 2, 3)};
+	run1(ARK_OP_L2_NORMALIZE, t, (void *[]){(void *)x, y}, 1, 0, 1e-12f);
+	assert_near(y, (const double[]){0.6, 0.8, 0, 0, 0, 0}, 6, 1e-7); /* a zero row stays zero */
+	/* a norm (0.00223...) below eps: divided by eps */
+	struct ark_tensor ts[2] = {T32("x", 3), T32("y", 3)};
+	run1(ARK_OP_L2_NORMALIZE, ts, (void *[]){(void *)xs, y}, 1, 0, 0.1f);
+	assert_near(y, (const double[]){0.01, 0, -0.02}, 3, 1e-6);
+}
+
+static void run_mean(struct ark_tensor *t, void **bufs, int n_in, int axis)
+{
+	struct ark_op op = {.name = "mean", .kind = ARK_OP_REDUCE_MEAN, .n_in = (uint8_t)n_in, .n_out = 1,
+			    .axis = (int8_t)axis, .in = {0, 1}, .out = {n_in}};
+	if (ark_ref_op(&op, t, bufs))
+		fail_msg("%s", ark_last_error());
+}
+
+static void test_reduce_mean(void **state)
+{
+	static const float x[6] = {1, 2, 3, 5, 7, -1};
+	float y[6];
+	struct ark_tensor t0[2] = {T32("x", 2, 3), T32("y", 3)};
+	run_mean(t0, (void *[]){(void *)x, y}, 1, 0);
+	assert_near(y, (const double[]){3, 4.5, 1}, 3, 1e-7);
+	struct ark_tensor t1[2] = {T32("x", 2, 3), T32("y", 2)};
+	run_mean(t1, (void *[]){(void *)x, y}, 1, 1);
+	assert_near(y, (const double[]){2, 11.0 / 3}, 2, 1e-7);
+	struct ark_tensor t2[2] = {T32("x", 6), T32("y", 1)}; /* 1-D: one mean, shape [1] */
+	run_mean(t2, (void *[]){(void *)x, y}, 1, 0);
+	assert_near(y, (const double[]){17.0 / 6}, 1, 1e-7);
+
+	/* mean pooling: h [B = 2, S = 3, D = 2], a fp16 mask [2, 3] (its dtype need not be h's) */
+	static const float h[12] = {1, 2, 3, 4, 100, 200, 5, 6, 7, 8, 9, 10};
+	uint16_t m[6];
+	static const float mv[2][6] = {{1, 1, 0, 0, 0, 0}, {1, 0, 1, 0, 1, 1}};
+	struct ark_tensor tm[3] = {T32("h", 2, 3, 2), tens("m", ARK_FP16, 2, SHAPE(2, 3)), T32("y", 2, 2)};
+	for (int i = 0; i < 6; i++)
+		m[i] = ark_float_to_half(mv[0][i]);
+	y[2] = y[3] = -1;
+	run_mean(tm, (void *[]){(void *)h, m, y}, 2, 1);
+	/* row 1's mask is all zeros: zeros, not NaN */
+	assert_near(y, (const double[]){2, 3, 0, 0}, 4, 1e-7);
+	for (int i = 0; i < 6; i++)
+		m[i] = ark_float_to_half(mv[1][i]);
+	run_mean(tm, (void *[]){(void *)h, m, y}, 2, 1);
+	assert_near(y, (const double[]){50.5, 101, 8, 9}, 4, 1e-7);
+
+	/* x [1, 2, 2, 2] = 0..7, axis 1, mask [1, 2, 2]: the mask weights (s, q), the same for every d */
+	float x4[8], m4[4] = {1, 0, 1, 1};
+	for (int i = 0; i < 8; i++)
+		x4[i] = (float)i;
+	struct ark_tensor t4[3] = {T32("x", 1, 2, 2, 2), T32("m", 1, 2, 2), T32("y", 1, 2, 2)};
+	run_mean(t4, (void *[]){x4, m4, y}, 2, 1);
+	assert_near(y, (const double[]){2, 3, 6, 7}, 4, 1e-7);
+	/* the same without the mask */
+	run_mean(t4, (void *[]){x4, y}, 1, 1);
+	assert_near(y, (const double[]){2, 3, 4, 5}, 4, 1e-7);
+
+	/* a mask over the last axis is refused */
+	struct ark_op op = {.name = "mean", .kind = ARK_OP_REDUCE_MEAN, .n_in = 2, .n_out = 1, .axis = 3, .in = {0, 1},
+			    .out = {2}};
+	assert_int_equal(ark_ref_op(&op, t4, (void *[]){x4, m4, y}), ARK_ERR);
+	assert_non_null(strstr(ark_last_error(), "without its last dimension"));
 }
 
 static void test_copy(void **state)
@@ -612,6 +690,8 @@ int main(void)
 		cmocka_unit_test(test_softmax),
 		cmocka_unit_test(test_layernorm),
 		cmocka_unit_test(test_rmsnorm),
+		cmocka_unit_test(test_l2_normalize),
+		cmocka_unit_test(test_reduce_mean),
 		cmocka_unit_test(test_copy),
 		cmocka_unit_test(test_all_reduce),
 		cmocka_unit_test(test_all_gather),

@@ -1,0 +1,105 @@
+// op_reduce.cuh: REDUCE_MEAN tiles: the mean of in[0] over one axis, optionally weighted by a mask (mean pooling).
+#ifndef OP_REDUCE_CUH
+#define OP_REDUCE_CUH
+
+#include "ark_dtype.cuh"
+
+#include "ark_smem.h" /* ARK_SMEM_REDUCE_MEAN */
+
+/* Calls body(m) with m the mask pointer as its element type: the mask's dtype (ark_opp.mask_dtype)
+ * may differ from the tensor's, and is read through ark_dt<MT>::to_f like any other. A dtype joins
+ * here with a case once ark_dt has its traits. */
+template <typename F> __device__ __forceinline__ void ark_with_mask(const ark_opp &p, const char *arena, F &&body)
+{
+	const void *m = arena + p.in[1];
+	switch (p.mask_dtype) {
+	case ARK_FP16: body(static_cast<const __half *>(m)); break;
+	case ARK_BF16: body(static_cast<const __nv_bfloat16 *>(m)); break;
+	default: body(static_cast<const float *>(m)); break;
+	}
+}
+
+/* x viewed as [P, S, Q, D] (p.oshape), out as [P * Q, D], mask (ARK_OPP_MASK) as [P, S, Q]:
+ *   out[p * Q + q, d] = sum_s x[p, s, q, d] * m[p, s, q] / max(sum_s m[p, s, q], 1e-9)
+ * and without a mask, sum_s x[p, s, q, d] / S. Sums in fp32. */
+template <typename T, typename MT>
+__device__ __noinline__ void ark_reduce_mean_tile(const ark_opp &p, const ark_task &t, const T *x, const MT *mask,
+						  T *y, float *smem)
+{
+	const int64_t S = p.oshape[1], Q = p.oshape[2], D = p.oshape[3];
+	const int m0 = (int)t.m0, m1 = (int)t.m1;
+	if (Q == 1 && D == 1) {
+		/* the reduced elements of an output are contiguous: a warp per output element, rows
+		 * m0:m1 of out [P, 1] */
+		const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+		for (int r = m0 + warp; r < m1; r += ARK_WARPS) {
+			const T *xr = x + (size_t)r * S;
+			float acc = 0.0f, cnt = 0.0f;
+			for (int64_t s = lane; s < S; s += 32) {
+				const float w = mask ? ark_to_f(mask[(size_t)r * S + s]) : 1.0f;
+				acc += ark_to_f(xr[s]) * w;
+				cnt += w;
+			}
+			acc = ark_warp_sum(acc);
+			cnt = ark_warp_sum(cnt);
+			if (lane == 0)
+				y[r] = ark_from_f<T>(mask ? acc / fmaxf(cnt, 1e-9f) : acc / (float)S);
+		}
+		return;
+	}
+	/* tile (m0:m1, n0:n1) of out [P * Q, D]: W threads over columns, G groups of them over S, whose
+	 * partial sums meet in shared memory ([G][W] sums, then [G][W] counts) */
+	const int ncols = (int)(t.n1 - t.n0);
+	int W = 32;
+	while (W < ncols && W * 2 <= ARK_THREADS)
+		W *= 2;
+	const int G = ARK_THREADS / W, tid = threadIdx.x, w = tid % W, g = tid / W;
+	const bool active = g < G;
+	float *sums = smem, *cnts = smem + ARK_THREADS;
+	for (int r = m0; r < m1; r++) {
+		const int64_t pi = r / Q, q = r % Q;
+		for (int c0 = (int)t.n0; c0 < (int)t.n1; c0 += W) {
+			const int c = c0 + w;
+			float acc = 0.0f, cnt = 0.0f;
+			if (active && c < (int)t.n1)
+				for (int64_t s = g; s < S; s += G) {
+					const size_t row = (size_t)(pi * S + s) * Q + q; /* index into mask [P, S, Q] */
+					const float m = mask ? ark_to_f(mask[row]) : 1.0f;
+					acc += ark_to_f(x[row * D + c]) * m;
+					cnt += m;
+				}
+			__syncthreads(); /* the previous column block has read smem */
+			if (active) {
+				sums[g * W + w] = acc;
+				cnts[g * W + w] = cnt;
+			}
+			__syncthreads();
+			if (g == 0 && c < (int)t.n1) {
+				for (int k = 1; k < G; k++) {
+					acc += sums[k * W + w];
+					cnt += cnts[k * W + w];
+				}
+				y[(size_t)r * D + c] = ark_from_f<T>(mask ? acc / fmaxf(cnt, 1e-9f) : acc / (float)S);
+			}
+		}
+	}
+	__syncthreads(); /* smem free for the next task */
+}
+
+/* The template of this file, as TMPL_CATALOG names it. */
+struct ark_tile_reduce_mean {
+	static constexpr bool per_dtype = true;
+	template <typename T>
+	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+	{
+		const T *x = reinterpret_cast<const T *>(e.arena + p.in[0]);
+		T *y = reinterpret_cast<T *>(e.arena + p.out);
+		float *smem = reinterpret_cast<float *>(e.smem);
+		if (p.flags & ARK_OPP_MASK)
+			ark_with_mask(p, e.arena, [&](auto mask) { ark_reduce_mean_tile<T>(p, t, x, mask, y, smem); });
+		else
+			ark_reduce_mean_tile<T, T>(p, t, x, static_cast<const T *>(nullptr), y, smem);
+	}
+};
+
+#endif
