@@ -47,7 +47,7 @@ arkgen_accepts() {
 	fi
 }
 
-echo "1..45"
+echo "1..46"
 check "a synthetic checkpoint" "$PYTHON" $T make "$tmp/ck"
 c=$tmp/ck/config.json
 m=$tmp/ck/model.safetensors
@@ -94,6 +94,12 @@ check "no pooling: last_hidden_state [1, 16, 32] is the last layernorm's output"
 check "config only: the model file, no weights" conv "$c" -o "$tmp/only.cfg" --dtype bf16 --seq 8
 check "config only: the same graph as with the checkpoint" sh -c \
 	"grep -c ' op = ' '$tmp/only.cfg' | grep -qx 30"
+
+# models/bert_base.cfg is the converter's output for tools/bert_base_config.json, as its header says
+check "models/bert_base.cfg: what the converter makes of tools/bert_base_config.json today" sh -c \
+	"'$PYTHON' tools/hf2ark.py \$(sed -n '2s/^#   tools\/hf2ark.py //p' models/bert_base.cfg | sed 's|-o models/bert_base.cfg|-o $tmp/bb.cfg|') \
+	 --note \"\$(sed -n 5p models/bert_base.cfg | cut -c3-)\" --note \"\$(sed -n 6p models/bert_base.cfg | cut -c3-)\" >/dev/null &&
+	 sed 1,2d models/bert_base.cfg >'$tmp/bb.want' && sed 1,2d '$tmp/bb.cfg' | diff '$tmp/bb.want' - >/dev/null"
 
 # errors
 check "--normalize without --pooling mean: usage error" conv_fails 2 "needs --pooling mean" "$c" -o "$tmp/x.cfg" --normalize
