@@ -95,6 +95,21 @@ static int is_ident(const char *s)
 	return 1;
 }
 
+/* A tensor or op name: an identifier that may also hold dots after its first character, so that a
+ * checkpoint's names (encoder.layer.0.attention.self.query.weight) can be kept as they are. The
+ * emitter maps the dots to '_' where a name becomes a C identifier (c_identifiers). */
+#define NAME_PATTERN "[A-Za-z_][A-Za-z0-9_.]*"
+static int is_name(const char *s)
+{
+	if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_'))
+		return 0;
+	for (s++; *s; s++)
+		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_' ||
+		      *s == '.'))
+			return 0;
+	return 1;
+}
+
 /* Edit distance, capped: enough to suggest 'shape' for 'shap'. */
 static int edit_distance(const char *a, const char *b)
 {
@@ -325,8 +340,8 @@ static int read_tensor(struct reader *r, const config_setting_t *s, int index)
 	}
 	if (get_string(r, ns, "'name' of a tensor", &name))
 		return -1;
-	if (!is_ident(name)) {
-		diag_error(AT(ns), "tensor name \"%s\" is not an identifier [A-Za-z_][A-Za-z0-9_]*", name);
+	if (!is_name(name)) {
+		diag_error(AT(ns), "tensor name \"%s\" is not a name " NAME_PATTERN, name);
 		return -1;
 	}
 	int prev = graph_find_tensor(g, name);
@@ -416,9 +431,9 @@ static int read_names(struct reader *r, const config_setting_t *s, struct op *o,
 			return -1;
 		}
 		const char *name = config_setting_get_string(e);
-		if (!is_ident(name)) {
-			diag_error(AT(s), "tensor name \"%s\" in '%s' of op '%s' is not an identifier "
-				   "[A-Za-z_][A-Za-z0-9_]*", name, key, o->name);
+		if (!is_name(name)) {
+			diag_error(AT(s), "tensor name \"%s\" in '%s' of op '%s' is not a name " NAME_PATTERN, name,
+				   key, o->name);
 			return -1;
 		}
 		idx[i] = tensor_ref(r, name, o);
@@ -595,8 +610,8 @@ static int read_op(struct reader *r, const config_setting_t *s, int index)
 	}
 	if (get_string(r, ns, "'name' of an op", &name))
 		return -1;
-	if (!is_ident(name)) {
-		diag_error(AT(ns), "op name \"%s\" is not an identifier [A-Za-z_][A-Za-z0-9_]*", name);
+	if (!is_name(name)) {
+		diag_error(AT(ns), "op name \"%s\" is not a name " NAME_PATTERN, name);
 		return -1;
 	}
 	int prev = graph_find_op(g, name);

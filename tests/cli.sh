@@ -8,7 +8,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 
 . tests/lib/tap.sh
 
-echo "1..72"
+echo "1..77"
 check "--help exits 0" run 0 --help
 check "--help shows the usage line" has '^usage: arkgen \[options\] MODEL.cfg' "$tmp/out"
 for opt in --help --version -o --output -dG -dT -dP --dot --dot-vctas --gpu --sms --smem --policy --sync --no-fuse --no-reuse --p2p-max --oneshot-max --ll-max --schedule --nvcc-flags -h -V; do
@@ -87,3 +87,13 @@ check "a task of more than 255 waits: n_wait > 255 in the table" awk -F, '
 	t && /^};/ { t = 0 }
 	t && /^\t\{/ && $5 + 0 > most { most = $5 + 0 }
 	END { print "# most waits of a task: " most; exit !(most > 255) }' "$tmp/wide.cu"
+# names with dots (checkpoint names): kept in the tables, dots mapped to '_' in C identifiers
+check "dotted names: generated, exit 0" run 0 tests/models/dotted.cfg -o "$tmp/dotted.cu"
+check "dotted names: the tensor table keeps the checkpoint name" \
+	has '^	{"encoder\.layer\.0\.output\.dense\.weight", ARK_FP32, ARK_ROLE_WEIGHT' "$tmp/dotted.cu"
+check "dotted names: dots become '_' in the offsets' identifiers" \
+	has '^#define ARK_OFF_encoder_layer_0_output_dense_weight ' "$tmp/dotted.cu"
+check "dotted names: 'a.b' and 'a_b' get two identifiers" sh -c \
+	"grep -q '^	{\"a\.b\", *ARK_FP32, ARK_ROLE_INPUT, .*ARK_OFF_a_b_1,' '$tmp/dotted.cu' &&
+	 grep -q '^	{\"a_b\", *ARK_FP32, ARK_ROLE_INPUT, .*ARK_OFF_a_b,' '$tmp/dotted.cu'"
+check "dotted names: -dG prints them" sh -c "'$ARKGEN' -dG tests/models/dotted.cfg | grep -q 'encoder\.layer\.0\.output\.dense'"

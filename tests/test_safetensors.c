@@ -252,6 +252,48 @@ static void test_handwritten(void **state)
 	assert_true(bi[0] == 0);
 }
 
+/* ---- checkpoint names: dots, and names that differ only by a dot ------------------------------ */
+
+static void test_dotted_names(void **state)
+{
+	const float a[2] = {0.5f, -1.0f}, b[3] = {2.0f, 3.0f, 4.0f};
+	unsigned char data[20];
+	memcpy(data, a, 8);
+	memcpy(data + 8, b, 12);
+	const char *p = write_raw("bert.safetensors",
+				  "{\"encoder.layer.0.attention.self.query.bias\":{\"dtype\":\"F32\",\"shape\":[2],"
+				  "\"data_offsets\":[0,8]},"
+				  "\"encoder.layer.0.attention.self.query_bias\":{\"dtype\":\"F32\",\"shape\":[3],"
+				  "\"data_offsets\":[8,20]}}",
+				  -1, data, sizeof data);
+	struct ark_tensor t[2] = {
+		{.name = "encoder.layer.0.attention.self.query_bias", .dtype = ARK_FP32, .role = ARK_ROLE_WEIGHT,
+		 .ndim = 1, .shape = {3}},
+		{.name = "encoder.layer.0.attention.self.query.bias", .dtype = ARK_FP32, .role = ARK_ROLE_WEIGHT,
+		 .ndim = 1, .shape = {2}},
+	};
+	struct ark_model m = {.name = "bert", .n_tensors = 2, .tensors = t};
+	float b0[3] = {0, 0, 0}, b1[2] = {0, 0};
+	void *bufs[2] = {b0, b1};
+	int loaded = -1;
+	assert_int_equal(ark_st_load(p, &m, M_W, bufs, &loaded), ARK_OK);
+	assert_int_equal(loaded, 2);
+	assert_memory_equal(b0, b, sizeof b);
+	assert_memory_equal(b1, a, sizeof a);
+
+	/* written back under the same names */
+	const char *q = path_of("bert2.safetensors");
+	struct ark_st st;
+	assert_int_equal(ark_st_write(q, &m, M_W, bufs), ARK_OK);
+	assert_int_equal(ark_st_open(&st, q), ARK_OK);
+	const struct ark_st_entry *e = ark_st_find(&st, "encoder.layer.0.attention.self.query.bias");
+	assert_non_null(e);
+	assert_int_equal(e->shape[0], 2);
+	assert_memory_equal(st.data + e->begin, a, sizeof a);
+	assert_null(ark_st_find(&st, "encoder.layer.0.attention.self"));
+	ark_st_close(&st);
+}
+
 /* ---- files the reader must reject ------------------------------------------------------------- */
 
 struct bad_case {
@@ -477,6 +519,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_write_errors),
 		cmocka_unit_test(test_handwritten),
+		cmocka_unit_test(test_dotted_names),
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_large_header),
 		cmocka_unit_test(test_model_mismatch),
