@@ -8,7 +8,8 @@
 #
 #   tests/gpu_backends.sh              generates and builds the binaries (arkgen, nvcc), then runs them
 #   tests/gpu_backends.sh --build DIR  only builds them into DIR (scripts/gpu-bundle.sh)
-#   tests/gpu_backends.sh --bin DIR    runs binaries built by --build
+#   tests/gpu_backends.sh --bin DIR    runs binaries built by --build (the default when this script
+#                                      lies in a bundle next to backends/: scripts/gpu-suite.sh)
 # POLICIES (default: every one) narrows the policies; JOBS (default: the CPUs) the parallel nvcc builds.
 ARKGEN=${ARKGEN:-build/arkgen}
 NVCC=${NVCC:-nvcc}
@@ -68,6 +69,8 @@ if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
 fi
 if [ "${1:-}" = --bin ]; then
 	bin=$2
+elif [ -z "${1:-}" ] && [ -f "$(dirname "$0")/../backends/variants" ]; then
+	bin=$(dirname "$0")/../backends # in a bundle of scripts/gpu-bundle.sh
 else
 	if ! command -v "$NVCC" >/dev/null 2>&1 || [ ! -x "$ARKGEN" ]; then
 		echo "1..0 # SKIP no nvcc or no $ARKGEN to build the models (or use --bin DIR)"
