@@ -10,6 +10,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "ark_dynamic.h"
 #include "ark_streams_rt.h"
 #include "ark_streams.h"
 #include "ark_task.h"
@@ -45,9 +46,8 @@ struct ark_srt {
 	cudaEvent_t fork, *join;      /* fork: recorded on stream 0 before the program; join[s]: after */
 	cudaGraphExec_t exec[2];      /* graph: [traced] */
 	/* dynamic */
-	int *tail;                    /* per stream: node issued last in this iteration, -1 */
-	int *node_stream, *clock;     /* per node: its stream, its vector clock [n_nodes][n_streams] */
-	int *spos, *slen;             /* per node: position on its stream; per stream: nodes issued */
+	struct ark_dyn dyn;           /* its decisions (runtime/dynamic.c) */
+	int *waits;                   /* [n_nodes] the waits of the node being issued */
 	double delay_us;              /* ARK_DYNAMIC_DELAY_US: random issue delay, 0: none */
 	uint64_t rng;
 	unsigned long long waits_issued, events_recorded; /* dynamic, over the session */
@@ -113,13 +113,11 @@ int ark_srt_open(struct ark_srt **rp, const struct ark_model *m, char *arena, co
 	r->st = calloc((size_t)r->n_streams, sizeof *r->st);
 	r->join = calloc((size_t)r->n_streams, sizeof *r->join);
 	r->ev = calloc((size_t)n_ev + 1, sizeof *r->ev);
-	r->tail = malloc((size_t)r->n_streams * sizeof *r->tail);
-	r->slen = calloc((size_t)r->n_streams, sizeof *r->slen);
-	r->node_stream = calloc((size_t)p->n_nodes + 1, sizeof *r->node_stream);
-	r->spos = calloc((size_t)p->n_nodes + 1, sizeof *r->spos);
-	r->clock = calloc(((size_t)p->n_nodes + 1) * (size_t)r->n_streams, sizeof *r->clock);
-	if (!r->st || !r->join || !r->ev || !r->tail || !r->slen || !r->node_stream || !r->spos || !r->clock)
+	r->waits = calloc((size_t)p->n_nodes + 1, sizeof *r->waits);
+	if (!r->st || !r->join || !r->ev || !r->waits)
 		return ark_error("out of memory");
+	if (p->backend == ARK_BACKEND_DYNAMIC && ark_dyn_init(&r->dyn, p->n_nodes, r->n_streams))
+		return ARK_ERR;
 	for (int s = 0; s < r->n_streams; s++)
 		if (SRT_FAILS(cudaStreamCreateWithFlags(&r->st[s], cudaStreamNonBlocking)) ||
 		    SRT_FAILS(cudaEventCreateWithFlags(&r->join[s], cudaEventDisableTiming)))
@@ -190,18 +188,6 @@ static int issue_static(struct ark_srt *r, const struct ark_op_args *a)
 	return join_streams(r);
 }
 
-/* Whether nodes i and j touch overlapping bytes with at least one write. */
-static int conflict(const struct ark_streams *p, const struct ark_snode *a, const struct ark_snode *b)
-{
-	for (uint32_t x = a->range0; x < a->range0 + a->n_range; x++)
-		for (uint32_t y = b->range0; y < b->range0 + b->n_range; y++) {
-			const struct ark_srange *u = &p->ranges[x], *v = &p->ranges[y];
-			if ((u->write || v->write) && u->off < v->off + v->bytes && v->off < u->off + u->bytes)
-				return 1;
-		}
-	return 0;
-}
-
 static uint64_t rng_next(struct ark_srt *r)
 {
 	r->rng ^= r->rng << 13;
@@ -210,74 +196,43 @@ static uint64_t rng_next(struct ark_srt *r)
 	return r->rng;
 }
 
-/* GrCUDA's dynamic DAG: every op, as it is issued, depends on the earlier ops of this iteration
- * whose bytes conflict with its own (read after write, write after read or write; reads of the same
- * bytes never serialise). It continues the stream of such a parent when the parent is still that
- * stream's last op, else takes a stream whose work has finished, else the one idle longest; it
- * waits on the events of the parents on other streams that stream order and earlier waits do not
- * already imply, and records its own event. */
+/* Whether node's work (its event, recorded after it) has finished. */
+static int node_idle(void *ctx, int node)
+{
+	struct ark_srt *r = ctx;
+	cudaError_t e = cudaEventQuery(r->ev[node]);
+	if (e != cudaSuccess && e != cudaErrorNotReady)
+		cudaGetLastError();
+	return e == cudaSuccess;
+}
+
+/* GrCUDA's dynamic DAG (runtime/dynamic.c decides): every op, as it is issued, depends on the earlier
+ * ops of this iteration whose bytes conflict with its own; it goes to a parent's stream, an empty one
+ * or a finished one, waits on the events that are not implied, and records its own event (a later op
+ * may need it). ARK_DYNAMIC_DELAY_US: a random delay before each issue. */
 static int issue_dynamic(struct ark_srt *r, const struct ark_op_args *a)
 {
 	const struct ark_streams *p = r->p;
-	int S = r->n_streams;
-	for (int s = 0; s < S; s++)
-		r->tail[s] = -1, r->slen[s] = 0;
+	ark_dyn_begin(&r->dyn);
 	if (fork_streams(r))
 		return ARK_ERR;
 	for (int i = 0; i < p->n_nodes; i++) {
-		const struct ark_snode *N = &p->nodes[i];
 		if (r->delay_us > 0) {
 			double until = now_us() + (double)(rng_next(r) % 1000) * r->delay_us / 999.0;
 			while (now_us() < until)
 				;
 		}
-		int pick = -1;
-		for (int j = i - 1; j >= 0 && pick < 0; j--) /* the latest parent that is its stream's tail */
-			if (r->tail[r->node_stream[j]] == j && conflict(p, N, &p->nodes[j]))
-				pick = r->node_stream[j];
-		if (pick < 0) {
-			for (int s = 0; s < S && pick < 0; s++)
-				if (r->tail[s] < 0)
-					pick = s;
-			for (int s = 0; s < S && pick < 0; s++)
-				if (cudaEventQuery(r->ev[r->tail[s]]) == cudaSuccess)
-					pick = s;
-			cudaGetLastError();
-			if (pick < 0) {
-				pick = 0;
-				for (int s = 1; s < S; s++)
-					if (r->tail[s] < r->tail[pick])
-						pick = s;
-			}
-		}
-		int *cur = r->clock + (size_t)i * S;
-		if (r->tail[pick] >= 0)
-			memcpy(cur, r->clock + (size_t)r->tail[pick] * S, (size_t)S * sizeof *cur);
-		else
-			for (int s = 0; s < S; s++)
-				cur[s] = -1;
+		int pick, nw = ark_dyn_issue(&r->dyn, p, i, node_idle, r, &pick, r->waits);
 		cudaStream_t st = r->st[pick];
-		for (int j = i - 1; j >= 0; j--) {
-			int sj = r->node_stream[j];
-			if (sj == pick || cur[sj] >= r->spos[j] || !conflict(p, N, &p->nodes[j]))
-				continue;
-			if (SRT_FAILS(cudaStreamWaitEvent(st, r->ev[j], 0)))
+		for (int k = 0; k < nw; k++)
+			if (SRT_FAILS(cudaStreamWaitEvent(st, r->ev[r->waits[k]], 0)))
 				return ARK_ERR;
-			r->waits_issued++;
-			for (int s = 0; s < S; s++) {
-				int o = r->clock[(size_t)j * S + s];
-				cur[s] = o > cur[s] ? o : cur[s];
-			}
-		}
-		if (launch_node(r, N, st, a))
+		r->waits_issued += (unsigned long long)nw;
+		if (launch_node(r, &p->nodes[i], st, a))
 			return ARK_ERR;
 		if (SRT_FAILS(cudaEventRecord(r->ev[i], st)))
 			return ARK_ERR;
 		r->events_recorded++;
-		r->node_stream[i] = pick;
-		r->spos[i] = r->slen[pick]++;
-		cur[pick] = r->spos[i];
-		r->tail[pick] = i;
 	}
 	return join_streams(r);
 }
@@ -369,10 +324,7 @@ void ark_srt_close(struct ark_srt *r)
 	free(r->st);
 	free(r->join);
 	free(r->ev);
-	free(r->tail);
-	free(r->slen);
-	free(r->node_stream);
-	free(r->spos);
-	free(r->clock);
+	free(r->waits);
+	ark_dyn_free(&r->dyn);
 	free(r);
 }

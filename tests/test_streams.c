@@ -16,6 +16,7 @@
 #include "codegen/emit.h"
 #include "codegen/emit_streams.h"
 #include "codegen/streams.h"
+#include "ark_dynamic.h"
 #include "harness.h"
 
 /* ---- DAGs ------------------------------------------------------------------------------------- */
@@ -419,6 +420,135 @@ static void test_compiled_program(void **state)
 	arkgen_result_free(&r);
 }
 
+/* Whether two nodes' byte ranges conflict (one writes what the other touches), as runtime/streams.c's
+ * dynamic backend decides. */
+static int ranges_conflict(const struct stream_prog *sp, int a, int b)
+{
+	for (int x = sp->range0[a]; x < sp->range0[a + 1]; x++)
+		for (int y = sp->range0[b]; y < sp->range0[b + 1]; y++) {
+			const struct ark_srange *u = &sp->ranges[x], *v = &sp->ranges[y];
+			if ((u->write || v->write) && u->off < v->off + v->bytes && v->off < u->off + u->bytes)
+				return 1;
+		}
+	return 0;
+}
+
+/* On every one-GPU model of models/ and tests/models/: every dependency between two ops (their vCTAs'
+ * hazards, memory reuse included) shows as a conflict of their byte ranges, so the dynamic backend,
+ * which sees only the ranges, orders it; and independent ops whose bytes do not meet exist (the
+ * ranges are not all one block). */
+static void test_ranges_cover_deps(void **state)
+{
+	(void)state;
+	static const char *const files[] = {"models/branchy.cfg", "models/chain64.cfg", "models/mlp.cfg",
+					    "models/mlp8.cfg", "tests/models/chains.cfg", "tests/models/gates.cfg",
+					    "tests/models/reuse.cfg", "tests/models/splitk_chain.cfg"};
+	int free_pairs = 0;
+	for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+		struct arkgen_options o = arkgen_options_default();
+		struct arkgen_result r;
+		struct stream_prog sp;
+		o.calib = NULL;
+		assert_int_equal(arkgen_compile(files[i], NULL, &o, &r), 0);
+		assert_int_equal(stream_prog_build(&r.tiling, &r.schedule[0], &r.gpu, ARK_BACKEND_DYNAMIC, SP_XLA, 4, &sp), 0);
+		for (int a = 0; a < sp.n; a++)
+			for (int64_t e = sp.xadj[a]; e < sp.xadj[a + 1]; e++) {
+				if (!ranges_conflict(&sp, a, sp.adj[e]))
+					printf("# %s: ops %s -> %s depend, their bytes do not meet\n", files[i],
+					       r.graph.ops[sp.node_op[a]].name, r.graph.ops[sp.node_op[sp.adj[e]]].name);
+				assert_true(ranges_conflict(&sp, a, sp.adj[e]));
+			}
+		for (int a = 0; a < sp.n; a++)
+			for (int b = a + 1; b < sp.n; b++)
+				free_pairs += !ranges_conflict(&sp, a, b);
+		stream_prog_free(&sp);
+		arkgen_result_free(&r);
+	}
+	assert_true(free_pairs > 0);
+}
+
+static int random_idle(void *ctx, int node)
+{
+	(void)ctx;
+	(void)node;
+	return (int)(rng() % 3) == 0;
+}
+
+/* The dynamic backend's decisions (runtime/dynamic.c), on the programs of every one-GPU model with
+ * 1 to 6 streams and streams found finished at random: the streams and waits it picks, as a program,
+ * pass the checker (every dependency ordered); ops that only read the same bytes (branchy's first
+ * matmuls all read x) neither wait nor share a stream while the pool has an empty one. */
+static void test_dynamic_decisions(void **state)
+{
+	(void)state;
+	static const char *const files[] = {"models/branchy.cfg", "models/mlp.cfg", "models/mlp8.cfg",
+					    "tests/models/gates.cfg", "tests/models/reuse.cfg",
+					    "tests/models/splitk_chain.cfg"};
+	for (size_t f = 0; f < sizeof files / sizeof *files; f++) {
+		struct arkgen_options o = arkgen_options_default();
+		struct arkgen_result r;
+		struct stream_prog sp;
+		o.calib = NULL;
+		assert_int_equal(arkgen_compile(files[f], NULL, &o, &r), 0);
+		assert_int_equal(stream_prog_build(&r.tiling, &r.schedule[0], &r.gpu, ARK_BACKEND_DYNAMIC, SP_XLA, 4, &sp), 0);
+		int n = sp.n;
+		struct ark_snode *nodes = calloc((size_t)n + 1, sizeof *nodes);
+		for (int i = 0; i < n; i++) { /* as emit_streams writes them: in issue order */
+			int a = sp.plan.order[i];
+			nodes[i].range0 = (uint32_t)sp.range0[a];
+			nodes[i].n_range = (uint32_t)(sp.range0[a + 1] - sp.range0[a]);
+		}
+		struct ark_streams prog = {.backend = ARK_BACKEND_DYNAMIC, .n_nodes = n, .nodes = nodes,
+					   .n_ranges = sp.n_ranges, .ranges = sp.ranges};
+		for (int S = 1; S <= 6; S++)
+			for (int round = 0; round < 20; round++) {
+				struct ark_dyn d;
+				struct splan pl = {.n = n, .n_streams = S};
+				int *waits = malloc(((size_t)n + 1) * sizeof *waits), cap = 0;
+				pl.order = malloc(((size_t)n + 1) * sizeof *pl.order);
+				pl.stream = malloc(((size_t)n + 1) * sizeof *pl.stream);
+				assert_int_equal(ark_dyn_init(&d, n, S), 0);
+				int sources = 0;
+				for (int i = 0; i < n; i++) {
+					int st, nw = ark_dyn_issue(&d, &prog, i, random_idle, NULL, &st, waits);
+					assert_true(st >= 0 && st < S);
+					pl.order[i] = sp.plan.order[i];
+					pl.stream[pl.order[i]] = st;
+					for (int k = 0; k < nw; k++) {
+						assert_true(waits[k] < i);
+						if (pl.n_events == cap) {
+							cap = cap ? 2 * cap : 16;
+							pl.ev = realloc(pl.ev, (size_t)cap * sizeof *pl.ev);
+						}
+						pl.ev[pl.n_events++] = (struct sevent){pl.order[waits[k]], pl.order[i]};
+					}
+					int src = 1; /* no earlier node touches its bytes with a write (branchy: the branches' first matmuls, which read x) */
+					for (int j = 0; j < i; j++)
+						src &= !ark_dyn_conflict(&prog, i, j);
+					if (src) {
+						assert_int_equal(nw, 0);
+						if (sources < S) /* an empty stream of its own */
+							assert_int_equal(st, sources);
+						sources++;
+					}
+				}
+				if (f == 0)
+					assert_int_equal(sources, 8);
+				char err[256];
+				int rc = streams_check(&sp.dag, &pl, err, sizeof err);
+				if (rc)
+					printf("# %s, %d streams: %s\n", files[f], S, err);
+				assert_int_equal(rc, 0);
+				ark_dyn_free(&d);
+				free(waits);
+				splan_free(&pl);
+			}
+		free(nodes);
+		stream_prog_free(&sp);
+		arkgen_result_free(&r);
+	}
+}
+
 /* Models these backends cannot run are refused with a located error. */
 static void test_refused(void **state)
 {
@@ -446,6 +576,8 @@ int main(void)
 		cmocka_unit_test(test_checker_message),
 		cmocka_unit_test(test_predict),
 		cmocka_unit_test(test_compiled_program),
+		cmocka_unit_test(test_ranges_cover_deps),
+		cmocka_unit_test(test_dynamic_decisions),
 		cmocka_unit_test(test_refused),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
