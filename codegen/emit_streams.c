@@ -17,6 +17,12 @@ const char *const backend_name[ARK_BACKEND__COUNT] = {
 #undef X
 };
 
+static int cmp_i64(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+	return (a > b) - (a < b);
+}
+
 /* Refuses what one kernel per op on one GPU cannot run. 0, or -1 after a located error. */
 static int supported(const struct tiling *s, int backend)
 {
@@ -59,9 +65,9 @@ static int build_nodes(const struct tiling *s, const struct schedule *p, struct 
 	sp->node_opi = xmalloc(((size_t)n + 1) * sizeof *sp->node_opi);
 	for (int a = 0; a < n; a++)
 		sp->node_opi[a] = p->tab.op_index[sp->node_op[a]];
-	/* edges between nodes (a bit matrix row per node, then CSR), levels inside a node */
-	size_t words = ((size_t)n + 63) / 64;
-	uint64_t *bits = xcalloc((size_t)n * words + 1, sizeof *bits);
+	/* edges between nodes (pairs sorted and made unique, then CSR), levels inside a node */
+	int64_t m = 0, cap = 0;
+	int64_t *pairs = NULL; /* a * n + b */
 	for (int u = 0; u < nv; u++)
 		for (int64_t e = s->xadj[u]; e < s->xadj[u + 1]; e++) {
 			int w = s->adj[e], a = node_of_v[u], b = node_of_v[w];
@@ -72,28 +78,32 @@ static int build_nodes(const struct tiling *s, const struct schedule *p, struct 
 				diag_error(g->file, o->line, "op '%s': its vCTAs interleave with those of op '%s' in the "
 					   "dependency order; one launch per op cannot run them", o->name,
 					   g->ops[sp->node_op[a]].name);
-				free(bits);
+				free(pairs);
 				free(lvl);
 				free(node_of_v);
 				return -1;
 			} else {
-				bits[(size_t)a * words + (size_t)b / 64] |= 1ull << (b % 64);
+				if (m == cap) {
+					cap = cap ? 2 * cap : 256;
+					pairs = xrealloc(pairs, (size_t)cap * sizeof *pairs);
+				}
+				pairs[m++] = (int64_t)a * n + b;
 			}
 		}
+	qsort(pairs, (size_t)m, sizeof *pairs, cmp_i64);
 	sp->xadj = xcalloc((size_t)n + 2, sizeof *sp->xadj);
-	int64_t m = 0;
-	for (int a = 0; a < n; a++)
-		for (int b = a + 1; b < n; b++)
-			m += bits[(size_t)a * words + (size_t)b / 64] >> (b % 64) & 1;
 	sp->adj = xmalloc(((size_t)m + 1) * sizeof *sp->adj);
-	m = 0;
-	for (int a = 0; a < n; a++) {
-		for (int b = a + 1; b < n; b++)
-			if (bits[(size_t)a * words + (size_t)b / 64] >> (b % 64) & 1)
-				sp->adj[m++] = b;
-		sp->xadj[a + 1] = m;
+	int64_t k = 0;
+	for (int64_t i = 0; i < m; i++) {
+		if (i && pairs[i] == pairs[i - 1])
+			continue;
+		sp->adj[k++] = (int)(pairs[i] % n);
+		sp->xadj[pairs[i] / n + 1] = k;
 	}
-	free(bits);
+	for (int a = 0; a < n; a++) /* nodes without successors end where the one before ends */
+		if (sp->xadj[a + 1] < sp->xadj[a])
+			sp->xadj[a + 1] = sp->xadj[a];
+	free(pairs);
 
 	/* GPU 0's task index of every vCTA */
 	const struct gpu_tables *T = &p->tab.gpu[0];
