@@ -22,7 +22,7 @@ enum ark_backend {
 };
 
 /* One kernel launch: CTA i runs task task_index[first + i] of the model's task table (GPU 0's). */
-struct ark_launch {
+struct ark_slaunch {
 	uint32_t first, n;
 };
 
@@ -63,7 +63,7 @@ struct ark_streams {
 	int n_nodes;
 	const struct ark_snode *nodes;
 	int n_launches;
-	const struct ark_launch *launches;
+	const struct ark_slaunch *launches;
 	int n_task_index;
 	const uint32_t *task_index;
 	int n_waits;
@@ -73,7 +73,7 @@ struct ark_streams {
 	double predicted_us;
 	/* defined by templates/ark_streams.cuh in the generated file */
 	int (*prepare)(void);  /* kernel attributes, once per device: 0 or a cudaError_t */
-	int (*launch)(const struct ark_launch *l, int smem, const struct ark_op_args *a, void *stream);
+	int (*launch)(const struct ark_slaunch *l, int smem, const struct ark_op_args *a, void *stream);
 	int (*tmpl_smem)(int tmpl); /* dynamic shared memory template tmpl needs */
 };
 

@@ -137,7 +137,7 @@ static int build_nodes(const struct tiling *s, const struct schedule *p, struct 
 	sp->n_ti = nv;
 	sp->task_index = xmalloc(((size_t)nv + 1) * sizeof *sp->task_index);
 	for (int v = 0; v < nv; v++) {
-		struct ark_launch *L = &sp->launches[sp->launch0[node_of_v[v]] + lvl[v]];
+		struct ark_slaunch *L = &sp->launches[sp->launch0[node_of_v[v]] + lvl[v]];
 		sp->task_index[L->first + L->n++] = tix[v];
 	}
 	free(maxl);
@@ -159,7 +159,7 @@ static void node_costs(const struct tiling *s, const struct schedule *p, const s
 	sp->work_us = xcalloc((size_t)sp->n + 1, sizeof *sp->work_us);
 	for (int a = 0; a < sp->n; a++)
 		for (int l = sp->launch0[a]; l < sp->launch0[a + 1]; l++) {
-			const struct ark_launch *L = &sp->launches[l];
+			const struct ark_slaunch *L = &sp->launches[l];
 			int k = (int)L->n, busy = k < gpu->sms ? k : gpu->sms;
 			double most = 0;
 			for (int i = 0; i < k; i++) {
@@ -285,7 +285,7 @@ void emit_streams(const struct tiling *s, const struct stream_prog *sp, FILE *f)
 	for (int i = 0; i < sp->n_ti; i++)
 		fprintf(f, "%s%u", !i ? "\n\t" : i % 16 ? ", " : ",\n\t", sp->task_index[i]);
 	fprintf(f, "\n};\n\n/* {first CTA's entry in stream_task_index, CTAs} */\n"
-		   "static const struct ark_launch stream_launches[] = {\n");
+		   "static const struct ark_slaunch stream_launches[] = {\n");
 	for (int a = 0; a < sp->n; a++)
 		for (int l = sp->launch0[a]; l < sp->launch0[a + 1]; l++)
 			fprintf(f, "\t{%u, %u}, /* %s, level %d of %d */\n", sp->launches[l].first, sp->launches[l].n,

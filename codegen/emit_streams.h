@@ -24,7 +24,7 @@ struct stream_prog {
 	int *n_launch;            /* per node */
 	int *launch0;             /* per node: first launch (n + 1) */
 	int n_launches;
-	struct ark_launch *launches; /* node by node, level by level */
+	struct ark_slaunch *launches; /* node by node, level by level */
 	int n_ti;
 	uint32_t *task_index;     /* launch by launch: GPU 0's task table index of each vCTA */
 	int n_ranges;

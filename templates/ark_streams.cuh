@@ -50,7 +50,7 @@ static __device__ __forceinline__ void ark_op_body(const struct ark_op_args &a)
 		return (int)cudaFuncSetAttribute((const void *)ark_op_kernel,                               \
 						 cudaFuncAttributeMaxDynamicSharedMemorySize, ARK_SMEM_BYTES); \
 	}                                                                                                   \
-	static int ark_streams_launch(const struct ark_launch *l, int smem, const struct ark_op_args *a, void *s) \
+	static int ark_streams_launch(const struct ark_slaunch *l, int smem, const struct ark_op_args *a, void *s) \
 	{                                                                                                   \
 		struct ark_op_args b = *a;                                                                  \
 		b.task_index += l->first;                                                                   \
