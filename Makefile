@@ -40,7 +40,7 @@ PART_SRC    := $(wildcard partition/*.c)
 RT_SRC      := $(wildcard runtime/*.c) $(wildcard dma/*.c)
 # The part of the runtime that needs no GPU (CPU reference, safetensors, DMA ring and dispatcher):
 # arkgen's tests link it alone, so nothing on the CPU side links a CUDA library.
-RT_CUDA_SRC := runtime/session.c runtime/driver.c runtime/trace.c dma/cuda_backend.c
+RT_CUDA_SRC := runtime/session.c runtime/streams.c runtime/driver.c runtime/trace.c dma/cuda_backend.c
 RT_HOST_SRC := $(filter-out $(RT_CUDA_SRC),$(RT_SRC))
 TEST_SRC    := $(wildcard tests/test_*.c)
 # What the tests share: the harness on the compile API and the emulator of the emitted tables.
@@ -74,7 +74,7 @@ $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(call obj,runtime/session.c dma/cuda_backend.c): CPPFLAGS += -I$(CUDA_HOME)/include
+$(call obj,runtime/session.c runtime/streams.c dma/cuda_backend.c): CPPFLAGS += -I$(CUDA_HOME)/include
 
 $(CALIB_GEN): $(CALIB_TABLES) scripts/embed-calib.sh
 	@mkdir -p $(dir $@)

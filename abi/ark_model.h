@@ -65,6 +65,7 @@ struct ark_gpu_tables {
 };
 
 struct ark_kargs; /* templates/ark_loop.cuh */
+struct ark_streams; /* ark_streams.h */
 
 struct ark_model {
 	const char *name;
@@ -83,6 +84,9 @@ struct ark_model {
 	/* Launches the loop kernel of `gpu` (cooperative launch); defined in the generated file. */
 	int (*launch)(int gpu, const struct ark_kargs *args, void *stream);
 	const void *kernel;     /* the loop kernel function, for occupancy queries */
+	/* --backend streams|graph|dynamic: the stream program the runtime issues instead of ringing the
+	 * loop kernel, which is then never launched; NULL: --backend loop */
+	const struct ark_streams *streams;
 };
 
 #endif

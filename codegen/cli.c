@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "calib.h"
 #include "diag.h"
+#include "emit_streams.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -83,6 +84,17 @@ static const struct option_def options[] = {
 	  .shape = SHAPE_ALWAYS,
 	  .help = "counters (default: per-dependency counters) or barrier (a grid barrier\n"
 		  "between dependency levels, as ARK does)" },
+	{ "backend", 0, ARG_CHOICE, "B", .names = backend_name, .n_names = ARK_BACKEND__COUNT, .at = AT(backend),
+	  .shape = SHAPE_CHANGED,
+	  .help = "loop (default: one persistent loop kernel), streams (one kernel per op on\n"
+		  "CUDA streams with events), graph (that program captured once in a CUDA\n"
+		  "graph and replayed) or dynamic (streams and events chosen at run time from\n"
+		  "the bytes each op reads and writes); the last three run on one GPU" },
+	{ "streams", 0, ARG_INT, "N", 1, STREAMS_MAX, .at = AT(streams), .shape = SHAPE_CHANGED,
+	  .help = "streams, graph, dynamic: at most N streams (default " STR(STREAMS_DEFAULT) ")" },
+	{ "stream-policy", 0, ARG_CHOICE, "P", .names = stream_policy_name, .n_names = SP__COUNT,
+	  .at = AT(stream_policy), .shape = SHAPE_CHANGED,
+	  .help = "streams, graph: xla (default), single, wavefront, asap, ios or nnc (README)" },
 	{ "no-fuse", 0, ARG_CLEAR, .at = AT(ark.fuse), .shape = SHAPE_CHANGED,
 	  .help = "do not run activations in the epilogue of the matmul before them" },
 	{ "no-reuse", 0, ARG_CLEAR, .at = AT(ark.reuse), .shape = SHAPE_CHANGED,

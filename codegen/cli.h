@@ -17,6 +17,9 @@ struct cli {
 	const char *schedule;  /* --schedule: JSON file of the schedule */
 	const char *dot_vctas; /* --dot-vctas: Graphviz file of the vCTA graph */
 	const char *gpu;       /* --gpu: a built-in calibration table's name, a table file, "analytic" */
+	int backend;           /* --backend: enum ark_backend (0: loop) */
+	int streams;           /* --streams: at most this many streams, 0: STREAMS_DEFAULT */
+	int stream_policy;     /* --stream-policy: enum stream_policy */
 	char dumps[16];        /* -d letters: G = checked graph, T = vCTAs, P = placement */
 	char shaping[256];     /* the options that shape the generated code, for its header */
 };

@@ -10,6 +10,7 @@
 
 #include "diag.h"
 #include "emit.h"
+#include "emit_streams.h"
 #include "emit_text.h"
 #include "ark_proto.h"
 #include "ark_smem.h"
@@ -678,7 +679,7 @@ static void emit_model(const struct emitter *e)
 	out(f, "extern \"C\" const struct ark_model ark_model_def = {\n");
 	out(f, "\t.name = %s,\n\t.source = %s,\n\t.options = %s,\n", name.s, src.s, opts.s);
 	out(f, "\t.gpus = %d,\n\t.sms = ARK_SMS,\n\t.threads = ARK_THREADS,\n\t.smem_bytes = ARK_SMEM_BYTES,\n", g->gpus);
-	out(f, "\t.predicted_us = %.3f,\n", p->sim.latency_us);
+	out(f, "\t.predicted_us = %.3f,\n", e->info->streams ? e->info->streams->predicted_us : p->sim.latency_us);
 	out(f, "\t.n_tensors = %d,\n\t.tensors = tensors,\n\t.n_ops = %d,\n\t.ops = ops,\n", g->n_tensors, g->n_ops);
 	out(f, "\t.tables = {\n");
 	for (int gpu = 0; gpu < g->gpus; gpu++) {
@@ -696,7 +697,8 @@ static void emit_model(const struct emitter *e)
 		init_field(&in, ".n_done = ARK_SMS");
 		init_end(&in);
 	}
-	out(f, "\t},\n\t.launch = ark_launch,\n\t.kernel = (const void *)ark_loop_kernel,\n};\n");
+	out(f, "\t},\n\t.launch = ark_launch,\n\t.kernel = (const void *)ark_loop_kernel,\n");
+	out(f, "%s};\n", e->info->streams ? "\t.streams = &ark_streams_def,\n" : "");
 	free(name.s);
 	free(src.s);
 	free(opts.s);
@@ -722,6 +724,8 @@ int emit_loop(const struct tiling *s, const struct schedule *p, const struct emi
 		emit_gpu_tasks(&e, gpu);
 		emit_gpu_waits(&e, gpu);
 	}
+	if (info->streams)
+		emit_streams(s, info->streams, f);
 	emit_model(&e);
 	int rc = ferror(f) ? -1 : 0;
 	for (int t = 0; t < g->n_tensors; t++)
@@ -791,6 +795,11 @@ static void json_graph(const struct graph *g, FILE *f)
 
 int emit_schedule_json(const struct tiling *s, const struct schedule *p, FILE *f)
 {
+	return emit_schedule_json_streams(s, p, NULL, f);
+}
+
+int emit_schedule_json_streams(const struct tiling *s, const struct schedule *p, const struct stream_prog *sp, FILE *f)
+{
 	const struct graph *g = s->g;
 	out(f, "{\n  \"model\": ");
 	cstr_to(f, g->name);
@@ -818,6 +827,11 @@ int emit_schedule_json(const struct tiling *s, const struct schedule *p, FILE *f
 			out(f, "%s[%u, %u]", w > p->wait0[v] ? ", " : "", p->waits[w].counter, p->waits[w].need);
 		out(f, "]}%s\n", v + 1 < s->n_vcta ? "," : "");
 	}
-	out(f, "  ]\n}\n");
+	out(f, "  ]");
+	if (sp) {
+		out(f, ",\n  \"streams\": ");
+		stream_prog_json(s, sp, f);
+	}
+	out(f, "\n}\n");
 	return ferror(f) ? -1 : 0;
 }

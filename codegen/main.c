@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "diag.h"
 #include "emit.h"
+#include "emit_streams.h"
 #include "report.h"
 
 #include <errno.h>
@@ -117,19 +118,31 @@ static int write_dot_vctas(const struct tiling *s, const char *path)
 	return out_close(&o, 1, "Graphviz file");
 }
 
+static const struct stream_prog *streams; /* --backend streams|graph|dynamic: the program, NULL: loop */
+
+/* --dot with a stream backend: the op graph by stream, the events dashed. */
+static int write_stream_dot(const struct tiling *s, const char *path)
+{
+	struct out o;
+	if (out_open(&o, path, "Graphviz file") < 0)
+		return -1;
+	stream_prog_dot(s, streams, o.f);
+	return out_close(&o, 1, "Graphviz file");
+}
+
 static int write_schedule(const struct arkgen_result *r, const char *path)
 {
 	struct out o;
 	if (out_open(&o, path, "schedule") < 0)
 		return -1;
-	int ok = emit_schedule_json(&r->tiling, &r->schedule[0], o.f) == 0;
+	int ok = emit_schedule_json_streams(&r->tiling, &r->schedule[0], streams, o.f) == 0;
 	return out_close(&o, ok, "schedule");
 }
 
 /* The loop kernel (-o); nothing is left behind when emission fails. */
 static int write_loop(const struct arkgen_result *r, const char *options, const char *path)
 {
-	struct emit_info info = {.options = options, .threads = r->opt.threads, .smem = r->opt.smem};
+	struct emit_info info = {.options = options, .threads = r->opt.threads, .smem = r->opt.smem, .streams = streams};
 	struct out o;
 	if (out_open(&o, path, "generated file") < 0)
 		return -1;
@@ -141,6 +154,8 @@ static int is_stdout(const char *path) { return path && !strcmp(path, "-"); }
 
 /* What the command line asked to see or write, for the passes that completed, in pass order. When
  * an output goes to standard output ("-"), the report and the dumps go to standard error. */
+static int outputs_written(const struct cli *o, const struct arkgen_result *r);
+
 static int outputs(const struct cli *o, const struct arkgen_result *r)
 {
 	if (r->done < ARKGEN_PASS_CHECK)
@@ -155,7 +170,7 @@ static int outputs(const struct cli *o, const struct arkgen_result *r)
 	model.n_tensors = r->n_model_tensors;
 	if (cli_dump(o, 'G'))
 		graph_dump(&model, rep);
-	if (o->dot && write_dot(&model, o->dot))
+	if (o->dot && !o->backend && write_dot(&model, o->dot))
 		return -1;
 	if (r->opt.until < ARKGEN_PASS_DEPS) /* --dot - alone: the graph and nothing else */
 		return 0;
@@ -175,6 +190,28 @@ static int outputs(const struct cli *o, const struct arkgen_result *r)
 	if (cli_dump(o, 'P'))
 		schedule_dump(&r->tiling, &r->schedule[0], rep);
 	report_schedule(r, rep);
+	struct stream_prog sp;
+	if (o->backend) {
+		if (stream_prog_build(&r->tiling, &r->schedule[0], &r->gpu, o->backend, (enum stream_policy)o->stream_policy,
+				      o->streams ? o->streams : STREAMS_DEFAULT, &sp) < 0) {
+			stream_prog_free(&sp);
+			return -1;
+		}
+		streams = &sp;
+		stream_prog_report(&r->tiling, &sp, rep);
+	}
+	int rc = outputs_written(o, r);
+	if (streams)
+		stream_prog_free(&sp);
+	streams = NULL;
+	return rc;
+}
+
+/* The files of a compiled schedule: --dot (stream backends), --schedule, -o. */
+static int outputs_written(const struct cli *o, const struct arkgen_result *r)
+{
+	if (o->dot && o->backend && write_stream_dot(&r->tiling, o->dot) < 0)
+		return -1;
 	if (o->schedule && write_schedule(r, o->schedule) < 0)
 		return -1;
 	if (o->out && write_loop(r, o->shaping, o->out) < 0)
@@ -219,7 +256,11 @@ int main(int argc, char **argv)
 	if ((status = pick_costs(&opt, &table)) != 0)
 		return status;
 	/* --dot alone needs the checked graph only */
-	int graph_only = opt.dot && !opt.out && !opt.schedule && !opt.dot_vctas && !cli_dump(&opt, 'T') &&
+	if (!opt.backend && (opt.streams || opt.stream_policy)) {
+		fprintf(stderr, "arkgen: error: --streams and --stream-policy need --backend streams, graph or dynamic\n");
+		return EXIT_USAGE;
+	}
+	int graph_only = !opt.backend && opt.dot && !opt.out && !opt.schedule && !opt.dot_vctas && !cli_dump(&opt, 'T') &&
 			 !cli_dump(&opt, 'P') && is_stdout(opt.dot);
 	opt.ark.until = graph_only ? ARKGEN_PASS_CHECK : ARKGEN_PASS_SCHEDULE;
 	model_path = opt.model;

@@ -49,7 +49,7 @@ static void usage(FILE *f, const char *prog, const struct ark_model *m)
 {
 	fprintf(f,
 		"usage: %s [options]\n"
-		"Runs model '%s' (from %s; arkgen options: %s) as one resident loop kernel per GPU\n"
+		"Runs model '%s' (from %s; arkgen options: %s) as %s\n"
 		"on GPUs 0..%d, %d SMs each; a CPU reference of every op checks the results.\n"
 		"\n"
 		"  --check            two iterations, each on freshly drawn random inputs with every output,\n"
@@ -86,7 +86,11 @@ static void usage(FILE *f, const char *prog, const struct ark_model *m)
 		"Random data: uniform in [-1, 1) for inputs and 1-D weights, [-1/sqrt(rows), 1/sqrt(rows)) for\n"
 		"weights of 2 or more dimensions. Actions run in the order check, iterations, bench, bench-empty,\n"
 		"outputs, trace. Exit status: 0 ok, 1 mismatch or runtime failure, 2 usage error, 77 no CUDA device.\n",
-		prog, m->name, m->source ? m->source : "?", m->options ? m->options : "", m->gpus - 1, m->sms,
+		prog, m->name, m->source ? m->source : "?", m->options ? m->options : "",
+		m->streams ? "one kernel per op on CUDA streams (--bench-empty: a stream synchronise, nothing\n"
+			     "issued; --abort-reopen needs the loop kernel)"
+			   : "one resident loop kernel per GPU",
+		m->gpus - 1, m->sms,
 		WARMUP, SOAK_CHECK_EVERY, SOAK_MAX_SETS, SOAK_SETS, WARMUP);
 }
 

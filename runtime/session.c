@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include "ark_session.h"
+#include "ark_streams_rt.h"
 #include "dma.h"
 
 #define ARK_STOP_WAIT_MS 2000  /* close: time for the CTAs to leave after stop, then after abort */
@@ -45,6 +46,7 @@ struct ark_session {
 	int dead;                /* aborted or failed: the kernels are gone, only close */
 	int traced;              /* the last completed iteration was traced */
 	char *diag;
+	struct ark_srt *srt;     /* --backend streams|graph|dynamic: runs the iterations, no loop kernel */
 	struct ark_gpu g[ARK_MAX_GPUS];
 };
 
@@ -409,6 +411,11 @@ int ark_session_open(struct ark_session **sp, const struct ark_model *m, const s
 		a.ctr_base = s->opts.counter_base;
 		if (CUDA_FAILS(g, cudaSetDevice(g)) || CUDA_FAILS(g, cudaDeviceSynchronize()))
 			goto fail; /* uploads done before the kernel makes the device busy for good */
+		if (m->streams) { /* one kernel per op instead of the loop kernel (one GPU) */
+			if (ark_srt_open(&s->srt, m, G->arena, G->tasks, G->opp, G->trace))
+				goto fail;
+			break;
+		}
 		int e = m->launch(g, &a, G->loop);
 		if (e) {
 			cuda_fail((cudaError_t)e, "cooperative launch of the loop kernel", g, __FILE__, __LINE__);
@@ -523,6 +530,9 @@ int ark_session_close(struct ark_session *s)
 	 * one that does not (a dead link) is waited for as long as a kernel, then left like one. */
 	if (s->use_dma && s->dma.running)
 		dma_engine_stop(&s->dma, NULL);
+	if (s->srt)
+		cudaSetDevice(0);
+	ark_srt_close(s->srt); /* before the arena its kernels use */
 	int dma_busy = !n_stuck && s->dcuda && !dma_cuda_wait_idle(s->dcuda, ARK_STOP_WAIT_MS);
 	if (n_stuck || dma_busy) {
 		report_leak(s, stuck);
@@ -820,6 +830,18 @@ int ark_session_run_ex(struct ark_session *s, unsigned flags)
 		return ark_error("iteration limit reached: open a new session");
 	int empty = (flags & ARK_RUN_EMPTY) != 0;
 	int trace = !empty && (flags & ARK_RUN_TRACE) && s->opts.trace;
+	if (s->srt) {
+		if (flags & (ARK_RUN_TEST_EARLY | ARK_RUN_TEST_SKIP))
+			return ark_error("the doorbell test hooks need the loop kernel (--backend loop)");
+		if (ark_srt_run(s->srt, trace, empty, s->opts.timeout_ms)) {
+			s->dead = 1;
+			return ARK_ERR;
+		}
+		s->iter++;
+		if (!empty)
+			s->traced = trace;
+		return ARK_OK;
+	}
 	uint32_t iter = ++s->iter;
 	uint32_t word = (trace ? ARK_SUBMIT_TRACE : 0) | (empty ? ARK_SUBMIT_EMPTY : 0);
 
@@ -847,6 +869,8 @@ int ark_session_run_abort(struct ark_session *s, double us, int *completed)
 	*completed = 0;
 	if (s->dead)
 		return ark_error("the loop kernels were aborted: close the session");
+	if (s->srt)
+		return ark_error("an abort needs the loop kernel (--backend loop); op kernels run to their end");
 	uint32_t iter = ++s->iter;
 	char why[160];
 	ring(s, iter);

@@ -3,7 +3,8 @@
 # runs into DIR (default .devcarry), with the shared libraries they need, to be run by gpu-suite.sh:
 # the generated binaries of every model in models/ and tests/models/, with counters and with grid
 # barriers (DIR/gen/NAME_SYNC, with the schedule as NAME_SYNC.json), the binaries of tests/gpu_stale.sh
-# (DIR/stale: mlp and splitk_chain, also built with -DARK_JITTER), the GPU tests, and the benchmark
+# (DIR/stale: mlp and splitk_chain, also built with -DARK_JITTER) and of tests/gpu_backends.sh
+# (DIR/backends: every one-GPU model with every stream backend and policy), the GPU tests, and the benchmark
 # programs, and bench/allreduce.sh's models on 2 GPUs (DIR/ar: default algorithm, DIR/ar2ph: two-phase,
 # DIR/arst: one-shot with stores and flags instead of packets, up to 1 MiB).
 # MULTI_ONLY=1 leaves out the single-GPU models and tests; SINGLE_ONLY=1 the multi-GPU models and
@@ -43,6 +44,8 @@ ls "$D"/gen/*.nvcc.log >/dev/null 2>&1 && { echo "gpu-bundle: an nvcc job failed
 if [ "${MULTI_ONLY:-0}" != 1 ]; then
 	ARKGEN="$B/arkgen" NVCC="$NVCC" tests/gpu_stale.sh --build "$D/stale"
 	rm -f "$D"/stale/*.cu
+	ARKGEN="$B/arkgen" NVCC="$NVCC" tests/gpu_backends.sh --build "$D/backends"
+	rm -f "$D"/backends/*.cu
 fi
 if [ "${SINGLE_ONLY:-0}" != 1 ]; then
 ARKGEN="$B/arkgen" NVCC="$NVCC" tests/gpu_comm.sh --build "$D/gen-multi"
@@ -53,7 +56,7 @@ ARKGEN="$B/arkgen" NVCC="$NVCC" ARKGEN_FLAGS="--ll-max 0" SIZES="4096 65536 2621
 	sh bench/allreduce.sh --build "$D/arst" 2
 fi
 cp tests/gpu_comm.sh "$D/"
-[ "${MULTI_ONLY:-0}" = 1 ] || cp tests/gpu_stale.sh "$D/tests/"
+[ "${MULTI_ONLY:-0}" = 1 ] || cp tests/gpu_stale.sh tests/gpu_backends.sh "$D/tests/"
 for t in "$B"/tests/gpu_*; do
 	[ "${MULTI_ONLY:-0}" = 1 ] && break
 	case "$t" in *.d) continue ;; esac
