@@ -4,6 +4,7 @@
 #define ARK_TASK_H
 
 #include <assert.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* What part of its op a task computes, by template: the task fields that say it (trace labels and
@@ -74,14 +75,18 @@ enum ark_tmpl {
 	ARK_T__COUNT
 };
 
-#define ARK_TASK_NO_OP 0xffffu /* struct ark_task.op of a task of no op (a grid barrier) */
+#define ARK_TASK_NO_OP 0xffffffu /* struct ark_task.op of a task of no op (a grid barrier) */
+#define ARK_TASK_MAX_OPP 0xffffffu /* struct ark_task.opp: op params per GPU, at most */
 
-/* One vCTA on one SM's list: 48 bytes, fetched by the loop kernel once per task. */
+/* One vCTA on one SM's list: 48 bytes, fetched by the loop kernel once per task. op and opp are
+ * 24 bits each, packed with tmpl and sig_peer in one 64-bit word (bit-fields, least significant
+ * first, the same layout for the host compiler and nvcc): a model of up to 16,777,214 ops in the
+ * 48 bytes that 16-bit indices took. arkgen refuses, at the model's line, what does not fit. */
 struct ark_task {
-	uint16_t op;       /* index into the model's ops (struct ark_model.ops), ARK_TASK_NO_OP: none */
-	uint16_t opp;      /* index into the op-params table */
-	uint8_t tmpl;      /* enum ark_tmpl */
-	uint8_t sig_peer;  /* 0: signal is this GPU's counter; g + 1: GPU g's (system-scope release) */
+	uint64_t op : 24;       /* index into the model's ops (struct ark_model.ops), ARK_TASK_NO_OP: none */
+	uint64_t opp : 24;      /* index into the op-params table */
+	uint64_t tmpl : 8;      /* enum ark_tmpl */
+	uint64_t sig_peer : 8;  /* 0: signal is this GPU's counter; g + 1: GPU g's (system-scope release) */
 	uint16_t n_wait;   /* waits at waits[wait0 .. wait0 + n_wait) */
 	uint16_t split;    /* MATMUL_PARTIAL: which slice of the workspace */
 	uint32_t wait0;
@@ -91,6 +96,11 @@ struct ark_task {
 };
 #define ARK_TASK_MAX_WAITS 0xffffu /* n_wait */
 static_assert(sizeof(struct ark_task) == 48, "struct ark_task is fetched per task: keep it 48 bytes");
+/* The fields after the packed word where both compilers must put them (the tables are copied to
+ * the device byte for byte). */
+static_assert(offsetof(struct ark_task, n_wait) == 8 && offsetof(struct ark_task, wait0) == 12 &&
+		      offsetof(struct ark_task, m0) == 20 && offsetof(struct ark_task, vcta) == 44,
+	      "struct ark_task layout");
 
 /* Wait until counter has received `need` of its `per_iter` signals of the current iteration:
  * (int32_t)(counters[counter] - (iter - 1) * per_iter - need) >= 0, iterations counted from 1.

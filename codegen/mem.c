@@ -15,18 +15,160 @@
 
 static uint64_t align_up(uint64_t x) { return (x + MEM_ALIGN - 1) / MEM_ALIGN * MEM_ALIGN; }
 
-struct live {
-	int t;
-	int birth, death;  /* first and last vCTA touching it */
-	uint64_t bytes;
+/* ---- placement ----------------------------------------------------------------------------------
+ * Greedy by size: each tensor, largest first, at the lowest MEM_ALIGN-aligned offset where its bytes
+ * meet none of the tensors already placed whose lifetimes overlap its own; tensors below reuse_min
+ * get space of their own above everything placed before them. Finding the overlapping lifetimes is
+ * an interval query: the reusable tensors sorted by birth form an implicit balanced tree (node of
+ * [lo, hi) at mid), each node keeping the latest death and the number of tensors placed in its
+ * range, so a query visits O(log n) nodes per tensor it reports. The lowest clear offset is then a
+ * sweep over those tensors in offset order. Cost: O(n log n + P log n) for P pairs of overlapping
+ * lifetimes (the pairs the result depends on), where comparing every pair until nothing moved was
+ * O(n^2) per pass. */
+
+struct mem_tree {
+	int n;
+	const struct mem_life *lv;
+	int *ord;          /* reusable tensors (indices into lv) by birth */
+	int *pos;          /* per lv index: its place in ord, -1 if not reusable */
+	int *maxd;         /* per node (mid of its range): latest death in the range */
+	int *placed;       /* per node: tensors of its range already placed */
+	char *is_placed;   /* per place in ord */
 };
+
+static int mem_build_max(struct mem_tree *T, int lo, int hi)
+{
+	if (lo >= hi)
+		return -1;
+	int mid = lo + (hi - lo) / 2, a = mem_build_max(T, lo, mid), b = mem_build_max(T, mid + 1, hi);
+	int d = T->lv[T->ord[mid]].death;
+	T->maxd[mid] = d > a ? (d > b ? d : b) : (a > b ? a : b);
+	return T->maxd[mid];
+}
+
+static void mem_tree_place(struct mem_tree *T, int at)
+{
+	int lo = 0, hi = T->n;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		T->placed[mid]++;
+		if (at == mid)
+			break;
+		if (at < mid)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	T->is_placed[at] = 1;
+}
+
+struct mem_span {
+	uint64_t off, bytes;
+};
+
+struct mem_hits {
+	struct mem_span *v;
+	int n, cap;
+};
+
+/* Appends the placed tensors of ord[lo, hi) whose lifetimes meet [b, d]. */
+static void mem_tree_query(const struct mem_tree *T, int lo, int hi, int b, int d, const uint64_t *off,
+			   struct mem_hits *h)
+{
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (!T->placed[mid] || T->maxd[mid] < b)
+			return;
+		mem_tree_query(T, lo, mid, b, d, off, h);
+		const struct mem_life *o = &T->lv[T->ord[mid]];
+		if (o->birth > d)
+			return; /* and every later one */
+		if (T->is_placed[mid] && o->death >= b) {
+			if (h->n == h->cap) {
+				h->cap = h->cap ? 2 * h->cap : 64;
+				struct mem_span *nv = xmalloc((size_t)h->cap * sizeof *nv);
+				if (h->n)
+					memcpy(nv, h->v, (size_t)h->n * sizeof *nv);
+				free(h->v);
+				h->v = nv;
+			}
+			h->v[h->n++] = (struct mem_span){off[T->ord[mid]], o->bytes};
+		}
+		lo = mid + 1;
+	}
+}
+
+static int by_off(const void *a, const void *b)
+{
+	const struct mem_span *x = a, *y = b;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
 
 static int by_size_desc(const void *a, const void *b)
 {
-	const struct live *x = a, *y = b;
+	const struct mem_life *x = a, *y = b;
 	if (x->bytes != y->bytes)
 		return x->bytes < y->bytes ? 1 : -1;
 	return x->t - y->t;
+}
+
+struct mem_key {
+	int birth, t, i;
+};
+
+static int by_birth(const void *a, const void *b)
+{
+	const struct mem_key *x = a, *y = b;
+	if (x->birth != y->birth)
+		return x->birth < y->birth ? -1 : 1;
+	return x->t - y->t;
+}
+
+uint64_t mem_place(struct mem_life *lv, int n, uint64_t reuse_min, uint64_t *off)
+{
+	qsort(lv, (size_t)n, sizeof *lv, by_size_desc);
+	struct mem_tree T = {.lv = lv};
+	T.ord = xmalloc(((size_t)n + 1) * sizeof *T.ord);
+	T.pos = xmalloc(((size_t)n + 1) * sizeof *T.pos);
+	struct mem_key *key = xmalloc(((size_t)n + 1) * sizeof *key);
+	for (int i = 0; i < n; i++) {
+		T.pos[i] = -1;
+		if (lv[i].bytes >= reuse_min)
+			key[T.n++] = (struct mem_key){lv[i].birth, lv[i].t, i};
+	}
+	qsort(key, (size_t)T.n, sizeof *key, by_birth);
+	for (int k = 0; k < T.n; k++)
+		T.ord[k] = key[k].i, T.pos[key[k].i] = k;
+	free(key);
+	T.maxd = xmalloc(((size_t)T.n + 1) * sizeof *T.maxd);
+	T.placed = xcalloc((size_t)T.n + 1, sizeof *T.placed);
+	T.is_placed = xcalloc((size_t)T.n + 1, 1);
+	mem_build_max(&T, 0, T.n);
+	struct mem_hits h = {0};
+	uint64_t end = 0;
+	for (int i = 0; i < n; i++) {
+		uint64_t o = end; /* space of its own, above everything placed so far */
+		if (T.pos[i] >= 0) {
+			h.n = 0;
+			mem_tree_query(&T, 0, T.n, lv[i].birth, lv[i].death, off, &h);
+			qsort(h.v, (size_t)h.n, sizeof *h.v, by_off);
+			o = 0;
+			for (int k = 0; k < h.n && h.v[k].off < o + lv[i].bytes; k++)
+				if (align_up(h.v[k].off + h.v[k].bytes) > o)
+					o = align_up(h.v[k].off + h.v[k].bytes);
+			mem_tree_place(&T, T.pos[i]);
+		}
+		off[i] = o;
+		if (align_up(o + lv[i].bytes) > end)
+			end = align_up(o + lv[i].bytes);
+	}
+	free(h.v);
+	free(T.ord);
+	free(T.pos);
+	free(T.maxd);
+	free(T.placed);
+	free(T.is_placed);
+	return end;
 }
 
 /* Lifetimes of the tensors vCTAs touch; birth = -1 for tensors no vCTA touches. */
@@ -67,7 +209,8 @@ int mem_plan(struct tiling *s)
 			death[t] = s->n_vcta;
 		}
 	}
-	struct live *lv = xmalloc((size_t)nt * sizeof *lv);
+	struct mem_life *lv = xmalloc((size_t)nt * sizeof *lv);
+	uint64_t *off = xmalloc((size_t)nt * sizeof *off);
 	for (int gpu = 0; gpu < g->gpus; gpu++) {
 		uint64_t top = 0, flat = 0;
 		int n = 0;
@@ -86,39 +229,14 @@ int mem_plan(struct tiling *s)
 				continue;
 			}
 			flat = align_up(flat + bytes);
-			lv[n++] = (struct live){t, birth[t], death[t], bytes};
+			lv[n++] = (struct mem_life){t, birth[t], death[t], bytes};
 		}
 		s->arena_noreuse[gpu] = top + flat;
-		/* Greedy by size: each tensor at the lowest offset clear of the live tensors already placed. */
-		qsort(lv, (size_t)n, sizeof *lv, by_size_desc);
-		uint64_t end = 0;
-		for (int i = 0; i < n; i++) {
-			uint64_t off = 0;
-			if (s->opt.reuse && lv[i].bytes >= MEM_REUSE_MIN) {
-				int moved = 1;
-				while (moved) {
-					moved = 0;
-					for (int j = 0; j < i; j++) {
-						const struct live *o = &lv[j];
-						if (o->bytes < MEM_REUSE_MIN)
-							continue;
-						int overlap_life = !(o->death < lv[i].birth || lv[i].death < o->birth);
-						uint64_t ob = s->offset[o->t] - top;
-						if (overlap_life && off < ob + o->bytes && ob < off + lv[i].bytes) {
-							off = align_up(ob + o->bytes);
-							moved = 1;
-						}
-					}
-				}
-			} else {
-				off = end; /* space of its own, above everything placed so far */
-			}
-			s->offset[lv[i].t] = top + off;
-			if (align_up(off + lv[i].bytes) > end)
-				end = align_up(off + lv[i].bytes);
-		}
-		s->arena[gpu] = top + end;
+		s->arena[gpu] = top + mem_place(lv, n, s->opt.reuse ? MEM_REUSE_MIN : UINT64_MAX, off);
+		for (int i = 0; i < n; i++)
+			s->offset[lv[i].t] = top + off[i];
 	}
+	free(off);
 	free(lv);
 	free(birth);
 	free(death);

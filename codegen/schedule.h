@@ -58,6 +58,10 @@ void schedule_free(struct schedule *p);
 /* The tables of a schedule (tables.c). 0, or -1 after an error (a table field too narrow). */
 int tables_build(const struct tiling *s, const struct schedule *p, struct tables *t);
 void tables_free(struct tables *t);
+/* What tables_build checks before it builds: at most max_ops ops and max_opp op params per GPU
+ * (tables_build: what struct ark_task can name). 0, or -1 after a located error. */
+int tables_check_limits(const struct tiling *s, const struct schedule *p, const struct tables *t, int64_t max_ops,
+			int64_t max_opp);
 /* Proof that the tables, as the loop kernels and the DMA engine run them, cannot deadlock and order
  * every pair of accesses to overlapping bytes (verify.c). 0, or -1 with the first violation in err. */
 int tables_verify(const struct tiling *s, const struct tables *t, char *err, size_t errlen);

@@ -34,20 +34,27 @@ static void number_opp(const struct tiling *s, struct tables *t)
 	}
 }
 
-/* What the tables cannot hold: op and op-params indices are 16-bit, a task waits on at most
- * ARK_TASK_MAX_WAITS counters. 0, or -1 after an error. */
-static int check_limits(const struct tiling *s, const struct schedule *p, const struct tables *t)
+/* What the tables cannot hold: op and op-params indices are 24-bit (ARK_TASK_NO_OP, ARK_TASK_MAX_OPP),
+ * a task waits on at most ARK_TASK_MAX_WAITS counters. The limits are parameters so that a test can
+ * reach them with a small model. 0, or -1 after an error, located at the first op beyond the limit. */
+int tables_check_limits(const struct tiling *s, const struct schedule *p, const struct tables *t, int64_t max_ops,
+			int64_t max_opp)
 {
 	const struct graph *g = s->g;
-	if (g->n_ops >= (int)ARK_TASK_NO_OP) {
-		diag_error(g->file, 0, "the model has %d ops; the task table can name at most %u", g->n_ops,
-			   ARK_TASK_NO_OP - 1);
+	if (g->n_ops > max_ops) {
+		const struct op *o = &g->ops[g->order[max_ops]];
+		diag_error(g->file, o->line, "the model has %d ops; the task table can name at most %lld (op '%s' is op %lld)",
+			   g->n_ops, (long long)max_ops, o->name, (long long)max_ops + 1);
 		return -1;
 	}
 	for (int gpu = 0; gpu < g->gpus; gpu++)
-		if (t->gpu[gpu].n_opp > 0x10000) {
-			diag_error(g->file, 0, "GPU %d needs %d op params; the task table can name at most 65536", gpu,
-				   t->gpu[gpu].n_opp);
+		if (t->gpu[gpu].n_opp > max_opp) {
+			int line = 0;
+			for (int oi = 0; oi < g->n_ops && !line; oi++)
+				if (t->opp_gpu[oi] == gpu && t->opp_index[oi] >= max_opp)
+					line = g->ops[oi].line;
+			diag_error(g->file, line, "GPU %d needs %d op params; the task table can name at most %lld", gpu,
+				   t->gpu[gpu].n_opp, (long long)max_opp);
 			return -1;
 		}
 	for (int v = 0; v < s->n_vcta; v++) {
@@ -70,8 +77,8 @@ static struct ark_task task_of(const struct tiling *s, const struct schedule *p,
 	int c = p->signal[v], remote = c >= 0 && p->ctr_gpu[c] != x->gpu;
 	ARK_ASSERT(x->tmpl != ARK_T_DMA || remote); /* the engine's flag is on the receiving GPU */
 	return (struct ark_task){
-		.op = (uint16_t)t->op_index[x->op],
-		.opp = (uint16_t)t->opp_index[x->opp],
+		.op = (uint32_t)t->op_index[x->op],
+		.opp = (uint32_t)t->opp_index[x->opp],
 		.tmpl = (uint8_t)x->tmpl,
 		.sig_peer = (uint8_t)(remote ? p->ctr_gpu[c] + 1 : 0),
 		.n_wait = (uint16_t)(p->wait0[v + 1] - p->wait0[v]),
@@ -160,7 +167,7 @@ int tables_build(const struct tiling *s, const struct schedule *p, struct tables
 		T->n_waits += p->wait0[v + 1] - p->wait0[v];
 	}
 	number_opp(s, t);
-	if (check_limits(s, p, t) < 0)
+	if (tables_check_limits(s, p, t, ARK_TASK_NO_OP - 1, ARK_TASK_MAX_OPP) < 0)
 		return -1;
 	for (int gpu = 0; gpu < g->gpus; gpu++) {
 		t->gpu[gpu].n_waits += t->n_bar;

@@ -125,6 +125,16 @@ struct tiling {
 void fuse_graph(struct tiling *s);  /* fusion decisions in per_op (opt.fuse) */
 int tile_graph(struct tiling *s);   /* vCTAs of every op, communication ops lowered (lower_comm.c) */
 int mem_plan(struct tiling *s);     /* offsets; adds reuse hazards later found by deps */
+/* One tensor to place: its lifetime (first and last vCTA, inclusive) and size. */
+struct mem_life {
+	int t;
+	int birth, death;
+	uint64_t bytes;
+};
+/* mem_plan's placement of n tensors (sorted in place, largest first): off[i] for lv[i] as sorted,
+ * tensors of at least reuse_min bytes sharing space when their lifetimes do not overlap. Returns
+ * the bytes used. */
+uint64_t mem_place(struct mem_life *lv, int n, uint64_t reuse_min, uint64_t *off);
 int deps_build(struct tiling *s);   /* hazards from regions (and reused memory), edges, reduction */
 /* After tile_graph: the vCTAs' costs in the DAG view from a calibration table (cost.c), on gpu (its
  * figures with the table's protocol costs, calib_gpu). */

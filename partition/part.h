@@ -110,6 +110,28 @@ int part_preds(const struct part_dag *dag, int64_t **pxadj, int **padj, int64_t 
 int part_hb_order(const struct part_dag *dag, const uint8_t *keep, const struct part_placement *pl,
 		  int *order, int *indeg);
 
+/* Vector clocks (lanes words each) held only while some vertex still has to read them: ref[v] is
+ * the number of reads of v's clock still to come (its successor on its SM, its successors through
+ * edges), set by the caller; part_clock_release drops one and frees the clock at the last. Memory:
+ * the most clocks alive at once (peak) times lanes words, instead of every vertex's (part_clock.c). */
+struct part_clocks {
+	int lanes;
+	int32_t *pool;      /* cap clocks of lanes words */
+	int cap, live, peak;
+	int *free_list;     /* n_free free slots of the pool */
+	int n_free;
+	int *slot;          /* per vertex: its clock's slot, -1 none */
+	int *ref;           /* per vertex: reads of its clock still to come */
+};
+int part_clocks_init(struct part_clocks *c, int n, int lanes);      /* 0, or -1 out of memory */
+int32_t *part_clock_new(struct part_clocks *c, int v);             /* v's clock (uninitialised), NULL: out of memory; moves the others */
+const int32_t *part_clock(const struct part_clocks *c, int v);
+void part_clock_release(struct part_clocks *c, int v);             /* one read of v's clock done */
+void part_clocks_free(struct part_clocks *c);
+/* ref[v] for part_clocks: v's successor on its SM, plus its successors through edges kept (every
+ * edge when keep is NULL). */
+void part_clock_refs(const struct part_dag *dag, const uint8_t *keep, const struct part_placement *pl, int *ref);
+
 /* Writes a printf-style message into err (when err and errlen are set) and returns -1. */
 int part_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

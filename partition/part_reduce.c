@@ -163,11 +163,12 @@ int64_t part_needed_waits(const struct part_dag *dag, const struct part_placemen
 	int64_t kept = -1;
 	int *order = malloc(((size_t)n + 1) * sizeof *order), *rank = malloc(((size_t)n + 1) * sizeof *rank);
 	int *indeg = malloc(((size_t)n + 1) * sizeof *indeg);
-	int32_t *vc = malloc(((size_t)n * sms + 1) * sizeof *vc); /* (n, sms) */
 	int64_t *px = NULL, *pe = NULL;
 	int *pa = NULL;
 	struct pitem *it = NULL;
-	if (!order || !rank || !indeg || !vc || part_preds(dag, &px, &pa, &pe) < 0)
+	struct part_clocks c; /* each clock until its last reader: memory for the vertices in flight only */
+	int have_clocks = part_clocks_init(&c, n, sms) == 0;
+	if (!order || !rank || !indeg || !have_clocks || part_preds(dag, &px, &pa, &pe) < 0)
 		goto out;
 	if (part_hb_order(dag, NULL, pl, order, indeg) < n)
 		goto out;
@@ -180,10 +181,13 @@ int64_t part_needed_waits(const struct part_dag *dag, const struct part_placemen
 		goto out;
 	for (int k = 0; k < n; k++)
 		rank[order[k]] = k;
-	kept = 0;
+	part_clock_refs(dag, NULL, pl, c.ref);
+	int64_t count = 0;
 	for (int k = 0; k < n; k++) {
 		int v = order[k], s = pl->sm[v], ni = 0;
-		int32_t *acc = vc + (size_t)v * sms;
+		int32_t *acc = part_clock_new(&c, v);
+		if (!acc)
+			goto out;
 		for (int q = 0; q < sms; q++)
 			acc[q] = -1;
 		if (pl->pos[v] > 0) {
@@ -198,17 +202,24 @@ int64_t part_needed_waits(const struct part_dag *dag, const struct part_placemen
 			int covered = acc[pl->sm[u]] >= pl->pos[u];
 			if (it[i].e >= 0) {
 				need[it[i].e] = !covered;
-				kept += !covered;
+				count += !covered;
 			}
 			if (!covered) {
-				const int32_t *src = vc + (size_t)u * sms;
+				const int32_t *src = part_clock(&c, u);
 				for (int q = 0; q < sms; q++)
 					acc[q] = src[q] > acc[q] ? src[q] : acc[q];
 			}
+			part_clock_release(&c, u);
 		}
 		acc[s] = pl->pos[v];
+		if (!c.ref[v])
+			part_clock_release(&c, v);
 	}
+	PART_ASSERT(c.live == 0);
+	kept = count;
 out:
-	free(order), free(rank), free(indeg), free(vc), free(px), free(pa), free(pe), free(it);
+	if (have_clocks)
+		part_clocks_free(&c);
+	free(order), free(rank), free(indeg), free(px), free(pa), free(pe), free(it);
 	return kept;
 }

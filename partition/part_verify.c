@@ -1,4 +1,5 @@
-/* part_verify.c: proof that a placement cannot deadlock and orders every hazard (vector clocks). */
+/* part_verify.c: proof that a placement cannot deadlock and orders every hazard (vector clocks, each
+ * kept only until the last vertex that reads it). */
 #include "partition/part.h"
 
 #include <stdarg.h>
@@ -70,6 +71,18 @@ static void report_cycle(const struct part_dag *dag, const uint8_t *keep, const 
 	free(seen), free(walk), free(how);
 }
 
+/* References to each vertex's clock: its successor on its SM, and its successors through the edges
+ * kept (all with keep NULL). */
+void part_clock_refs(const struct part_dag *dag, const uint8_t *keep, const struct part_placement *pl, int *ref)
+{
+	for (int u = 0; u < dag->n; u++) {
+		int s = pl->sm[u];
+		ref[u] = pl->begin[s] + pl->pos[u] + 1 < pl->begin[s + 1];
+		for (int64_t e = dag->xadj[u]; e < dag->xadj[u + 1]; e++)
+			ref[u] += !keep || keep[e];
+	}
+}
+
 int part_verify(const struct part_dag *dag, const uint8_t *keep, const struct part_placement *pl,
 		int64_t n_hazards, const int *hu, const int *hv, char *err, size_t errlen)
 {
@@ -79,38 +92,15 @@ int part_verify(const struct part_dag *dag, const uint8_t *keep, const struct pa
 		return part_fail(err, errlen, "invalid hazard list");
 	int n = dag->n, sms = pl->sms, rc = -1;
 	int *order = malloc(((size_t)n + 1) * sizeof *order), *indeg = malloc(((size_t)n + 1) * sizeof *indeg);
-	int32_t *vc = malloc(((size_t)n * sms + 1) * sizeof *vc); /* (n, sms) */
+	int64_t *hx = calloc((size_t)n + 2, sizeof *hx);  /* hazards by their later vCTA (CSR) */
+	int *hs = malloc(((size_t)n_hazards + 1) * sizeof *hs);
 	int64_t *px = NULL, *pe = NULL;
 	int *pa = NULL;
-	if (!order || !indeg || !vc || part_preds(dag, &px, &pa, &pe) < 0) {
+	struct part_clocks c;
+	int have_clocks = part_clocks_init(&c, n, sms) == 0;
+	if (!order || !indeg || !hx || !hs || !have_clocks || part_preds(dag, &px, &pa, &pe) < 0) {
 		part_fail(err, errlen, "out of memory verifying %d vCTAs", n);
 		goto out;
-	}
-	if (part_hb_order(dag, keep, pl, order, indeg) < n) {
-		report_cycle(dag, keep, pl, px, pa, pe, indeg, err, errlen);
-		goto out;
-	}
-	/* vc[v][s]: highest position on SM s that happens before or at v. */
-	for (int k = 0; k < n; k++) {
-		int v = order[k], s = pl->sm[v];
-		int32_t *acc = vc + (size_t)v * sms;
-		if (pl->pos[v] > 0)
-			memcpy(acc, vc + (size_t)pl->list[pl->begin[s] + pl->pos[v] - 1] * sms,
-			       (size_t)sms * sizeof *acc);
-		else
-			for (int q = 0; q < sms; q++)
-				acc[q] = -1;
-		for (int64_t i = px[v]; i < px[v + 1]; i++) {
-			if (keep && !keep[pe[i]])
-				continue;
-			int u = pa[i];
-			if (acc[pl->sm[u]] >= pl->pos[u])
-				continue; /* u's clock is already included */
-			const int32_t *src = vc + (size_t)u * sms;
-			for (int q = 0; q < sms; q++)
-				acc[q] = src[q] > acc[q] ? src[q] : acc[q];
-		}
-		acc[s] = pl->pos[v];
 	}
 	for (int64_t i = 0; i < n_hazards; i++) {
 		int u = hu[i], v = hv[i];
@@ -119,16 +109,62 @@ int part_verify(const struct part_dag *dag, const uint8_t *keep, const struct pa
 			     (long long)i, u, v, n);
 			goto out;
 		}
-		if (u == v)
-			continue;
-		if (vc[(size_t)v * sms + pl->sm[u]] < pl->pos[u]) {
-			part_fail(err, errlen, "hazard vCTA %d -> vCTA %d is not ordered (vCTA %d on SM %d pos %d, "
-			     "vCTA %d on SM %d pos %d)", u, v, u, pl->sm[u], pl->pos[u], v, pl->sm[v], pl->pos[v]);
+		hx[v + 2]++;
+	}
+	for (int v = 0; v < n; v++)
+		hx[v + 2] += hx[v + 1];
+	for (int64_t i = 0; i < n_hazards; i++)
+		hs[hx[hv[i] + 1]++] = hu[i];
+	if (part_hb_order(dag, keep, pl, order, indeg) < n) {
+		report_cycle(dag, keep, pl, px, pa, pe, indeg, err, errlen);
+		goto out;
+	}
+	/* clock(v)[s]: highest position on SM s that happens before or at v; a clock lives until the
+	 * last vertex that reads it, and the hazards ending at v are checked against v's clock at once. */
+	part_clock_refs(dag, keep, pl, c.ref);
+	for (int k = 0; k < n; k++) {
+		int v = order[k], s = pl->sm[v];
+		int32_t *acc = part_clock_new(&c, v);
+		if (!acc) {
+			part_fail(err, errlen, "out of memory verifying %d vCTAs", n);
 			goto out;
 		}
+		if (pl->pos[v] > 0) {
+			int p = pl->list[pl->begin[s] + pl->pos[v] - 1];
+			memcpy(acc, part_clock(&c, p), (size_t)sms * sizeof *acc);
+			part_clock_release(&c, p);
+		} else {
+			for (int q = 0; q < sms; q++)
+				acc[q] = -1;
+		}
+		for (int64_t i = px[v]; i < px[v + 1]; i++) {
+			if (keep && !keep[pe[i]])
+				continue;
+			int u = pa[i];
+			if (acc[pl->sm[u]] < pl->pos[u]) { /* else u's clock is already included */
+				const int32_t *src = part_clock(&c, u);
+				for (int q = 0; q < sms; q++)
+					acc[q] = src[q] > acc[q] ? src[q] : acc[q];
+			}
+			part_clock_release(&c, u);
+		}
+		acc[s] = pl->pos[v];
+		for (int64_t i = hx[v]; i < hx[v + 1]; i++) {
+			int u = hs[i];
+			if (u != v && acc[pl->sm[u]] < pl->pos[u]) {
+				part_fail(err, errlen, "hazard vCTA %d -> vCTA %d is not ordered (vCTA %d on SM %d pos %d, "
+				     "vCTA %d on SM %d pos %d)", u, v, u, pl->sm[u], pl->pos[u], v, pl->sm[v], pl->pos[v]);
+				goto out;
+			}
+		}
+		if (!c.ref[v])
+			part_clock_release(&c, v);
 	}
+	PART_ASSERT(c.live == 0);
 	rc = 0;
 out:
-	free(order), free(indeg), free(vc), free(px), free(pa), free(pe);
+	if (have_clocks)
+		part_clocks_free(&c);
+	free(order), free(indeg), free(hx), free(hs), free(px), free(pa), free(pe);
 	return rc;
 }

@@ -717,6 +717,55 @@ static void test_model_files(void **state)
 	add(&total, &tl);
 }
 
+/* The task table's index widths: op and op params in 24 bits each beside tmpl and sig_peer, read
+ * back whole; a model beyond a limit is refused at the line of the first op that does not fit. */
+static void test_limits(void **state)
+{
+	(void)state;
+	struct ark_task k = {.op = ARK_TASK_NO_OP - 1, .opp = ARK_TASK_MAX_OPP, .tmpl = ARK_T_SUM_LL, .sig_peer = 255,
+			     .n_wait = 7, .split = 3, .wait0 = 0xfffffff0u, .vcta = 123456};
+	assert_int_equal(k.op, 0xfffffe);
+	assert_int_equal(k.opp, 0xffffff);
+	assert_int_equal(k.tmpl, ARK_T_SUM_LL);
+	assert_int_equal(k.sig_peer, 255);
+	/* the layout nvcc gives the device (its PTX reads tmpl at byte 6, sig_peer at byte 7, op and opp
+	 * from the low 24 bits of the first word and the next 24) */
+	unsigned char b[sizeof k];
+	memcpy(b, &k, sizeof k);
+	assert_int_equal(b[6], ARK_T_SUM_LL);
+	assert_int_equal(b[7], 255);
+	assert_int_equal(b[0] | b[1] << 8 | b[2] << 16, 0xfffffe);
+	assert_int_equal(b[3] | b[4] << 8 | b[5] << 16, 0xffffff);
+	k.op = 100000;
+	assert_int_equal(k.op, 100000);
+	assert_int_equal(k.opp, 0xffffff);
+	assert_int_equal(k.n_wait, 7);
+	assert_int_equal(k.wait0, 0xfffffff0u);
+
+	struct arkgen_result r;
+	assert_int_equal(compile(&r, chain_text, 3, 0, 0), 0);
+	const struct schedule *p = &r.schedule[0];
+	const struct graph *g = &r.graph;
+	assert_int_equal(tables_check_limits(&r.tiling, p, &p->tab, ARK_TASK_NO_OP - 1, ARK_TASK_MAX_OPP), 0);
+	harness_capture_begin();
+	int rc = tables_check_limits(&r.tiling, p, &p->tab, g->n_ops - 1, ARK_TASK_MAX_OPP);
+	harness_capture_end();
+	assert_int_equal(rc, -1);
+	const struct op *last = &g->ops[g->order[g->n_ops - 1]];
+	char want[256];
+	snprintf(want, sizeof want, "t.cfg:%d: error: the model has %d ops; the task table can name at most %d (op '%s'",
+		 last->line, g->n_ops, g->n_ops - 1, last->name);
+	if (!strstr(harness_diag(), want))
+		fail_msg("expected \"%s\" in: %s", want, harness_diag());
+	harness_capture_begin();
+	rc = tables_check_limits(&r.tiling, p, &p->tab, ARK_TASK_NO_OP - 1, p->tab.gpu[0].n_opp - 1);
+	harness_capture_end();
+	assert_int_equal(rc, -1);
+	if (!strstr(harness_diag(), "t.cfg:") || !strstr(harness_diag(), "error: GPU 0 needs"))
+		fail_msg("op params limit: %s", harness_diag());
+	arkgen_result_free(&r);
+}
+
 static void test_total(void **state)
 {
 	(void)state;
@@ -735,6 +784,7 @@ int main(void)
 		cmocka_unit_test(test_two_phase),
 		cmocka_unit_test(test_barrier),
 		cmocka_unit_test(test_model_files),
+		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_total),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
