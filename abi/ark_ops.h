@@ -9,7 +9,11 @@
 	X(FACTOR, "factor", FLOAT)           \
 	X(EPS, "eps", FLOAT)                 \
 	X(AXIS, "axis", INT)                 \
-	X(TRANSPORT, "transport", STRING)
+	X(TRANSPORT, "transport", STRING)    \
+	X(HEADS, "heads", INT)               \
+	X(KV_HEADS, "kv_heads", INT)         \
+	X(SCALE, "scale", FLOAT)             \
+	X(CAUSAL, "causal", BOOL)
 
 enum ark_attr {
 #define X(id, name, type) ARK_ATTR_##id,
@@ -46,7 +50,9 @@ enum ark_attr {
 	R(X, COPY, "copy", 1, 1, 1, ARK_A(TRANSPORT), ARK_OPF_COMM, ref_copy)                                   \
 	R(X, ALL_REDUCE, "all_reduce", 2, ARK_MAX_GPUS, 0, ARK_A(TRANSPORT), ARK_OPF_COMM, ref_all_reduce)      \
 	R(X, ALL_GATHER, "all_gather", 2, ARK_MAX_GPUS, 0, ARK_A(TRANSPORT) | ARK_A(AXIS), ARK_OPF_COMM,       \
-	  ref_all_gather)
+	  ref_all_gather)                                                                                       \
+	R(X, ATTENTION, "attention", 3, 4, 1, ARK_A(HEADS) | ARK_A(KV_HEADS) | ARK_A(SCALE) | ARK_A(CAUSAL), 0, \
+	  ref_attention)
 
 #define ARK_OP_ALL_(X, ...) X(__VA_ARGS__)
 #define ARK_OP_NO_REF_(X, id, name, min_in, max_in, n_out, attrs, flags, ref) \

@@ -3,6 +3,7 @@
 #define ARK_TILES_CUH
 
 #include "ark_dtype.cuh"
+#include "op_attention.cuh"
 #include "op_comm.cuh"
 #include "op_copy.cuh"
 #include "op_elementwise.cuh"
