@@ -12,9 +12,11 @@ usage:
       .json files are when OUT lacks them.
 
 Models are single-GPU graphs over the op catalog of abi/ark_ops.h (matmul with and without bias and
-transpose_b, add, mul, scale, relu, gelu, silu, sigmoid, swiglu, softmax, layernorm, rmsnorm), made of blocks:
-elementwise/row-op chains, diamonds, parallel branches joined by adds, MLP blocks (matmul, activation,
-matmul), GLU blocks (two matmuls, swiglu, matmul) and residuals with a norm (pre- or post-norm). Rows
+transpose_b, add, mul, scale, relu, gelu, silu, sigmoid, swiglu, softmax, layernorm, rmsnorm, attention), made
+of blocks: elementwise/row-op chains, diamonds, parallel branches joined by adds, MLP blocks (matmul,
+activation, matmul), GLU blocks (two matmuls, swiglu, matmul), residuals with a norm (pre- or
+post-norm) and attention blocks (q, k and v transpose_b projections, attention with or without GQA,
+causal and a key padding mask, output projection, residual, layernorm). Rows
 M from 1 to 512, mostly 1-16 (batch-1 decode); widths from 32 to 4096, drawn as primes, odd numbers,
 multiples of 8, 16 or 64 and powers of two; 2-D [M, H] or 3-D [B, S, H] activations; broadcast
 operands [H] (bias-like), per-row [M, 1] / [B, S, 1] / [S, 1] / [B, 1, 1] and [1]; fp16, bf16 or fp32;
@@ -80,7 +82,7 @@ def is_prime(n):
 DTYPES = ("fp16", "bf16", "fp32")
 DSIZE = {"fp16": 2, "bf16": 2, "fp32": 4}
 WEIGHT_BUDGET = 64 << 20  # bytes of weights per model
-KINDS = ("chain", "diamond", "branches", "mlp", "glu", "resnorm")
+KINDS = ("chain", "diamond", "branches", "mlp", "glu", "resnorm", "attn")
 ACTS = ("relu", "gelu", "silu", "sigmoid")
 FACTORS = ("0.5", "0.125", "0.75", "1.5", "2.0", "-1.0", "0.3333", "1.25", "-0.6")
 
@@ -175,6 +177,14 @@ class Model:
 		elif kind in ("layernorm", "rmsnorm"):
 			assert all(v == [s[0][-1]] for v in s[1:]), (kind, s)
 			out = s[0]
+		elif kind == "attention":
+			a = dict(attrs)
+			h, hkv = int(a["heads"]), int(a.get("kv_heads", a["heads"]))
+			q, k = s[0], s[1]
+			assert len(q) in (2, 3) and q[-1] % h == 0 and h % hkv == 0 and s[2] == k, (kind, s, attrs)
+			assert len(k) == len(q) and k[-1] == q[-1] // h * hkv and (len(q) == 2 or k[0] == q[0]), (kind, s)
+			assert len(s) == 3 or s[3] == [q[0] if len(q) == 3 else 1, k[-2]], (kind, s)
+			out = q
 		else:
 			assert len(ins) == 1
 			out = s[0]
@@ -342,6 +352,35 @@ class Model:
 		r = self.op("add", [x, y] if self.rng.chance(0.5) else [y, x])
 		return r if pre else self.norm(r)
 
+	def attn(self, x):
+		"""Self-attention over x's rows ([M, H]: one sequence; [B, S, H]: B of them): q, k and v
+		projections as a checkpoint's Linears (transpose_b), heads of 8 to 128 columns (multiples of 8),
+		sometimes fewer kv heads, causal, a scale or a key padding mask, then the output projection,
+		the residual and a layernorm."""
+		rng, s = self.rng, self.shape[x]
+		h = s[-1]
+		dh = rng.weighted([(3, 64), (2, 32), (2, 128), (2, 8 * rng.int(1, 16))])
+		heads = rng.int(1, 16)
+		while heads > 1 and heads * dh * h * 4 * DSIZE[self.dtype] > WEIGHT_BUDGET // 2:
+			heads //= 2
+		kv = rng.pick([d for d in range(1, heads + 1) if heads % d == 0]) if rng.chance(0.4) else heads
+		q = self.matmul(x, heads * dh, bias=rng.chance(0.5), tb=True)
+		k = self.matmul(x, kv * dh, bias=False, tb=True)
+		v = self.matmul(x, kv * dh, bias=rng.chance(0.5), tb=True)
+		ins = [q, k, v]
+		if rng.chance(0.4):
+			ins.append(self.leaf("mask", [s[0] if len(s) == 3 else 1, s[-2]], "input"))
+		attrs = [("heads", str(heads))]
+		if kv != heads or rng.chance(0.2):
+			attrs.append(("kv_heads", str(kv)))
+		if rng.chance(0.4):
+			attrs.append(("causal", "true"))
+		if rng.chance(0.2):
+			attrs.append(("scale", rng.pick(("0.125", "0.1", "0.25"))))
+		y = self.matmul(self.op("attention", ins, attrs), h, bias=rng.chance(0.5), tb=True)
+		r = self.op("add", [x, y] if rng.chance(0.5) else [y, x])
+		return self.norm(r, "layernorm")
+
 	# ---- the whole model ------------------------------------------------------------------------
 
 	def draw(self, kind, three_d):
@@ -370,7 +409,8 @@ class Model:
 
 
 OP_PREFIX = {"matmul": "mm", "add": "add", "mul": "mul", "scale": "sc", "relu": "relu", "gelu": "gelu",
-	     "silu": "silu", "sigmoid": "sigm", "swiglu": "swiglu", "softmax": "smax", "layernorm": "ln", "rmsnorm": "rms"}
+	     "silu": "silu", "sigmoid": "sigm", "swiglu": "swiglu", "softmax": "smax", "layernorm": "ln", "rmsnorm": "rms",
+	     "attention": "attn"}
 
 
 def render(m, outs, seed, index):
