@@ -165,9 +165,10 @@ static void emit_header(const struct emitter *e)
 	 * mma path only where a 2-byte matmul tile has more rows than the streaming path takes (the choice
 	 * ark_mm_sub makes): its code costs the loop kernel registers and stack in every model that
 	 * includes it. */
-	int used[ARK_DTYPE__COUNT] = {0}, mma = 0;
+	int used[ARK_DTYPE__COUNT] = {0}, mma = 0, att = 0;
 	for (int v = 0; v < s->n_vcta; v++) {
 		const struct vcta *x = &s->v[v];
+		att |= x->tmpl == ARK_T_ATTENTION;
 		const int dt = g->tensors[g->ops[x->op].in[0]].dtype;
 		used[dt] = 1;
 		mma |= (x->tmpl == ARK_T_MATMUL || x->tmpl == ARK_T_MATMUL_PARTIAL) && x->m1 - x->m0 > ARK_MM_SMALL_M &&
@@ -177,6 +178,8 @@ static void emit_header(const struct emitter *e)
 	DTYPE_LIST(X)
 #undef X
 	out(f, "#define ARK_TILES_MMA %d\n", mma);
+	if (att) /* off by default (op_attention.cuh): said only where used, other files unchanged */
+		out(f, "#define ARK_TILES_ATTENTION 1\n");
 	out(f, "\n#include \"ark_tiles.cuh\"\n#include \"ark_loop.cuh\"\n#include \"ark.h\"\n\n");
 }
 

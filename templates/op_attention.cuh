@@ -22,6 +22,15 @@
  *  simt  fp32: a warp per row at a time (rows spread over the warps), blocks of 32 keys, a key
  *        per lane for the scores, the head's columns spread over the lanes for P.V. */
 
+/* ARK_TILES_ATTENTION 1: the attention tiles are built. Unlike the dtypes, off unless asked for: a
+ * generated file whose model has attention says 1 (the others stay byte-identical and their loop
+ * kernels carry none of its code, which costs registers and stack wherever it is compiled in, as the
+ * mma path did: bench/NOTES.md); a build without it traps on an attention task (ark_tile: false). */
+#ifndef ARK_TILES_ATTENTION
+#define ARK_TILES_ATTENTION 0
+#endif
+
+#if ARK_TILES_ATTENTION
 static_assert(ARK_WARPS >= 8, "the attention template needs at least 256 threads");
 #define ARK_ATT_LOG2E 1.4426950408889634f
 
@@ -367,6 +376,14 @@ struct ark_tile_attention {
 		ark_attention_tile<T>(p, t, e.arena, e.smem);
 	}
 };
+
+#else
+struct ark_tile_attention {
+	static constexpr bool per_dtype = false;
+	static __device__ __forceinline__ void run(const ark_opp &, const ark_task &, const ark_tile_env &) {}
+};
+template <> constexpr bool ark_tile_left_out<ark_tile_attention> = true;
+#endif
 
 static_assert(128 * ARK_ATT_LD * 2 * 3 + 128 * 4 <= ARK_SMEM_ATTENTION, "attention (mma): no room for Q, K, V");
 static_assert(8 * 16 * (128 + 4) * 4 + 2 * 8 * 16 * 4 <= ARK_SMEM_ATTENTION, "attention (mma): no room for the merge");

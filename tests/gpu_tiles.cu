@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ark.h"
+#define ARK_TILES_ATTENTION 1 /* every template, attention included (off unless asked for) */
 #include "ark_tiles.cuh"
 
 #define CUDA_CHECK(call) cuda_check((call), #call, __FILE__, __LINE__)
