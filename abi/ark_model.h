@@ -34,6 +34,11 @@ struct ark_op {
 	int32_t in[ARK_MAX_IO], out[ARK_MAX_IO]; /* tensor indices */
 	float factor, eps;
 	int32_t line; /* model-file line */
+	/* attention (fields after `line`, so a table that lists none of them leaves them 0): heads and
+	 * kv_heads, causal (0 or 1), scale (the default 1/sqrt(head size) already resolved) */
+	int32_t heads, kv_heads;
+	int32_t causal;
+	float scale;
 };
 
 /* Size in bytes of one element of a dtype. */

@@ -10,7 +10,11 @@
 	X(EPS, "eps", FLOAT)                 \
 	X(AXIS, "axis", INT)                 \
 	X(TRANSPORT, "transport", STRING)    \
-	X(APPROXIMATE, "approximate", STRING)
+	X(APPROXIMATE, "approximate", STRING)  \
+	X(HEADS, "heads", INT)               \
+	X(KV_HEADS, "kv_heads", INT)         \
+	X(SCALE, "scale", FLOAT)             \
+	X(CAUSAL, "causal", BOOL)
 
 enum ark_attr {
 #define X(id, name, type) ARK_ATTR_##id,
@@ -55,7 +59,9 @@ enum ark_attr {
 	R(X, TANH, "tanh", 1, 1, 1, 0, ARK_OPF_EW_ACT, ref_tanh)                                                \
 	R(X, REDUCE_MEAN, "reduce_mean", 1, 2, 1, ARK_A(AXIS), 0, ref_reduce_mean)                              \
 	R(X, L2_NORMALIZE, "l2_normalize", 1, 1, 1, ARK_A(EPS), 0, ref_l2_normalize)                           \
-	R(X, GELU_TANH, "gelu", 1, 1, 1, ARK_A(APPROXIMATE), ARK_OPF_EW_ACT | ARK_OPF_VARIANT, ref_gelu_tanh)
+	R(X, GELU_TANH, "gelu", 1, 1, 1, ARK_A(APPROXIMATE), ARK_OPF_EW_ACT | ARK_OPF_VARIANT, ref_gelu_tanh) \
+	R(X, ATTENTION, "attention", 3, 4, 1, ARK_A(HEADS) | ARK_A(KV_HEADS) | ARK_A(SCALE) | ARK_A(CAUSAL), 0, \
+	  ref_attention)
 
 #define ARK_OP_ALL_(X, ...) X(__VA_ARGS__)
 #define ARK_OP_NO_REF_(X, id, name, min_in, max_in, n_out, attrs, flags, ref) \

@@ -45,4 +45,11 @@
 #define ARK_SMEM_COMM 0                 /* SUM, GATHER, SEND_LL, SUM_LL (op_comm.cuh) */
 #define ARK_SMEM_REDUCE_MEAN (2 * ARK_THREADS * 4) /* REDUCE_MEAN: a sum and a count per thread (op_reduce.cuh) */
 
+/* ATTENTION (op_attention.cuh). Tensor cores: Q [BQ][LD], K and V [BK][LD] (16-bit, LD = 128 + 8),
+ * a flag per key of the block, BQ and BK at most 128; the fp32 partial outputs of the 8 warps reuse
+ * that space after the last key block. SIMT (fp32): Q [BQ][Dh], K [BK][Dh + 1], V [BK][Dh], flags, fp32,
+ * BQ <= 128, BK = 32, Dh <= 128: smaller. At most the matmul's need, so attention raises no model's. */
+#define ARK_ATT_LD (128 + 8)
+#define ARK_SMEM_ATTENTION (128 * ARK_ATT_LD * 2 + 2 * 128 * ARK_ATT_LD * 2 + 128 * 4)
+
 #endif

@@ -61,7 +61,9 @@ enum ark_span {
 	/* reduce_mean: rows m0:m1, cols n0:n1 of out viewed as [P * Q, D], every one over all of S */          \
 	R(X, REDUCE_MEAN, ark_tile_reduce_mean, ARK_SMEM_REDUCE_MEAN, ARK_SPAN_TILE, "mean")                   \
 	/* l2_normalize: rows m0:m1 of out, each row whole */                                                   \
-	R(X, L2NORM, ark_tile_l2norm, ARK_SMEM_ROWS, ARK_SPAN_ROWS, "l2 normalize")
+	R(X, L2NORM, ark_tile_l2norm, ARK_SMEM_ROWS, ARK_SPAN_ROWS, "l2 normalize")                    \
+	/* query rows m0:m1 (of out viewed as [B*Sq, H*Dh], one batch) x one head's columns n0:n1, all keys */    \
+	R(X, ATTENTION, ark_tile_attention, ARK_SMEM_ATTENTION, ARK_SPAN_TILE, "attention")
 
 #define ARK_TMPL_ALL_(X, ...) X(__VA_ARGS__)
 #define ARK_TMPL_ID_(X, id, tile, smem, span, label) X(id)
@@ -119,7 +121,8 @@ struct ark_wait {
 	X(SAME_SHAPE, 2)  /* elementwise: every input has out's shape (no broadcasting) */                \
 	X(CHAIN_IN1, 3)   /* chain step: the chained value is the op's in[1] (in[0]: the operand) */      \
 	X(PUSH, 4)        /* COPY: out is in peers[peer] (stores over NVLink/PCIe), in[0] here */        \
-	X(MASK, 5)        /* REDUCE_MEAN: in[1] is a mask of dtype mask_dtype */
+	X(MASK, 5)        /* REDUCE_MEAN: in[1] is a mask (mask_dtype); ATTENTION: a key mask [B, Skv] */    \
+	X(CAUSAL, 6)      /* ATTENTION: query i sees key j iff j <= i + Skv - Sq */
 
 enum ark_opp_flag {
 #define X(id, bit) ARK_OPP_##id = 1u << (bit),
@@ -149,5 +152,8 @@ struct ark_opp {
 	int64_t istride[2][4]; /* 0 where an input is broadcast along that dimension */
 	int32_t peer;     /* COPY: GPU holding in[0] (-1: this GPU), or out with ARK_OPP_PUSH; DMA: dst */
 };
+/* ATTENTION's params in those fields: in = {q [B, Sq, H*Dh], k, v [B, Skv, Hkv*Dh]}, out [B, Sq, H*Dh],
+ * M = Sq, N = H*Dh, K = Skv, f = scale, oshape = {B, H, Hkv, Dh}, flags ARK_OPP_CAUSAL and
+ * ARK_OPP_MASK; with the mask: ws = its offset ([B, Skv]) and istride[0][0] = its enum ark_dtype. */
 
 #endif

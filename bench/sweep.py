@@ -13,9 +13,11 @@ usage:
 
 Models are single-GPU graphs over the op catalog of abi/ark_ops.h (matmul with and without bias and
 transpose_b, add, mul, scale, relu, gelu of both forms, silu, sigmoid, tanh, swiglu, softmax, layernorm,
-rmsnorm, l2_normalize, reduce_mean), made of blocks: elementwise/row-op chains, diamonds, parallel
-branches joined by adds, MLP blocks (matmul, activation, matmul), GLU blocks (two matmuls, swiglu,
-matmul) and residuals with a norm (pre- or post-norm), and sometimes a pooled output after them
+rmsnorm, l2_normalize, reduce_mean, attention), made of blocks: elementwise/row-op chains, diamonds,
+parallel branches joined by adds, MLP blocks (matmul, activation, matmul), GLU blocks (two matmuls,
+swiglu, matmul), residuals with a norm (pre- or post-norm) and attention blocks (q, k and v transpose_b
+projections, attention with or without GQA, causal and a key padding mask, output projection,
+residual, layernorm), and sometimes a pooled output after them
 (reduce_mean, under a mask of any dtype for 3-D activations, then perhaps l2_normalize). Rows
 M from 1 to 512, mostly 1-16 (batch-1 decode); widths from 32 to 4096, drawn as primes, odd numbers,
 multiples of 8, 16 or 64 and powers of two; 2-D [M, H] or 3-D [B, S, H] activations; broadcast
@@ -82,7 +84,7 @@ def is_prime(n):
 DTYPES = ("fp16", "bf16", "fp32")
 DSIZE = {"fp16": 2, "bf16": 2, "fp32": 4}
 WEIGHT_BUDGET = 64 << 20  # bytes of weights per model
-KINDS = ("chain", "diamond", "branches", "mlp", "glu", "resnorm")
+KINDS = ("chain", "diamond", "branches", "mlp", "glu", "resnorm", "attn")
 ACTS = ("relu", "gelu", "silu", "sigmoid", "tanh")
 FACTORS = ("0.5", "0.125", "0.75", "1.5", "2.0", "-1.0", "0.3333", "1.25", "-0.6")
 
@@ -183,6 +185,14 @@ class Model:
 			ax = ax + len(s[0]) if ax < 0 else ax
 			assert len(s) == 1 or (s[1] == s[0][:-1] and ax < len(s[0]) - 1), (kind, s, attrs)
 			out = [d for i, d in enumerate(s[0]) if i != ax] or [1]
+		elif kind == "attention":
+			a = dict(attrs)
+			h, hkv = int(a["heads"]), int(a.get("kv_heads", a["heads"]))
+			q, k = s[0], s[1]
+			assert len(q) in (2, 3) and q[-1] % h == 0 and h % hkv == 0 and s[2] == k, (kind, s, attrs)
+			assert len(k) == len(q) and k[-1] == q[-1] // h * hkv and (len(q) == 2 or k[0] == q[0]), (kind, s)
+			assert len(s) == 3 or s[3] == [q[0] if len(q) == 3 else 1, k[-2]], (kind, s)
+			out = q
 		else:
 			assert len(ins) == 1
 			out = s[0]
@@ -377,6 +387,35 @@ class Model:
 		r = self.op("add", [x, y] if self.rng.chance(0.5) else [y, x])
 		return r if pre else self.norm(r)
 
+	def attn(self, x):
+		"""Self-attention over x's rows ([M, H]: one sequence; [B, S, H]: B of them): q, k and v
+		projections as a checkpoint's Linears (transpose_b), heads of 8 to 128 columns (multiples of 8),
+		sometimes fewer kv heads, causal, a scale or a key padding mask, then the output projection,
+		the residual and a layernorm."""
+		rng, s = self.rng, self.shape[x]
+		h = s[-1]
+		dh = rng.weighted([(3, 64), (2, 32), (2, 128), (2, 8 * rng.int(1, 16))])
+		heads = rng.int(1, 16)
+		while heads > 1 and heads * dh * h * 4 * DSIZE[self.dtype] > WEIGHT_BUDGET // 2:
+			heads //= 2
+		kv = rng.pick([d for d in range(1, heads + 1) if heads % d == 0]) if rng.chance(0.4) else heads
+		q = self.matmul(x, heads * dh, bias=rng.chance(0.5), tb=True)
+		k = self.matmul(x, kv * dh, bias=False, tb=True)
+		v = self.matmul(x, kv * dh, bias=rng.chance(0.5), tb=True)
+		ins = [q, k, v]
+		if rng.chance(0.4):
+			ins.append(self.leaf("mask", [s[0] if len(s) == 3 else 1, s[-2]], "input"))
+		attrs = [("heads", str(heads))]
+		if kv != heads or rng.chance(0.2):
+			attrs.append(("kv_heads", str(kv)))
+		if rng.chance(0.4):
+			attrs.append(("causal", "true"))
+		if rng.chance(0.2):
+			attrs.append(("scale", rng.pick(("0.125", "0.1", "0.25"))))
+		y = self.matmul(self.op("attention", ins, attrs), h, bias=rng.chance(0.5), tb=True)
+		r = self.op("add", [x, y] if rng.chance(0.5) else [y, x])
+		return self.norm(r, "layernorm")
+
 	# ---- the whole model ------------------------------------------------------------------------
 
 	def draw(self, kind, three_d):
@@ -412,7 +451,7 @@ class Model:
 
 OP_PREFIX = {"matmul": "mm", "add": "add", "mul": "mul", "scale": "sc", "relu": "relu", "gelu": "gelu",
 	     "silu": "silu", "sigmoid": "sigm", "swiglu": "swiglu", "softmax": "smax", "layernorm": "ln", "rmsnorm": "rms",
-	     "tanh": "tanh", "reduce_mean": "mean", "l2_normalize": "l2n"}
+	     "tanh": "tanh", "reduce_mean": "mean", "l2_normalize": "l2n", "attention": "attn"}
 
 
 def render(m, outs, seed, index):

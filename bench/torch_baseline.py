@@ -29,7 +29,7 @@ DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
 ARITY = {
 	"matmul": (2, 3), "add": (2, 2), "mul": (2, 2), "scale": (1, 1), "relu": (1, 1), "gelu": (1, 1),
 	"silu": (1, 1), "sigmoid": (1, 1), "swiglu": (2, 2), "softmax": (1, 1), "layernorm": (3, 3), "rmsnorm": (2, 2),
-	"copy": (1, 1), "tanh": (1, 1), "reduce_mean": (1, 2), "l2_normalize": (1, 1),
+	"copy": (1, 1), "tanh": (1, 1), "reduce_mean": (1, 2), "l2_normalize": (1, 1), "attention": (3, 4),
 }
 MULTI_GPU_OPS = ("all_reduce", "all_gather")
 DEFAULT_EPS = {"layernorm": 1e-5, "rmsnorm": 1e-6, "l2_normalize": 1e-12}
@@ -91,11 +91,66 @@ def _infer(kind, shapes, attrs, where):
 			raise GraphError("%s: mask %s for %s over axis %d, expected %s and not the last axis" %
 					 (where, _shape_str(shapes[1]), _shape_str(a), ax, _shape_str(a[:-1])))
 		return [d for i, d in enumerate(a) if i != ax] or [1], False
+	if kind == "attention":
+		return _infer_attention(shapes, attrs, where), False
 	if kind in ("layernorm", "rmsnorm"):
 		for s in shapes[1:]:
 			if list(s) != [a[-1]]:
 				raise GraphError("%s: %s parameter %s, expected [%d]" % (where, kind, _shape_str(s), a[-1]))
 	return list(a), False
+
+
+def _infer_attention(shapes, attrs, where):
+	"""attention: q [B, Sq, heads*Dh] or [Sq, heads*Dh], k and v [B, Skv, kv_heads*Dh], mask [B, Skv]."""
+	q, k, v = shapes[0], shapes[1], shapes[2]
+	h = int(attrs.get("heads", 0))
+	hkv = int(attrs.get("kv_heads", h))
+	if len(q) not in (2, 3) or h < 1 or hkv < 1 or q[-1] % h or h % hkv:
+		raise GraphError("%s: attention of q %s with heads %d, kv_heads %d" % (where, _shape_str(q), h, hkv))
+	b = q[0] if len(q) == 3 else 1
+	if len(k) != len(q) or list(v) != list(k) or k[-1] != q[-1] // h * hkv or (len(q) == 3 and k[0] != b):
+		raise GraphError("%s: attention of q %s, k %s, v %s" % (where, _shape_str(q), _shape_str(k), _shape_str(v)))
+	if len(shapes) == 4 and list(shapes[3]) != [b, k[-2]]:
+		raise GraphError("%s: attention mask %s, expected [%d, %d]" % (where, _shape_str(shapes[3]), b, k[-2]))
+	return list(q)
+
+
+def _sdpa(torch, a, attrs):
+	"""arkgen's attention through F.scaled_dot_product_attention: heads split from the rows' columns,
+	kv heads shared (enable_gqa where this torch has it, else repeated), the mask's nonzero keys
+	allowed, causal aligned to the bottom right (query i sees key j <= i + Skv - Sq, which is SDPA's
+	is_causal only when Sq == Skv)."""
+	F = torch.nn.functional
+	q, k, v = a[0], a[1], a[2]
+	two_d = q.dim() == 2
+	if two_d:
+		q, k, v = q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0)
+	h = int(attrs["heads"])
+	hkv = int(attrs.get("kv_heads", h))
+	B, sq, e = q.shape
+	skv, dh = k.shape[1], e // h
+	qh = q.view(B, sq, h, dh).transpose(1, 2)
+	kh = k.view(B, skv, hkv, dh).transpose(1, 2)
+	vh = v.view(B, skv, hkv, dh).transpose(1, 2)
+	causal = bool(attrs.get("causal", False))
+	mask = None
+	if len(a) == 4:
+		mask = (a[3] != 0).view(B, 1, 1, skv)
+	if causal and (mask is not None or sq != skv):
+		tri = torch.ones(sq, skv, dtype=torch.bool, device=q.device).tril(skv - sq)
+		mask = tri if mask is None else mask & tri
+		causal = False
+	kw = {"attn_mask": mask, "is_causal": causal, "scale": float(attrs.get("scale", 1.0 / math.sqrt(dh)))}
+	if hkv != h:
+		try:
+			y = F.scaled_dot_product_attention(qh, kh, vh, enable_gqa=True, **kw)
+		except TypeError:  # torch < 2.5: no enable_gqa
+			kh, vh = kh.repeat_interleave(h // hkv, dim=1), vh.repeat_interleave(h // hkv, dim=1)
+			y = F.scaled_dot_product_attention(qh, kh, vh, **kw)
+	else:
+		y = F.scaled_dot_product_attention(qh, kh, vh, **kw)
+	y = y.transpose(1, 2).reshape(B, sq, e)
+	return y[0] if two_d else y
 
 
 def load_graph(doc):
@@ -241,6 +296,8 @@ def build_module(torch, g, device, gen):
 				y = (x.float() * m).sum(dim=ax) / torch.clamp(m.sum(dim=ax), min=1e-9)
 			if y.dim() == 0:
 				y = y.reshape(1)
+		elif kind == "attention":
+			y = _sdpa(torch, a, attrs)
 		else:
 			raise GraphError("no PyTorch equivalent for op kind '%s'" % kind)
 		return y if y.dtype == odt else y.to(odt)

@@ -23,7 +23,7 @@ static const char *const top_keys[] = { "version", "name", "dtype", "gpus", "ten
 static const char *const tensor_keys[] = { "name", "shape", "role", "dtype", "gpu" };
 static const char *const op_keys[] = { "name", "op", "in", "out", "gpu" };
 /* Ops that later format versions will add under these names. */
-static const char *const planned_ops[] = { "attention", "embedding", "rope", "kv_append", "transpose",
+static const char *const planned_ops[] = { "embedding", "rope", "kv_append", "transpose",
 					   "reshape", "concat", "split", "argmax", "conv2d" };
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
@@ -477,8 +477,12 @@ static int read_attr(struct reader *r, const config_setting_t *s, struct op *o, 
 				   o->name, type_desc(s));
 			return -1;
 		}
-		ARK_ASSERT(a == ARK_ATTR_TRANSPOSE_B);
-		o->transpose_b = config_setting_get_bool(s);
+		if (a == ARK_ATTR_CAUSAL)
+			o->causal = config_setting_get_bool(s);
+		else {
+			ARK_ASSERT(a == ARK_ATTR_TRANSPOSE_B);
+			o->transpose_b = config_setting_get_bool(s);
+		}
 		break;
 	case AT_FLOAT: {
 		double d;
@@ -512,8 +516,15 @@ static int read_attr(struct reader *r, const config_setting_t *s, struct op *o, 
 					   "smallest normal float)", key, o->name, d, (double)FLT_MIN);
 			return -1;
 		}
+		if (a == ARK_ATTR_SCALE && d == 0) {
+			diag_error(AT(s), "'scale' of op '%s' is 0, expected a nonzero number", o->name);
+			diag_hint("leave 'scale' out for the default, 1/sqrt(head size)");
+			return -1;
+		}
 		if (a == ARK_ATTR_FACTOR)
 			o->factor = d;
+		else if (a == ARK_ATTR_SCALE)
+			o->scale = d;
 		else
 			o->eps = d;
 		break;
@@ -524,6 +535,15 @@ static int read_attr(struct reader *r, const config_setting_t *s, struct op *o, 
 		snprintf(what, sizeof what, "'%s' of op '%s'", key, o->name);
 		if (get_int(r, s, what, &iv))
 			return -1;
+		if (a == ARK_ATTR_HEADS || a == ARK_ATTR_KV_HEADS) {
+			if (iv < 1 || iv > 65535) {
+				diag_error(AT(s), "%s is %lld, expected a number of heads from 1 to 65535", what,
+					   (long long)iv);
+				return -1;
+			}
+			*(a == ARK_ATTR_HEADS ? &o->heads : &o->kv_heads) = (int)iv;
+			break;
+		}
 		ARK_ASSERT(a == ARK_ATTR_AXIS);
 		if (iv < -ARK_MAX_DIMS || iv >= ARK_MAX_DIMS) { /* graph_check says more once shapes are known */
 			diag_error(AT(s), "%s is %lld, expected -%d to %d (tensors have at most %d dimensions)", what,
@@ -671,6 +691,11 @@ static int read_op(struct reader *r, const config_setting_t *s, int index)
 	if (o->kind == ARK_OP_REDUCE_MEAN && !(o->attrs_given & ARK_A(AXIS))) {
 		diag_error(AT(s), "op '%s' (reduce_mean) needs attribute 'axis'", o->name);
 		diag_hint("add axis = 1; (the axis to average over, negative from the end)");
+		return -1;
+	}
+	if (o->kind == ARK_OP_ATTENTION && !(o->attrs_given & ARK_A(HEADS))) {
+		diag_error(AT(s), "op '%s' (attention) needs attribute 'heads'", o->name);
+		diag_hint("add heads = 12; (the number of query heads; the head size is the last dimension of q / heads)");
 		return -1;
 	}
 	if (!(o->attrs_given & ARK_A(EPS)))

@@ -166,9 +166,10 @@ static void emit_header(const struct emitter *e)
 	 * mma path only where a 2-byte matmul tile has more rows than the streaming path takes (the choice
 	 * ark_mm_sub makes): its code costs the loop kernel registers and stack in every model that
 	 * includes it. */
-	int used[ARK_DTYPE__COUNT] = {0}, mma = 0;
+	int used[ARK_DTYPE__COUNT] = {0}, mma = 0, att = 0;
 	for (int v = 0; v < s->n_vcta; v++) {
 		const struct vcta *x = &s->v[v];
+		att |= x->tmpl == ARK_T_ATTENTION;
 		const int dt = g->tensors[g->ops[x->op].in[0]].dtype;
 		used[dt] = 1;
 		mma |= (x->tmpl == ARK_T_MATMUL || x->tmpl == ARK_T_MATMUL_PARTIAL) && x->m1 - x->m0 > ARK_MM_SMALL_M &&
@@ -178,6 +179,8 @@ static void emit_header(const struct emitter *e)
 	DTYPE_LIST(X)
 #undef X
 	out(f, "#define ARK_TILES_MMA %d\n", mma);
+	if (att) /* off by default (op_attention.cuh): said only where used, other files unchanged */
+		out(f, "#define ARK_TILES_ATTENTION 1\n");
 	out(f, "\n#include \"ark_tiles.cuh\"\n#include \"ark_loop.cuh\"\n#include \"ark.h\"\n\n");
 }
 
@@ -257,8 +260,13 @@ static void emit_ops(const struct emitter *e)
 {
 	const struct graph *g = e->g;
 	static const char *const head[] = {"name", "kind", "n_in", "n_out", "GPU", "transpose_b", "transport",
-					   "axis", "in", "out", "factor", "eps", "line"};
-	struct tab t = {.cols = 13, .head = head, .align = "llrrrrlrllllr"};
+					   "axis", "in", "out", "factor", "eps", "line", "heads", "kv_heads",
+					   "causal", "scale"};
+	/* the attention columns only where the model has an attention op (struct ark_op leaves them 0) */
+	int att = 0;
+	for (int k = 0; k < g->n_ops; k++)
+		att |= g->ops[k].kind == ARK_OP_ATTENTION;
+	struct tab t = {.cols = att ? 17 : 13, .head = head, .align = "llrrrrlrllllrrrrl"};
 	out(e->f, "/* Ops in a topological order, inputs and outputs by tensor index. */\n");
 	out(e->f, "static const struct ark_op ops[%d] = {\n", g->n_ops);
 	for (int k = 0; k < g->n_ops; k++) {
@@ -285,6 +293,12 @@ static void emit_ops(const struct emitter *e)
 		tab_cell(&t, "%s", c_float(fa, sizeof fa, o->factor));
 		tab_cell(&t, "%s", c_float(fb, sizeof fb, o->eps));
 		tab_cell(&t, "%d", o->line);
+		if (att) {
+			tab_cell(&t, "%d", o->heads);
+			tab_cell(&t, "%d", o->kv_heads);
+			tab_cell(&t, "%d", o->causal);
+			tab_cell(&t, "%s", c_float(fa, sizeof fa, o->scale));
+		}
 		tab_end(&t, "%d: %s: %s", k, c_comment_text(c, sizeof c, o->name), op_formula(formula, sizeof formula, g, o));
 		free(name.s);
 		free(in.s);
@@ -344,6 +358,17 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 		fval = o->factor;
 	} else if (o->kind == ARK_OP_LAYERNORM || o->kind == ARK_OP_RMSNORM || o->kind == ARK_OP_L2_NORMALIZE) {
 		fval = o->eps;
+	} else if (o->kind == ARK_OP_ATTENTION) { /* the fields as struct ark_opp describes them for attention */
+		const struct tensor *q = &g->tensors[o->in[0]], *k = &g->tensors[o->in[1]];
+		M = q->shape[q->ndim - 2];
+		K = k->shape[k->ndim - 2];
+		fval = o->scale;
+		flags |= (o->n_in > 3 ? ARK_OPP_MASK : 0) | (o->causal ? ARK_OPP_CAUSAL : 0);
+		oshape[0] = q->ndim == 3 ? q->shape[0] : 1;
+		oshape[1] = o->heads;
+		oshape[2] = o->kv_heads;
+		oshape[3] = N / o->heads;
+		ist[0][0] = o->n_in > 3 ? g->tensors[o->in[3]].dtype : 0;
 	}
 	int64_t rview[4] = {0}; /* reduce_mean: in[0] as [P, S, Q, D], out as [P * Q, D] */
 	if (o->kind == ARK_OP_REDUCE_MEAN) {
@@ -370,12 +395,19 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 	init_field(&in, ".out = %s", offset_of(e, outt));
 	if (pl->ws_tensor >= 0)
 		init_field(&in, ".ws = %s", offset_of(e, pl->ws_tensor));
+	if (o->kind == ARK_OP_ATTENTION && o->n_in > 3)
+		init_field(&in, ".ws = %s", offset_of(e, o->in[3]));
 	init_field(&in, ".M = %" PRId64, M);
 	init_field(&in, ".N = %" PRId64, N);
 	if (K)
 		init_field(&in, ".K = %" PRId64, K);
 	if (fval != 0)
 		init_field(&in, ".f = %s", c_float(c1, sizeof c1, fval));
+	if (o->kind == ARK_OP_ATTENTION) {
+		init_field(&in, ".oshape = %s", i64_list(c1, sizeof c1, oshape, 4));
+		if (o->n_in > 3)
+			init_field(&in, ".istride = {%s}", i64_list(l1, sizeof l1, ist[0], 4));
+	}
 	if (nd) {
 		init_field(&in, ".ndim = %d", nd);
 		init_field(&in, ".oshape = %s", i64_list(c1, sizeof c1, oshape, nd));
@@ -787,7 +819,10 @@ static void json_graph(const struct graph *g, FILE *f)
 		if (a & ARK_A(TRANSPORT))
 			out(f, "%s\"transport\": \"%s\"", sep, transport_name[o->transport]), sep = ", ";
 		if (a & ARK_A(APPROXIMATE))
-			out(f, "%s\"approximate\": \"%s\"", sep, o->kind == ARK_OP_GELU_TANH ? "tanh" : "none");
+			out(f, "%s\"approximate\": \"%s\"", sep, o->kind == ARK_OP_GELU_TANH ? "tanh" : "none"), sep = ", ";
+		if (a & ARK_A(HEADS))
+			out(f, "%s\"heads\": %d, \"kv_heads\": %d, \"scale\": %.17g, \"causal\": %s", sep, o->heads,
+			    o->kv_heads, o->scale, o->causal ? "true" : "false");
 		out(f, "}}%s\n", k + 1 < g->n_ops ? "," : "");
 	}
 	out(f, "  ],\n");

@@ -5,6 +5,7 @@
 #include "strmap.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -644,6 +645,83 @@ static int infer_reduce_mean(struct graph *g, struct op *o, int *nd, int64_t *sh
 	return 0;
 }
 
+/* The largest head size the attention template supports (templates/op_attention.cuh). */
+#define ATT_MAX_DH 128
+
+/* attention: q [B, Sq, H*Dh] or [Sq, H*Dh], k and v [B, Skv, Hkv*Dh] (or 2-D with B = 1), mask
+ * [B, Skv]; out has q's shape. Resolves kv_heads and scale to their defaults. */
+static int infer_attention(struct graph *g, struct op *o, int *nd, int64_t *shape)
+{
+	const struct tensor *q = &g->tensors[o->in[0]], *k = &g->tensors[o->in[1]], *v = &g->tensors[o->in[2]];
+	if (q->ndim != 2 && q->ndim != 3) {
+		diag_error(AT(o), "query '%s' of op '%s' (attention) has shape %s, expected [B, Sq, heads * head size] "
+			   "or [Sq, heads * head size]", q->name, o->name, shp(q));
+		note_tensor(g, q);
+		return -1;
+	}
+	int64_t B = q->ndim == 3 ? q->shape[0] : 1, E = q->shape[q->ndim - 1];
+	int H = o->heads;
+	if (!(o->attrs_given & ARK_A(KV_HEADS)))
+		o->kv_heads = H;
+	int Hkv = o->kv_heads;
+	if (E % H) {
+		diag_error(AT(o), "query '%s' of op '%s' (attention) has rows of %" PRId64 ", not a multiple of heads = %d",
+			   q->name, o->name, E, H);
+		note_tensor(g, q);
+		diag_hint("the last dimension of the query is heads * head size");
+		return -1;
+	}
+	int64_t Dh = E / H;
+	if (Dh % 8 || Dh > ATT_MAX_DH) {
+		diag_error(AT(o), "op '%s' (attention) has a head size of %" PRId64 " (%" PRId64 " / %d heads), expected a "
+			   "multiple of 8 up to %d", o->name, Dh, E, H, ATT_MAX_DH);
+		note_tensor(g, q);
+		return -1;
+	}
+	if (H % Hkv) {
+		diag_error(AT(o), "op '%s' (attention) has heads = %d and kv_heads = %d: kv_heads must divide heads",
+			   o->name, H, Hkv);
+		diag_hint("grouped-query attention shares each kv head among heads / kv_heads query heads");
+		return -1;
+	}
+	for (int j = 1; j <= 2; j++) {
+		const struct tensor *t = &g->tensors[o->in[j]];
+		int ok = t->ndim == q->ndim && t->shape[t->ndim - 1] == Hkv * Dh && (q->ndim == 2 || t->shape[0] == B);
+		if (!ok) {
+			if (q->ndim == 3)
+				diag_error(AT(o), "%s '%s' of op '%s' (attention) has shape %s, expected [%" PRId64 ", *, %" PRId64
+					   "] ([B, Skv, kv_heads * head size])", j == 1 ? "key" : "value", t->name, o->name,
+					   shp(t), B, Hkv * Dh);
+			else
+				diag_error(AT(o), "%s '%s' of op '%s' (attention) has shape %s, expected [*, %" PRId64
+					   "] ([Skv, kv_heads * head size])", j == 1 ? "key" : "value", t->name, o->name,
+					   shp(t), Hkv * Dh);
+			note_tensor(g, t);
+			return -1;
+		}
+	}
+	if (!same_shape(k, v)) {
+		diag_error(AT(o), "value '%s' of op '%s' (attention) has shape %s, expected %s like the key '%s'", v->name,
+			   o->name, shp(v), shp(k), k->name);
+		note_tensor(g, v);
+		return -1;
+	}
+	int64_t Skv = k->shape[k->ndim - 2];
+	if (o->n_in == 4) {
+		const struct tensor *m = &g->tensors[o->in[3]];
+		if (m->ndim != 2 || m->shape[0] != B || m->shape[1] != Skv) {
+			diag_error(AT(o), "mask '%s' of op '%s' (attention) has shape %s, expected [%" PRId64 ", %" PRId64
+				   "] ([B, Skv]: one flag per key)", m->name, o->name, shp(m), B, Skv);
+			note_tensor(g, m);
+			return -1;
+		}
+	}
+	if (!(o->attrs_given & ARK_A(SCALE)))
+		o->scale = 1.0 / sqrt((double)Dh);
+	set_shape(shape, nd, q->ndim, q->shape);
+	return 0;
+}
+
 /* Output shapes of o, all equal (per-GPU outputs of collectives have one shape too). */
 static int infer_shape(struct graph *g, struct op *o, int *nd, int64_t *shape)
 {
@@ -669,6 +747,8 @@ static int infer_shape(struct graph *g, struct op *o, int *nd, int64_t *shape)
 		break;
 	case ARK_OP_REDUCE_MEAN:
 		return infer_reduce_mean(g, o, nd, shape);
+	case ARK_OP_ATTENTION:
+		return infer_attention(g, o, nd, shape);
 	case ARK_OP_ALL_GATHER: {
 		if (infer_same(g, o))
 			return -1;
@@ -703,7 +783,9 @@ static int infer_op(struct graph *g, struct op *o)
 	for (int j = 0; j < o->n_in; j++) {
 		const struct tensor *t = &g->tensors[o->in[j]];
 		ARK_ASSERT(t->ndim > 0);
-		if (t->dtype != a->dtype && !(o->kind == ARK_OP_REDUCE_MEAN && j == 1)) { /* a mask: any dtype */
+		/* a mask (attention's in[3], reduce_mean's in[1]) is read through its own dtype's conversion */
+		int own_dtype = (o->kind == ARK_OP_ATTENTION && j == 3) || (o->kind == ARK_OP_REDUCE_MEAN && j == 1);
+		if (t->dtype != a->dtype && !own_dtype) {
 			diag_error(AT(o), "inputs of op '%s' (%s) have different dtypes: '%s' is %s, '%s' is %s",
 				   o->name, oi->name, a->name, dtype_name[a->dtype], t->name, dtype_name[t->dtype]);
 			note_tensor(g, t);
@@ -815,6 +897,10 @@ static void dump_attrs(const struct op *o, FILE *f)
 		case ARK_ATTR_AXIS: fprintf(f, "%d", o->axis); break;
 		case ARK_ATTR_TRANSPORT: fprintf(f, "\"%s\"", transport_name[o->transport]); break;
 		case ARK_ATTR_APPROXIMATE: fprintf(f, "\"%s\"", o->kind == ARK_OP_GELU_TANH ? "tanh" : "none"); break;
+		case ARK_ATTR_HEADS: fprintf(f, "%d", o->heads); break;
+		case ARK_ATTR_KV_HEADS: fprintf(f, "%d", o->kv_heads); break;
+		case ARK_ATTR_SCALE: fprintf(f, "%g", o->scale); break;
+		case ARK_ATTR_CAUSAL: fprintf(f, "%s", o->causal ? "true" : "false"); break;
 		default: ARK_ASSERT(!"attribute without a dump");
 		}
 		fprintf(f, "%s\n", o->attrs_given & (1u << a) ? "" : "  (default)");

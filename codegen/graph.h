@@ -50,6 +50,9 @@ struct op {
 	double factor, eps;
 	int axis;              /* as written; normalised to 0..ndim-1 by inference */
 	enum ark_transport transport;
+	int heads, kv_heads;   /* attention: kv_heads 0 until inference sets its default (heads) */
+	int causal;            /* attention */
+	double scale;          /* attention: 0 until inference sets its default (1/sqrt(head size)) */
 	unsigned attrs_given;  /* mask of ARK_A(...) */
 	const char *file;      /* file of `line` when it is not the model file (an @include'd one) */
 };

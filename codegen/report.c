@@ -59,11 +59,21 @@ static void report_costs(const struct arkgen_result *r, FILE *f)
 			fprintf(f, "%s%s", *sep ? sep : "not in the table: ", calib_tmpl_name(k));
 			sep = ", ";
 		}
-	int other = 0;
-	for (int i = 0; i < s->n_vcta && !other; i++)
-		other = !calib_tmpl_name(s->v[i].tmpl) || s->v[i].opp >= r->graph.n_ops;
-	if (other)
-		fprintf(f, "%scommunication tasks", *sep ? "; " : "");
+	/* templates no table measures (attention), and the communication tasks */
+	int comm = 0;
+	uint32_t unmeasured = 0;
+	for (int i = 0; i < s->n_vcta; i++)
+		if (s->v[i].opp >= r->graph.n_ops)
+			comm = 1;
+		else if (!calib_tmpl_name(s->v[i].tmpl))
+			unmeasured |= 1u << s->v[i].tmpl;
+	for (int k = 0; k < ARK_T__COUNT; k++)
+		if (unmeasured >> k & 1) {
+			fprintf(f, "%s%s tiles", *sep ? "; " : "", tmpl_name(k));
+			sep = ", ";
+		}
+	if (comm)
+		fprintf(f, "%scommunication tasks", *sep ? (unmeasured ? ", " : "; ") : "");
 	fprintf(f, ")\n");
 }
 

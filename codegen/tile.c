@@ -377,6 +377,57 @@ static void tile_copy(struct tiling *s, int oi)
 	}
 }
 
+/* Attention: one vCTA per (batch, head, block of BQ query rows), every key of its kv head (the
+ * template streams them in blocks through an online softmax; no [Sq, Skv] matrix in memory).
+ * BQ is the smallest of 32, 64, 128 whose vCTAs fit on the GPU's SMs in one wave (16 when Sq <= 16):
+ * every vCTA of a head loads the whole of its K and V, whatever its rows, so its time is that load
+ * (about the same for any BQ) plus its rows' arithmetic, which a finer split shortens as long as the
+ * vCTAs still run side by side. Below 32 rows the 8 warps of a CTA (2 row groups x 4 key groups of
+ * 16 rows) would each get too few keys per block, and the K and V traffic grows with every copy.
+ * [1, 12 heads, S 128, Dh 64] on 132 SMs: 48 vCTAs of 32 rows (24 of 64 would halve the parallelism
+ * for no fewer loads per vCTA). With causal, a block's vCTA reads only the keys its last row sees. */
+static void tile_attention(struct tiling *s, int oi)
+{
+	struct graph *g = s->g;
+	struct op *o = &g->ops[oi];
+	struct op_tiling *pl = &s->per_op[oi];
+	const struct tensor *q = &g->tensors[o->in[0]], *k = &g->tensors[o->in[1]];
+	int out = o->out[0], mask = o->n_in > 3 ? o->in[3] : -1;
+	int64_t B = q->ndim == 3 ? q->shape[0] : 1, Sq = q->shape[q->ndim - 2], Skv = k->shape[k->ndim - 2];
+	int64_t H = o->heads, Hkv = o->kv_heads, Dh = q->shape[q->ndim - 1] / H, es = esize(s, out);
+	int64_t bq = Sq <= 16 ? 16 : 32;
+	while (bq < 128 && B * H * cdiv(Sq, bq) > s->opt.sms)
+		bq *= 2;
+	pl->tm = (int)bq;
+	pl->tn = (int)Dh;
+	for (int64_t b = 0; b < B; b++)
+		for (int64_t h = 0; h < H; h++) {
+			int64_t kvh = h / (H / Hkv);
+			for (int64_t q0 = 0; q0 < Sq; q0 += bq) {
+				int64_t q1 = imin(Sq, q0 + bq);
+				/* keys the block's rows see: all, or with causal up to the last row's diagonal */
+				int64_t kend = o->causal ? imax(0, imin(Skv, q1 - 1 + Skv - Sq + 1)) : Skv;
+				struct vcta *v = tiling_new_vcta(s, oi, oi, ARK_T_ATTENTION);
+				v->m0 = (uint32_t)(b * Sq + q0), v->m1 = (uint32_t)(b * Sq + q1);
+				v->n0 = (uint32_t)(h * Dh), v->n1 = (uint32_t)((h + 1) * Dh);
+				v->k0 = 0, v->k1 = (uint32_t)kend;
+				vcta_add_read(v, o->in[0], b * Sq + q0, b * Sq + q1, h * Dh, (h + 1) * Dh);
+				if (kend > 0) {
+					vcta_add_read(v, o->in[1], b * Skv, b * Skv + kend, kvh * Dh, (kvh + 1) * Dh);
+					vcta_add_read(v, o->in[2], b * Skv, b * Skv + kend, kvh * Dh, (kvh + 1) * Dh);
+					if (mask >= 0)
+						vcta_add_read(v, mask, b, b + 1, 0, kend);
+				}
+				v->write = (struct region){out, b * Sq + q0, b * Sq + q1, h * Dh, (h + 1) * Dh};
+				/* Q.K^T and P.V, and the softmax's few operations per score */
+				v->flops = (double)((q1 - q0) * kend) * (4.0 * (double)Dh + 8.0);
+				v->bytes = (double)(es * (2 * (q1 - q0) * Dh + 2 * kend * Dh) +
+						    (mask >= 0 ? esize(s, mask) * kend : 0));
+				v->tc = es == 2;
+			}
+		}
+}
+
 /* The tiler of every op kind, named once per entry of OP_LIST: an op added to the catalog without a
  * line here does not compile ('TILER_<ID>' undeclared). */
 #define TILER_MATMUL tile_matmul
@@ -398,6 +449,7 @@ static void tile_copy(struct tiling *s, int oi)
 #define TILER_REDUCE_MEAN tile_reduce_mean
 #define TILER_L2_NORMALIZE tile_l2norm
 #define TILER_GELU_TANH tile_elementwise
+#define TILER_ATTENTION tile_attention
 
 typedef void tiler_fn(struct tiling *s, int oi);
 static tiler_fn *const tilers[] = {

@@ -529,6 +529,71 @@ static int ref_all_gather(const struct ref_ctx *c)
 	return ARK_OK;
 }
 
+/* ---- attention: out [B, Sq, H*Dh] = softmax(q.k^T * scale + mask) v per head, in double ---- */
+static int ref_attention(const struct ref_ctx *c)
+{
+	const struct ark_tensor *q = in_t(c, 0), *k = in_t(c, 1), *v = in_t(c, 2), *o = out_t(c, 0);
+	const struct ark_tensor *mk = c->op->n_in > 3 ? in_t(c, 3) : NULL;
+	const void *qb = in_b(c, 0), *kb = in_b(c, 1), *vb = in_b(c, 2), *mb = mk ? in_b(c, 3) : NULL;
+	void *ob = out_b(c, 0);
+	int H = c->op->heads, Hkv = c->op->kv_heads, causal = c->op->causal;
+	double scale = c->op->scale;
+	char s1[96], s2[96];
+
+	if ((q->ndim != 2 && q->ndim != 3) || k->ndim != q->ndim || v->ndim != q->ndim)
+		return REF_ERR(c, "q %s, k %s: expected [B, S, E] or [S, E] for each", shape_str(s1, sizeof s1, q),
+			       shape_str(s2, sizeof s2, k));
+	int64_t B = q->ndim == 3 ? q->shape[0] : 1, Sq = q->shape[q->ndim - 2], E = q->shape[q->ndim - 1];
+	int64_t Skv = k->shape[k->ndim - 2], Ekv = k->shape[k->ndim - 1];
+	if (H < 1 || Hkv < 1 || H % Hkv || E % H || Ekv != (E / H) * Hkv)
+		return REF_ERR(c, "heads %d, kv_heads %d do not fit q %s and k %s", H, Hkv, shape_str(s1, sizeof s1, q),
+			       shape_str(s2, sizeof s2, k));
+	if (ark_tensor_elems(v) != ark_tensor_elems(k) || (q->ndim == 3 && k->shape[0] != B))
+		return REF_ERR(c, "k %s and v %s do not match q", shape_str(s1, sizeof s1, k), shape_str(s2, sizeof s2, v));
+	if (mk && ark_tensor_elems(mk) != B * Skv)
+		return REF_ERR(c, "mask %s, expected [%lld, %lld]", shape_str(s1, sizeof s1, mk), (long long)B,
+			       (long long)Skv);
+	if (same_elems(c, q, o))
+		return ARK_ERR;
+	int64_t Dh = E / H;
+	double *p = malloc((size_t)(Skv > 0 ? Skv : 1) * sizeof *p);
+	if (!p)
+		return REF_ERR(c, "out of memory");
+	for (int64_t b = 0; b < B; b++)
+		for (int64_t h = 0; h < H; h++) {
+			int64_t kvh = h / (H / Hkv);
+			for (int64_t i = 0; i < Sq; i++) {
+				int64_t qrow = (b * Sq + i) * E + h * Dh;
+				double mx = -INFINITY, sum = 0;
+				for (int64_t j = 0; j < Skv; j++) {
+					int64_t krow = (b * Skv + j) * Ekv + kvh * Dh;
+					int ok = !causal || j <= i + Skv - Sq;
+					if (mk && ark_get(mb, mk->dtype, b * Skv + j) == 0)
+						ok = 0;
+					double d = 0;
+					for (int64_t x = 0; ok && x < Dh; x++)
+						d += (double)ark_get(qb, q->dtype, qrow + x) * ark_get(kb, k->dtype, krow + x);
+					p[j] = ok ? d * scale : -INFINITY;
+					mx = p[j] > mx ? p[j] : mx;
+				}
+				for (int64_t j = 0; j < Skv; j++) {
+					p[j] = mx == -INFINITY ? 0 : exp(p[j] - mx);
+					sum += p[j];
+				}
+				for (int64_t x = 0; x < Dh; x++) {
+					double acc = 0;
+					for (int64_t j = 0; sum > 0 && j < Skv; j++)
+						if (p[j] != 0)
+							acc += p[j] * ark_get(vb, v->dtype, (b * Skv + j) * Ekv + kvh * Dh + x);
+					/* a row that may attend to no key: zeros */
+					ark_set(ob, o->dtype, qrow + x, (float)(sum > 0 ? acc / sum : 0));
+				}
+			}
+		}
+	free(p);
+	return ARK_OK;
+}
+
 /* The reference of every op, from OP_CATALOG: an op without one does not compile. */
 static int (*const ref_of[ARK_OP__COUNT])(const struct ref_ctx *c) = {
 #define X(id, name, min_in, max_in, n_out, attrs, flags, ref) [ARK_OP_##id] = ref,

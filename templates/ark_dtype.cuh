@@ -29,6 +29,9 @@ struct ark_tile_env {
 	uint32_t run;                        /* the counters' iteration, which packets carry */
 	const volatile uint32_t *abort_flag; /* set: stop waiting for packets */
 };
+/* true for a tile struct this build leaves out (ARK_TILES_ATTENTION 0): ark_tile returns false for
+ * its tasks, as for a dtype without templates. */
+template <typename F> constexpr bool ark_tile_left_out = false;
 
 /* Per-type traits: VEC elements per 16-byte vector, conversions to and from fp32. */
 template <typename T> struct ark_dt;

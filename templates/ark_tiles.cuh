@@ -3,6 +3,7 @@
 #define ARK_TILES_CUH
 
 #include "ark_dtype.cuh"
+#include "op_attention.cuh"
 #include "op_comm.cuh"
 #include "op_copy.cuh"
 #include "op_elementwise.cuh"
@@ -57,7 +58,9 @@ static_assert(ARK_TILES_SMEM_BYTES <= ARK_SMEM_BYTES, "the tile templates need m
 template <typename F>
 __device__ __forceinline__ bool ark_tile_run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
 {
-	if constexpr (F::per_dtype) {
+	if constexpr (ark_tile_left_out<F>) {
+		return false;
+	} else if constexpr (F::per_dtype) {
 		switch (p.dtype) {
 #if ARK_TILES_FP16
 		case ARK_FP16: F::template run<__half>(p, t, e); return true;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ark.h"
+#define ARK_TILES_ATTENTION 1 /* every template, attention included (off unless asked for) */
 #include "ark_tiles.cuh"
 
 #define CUDA_CHECK(call) cuda_check((call), #call, __FILE__, __LINE__)
@@ -619,6 +620,82 @@ static void stream_rate(int dt, bool tb, int64_t K)
 	       tile * sms / worst / 1e3, sms);
 }
 
+/* ---- attention -------------------------------------------------------------------------------- */
+
+/* out [B, Sq, H*Dh] = attention(q, k [B, Skv, Hkv*Dh], v, mask [B, Skv] of mask_dt (-1: none)) in
+ * tasks of bq query rows per (batch, head), as tile.c cuts it (causal: each block's keys up to its
+ * last row's diagonal). With a mask, about a quarter of the keys are masked out; all_masked: every
+ * key of the last batch, whose rows must come out as zeros. */
+static void case_attention(int dt, int64_t B, int64_t Sq, int64_t Skv, int H, int Hkv, int64_t Dh, bool causal,
+			   int mask_dt, int bq, bool all_masked = false, bool timed = false)
+{
+	char d[256];
+	snprintf(d, sizeof d, "attention %s B=%lld Sq=%lld Skv=%lld heads=%d kv_heads=%d Dh=%lld%s mask=%s%s, %d rows per task",
+		 dt_name[dt], (long long)B, (long long)Sq, (long long)Skv, H, Hkv, (long long)Dh, causal ? " causal" : "",
+		 mask_dt < 0 ? "none" : dt_name[mask_dt], all_masked ? " (last batch all masked)" : "", bq);
+	tcase c;
+	c.desc = d;
+	const int iq = c.add("q", dt, {B, Sq, H * Dh}, false);
+	const int ik = c.add("k", dt, {B, Skv, Hkv * Dh}, false);
+	const int iv = c.add("v", dt, {B, Skv, Hkv * Dh}, false);
+	const int im = mask_dt >= 0 ? c.add("mask", mask_dt, {B, Skv}, false) : -1;
+	const int io = c.add("out", dt, {B, Sq, H * Dh}, true);
+	upload(c, 2.0f);
+	if (im >= 0) { /* flags: 0 for about a quarter of the keys (every key of the last batch if all_masked) */
+		uint64_t x = g_seed * 6364136223846793005ull + 1442695040888963407ull;
+		for (int64_t i = 0; i < B * Skv; i++) {
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+			const bool off = (all_masked && i >= (B - 1) * Skv) || (x >> 33) % 4 == 0;
+			ark_set(c.host[im].data(), mask_dt, i, off ? 0.0f : (float)(1 + (x >> 40) % 3));
+		}
+		CUDA_CHECK(cudaMemcpy(g_arena + c.t[im].offset, c.host[im].data(), c.t[im].bytes, cudaMemcpyHostToDevice));
+	}
+	const float scale = (float)(1.0 / sqrt((double)Dh)) * (Dh == 64 ? 1.5f : 1.0f);
+	ark_opp p = opp_base(ARK_OP_ATTENTION, dt);
+	p.flags = (uint8_t)((im >= 0 ? ARK_OPP_MASK : 0) | (causal ? ARK_OPP_CAUSAL : 0));
+	p.in[0] = c.t[iq].offset, p.in[1] = c.t[ik].offset, p.in[2] = c.t[iv].offset;
+	p.ws = im >= 0 ? c.t[im].offset : 0;
+	p.istride[0][0] = im >= 0 ? mask_dt : 0;
+	p.out = c.t[io].offset;
+	p.M = Sq, p.N = H * Dh, p.K = Skv;
+	p.f = scale;
+	p.oshape[0] = B, p.oshape[1] = H, p.oshape[2] = Hkv, p.oshape[3] = Dh;
+	std::vector<ark_task> tasks;
+	for (int64_t b = 0; b < B; b++)
+		for (int64_t h = 0; h < H; h++)
+			for (int64_t q0 = 0; q0 < Sq; q0 += bq) {
+				const int64_t q1 = q0 + bq < Sq ? q0 + bq : Sq;
+				int64_t kend = causal ? q1 - 1 + Skv - Sq + 1 : Skv;
+				kend = kend < 0 ? 0 : kend > Skv ? Skv : kend;
+				tasks.push_back(task(ARK_T_ATTENTION, b * Sq + q0, b * Sq + q1, h * Dh, (h + 1) * Dh, 0, kend));
+			}
+	launch(p, tasks, timed ? d : "");
+	std::string why;
+	bool guards = download(c, why);
+
+	std::vector<unsigned char> want(c.t[io].bytes);
+	std::vector<void *> bufs;
+	for (auto &h : c.host)
+		bufs.push_back(h.data());
+	bufs[io] = want.data();
+	std::vector<int> ins = {iq, ik, iv};
+	if (im >= 0)
+		ins.push_back(im);
+	ark_op op = op_base(ARK_OP_ATTENTION, ins, io);
+	op.heads = H, op.kv_heads = Hkv, op.causal = causal, op.scale = scale;
+	ref_or_bail(op, c, bufs);
+	if (all_masked) { /* the reference's zeros, checked on their own: a wrong value there is no small error */
+		const int64_t row = H * Dh, n = Sq * row;
+		int64_t nz = 0;
+		for (int64_t i = (B - 1) * n; i < B * n; i++)
+			nz += ark_get(c.host[io].data(), dt, i) != 0.0f || ark_get(want.data(), dt, i) != 0.0f;
+		if (nz)
+			why += std::to_string(nz) + " nonzero outputs in the masked batch ";
+		guards = guards && !nz;
+	}
+	verdict(c, io, want.data(), dt == ARK_FP32 ? 1e-4 : dt == ARK_BF16 ? 2e-2 : 1e-2, guards, why);
+}
+
 /* ---- main ------------------------------------------------------------------------------------- */
 
 int main(void)
@@ -768,6 +845,27 @@ int main(void)
 		case_reduce_mean(dt, {2, 7, 3, 65}, 2, -1, 4, 32);
 		case_reduce_mean(dt, {33, 100}, 0, -1, 1, 64);
 		case_reduce_mean(dt, {4097}, 0, -1, 1, 1);
+
+		/* attention: Sq and Skv over 1, 7, 128, 300, head sizes 32, 64, 128, causal or not, no mask
+		 * or one of each dtype, GQA (4 heads on 4, 2 or 1 kv heads), blocks of 16 to 128 rows */
+		const int64_t lens[] = {1, 7, 128, 300};
+		int ai = 0;
+		for (int64_t sq : lens)
+			for (int64_t skv : lens)
+				for (int64_t dh : {32, 64, 128}) {
+					const int hkv = ai % 3 == 0 ? 4 : ai % 3 == 1 ? 2 : 1, mdt = ai % 4 - 1;
+					const int bq = sq <= 16 && ai % 2 ? 16 : 32 << (ai % 3);
+					case_attention(dt, 2, sq, skv, 4, hkv, dh, ai % 2 == 1, mdt, bq, mdt >= 0 && ai % 5 == 0);
+					ai++;
+				}
+		/* head sizes of the general path (multiples of 8 padded to 32, 64, 128), masked rows */
+		case_attention(dt, 1, 37, 45, 2, 1, 8, true, ARK_FP32, 32);
+		case_attention(dt, 3, 100, 77, 3, 3, 40, false, ARK_BF16, 64, true);
+		case_attention(dt, 1, 129, 200, 2, 2, 72, true, -1, 128);
+		case_attention(dt, 2, 16, 16, 8, 2, 120, false, ARK_FP16, 16);
+		/* the target shape: [1, 12 heads, 128, 64], 48 tasks of 32 rows (ARK_TILES_TIME=1 times it) */
+		case_attention(dt, 1, 128, 128, 12, 12, 64, false, -1, 32, false, true);
+		case_attention(dt, 1, 128, 128, 12, 12, 64, false, ARK_FP32, 64, false, true);
 
 		/* copy */
 		case_copy(dt, 100003, 4099, -1, 0, 0);

@@ -829,6 +829,86 @@ static void test_issue12_tiling(void **state)
 	arkgen_result_free(&r);
 }
 
+/* attention: q [B, Sq, H*Dh] or [Sq, H*Dh], k and v [B, Skv, Hkv*Dh], mask [B, Skv] of any dtype. */
+static const char *att_model(const char *q, const char *kv, const char *mask, const char *attrs)
+{
+	static char text[1024];
+	snprintf(text, sizeof text, HEAD "dtype = \"bf16\";\n"
+		 "tensors = ( { name = \"q\"; shape = %s; role = \"input\"; },\n"
+		 "  { name = \"k\"; shape = %s; role = \"input\"; },\n"
+		 "  { name = \"v\"; shape = %s; role = \"input\"; },\n"
+		 "  { name = \"m\"; shape = %s; dtype = \"fp32\"; role = \"input\"; } );\n"
+		 "ops = ( { name = \"a\"; op = \"attention\"; in = [\"q\", \"k\", \"v\"%s]; out = \"o\"; %s } );\n",
+		 q, kv, kv, mask ? mask : "[1]", mask ? ", \"m\"" : "", attrs);
+	return text;
+}
+
+static void test_attention_shapes(void **state)
+{
+	struct graph g;
+	/* GQA, defaults: kv_heads = heads, scale = 1/sqrt(head size), not causal */
+	assert_int_equal(load(&g, att_model("[2, 7, 256]", "[2, 300, 128]", "[2, 300]", "heads = 4; kv_heads = 2;")), 0);
+	SHAPE(T(&g, "o"), 2, 7, 256);
+	assert_int_equal(T(&g, "o")->dtype, ARK_BF16);
+	assert_int_equal(O(&g, "a")->kv_heads, 2);
+	assert_true(O(&g, "a")->scale == 0.125);
+	assert_int_equal(O(&g, "a")->causal, 0);
+	graph_free(&g);
+	assert_int_equal(load(&g, att_model("[5, 96]", "[9, 96]", NULL, "heads = 3; causal = true; scale = 0.5;")), 0);
+	assert_non_null(strstr(harness_diag(), "warning: input 'm' is never read"));
+	SHAPE(T(&g, "o"), 5, 96);
+	assert_int_equal(O(&g, "a")->kv_heads, 3);
+	assert_true(O(&g, "a")->scale == 0.5);
+	assert_int_equal(O(&g, "a")->causal, 1);
+	graph_free(&g);
+
+	static const struct {
+		const char *q, *kv, *mask, *attrs, *error;
+	} cases[] = {
+		{"[1, 4, 96]", "[1, 4, 96]", NULL, "heads = 5;",
+		 "t.cfg:7: error: query 'q' of op 'a' (attention) has rows of 96, not a multiple of heads = 5"},
+		{"[1, 4, 96]", "[1, 4, 96]", NULL, "heads = 24;",
+		 "t.cfg:7: error: op 'a' (attention) has a head size of 4 (96 / 24 heads), expected a multiple of 8 up to 128"},
+		{"[1, 4, 512]", "[1, 4, 512]", NULL, "heads = 2;",
+		 "t.cfg:7: error: op 'a' (attention) has a head size of 256 (512 / 2 heads), expected a multiple of 8 up to 128"},
+		{"[1, 4, 96]", "[1, 4, 64]", NULL, "heads = 3; kv_heads = 2;",
+		 "t.cfg:7: error: op 'a' (attention) has heads = 3 and kv_heads = 2: kv_heads must divide heads"},
+		{"[1, 4, 96]", "[1, 4, 64]", NULL, "heads = 3;",
+		 "t.cfg:7: error: key 'k' of op 'a' (attention) has shape [1, 4, 64], expected [1, *, 96]"},
+		{"[2, 4, 96]", "[1, 4, 96]", NULL, "heads = 3;",
+		 "t.cfg:7: error: key 'k' of op 'a' (attention) has shape [1, 4, 96], expected [2, *, 96]"},
+		{"[4, 96]", "[1, 4, 96]", NULL, "heads = 3;",
+		 "t.cfg:7: error: key 'k' of op 'a' (attention) has shape [1, 4, 96], expected [*, 96]"},
+		{"[96]", "[4, 96]", NULL, "heads = 3;",
+		 "t.cfg:7: error: query 'q' of op 'a' (attention) has shape [96], expected [B, Sq, heads * head size]"},
+		{"[1, 4, 96]", "[1, 4, 96]", "[1, 5]", "heads = 3;",
+		 "t.cfg:7: error: mask 'm' of op 'a' (attention) has shape [1, 5], expected [1, 4] ([B, Skv]: one flag per key)"},
+		{"[1, 4, 96]", "[1, 4, 96]", NULL, "",
+		 "t.cfg:7: error: op 'a' (attention) needs attribute 'heads'"},
+		{"[1, 4, 96]", "[1, 4, 96]", NULL, "heads = 0;",
+		 "t.cfg:7: error: 'heads' of op 'a' is 0, expected a number of heads from 1 to 65535"},
+		{"[1, 4, 96]", "[1, 4, 96]", NULL, "heads = 3; scale = 0;",
+		 "t.cfg:7: error: 'scale' of op 'a' is 0, expected a nonzero number"},
+		{"[1, 4, 96]", "[1, 4, 96]", NULL, "heads = 3; causal = 1;",
+		 "t.cfg:7: error: 'causal' of op 'a' must be a boolean (true or false), found an integer"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		int rc = load(&g, att_model(cases[i].q, cases[i].kv, cases[i].mask, cases[i].attrs));
+		if (rc != -1 || strncmp(harness_diag(), cases[i].error, strlen(cases[i].error)))
+			fail_msg("case %zu: rc %d, expected '%s' at the start of:\n%s", i, rc, cases[i].error, harness_diag());
+		graph_free(&g);
+	}
+	/* the value must have the key's shape */
+	const char *text = HEAD "tensors = ( { name = \"q\"; shape = [1, 4, 96]; role = \"input\"; },\n"
+			   "  { name = \"k\"; shape = [1, 4, 96]; role = \"input\"; },\n"
+			   "  { name = \"v\"; shape = [1, 5, 96]; role = \"input\"; } );\n"
+			   "ops = ( { name = \"a\"; op = \"attention\"; in = [\"q\", \"k\", \"v\"]; out = \"o\"; heads = 3; } );\n";
+	assert_int_equal(load(&g, text), -1);
+	assert_non_null(strstr(harness_diag(), "t.cfg:5: error: value 'v' of op 'a' (attention) has shape [1, 5, 96], "
+				       "expected [1, 4, 96] like the key 'k'"));
+	graph_free(&g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -838,6 +918,7 @@ int main(void)
 		cmocka_unit_test(test_broadcasting),
 		cmocka_unit_test(test_unary_and_norm_shapes),
 		cmocka_unit_test(test_collectives),
+		cmocka_unit_test(test_attention_shapes),
 		cmocka_unit_test(test_topological_order),
 		cmocka_unit_test(test_cycle),
 		cmocka_unit_test(test_dtype_and_gpu_inheritance),

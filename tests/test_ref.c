@@ -667,6 +667,64 @@ static void test_ref_run(void **state)
 	assert_non_null(strstr(ark_last_error(), "no host buffer for tensor 'h'"));
 }
 
+/* attention by hand: softmax of q.k^T * scale over the keys that count, times v. */
+static int att(struct ark_tensor *t, void **bufs, int n_in, int heads, int kv_heads, int causal, float scale)
+{
+	struct ark_op op = {.name = "att", .kind = ARK_OP_ATTENTION, .n_in = (uint8_t)n_in, .n_out = 1,
+			    .heads = heads, .kv_heads = kv_heads, .causal = causal, .scale = scale};
+	for (int i = 0; i < n_in; i++)
+		op.in[i] = i;
+	op.out[0] = n_in;
+	return ark_ref_op(&op, t, bufs);
+}
+
+static void test_attention(void **state)
+{
+	/* one head of size 2, two queries, two keys: e / (e + 1) = 0.7310585786300049 */
+	static const float q[4] = {1, 0, 0, 1}, k[4] = {1, 0, 0, 1}, v[4] = {1, 2, 3, 4};
+	float o[4];
+	struct ark_tensor t[4] = {T32("q", 1, 2, 2), T32("k", 1, 2, 2), T32("v", 1, 2, 2), T32("o", 1, 2, 2)};
+	assert_int_equal(att(t, (void *[]){(void *)q, (void *)k, (void *)v, o}, 3, 1, 1, 0, 1), ARK_OK);
+	assert_near(o, (const double[]){1.5378828427399902, 2.5378828427399902, 2.4621171572600098, 3.4621171572600098},
+		    4, 1e-6);
+
+	/* causal: query 0 sees key 0 only */
+	assert_int_equal(att(t, (void *[]){(void *)q, (void *)k, (void *)v, o}, 3, 1, 1, 1, 1), ARK_OK);
+	assert_near(o, (const double[]){1, 2, 2.4621171572600098, 3.4621171572600098}, 4, 1e-6);
+
+	/* key padding mask [1, 2] (bf16 flags): key 1 may not be attended */
+	uint16_t mask[2] = {0x3f80 /* 1.0 */, 0};
+	struct ark_tensor tm[5] = {T32("q", 1, 2, 2), T32("k", 1, 2, 2), T32("v", 1, 2, 2),
+				   tens("m", ARK_BF16, 2, SHAPE(1, 2)), T32("o", 1, 2, 2)};
+	assert_int_equal(att(tm, (void *[]){(void *)q, (void *)k, (void *)v, mask, o}, 4, 1, 1, 0, 1), ARK_OK);
+	assert_near(o, (const double[]){1, 2, 1, 2}, 4, 0);
+	/* every key masked: zeros, not NaN */
+	mask[0] = 0;
+	for (int i = 0; i < 4; i++)
+		o[i] = NAN;
+	assert_int_equal(att(tm, (void *[]){(void *)q, (void *)k, (void *)v, mask, o}, 4, 1, 1, 0, 1), ARK_OK);
+	assert_near(o, (const double[]){0, 0, 0, 0}, 4, 0);
+
+	/* more queries than keys, causal: query i sees key j iff j <= i + Skv - Sq, so query 0 sees
+	 * nothing (zeros) and query 1 key 0; 2-D tensors are batch 1 */
+	static const float k1[2] = {1, 0}, v1[2] = {5, 6};
+	struct ark_tensor tc[4] = {T32("q", 2, 2), T32("k", 1, 2), T32("v", 1, 2), T32("o", 2, 2)};
+	assert_int_equal(att(tc, (void *[]){(void *)q, (void *)k1, (void *)v1, o}, 3, 1, 1, 1, 1), ARK_OK);
+	assert_near(o, (const double[]){0, 0, 5, 6}, 4, 0);
+
+	/* grouped-query: two query heads of size 1 share one kv head, scale 2: head 0 scores [0, 2],
+	 * head 1 [0, -2]; e^2 / (1 + e^2) = 0.8807970779778823 */
+	static const float qg[2] = {1, -1}, kg[2] = {0, 1}, vg[2] = {10, 20};
+	float og[2];
+	struct ark_tensor tg[4] = {T32("q", 1, 1, 2), T32("k", 1, 2, 1), T32("v", 1, 2, 1), T32("o", 1, 1, 2)};
+	assert_int_equal(att(tg, (void *[]){(void *)qg, (void *)kg, (void *)vg, og}, 3, 2, 1, 0, 2), ARK_OK);
+	assert_near(og, (const double[]){18.807970779778823, 11.192029220221176}, 2, 1e-6);
+
+	/* heads that do not divide the rows */
+	assert_int_equal(att(tg, (void *[]){(void *)qg, (void *)kg, (void *)vg, og}, 3, 3, 1, 0, 1), ARK_ERR);
+	assert_non_null(strstr(ark_last_error(), "heads 3, kv_heads 1 do not fit"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -695,6 +753,7 @@ int main(void)
 		cmocka_unit_test(test_copy),
 		cmocka_unit_test(test_all_reduce),
 		cmocka_unit_test(test_all_gather),
+		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_ref_run),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);

@@ -189,6 +189,52 @@ static void test_matmul_share(void **state)
 	done();
 }
 
+/* attention: one vCTA per (batch, head, block of query rows), the block the smallest of 32, 64, 128
+ * rows that fits the SMs in one wave; causal blocks read only the keys their last row sees. */
+static void test_attention_tiles(void **state)
+{
+	(void)state;
+	tile_text("{ name = \"q\"; shape = [1, 128, 768]; role = \"input\"; },"
+		  "{ name = \"k\"; shape = [1, 128, 768]; role = \"input\"; },"
+		  "{ name = \"v\"; shape = [1, 128, 768]; role = \"input\"; }, { name = \"o\"; role = \"output\"; }",
+		  "{ name = \"a\"; op = \"attention\"; in = [\"q\", \"k\", \"v\"]; out = \"o\"; heads = 12; }");
+	assert_int_equal(s->per_op[op("a")].n_vcta, 48); /* 132 SMs: 12 heads x 4 blocks of 32 rows */
+	assert_int_equal(s->per_op[op("a")].tm, 32);
+	const struct vcta *v = &s->v[s->per_op[op("a")].first_vcta + 5]; /* head 1, rows 32:64 */
+	assert_int_equal(v->tmpl, ARK_T_ATTENTION);
+	assert_int_equal(v->m0, 32);
+	assert_int_equal(v->n0, 64);
+	assert_int_equal(v->n1, 128);
+	assert_int_equal(v->k1, 128);
+	done();
+	/* 4 x 16 heads of 300 queries, GQA 4 kv heads, causal, a mask: 64 heads x 3 blocks of 128 rows
+	 * (more than one wave whatever the block) */
+	tile_text("{ name = \"q\"; shape = [4, 300, 512]; role = \"input\"; },"
+		  "{ name = \"k\"; shape = [4, 300, 128]; role = \"input\"; },"
+		  "{ name = \"v\"; shape = [4, 300, 128]; role = \"input\"; },"
+		  "{ name = \"m\"; shape = [4, 300]; role = \"input\"; }, { name = \"o\"; role = \"output\"; }",
+		  "{ name = \"a\"; op = \"attention\"; in = [\"q\", \"k\", \"v\", \"m\"]; out = \"o\"; heads = 16;"
+		  " kv_heads = 4; causal = true; }");
+	const struct op_tiling *pl = &s->per_op[op("a")];
+	assert_int_equal(pl->n_vcta, 4 * 16 * 3);
+	assert_int_equal(pl->tm, 128);
+	/* batch 2, head 13 (kv head 3), rows 128:256: keys 0:256 of batch 2's rows of k, v and m */
+	v = &s->v[pl->first_vcta + (2 * 16 + 13) * 3 + 1];
+	assert_int_equal(v->m0, 2 * 300 + 128);
+	assert_int_equal(v->m1, 2 * 300 + 256);
+	assert_int_equal(v->k1, 256);
+	assert_int_equal(v->n_reads, 4);
+	assert_int_equal(v->reads[1].tensor, tensor("k"));
+	assert_int_equal(v->reads[1].r0, 600);
+	assert_int_equal(v->reads[1].r1, 856);
+	assert_int_equal(v->reads[1].c0, 96);
+	assert_int_equal(v->reads[1].c1, 128);
+	assert_int_equal(v->reads[3].r0, 2);
+	assert_int_equal(v->reads[3].c1, 256);
+	assert_true(v->flops > 0 && v->bytes > 0);
+	done();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -196,6 +242,7 @@ int main(void)
 		cmocka_unit_test(test_chain_stops),
 		cmocka_unit_test(test_chain_order),
 		cmocka_unit_test(test_matmul_share),
+		cmocka_unit_test(test_attention_tiles),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
 	return cmocka_run_group_tests(tests, NULL, NULL);
