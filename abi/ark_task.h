@@ -56,7 +56,11 @@ enum ark_span {
 	/* elements k0:k1 of in[0] -> packets at out on GPU `peer` (no signal) */                                  \
 	R(X, SEND_LL, ark_tile_send_ll, ARK_SMEM_COMM, ARK_SPAN_ELEMS, "send in packets")                          \
 	/* SUM whose slots are packets, each polled until it holds this iteration */                               \
-	R(X, SUM_LL, ark_tile_sum_ll, ARK_SMEM_COMM, ARK_SPAN_ELEMS, "sum of packets")
+	R(X, SUM_LL, ark_tile_sum_ll, ARK_SMEM_COMM, ARK_SPAN_ELEMS, "sum of packets")                           \
+	/* rows m0:m1 of out [M, N]: row r is row in[0][r] (int32 ids) of the table in[1] [K, N] */                \
+	R(X, EMBEDDING, ark_tile_embedding, 0, ARK_SPAN_ROWS, "embedding")                                         \
+	/* elements k0:k1 of out (ndim, oshape): out[i] = in[0][sum of i's indices times istride[0]] */             \
+	R(X, STRIDED, ark_tile_strided, 0, ARK_SPAN_ELEMS, "strided copy")
 
 #define ARK_TMPL_ALL_(X, ...) X(__VA_ARGS__)
 #define ARK_TMPL_ID_(X, id, tile, smem, span, label) X(id)
@@ -126,7 +130,8 @@ struct ark_opp {
 	uint64_t in[3];   /* inputs: matmul a, b, bias; elementwise a, b; norms a, gamma, beta */
 	uint64_t out;
 	uint64_t ws;      /* matmul split-K workspace: fp32 [splits, M, N] */
-	int64_t M, N, K;  /* matmul: out [M, N] = a [M, K] . b; others: out viewed as [M, N] */
+	int64_t M, N, K;  /* matmul: out [M, N] = a [M, K] . b; others: out viewed as [M, N]; embedding:
+			   * K = V, the table's rows; strided copy: K = the input element out's first reads */
 	float f;          /* scale: factor; norms: eps */
 	int32_t ndim;     /* elementwise with broadcasting: out shape and the inputs' element strides */
 	int64_t oshape[4];

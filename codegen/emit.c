@@ -168,14 +168,13 @@ static void emit_header(const struct emitter *e)
 	int used[ARK_DTYPE__COUNT] = {0}, mma = 0;
 	for (int v = 0; v < s->n_vcta; v++) {
 		const struct vcta *x = &s->v[v];
-		const int dt = g->tensors[g->ops[x->op].in[0]].dtype;
+		const int dt = g->tensors[g->ops[x->op].out[0]].dtype;
 		used[dt] = 1;
 		mma |= (x->tmpl == ARK_T_MATMUL || x->tmpl == ARK_T_MATMUL_PARTIAL) && x->m1 - x->m0 > ARK_MM_SMALL_M &&
 		       ark_dtype_size(dt) == 2;
 	}
-#define X(id, name) out(f, "#define ARK_TILES_" #id " %d\n", used[ARK_##id]);
-	DTYPE_LIST(X)
-#undef X
+	for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++) /* int32 is never computed in */
+		out(f, "#define ARK_TILES_%s %d\n", dtype_enum[dt] + 4, used[dt]);
 	out(f, "#define ARK_TILES_MMA %d\n", mma);
 	out(f, "\n#include \"ark_tiles.cuh\"\n#include \"ark_loop.cuh\"\n#include \"ark.h\"\n\n");
 }
@@ -283,7 +282,10 @@ static void emit_ops(const struct emitter *e)
 		tab_cell(&t, "%s}", ot.s);
 		tab_cell(&t, "%s", c_float(fa, sizeof fa, o->factor));
 		tab_cell(&t, "%s", c_float(fb, sizeof fb, o->eps));
-		tab_cell(&t, "%d", o->line);
+		if (o->kind == ARK_OP_SLICE || o->kind == ARK_OP_TRANSPOSE) /* struct ark_op's last fields */
+			tab_cell(&t, "%d, %lld, {%d, %d}", o->line, (long long)o->start, o->dims[0], o->dims[1]);
+		else
+			tab_cell(&t, "%d", o->line);
 		tab_end(&t, "%d: %s: %s", k, c_comment_text(c, sizeof c, o->name), op_formula(formula, sizeof formula, g, o));
 		free(name.s);
 		free(in.s);
@@ -306,6 +308,27 @@ static void opp_head(struct init *in, int kind, int dtype, unsigned flags, int a
 	init_field(in, ".act = %s", act == ARK_ACT_NONE ? "ARK_ACT_NONE" : op_enum[act]);
 	if (splits)
 		init_field(in, ".splits = %u", splits);
+}
+
+/* A view op that copies (slice, transpose): out's shape into oshape, and for every dimension of out
+ * the stride (elements) of the input element it reads; returns the element of the input out's first
+ * element reads. */
+static int64_t strided_params(const struct graph *g, const struct op *o, int64_t *oshape, int64_t *istride)
+{
+	const struct tensor *a = &g->tensors[o->in[0]], *T = &g->tensors[o->out[0]];
+	int64_t st[ARK_MAX_DIMS], n = 1;
+	for (int d = a->ndim - 1; d >= 0; d--)
+		st[d] = n, n *= a->shape[d];
+	memcpy(oshape, T->shape, sizeof(int64_t) * (size_t)T->ndim);
+	for (int d = 0; d < T->ndim; d++)
+		istride[d] = st[d];
+	if (o->kind == ARK_OP_TRANSPOSE) {
+		istride[o->dims[0]] = st[o->dims[1]];
+		istride[o->dims[1]] = st[o->dims[0]];
+		return 0;
+	}
+	ARK_ASSERT(o->kind == ARK_OP_SLICE);
+	return o->start * st[o->axis];
 }
 
 /* Params of graph op oi, entry `index` of its GPU's table; extra_flags: ARK_OPP_CHAIN_IN1 for a chain
@@ -340,6 +363,12 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 		fval = o->factor;
 	} else if (o->kind == ARK_OP_LAYERNORM || o->kind == ARK_OP_RMSNORM) {
 		fval = o->eps;
+	} else if (o->kind == ARK_OP_EMBEDDING) {
+		K = s->rows[o->in[1]]; /* V: ids outside 0..V-1 abort the iteration */
+	} else if (op_info[o->kind].flags & ARK_OPF_VIEW) {
+		ARK_ASSERT(o->copied);
+		K = strided_params(g, o, oshape, ist[0]);
+		nd = T->ndim;
 	}
 	char c1[256], c2[1024];
 	out(e->f, "\t/* %d: %s%s: %s (%s:%d)", index, extra_flags & ARK_OPP_CHAIN_IN1 ? "chained value in[1]: " : "",
@@ -352,7 +381,7 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 	struct strbuf ins = {0};
 	char l1[160], l2[160];
 	init_begin(&in, e->f, 1);
-	opp_head(&in, o->kind, g->tensors[o->in[0]].dtype, flags, pl->act, (uint32_t)pl->splits);
+	opp_head(&in, o->kind, T->dtype, flags, pl->act, (uint32_t)pl->splits);
 	for (int i = 0; i < o->n_in && i < 3; i++)
 		sb_printf(&ins, "%s%s", i ? ", " : "", offset_of(e, o->in[i]));
 	init_field(&in, ".in = {%s}", ins.s);
@@ -768,7 +797,19 @@ static void json_graph(const struct graph *g, FILE *f)
 		if (a & ARK_A(AXIS))
 			out(f, "%s\"axis\": %d", sep, o->axis), sep = ", ";
 		if (a & ARK_A(TRANSPORT))
-			out(f, "%s\"transport\": \"%s\"", sep, transport_name[o->transport]);
+			out(f, "%s\"transport\": \"%s\"", sep, transport_name[o->transport]), sep = ", ";
+		if (a & ARK_A(SHAPE)) {
+			out(f, "%s\"shape\": [", sep), sep = ", ";
+			for (int d = 0; d < o->n_shape; d++)
+				out(f, "%s%lld", d ? ", " : "", (long long)o->shape[d]);
+			out(f, "]");
+		}
+		if (a & ARK_A(START))
+			out(f, "%s\"start\": %lld, \"end\": %lld", sep, (long long)o->start, (long long)o->end), sep = ", ";
+		if (a & ARK_A(DIMS))
+			out(f, "%s\"dims\": [%d, %d]", sep, o->dims[0], o->dims[1]), sep = ", ";
+		if (a & ARK_A(COPY))
+			out(f, "%s\"copy\": %s", sep, o->copy ? "true" : "false"), sep = ", ";
 		out(f, "}}%s\n", k + 1 < g->n_ops ? "," : "");
 	}
 	out(f, "  ],\n");

@@ -126,6 +126,10 @@ void fuse_graph(struct tiling *s);  /* fusion decisions in per_op (opt.fuse) */
 int tile_graph(struct tiling *s);   /* vCTAs of every op, communication ops lowered (lower_comm.c) */
 int mem_plan(struct tiling *s);     /* offsets; adds reuse hazards later found by deps */
 int deps_build(struct tiling *s);   /* hazards from regions (and reused memory), edges, reduction */
+/* view.c: regions of views rewritten as regions of their bases (the end of tile_graph); the offsets
+ * of views inside their bases (the end of mem_plan). */
+void view_regions(struct tiling *s);
+void view_offsets(struct tiling *s);
 /* After tile_graph: the vCTAs' costs in the DAG view from a calibration table (cost.c), on gpu (its
  * figures with the table's protocol costs, calib_gpu). */
 struct calib_table;
