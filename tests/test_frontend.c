@@ -495,6 +495,10 @@ static void test_embedding_and_views(void **state)
 		  "t.cfg:4: error: op 'c' (concat) cannot be a view: the inputs would not be contiguous blocks of 'y' (shape [4, 12])" },
 		{ HEAD "tensors = ( { name = \"x\"; shape = [4, 6]; role = \"input\"; } );\n"
 		       "ops = ( { name = \"r\"; op = \"relu\"; in = [\"x\"]; out = \"a\"; },\n"
+		       "  { name = \"c\"; op = \"concat\"; in = [\"a\", \"a\"]; axis = 1; copy = true; out = \"y\"; } );\n",
+		  "hint: a concat is a view of inputs that ops of this model produce, each named once, with every dimension before 'axis' 1 (e.g. axis 0); it has no copy yet" },
+		{ HEAD "tensors = ( { name = \"x\"; shape = [4, 6]; role = \"input\"; } );\n"
+		       "ops = ( { name = \"r\"; op = \"relu\"; in = [\"x\"]; out = \"a\"; },\n"
 		       "  { name = \"c\"; op = \"concat\"; in = [\"a\", \"a\"]; axis = 0; out = \"y\"; } );\n",
 		  "t.cfg:4: error: op 'c' (concat) cannot be a view: its input 'a' is named twice" },
 		{ HEAD "tensors = ( { name = \"x\"; shape = [4, 6]; role = \"input\"; }, { name = \"q\"; shape = [3, 5]; role = \"input\"; } );\n"
