@@ -503,6 +503,46 @@ static void emit_comm_opp(const struct emitter *e, int x, int index)
 	free(ins.s);
 }
 
+/* A concat that copies, at entries index..: one STRIDED entry per input, which copies input j's
+ * elements (oshape: its shape, istride[0]: its strides) to out from the input's first element in
+ * out on (istride[1]: out's strides). */
+static void emit_concat_copy_opp(const struct emitter *e, int oi, int index)
+{
+	const struct graph *g = e->g;
+	const struct op *o = &g->ops[oi];
+	const struct tensor *T = &g->tensors[o->out[0]];
+	int64_t ost[ARK_MAX_DIMS], n = 1, at = 0;
+	for (int d = T->ndim - 1; d >= 0; d--)
+		ost[d] = n, n *= T->shape[d];
+	for (int j = 0; j < o->n_in; j++) {
+		const struct tensor *X = &g->tensors[o->in[j]];
+		int64_t ist[ARK_MAX_DIMS];
+		n = 1;
+		for (int d = X->ndim - 1; d >= 0; d--)
+			ist[d] = n, n *= X->shape[d];
+		char c1[256], c2[1024], c3[256], l1[160], l2[160], sh[160];
+		out(e->f, "\t/* %d: %s: concat (%s:%d), copy of input %d, %s */\n", index + j, c_comment_text(c1, sizeof c1, o->name),
+		    c_comment_text(c2, sizeof c2, g->file), o->line, j, c_comment_text(c3, sizeof c3, X->name));
+		struct init in;
+		init_begin(&in, e->f, 1);
+		opp_head(&in, o->kind, T->dtype, 0, ARK_ACT_NONE, (uint32_t)e->s->per_op[oi].splits);
+		init_field(&in, ".in = {%s}", offset_of(e, o->in[j]));
+		if (at)
+			init_field(&in, ".out = %s + %" PRIu64 "u", offset_of(e, o->out[0]),
+				   (uint64_t)(at * ost[o->axis] * ark_dtype_size(T->dtype)));
+		else
+			init_field(&in, ".out = %s", offset_of(e, o->out[0]));
+		init_field(&in, ".M = %" PRId64, e->s->rows[o->in[j]]);
+		init_field(&in, ".N = %" PRId64, e->s->cols[o->in[j]]);
+		init_field(&in, ".ndim = %d", T->ndim);
+		init_field(&in, ".oshape = %s", i64_list(sh, sizeof sh, X->shape, X->ndim));
+		init_field(&in, ".istride = {%s, %s}", i64_list(l1, sizeof l1, ist, X->ndim), i64_list(l2, sizeof l2, ost, T->ndim));
+		init_field(&in, ".peer = -1");
+		init_end(&in);
+		at += X->shape[o->axis];
+	}
+}
+
 /* The op params of one GPU, in the order number_opp gave them. */
 static void emit_gpu_opp(const struct emitter *e, int gpu)
 {
@@ -518,6 +558,8 @@ static void emit_gpu_opp(const struct emitter *e, int gpu)
 			continue;
 		if (s->per_op[oi].chain_len)
 			emit_chain_opp(e, oi, e->t->opp_index[oi]);
+		else if (g->ops[oi].kind == ARK_OP_CONCAT && g->ops[oi].copied)
+			emit_concat_copy_opp(e, oi, e->t->opp_index[oi]);
 		else
 			emit_opp(e, oi, 0, e->t->opp_index[oi]);
 	}

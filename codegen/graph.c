@@ -944,8 +944,8 @@ static int64_t outer_elems(const struct tensor *t, int d)
 	return n;
 }
 
-/* A view op whose result cannot alias its input: a copy when the op says copy = true, else an error
- * that says why and gives the hint. */
+/* A view op whose result cannot alias its input (a concat: its inputs the output): a copy when the
+ * op says copy = true, else an error that says why and gives the hint. */
 static int need_copy(struct graph *g, struct op *o, const char *why)
 {
 	if (o->copy) {
@@ -1012,11 +1012,10 @@ static int plan_views(struct graph *g)
 				if (concat_refusal(g, o, j, r, sizeof r))
 					snprintf(why, sizeof why, "its input %s", r), no = why;
 			}
-			if (no) { /* no copying template for a concat yet */
-				diag_error(AT(o), "op '%s' (concat) cannot be a view: %s", o->name, no);
-				diag_hint("a concat is a view of inputs that ops of this model produce, each named once, "
-					  "with every dimension before 'axis' 1 (e.g. axis 0); it has no copy yet");
-				return -1;
+			if (no) {
+				if (need_copy(g, o, no))
+					return -1;
+				break;
 			}
 			int64_t at = 0;
 			for (int j = 0; j < o->n_in; j++) {

@@ -347,9 +347,52 @@ static void tile_strided(struct tiling *s, int oi)
 	}
 }
 
+/* A concat that copies: per input, ranges of its elements, each copied to where it lies in out
+ * (vCTA part j: the op params entry of input j). The box written is the one of out's rows the range
+ * spans (a superset where the input is not a block of out). */
+static void tile_concat_copy(struct tiling *s, int oi)
+{
+	struct graph *g = s->g;
+	struct op *o = &g->ops[oi];
+	struct op_tiling *pl = &s->per_op[oi];
+	const struct tensor *T = &g->tensors[o->out[0]];
+	int out = o->out[0];
+	int64_t C = s->cols[out], es = esize(s, out), inner = 1, at = 0;
+	for (int d = o->axis + 1; d < T->ndim; d++)
+		inner *= T->shape[d];
+	int64_t row_out = T->shape[o->axis] * inner; /* out's elements per index of the dims before axis */
+	pl->tm = 1;
+	for (int j = 0; j < o->n_in; j++) {
+		int in = o->in[j];
+		int64_t E = s->rows[in] * s->cols[in], row_in = g->tensors[in].shape[o->axis] * inner;
+		int64_t T_ = imax(1, imin(s->opt.sms, cdiv(E, 4096)));
+		int64_t chunk = cdiv(cdiv(E, T_), 8) * 8;
+		pl->tn = (int)imin(chunk, INT32_MAX);
+		for (int64_t e0 = 0; e0 < E; e0 += chunk) {
+			int64_t e1 = imin(E, e0 + chunk);
+			struct vcta *v = tiling_new_vcta(s, oi, oi, ARK_T_STRIDED);
+			v->part = j;
+			v->k0 = (uint32_t)e0, v->k1 = (uint32_t)e1;
+			/* element e of input j is element e / row_in * row_out + at * inner + e % row_in of out */
+			int64_t lo = e0 / row_in * row_out + at * inner + e0 % row_in;
+			int64_t hi = (e1 - 1) / row_in * row_out + at * inner + (e1 - 1) % row_in + 1;
+			const struct region rd = range_box(in, e0, e1, s->cols[in]), wr = range_box(out, lo, hi, C);
+			v->m0 = (uint32_t)wr.r0, v->m1 = (uint32_t)wr.r1, v->n0 = (uint32_t)wr.c0, v->n1 = (uint32_t)wr.c1;
+			vcta_add_read(v, in, rd.r0, rd.r1, rd.c0, rd.c1);
+			v->write = wr;
+			v->bytes = (double)(2 * es * (e1 - e0));
+		}
+		at += g->tensors[in].shape[o->axis];
+	}
+}
+
 static void tile_view(struct tiling *s, int oi)
 {
-	if (s->g->ops[oi].copied)
+	if (!s->g->ops[oi].copied)
+		return;
+	if (s->g->ops[oi].kind == ARK_OP_CONCAT)
+		tile_concat_copy(s, oi);
+	else
 		tile_strided(s, oi);
 }
 

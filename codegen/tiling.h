@@ -31,6 +31,7 @@ struct vcta {
 	double flops, bytes;  /* cost */
 	double lat_us;        /* latency floor of its arithmetic (a chain's dependent steps), 0: none */
 	uint8_t tc;           /* arithmetic on tensor cores */
+	int part;             /* which of its op's params entries (0: the first; a copied concat: its input) */
 };
 
 /* Per-op facts the tiler decided. */

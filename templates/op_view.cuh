@@ -33,23 +33,27 @@ __device__ __forceinline__ void ark_embedding_tile(const ark_opp &p, const ark_t
 	}
 }
 
-/* STRIDED: elements k0:k1 of out (shape oshape, ndim dimensions, row-major); out element i, of
- * indices i_0..i_{ndim-1}, is the input element K + sum_d i_d * istride[0][d]. Element by element
- * (2 or 4 bytes): a slice or a transpose that has to copy, asked for with copy = true. */
+/* STRIDED: elements k0:k1 of the index space oshape (ndim dimensions, row-major); element i, of
+ * indices i_0..i_{ndim-1}, is the input element K + sum_d i_d * istride[0][d], stored to out element
+ * sum_d i_d * istride[1][d], or to out element i where istride[1] is all 0. Element by element (2 or
+ * 4 bytes): a slice, transpose (out: the index space) or concat (one entry per input: its index
+ * space, placed in out) that has to copy, asked for with copy = true. */
 template <typename E>
 __device__ __forceinline__ void ark_strided_elems(const ark_opp &p, const ark_task &t, const char *in, char *out)
 {
 	const E *src = reinterpret_cast<const E *>(in);
 	E *dst = reinterpret_cast<E *>(out);
+	const bool placed = p.istride[1][p.ndim - 1] != 0; /* the same for every thread */
 	for (uint64_t i = t.k0 + threadIdx.x; i < t.k1; i += ARK_THREADS) {
 		uint64_t rest = i;
-		int64_t at = p.K;
+		int64_t at = p.K, to = 0;
 		for (int d = p.ndim - 1; d >= 0; d--) {
-			const uint64_t n = (uint64_t)p.oshape[d];
-			at += (int64_t)(rest % n) * p.istride[0][d];
-			rest /= n;
+			const int64_t k = (int64_t)(rest % (uint64_t)p.oshape[d]);
+			at += k * p.istride[0][d];
+			to += k * p.istride[1][d];
+			rest /= (uint64_t)p.oshape[d];
 		}
-		dst[i] = src[at];
+		dst[placed ? (uint64_t)to : i] = src[at];
 	}
 }
 

@@ -614,6 +614,66 @@ static void case_strided(int dt, std::vector<int64_t> shape, int kind, int a, in
 	verdict(c, io, want.data(), 0.0, guards && same, why);
 }
 
+/* A concat of inputs [.., n_j, ..] along `axis` that has to copy: one STRIDED entry per input (its
+ * elements, placed in out through out's strides), chunks of `chunk`, against the reference. */
+static void case_concat_copy(int dt, std::vector<int64_t> shape, int axis, std::vector<int64_t> lens, int64_t chunk)
+{
+	const int nd = (int)shape.size();
+	std::vector<int64_t> oshape = shape;
+	oshape[axis] = 0;
+	for (int64_t l : lens)
+		oshape[axis] += l;
+	char d[200];
+	snprintf(d, sizeof d, "strided copy %s: concat of %zu inputs along axis %d of %d, chunks of %lld", dt_name[dt],
+		 lens.size(), axis, nd, (long long)chunk);
+	tcase c;
+	c.desc = d;
+	std::vector<int> ins;
+	static const char *const names[] = {"x0", "x1", "x2", "x3"};
+	for (size_t j = 0; j < lens.size(); j++) {
+		std::vector<int64_t> s = shape;
+		s[axis] = lens[j];
+		ins.push_back(c.add(names[j], dt, s, false, j % 2 ? (dt == ARK_FP32 ? 4 : 2) : 0));
+	}
+	const int io = c.add("out", dt, oshape, true);
+	upload(c, 1.0f);
+	int64_t ost[ARK_MAX_DIMS], n = 1, at = 0;
+	for (int k = nd - 1; k >= 0; k--)
+		ost[k] = n, n *= oshape[k];
+	for (size_t j = 0; j < lens.size(); j++) { /* one launch per entry: the harness has one op params */
+		const ark_tensor &X = c.t[ins[j]];
+		ark_opp p = opp_base(ARK_OP_CONCAT, dt);
+		p.in[0] = X.offset;
+		p.out = c.t[io].offset + (uint64_t)(at * ost[axis] * ark_dtype_size(dt));
+		p.ndim = nd;
+		n = 1;
+		for (int k = nd - 1; k >= 0; k--) {
+			p.oshape[k] = X.shape[k];
+			p.istride[0][k] = n, n *= X.shape[k];
+			p.istride[1][k] = ost[k];
+		}
+		std::vector<ark_task> tasks;
+		for (int64_t k0 = 0; k0 < n; k0 += chunk)
+			tasks.push_back(task(ARK_T_STRIDED, 0, 1, 0, 1, k0, k0 + chunk < n ? k0 + chunk : n));
+		launch(p, tasks, j ? "" : d);
+		at += lens[j];
+	}
+	std::string why;
+	bool guards = download(c, why);
+	std::vector<unsigned char> want(c.t[io].bytes);
+	std::vector<void *> bufs;
+	for (auto &h : c.host)
+		bufs.push_back(h.data());
+	bufs[io] = want.data();
+	ark_op op = op_base(ARK_OP_CONCAT, ins, io);
+	op.axis = (int8_t)axis;
+	ref_or_bail(op, c, bufs);
+	const bool same = memcmp(c.host[io].data(), want.data(), want.size()) == 0;
+	if (!same)
+		why += "bytes differ ";
+	verdict(c, io, want.data(), 0.0, guards && same, why);
+}
+
 /* ---- copy ------------------------------------------------------------------------------------- */
 
 static void case_copy(int dt, int64_t n, int64_t chunk, int peer, int skew_in, int skew_out)
@@ -826,6 +886,9 @@ int main(void)
 		case_strided(dt, {64, 96}, ARK_OP_TRANSPOSE, 0, 1, 0, 1000);
 		case_strided(dt, {3, 5, 7, 11}, ARK_OP_TRANSPOSE, 1, 3, 0, 333);
 		case_strided(dt, {2, 7, 12, 64}, ARK_OP_TRANSPOSE, 1, 2, 0, 2048);
+		case_concat_copy(dt, {5, 1, 7}, 2, {7, 3, 11}, 13);
+		case_concat_copy(dt, {3, 4, 33}, 1, {4, 1}, 4096);
+		case_concat_copy(dt, {2, 3, 5, 6}, 0, {2, 1, 3, 2}, 50);
 	}
 	for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++)
 		for (bool tb : {false, true})

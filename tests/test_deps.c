@@ -213,6 +213,9 @@ static void test_views_wait_for_bases(void **state)
 	/* the copy of cat's columns waits for both matmuls, which write cat through u and v1 */
 	assert_waits_for(&r, "sc", "m1");
 	assert_waits_for(&r, "sc", "m2");
+	/* the copied concat reads u and v1, views of cat: it waits for the matmuls too */
+	assert_waits_for(&r, "cc", "m1");
+	assert_waits_for(&r, "cc", "m2");
 	/* views inside their bases: u and v1 back to back in cat, row inside h */
 	int64_t es = 2;
 	const uint64_t *off = r.tiling.offset;

@@ -393,7 +393,8 @@ static void test_embedding_and_views(void **state)
 				  "  { name = \"u\"; op = \"relu\"; in = [\"h2\"]; out = \"u1\"; },\n"
 				  "  { name = \"v\"; op = \"relu\"; in = [\"h2\"]; out = \"v1\"; },\n"
 				  "  { name = \"c\"; op = \"concat\"; in = [\"u1\", \"v1\"]; axis = 0; out = \"o\"; },\n"
-				  "  { name = \"s1\"; op = \"slice\"; in = [\"o\"]; axis = -1; start = 0; end = 2; copy = true; out = \"o2\"; } );\n"),
+				  "  { name = \"s1\"; op = \"slice\"; in = [\"o\"]; axis = -1; start = 0; end = 2; copy = true; out = \"o2\"; },\n"
+				  "  { name = \"cc\"; op = \"concat\"; in = [\"h\", \"x\"]; axis = -1; copy = true; out = \"cc\"; } );\n"),
 			 0);
 	assert_int_equal(T(&g, "ids")->dtype, ARK_INT32);
 	SHAPE(T(&g, "x"), 2, 5, 8);
@@ -416,6 +417,9 @@ static void test_embedding_and_views(void **state)
 	assert_int_equal(graph_view_base(&g, graph_find_tensor(&g, "v1"), &off), graph_find_tensor(&g, "o"));
 	assert_int_equal(off, 80);
 	SHAPE(T(&g, "o2"), 40, 2);
+	SHAPE(T(&g, "cc"), 2, 5, 16);
+	assert_int_equal(O(&g, "cc")->copied, 1);
+	assert_int_equal(T(&g, "u1")->view_of, graph_find_tensor(&g, "o")); /* still: cc reads the views */
 	assert_int_equal(O(&g, "s1")->copied, 1);
 	assert_int_equal(O(&g, "s1")->axis, 1);
 	graph_free(&g);
@@ -495,8 +499,8 @@ static void test_embedding_and_views(void **state)
 		  "t.cfg:4: error: op 'c' (concat) cannot be a view: the inputs would not be contiguous blocks of 'y' (shape [4, 12])" },
 		{ HEAD "tensors = ( { name = \"x\"; shape = [4, 6]; role = \"input\"; } );\n"
 		       "ops = ( { name = \"r\"; op = \"relu\"; in = [\"x\"]; out = \"a\"; },\n"
-		       "  { name = \"c\"; op = \"concat\"; in = [\"a\", \"a\"]; axis = 1; copy = true; out = \"y\"; } );\n",
-		  "hint: a concat is a view of inputs that ops of this model produce, each named once, with every dimension before 'axis' 1 (e.g. axis 0); it has no copy yet" },
+		       "  { name = \"c\"; op = \"concat\"; in = [\"a\", \"a\"]; axis = 1; out = \"y\"; } );\n",
+		  "hint: add copy = true; to copy the elements instead" },
 		{ HEAD "tensors = ( { name = \"x\"; shape = [4, 6]; role = \"input\"; } );\n"
 		       "ops = ( { name = \"r\"; op = \"relu\"; in = [\"x\"]; out = \"a\"; },\n"
 		       "  { name = \"c\"; op = \"concat\"; in = [\"a\", \"a\"]; axis = 0; out = \"y\"; } );\n",
