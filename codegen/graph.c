@@ -975,7 +975,7 @@ static int plan_views(struct graph *g)
 			out->view_off = 0;
 			break;
 		case ARK_OP_SLICE:
-			if (outer_elems(a, o->axis) == 1) {
+			if (outer_elems(a, o->axis) == 1 || (o->start == 0 && o->end == a->shape[o->axis])) {
 				out->view_of = o->in[0];
 				out->view_off = o->start * inner_elems(a, o->axis + 1);
 				break;

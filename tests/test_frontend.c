@@ -430,6 +430,7 @@ static void test_embedding_and_views(void **state)
 				  "ops = ( { name = \"t\"; op = \"transpose\"; in = [\"x\"]; dims = [0, 1]; out = \"y\"; },\n"
 				  "  { name = \"s\"; op = \"slice\"; in = [\"x\"]; axis = 1; start = 2; end = 5; out = \"z\"; },\n"
 				  "  { name = \"r\"; op = \"reshape\"; in = [\"z\"]; shape = [12]; out = \"w\"; },\n"
+				  "  { name = \"s2\"; op = \"slice\"; in = [\"x\"]; axis = 2; start = 0; end = 4; out = \"w2\"; },\n"
 				  "  { name = \"a\"; op = \"relu\"; in = [\"x\"]; out = \"a1\"; },\n"
 				  "  { name = \"b\"; op = \"sigmoid\"; in = [\"x\"]; out = \"b1\"; },\n"
 				  "  { name = \"c\"; op = \"concat\"; in = [\"a1\", \"b1\"]; axis = 1; copy = true; out = \"c1\"; } );\n"),
@@ -437,6 +438,8 @@ static void test_embedding_and_views(void **state)
 	SHAPE(T(&g, "y"), 6, 1, 4);
 	assert_int_equal(T(&g, "y")->view_of, graph_find_tensor(&g, "x"));
 	assert_int_equal(T(&g, "z")->view_off, 8);
+	assert_int_equal(T(&g, "w2")->view_of, graph_find_tensor(&g, "x")); /* the whole axis */
+	assert_int_equal(O(&g, "s2")->copied, 0);
 	assert_int_equal(graph_view_base(&g, graph_find_tensor(&g, "w"), &off), graph_find_tensor(&g, "x"));
 	assert_int_equal(off, 8);
 	SHAPE(T(&g, "c1"), 1, 12, 4);
