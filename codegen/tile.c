@@ -365,8 +365,8 @@ static void tile_concat_copy(struct tiling *s, int oi)
 	for (int j = 0; j < o->n_in; j++) {
 		int in = o->in[j];
 		int64_t E = s->rows[in] * s->cols[in], row_in = g->tensors[in].shape[o->axis] * inner;
-		int64_t T_ = imax(1, imin(s->opt.sms, cdiv(E, 4096)));
-		int64_t chunk = cdiv(cdiv(E, T_), 8) * 8;
+		int64_t nt = imax(1, imin(s->opt.sms, cdiv(E, 4096)));
+		int64_t chunk = cdiv(cdiv(E, nt), 8) * 8;
 		pl->tn = (int)imin(chunk, INT32_MAX);
 		for (int64_t e0 = 0; e0 < E; e0 += chunk) {
 			int64_t e1 = imin(E, e0 + chunk);
