@@ -39,10 +39,12 @@ struct ark_op {
 	int32_t heads, kv_heads;
 	int32_t causal;
 	float scale;
+	int64_t start;     /* slice: the first element of axis taken (emitted for slice and transpose only) */
+	int32_t dims[2];   /* transpose: the axes swapped */
 };
 
 /* Size in bytes of one element of a dtype. */
-static inline int ark_dtype_size(int dt) { return dt == ARK_FP32 ? 4 : 2; }
+static inline int ark_dtype_size(int dt) { return dt == ARK_FP32 || dt == ARK_INT32 ? 4 : 2; }
 
 static inline int64_t ark_tensor_elems(const struct ark_tensor *t)
 {

@@ -3,7 +3,8 @@
 #ifndef ARK_OPS_H
 #define ARK_OPS_H
 
-/* Attributes a model file may give an op: X(ID, "name", type) with type one of BOOL, FLOAT, INT, STRING. */
+/* Attributes a model file may give an op: X(ID, "name", type) with type one of BOOL, FLOAT, INT, STRING,
+ * INTS (a list of at most ARK_MAX_DIMS integers). */
 #define ATTR_LIST(X)                         \
 	X(TRANSPOSE_B, "transpose_b", BOOL)  \
 	X(FACTOR, "factor", FLOAT)           \
@@ -14,7 +15,12 @@
 	X(HEADS, "heads", INT)               \
 	X(KV_HEADS, "kv_heads", INT)         \
 	X(SCALE, "scale", FLOAT)             \
-	X(CAUSAL, "causal", BOOL)
+	X(CAUSAL, "causal", BOOL)            \
+	X(SHAPE, "shape", INTS)              \
+	X(START, "start", INT)               \
+	X(END, "end", INT)                   \
+	X(DIMS, "dims", INTS)                \
+	X(COPY, "copy", BOOL)
 
 enum ark_attr {
 #define X(id, name, type) ARK_ATTR_##id,
@@ -31,6 +37,7 @@ enum ark_attr {
  * ARK_OPF_VARIANT for a row that has the name of an earlier one: the same op of the model format with
  * another function, which an attribute picks (gelu with approximate = "tanh"); a model file names the
  * first row, and cfg.c moves the op to the variant when the attribute says so.
+ * ARK_OPF_VIEW for the views (codegen/view.c).
  * CPU reference: the function of runtime/ref.c that computes the op on host buffers.
  * OP_CATALOG(X) expands every column, X(ID, "name", min_in, max_in, n_out, attrs, flags, ref);
  * OP_LIST(X) all but the reference, for the tables that need none. */
@@ -39,6 +46,8 @@ enum ark_attr {
 #define ARK_OPF_ACTIVATION 4u
 #define ARK_OPF_EW_ACT (ARK_OPF_ELEMENTWISE | ARK_OPF_ACTIVATION)
 #define ARK_OPF_VARIANT 8u
+#define ARK_OPF_VIEW 16u /* reshape, slice, transpose, concat: the output aliases the input's bytes (or, for
+			 * concat, the inputs alias the output's) where the layout allows; no vCTA then */
 #define OP_ROWS(R, X)                                                                                          \
 	R(X, MATMUL, "matmul", 2, 3, 1, ARK_A(TRANSPOSE_B), 0, ref_matmul)                                      \
 	R(X, ADD, "add", 2, 2, 1, 0, ARK_OPF_ELEMENTWISE, ref_add)                                              \
@@ -61,7 +70,13 @@ enum ark_attr {
 	R(X, L2_NORMALIZE, "l2_normalize", 1, 1, 1, ARK_A(EPS), 0, ref_l2_normalize)                           \
 	R(X, GELU_TANH, "gelu", 1, 1, 1, ARK_A(APPROXIMATE), ARK_OPF_EW_ACT | ARK_OPF_VARIANT, ref_gelu_tanh) \
 	R(X, ATTENTION, "attention", 3, 4, 1, ARK_A(HEADS) | ARK_A(KV_HEADS) | ARK_A(SCALE) | ARK_A(CAUSAL), 0, \
-	  ref_attention)
+	  ref_attention)                                                                                        \
+	R(X, EMBEDDING, "embedding", 2, 2, 1, 0, 0, ref_embedding)                                              \
+	R(X, RESHAPE, "reshape", 1, 1, 1, ARK_A(SHAPE), ARK_OPF_VIEW, ref_view)                                 \
+	R(X, SLICE, "slice", 1, 1, 1, ARK_A(AXIS) | ARK_A(START) | ARK_A(END) | ARK_A(COPY), ARK_OPF_VIEW,     \
+	  ref_slice)                                                                                           \
+	R(X, TRANSPOSE, "transpose", 1, 1, 1, ARK_A(DIMS) | ARK_A(COPY), ARK_OPF_VIEW, ref_transpose)           \
+	R(X, CONCAT, "concat", 1, ARK_MAX_IO, 1, ARK_A(AXIS) | ARK_A(COPY), ARK_OPF_VIEW, ref_concat)
 
 #define ARK_OP_ALL_(X, ...) X(__VA_ARGS__)
 #define ARK_OP_NO_REF_(X, id, name, min_in, max_in, n_out, attrs, flags, ref) \
@@ -81,7 +96,10 @@ enum ark_op_kind {
 };
 
 /* Element types, tensor roles and transports: X(ID, "name"). */
-#define DTYPE_LIST(X) X(FP16, "fp16") X(BF16, "bf16") X(FP32, "fp32")
+/* int32 (token ids, masks) only for inputs and weights, and only where an op reads ids or masks
+ * (codegen/graph.c: int32_ok); every computed tensor has one of the first ARK_FLOAT_DTYPES dtypes. */
+#define DTYPE_LIST(X) X(FP16, "fp16") X(BF16, "bf16") X(FP32, "fp32") X(INT32, "int32")
+#define ARK_FLOAT_DTYPES 3 /* fp16, bf16, fp32: the dtypes ops compute in (templates, calibration) */
 #define ROLE_LIST(X) \
 	X(ACTIVATION, "activation") X(INPUT, "input") X(WEIGHT, "weight") X(OUTPUT, "output") X(INTERNAL, "internal")
 #define TRANSPORT_LIST(X) X(AUTO, "auto") X(DMA, "dma") X(P2P, "p2p")

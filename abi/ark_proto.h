@@ -67,7 +67,10 @@ enum ark_where {
 				* ARK_CTR_DONE: want, seen) before it looks at the doorbell */
 	ARK_WHERE_BAD_SUBMIT = 6, /* SM 0: after iteration `iter` the host submitted `seen` (want:
 				   * iter + 1), a host bug; SM 0 set bell->abort */
-	ARK_WHERE_PACKETS = 7  /* task `task`, a packet sum, saw the abort while polling packets */
+	ARK_WHERE_PACKETS = 7, /* task `task`, a packet sum, saw the abort while polling packets */
+	ARK_WHERE_BAD_INDEX = 8 /* task `task` (template `tmpl`) read an index out of range: row `counter`
+				 * of its output has index `seen`, expected 0 to want - 1 (an embedding's
+				 * id and table rows); the CTA set bell->abort */
 };
 
 /* Per-SM diagnosis, written by the CTA on abort. want and seen are raw counter values. */

@@ -63,7 +63,11 @@ enum ark_span {
 	/* l2_normalize: rows m0:m1 of out, each row whole */                                                   \
 	R(X, L2NORM, ark_tile_l2norm, ARK_SMEM_ROWS, ARK_SPAN_ROWS, "l2 normalize")                    \
 	/* query rows m0:m1 (of out viewed as [B*Sq, H*Dh], one batch) x one head's columns n0:n1, all keys */    \
-	R(X, ATTENTION, ark_tile_attention, ARK_SMEM_ATTENTION, ARK_SPAN_TILE, "attention")
+	R(X, ATTENTION, ark_tile_attention, ARK_SMEM_ATTENTION, ARK_SPAN_TILE, "attention")                        \
+	/* rows m0:m1 of out [M, N]: row r is row in[0][r] (int32 ids) of the table in[1] [K, N] */                \
+	R(X, EMBEDDING, ark_tile_embedding, 0, ARK_SPAN_ROWS, "embedding")                                         \
+	/* elements k0:k1 of out (ndim, oshape): out[i] = in[0][sum of i's indices times istride[0]] */             \
+	R(X, STRIDED, ark_tile_strided, 0, ARK_SPAN_ELEMS, "strided copy")
 
 #define ARK_TMPL_ALL_(X, ...) X(__VA_ARGS__)
 #define ARK_TMPL_ID_(X, id, tile, smem, span, label) X(id)
@@ -145,7 +149,8 @@ struct ark_opp {
 	uint64_t in[3];   /* inputs: matmul a, b, bias; elementwise a, b; norms a, gamma, beta */
 	uint64_t out;
 	uint64_t ws;      /* matmul split-K workspace: fp32 [splits, M, N] */
-	int64_t M, N, K;  /* matmul: out [M, N] = a [M, K] . b; others: out viewed as [M, N] */
+	int64_t M, N, K;  /* matmul: out [M, N] = a [M, K] . b; others: out viewed as [M, N]; embedding:
+			   * K = V, the table's rows; strided copy: K = the input element out's first reads */
 	float f;          /* scale: factor; norms: eps */
 	int32_t ndim;     /* elementwise with broadcasting: out shape and the inputs' element strides */
 	int64_t oshape[4]; /* REDUCE_MEAN: {P, S, Q, D}, in[0] viewed as [P, S, Q, D], mean over S */

@@ -46,7 +46,7 @@ static int calib_grid(struct calib_gpoint *p, int cap)
 	static const int row_tmpl[] = {ARK_T_SOFTMAX, ARK_T_LAYERNORM, ARK_T_RMSNORM}, row_m[] = {1, 4, 16, 64};
 	static const int copy_n[] = {1024, 4096, 16384, 65536, 262144, 1048576};
 	int n = 0;
-	for (int dt = 0; dt < ARK_DTYPE__COUNT; dt++) {
+	for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++) {
 		const int fp32 = dt == ARK_FP32;
 		/* matmul, rows <= 16, aligned: b streamed through the cp.async ring */
 		for (int l = 0; l < 2; l++)

@@ -13,11 +13,13 @@ usage:
 
 Models are single-GPU graphs over the op catalog of abi/ark_ops.h (matmul with and without bias and
 transpose_b, add, mul, scale, relu, gelu of both forms, silu, sigmoid, tanh, swiglu, softmax, layernorm,
-rmsnorm, l2_normalize, reduce_mean, attention), made of blocks: elementwise/row-op chains, diamonds,
-parallel branches joined by adds, MLP blocks (matmul, activation, matmul), GLU blocks (two matmuls,
-swiglu, matmul), residuals with a norm (pre- or post-norm) and attention blocks (q, k and v transpose_b
-projections, attention with or without GQA, causal and a key padding mask, output projection,
-residual, layernorm), and sometimes a pooled output after them
+rmsnorm, l2_normalize, reduce_mean, attention, embedding, reshape, slice, transpose, concat), made of
+blocks: elementwise/row-op chains, diamonds, parallel branches joined by adds, MLP blocks (matmul,
+activation, matmul), GLU blocks (two matmuls, swiglu, matmul), residuals with a norm (pre- or
+post-norm), attention blocks (q, k and v transpose_b projections, attention with or without GQA,
+causal and a key padding mask, output projection, residual, layernorm), views (matmuls concatenated
+in place, sliced, transposed through a size-1 axis or copied) and token embeddings (int32 ids of the
+activation's leading shape) added to the activation, and sometimes a pooled output after them
 (reduce_mean, under a mask of any dtype for 3-D activations, then perhaps l2_normalize). Rows
 M from 1 to 512, mostly 1-16 (batch-1 decode); widths from 32 to 4096, drawn as primes, odd numbers,
 multiples of 8, 16 or 64 and powers of two; 2-D [M, H] or 3-D [B, S, H] activations; broadcast
@@ -84,7 +86,7 @@ def is_prime(n):
 DTYPES = ("fp16", "bf16", "fp32")
 DSIZE = {"fp16": 2, "bf16": 2, "fp32": 4}
 WEIGHT_BUDGET = 64 << 20  # bytes of weights per model
-KINDS = ("chain", "diamond", "branches", "mlp", "glu", "resnorm", "attn")
+KINDS = ("chain", "diamond", "branches", "mlp", "glu", "resnorm", "attn", "views", "embed")
 ACTS = ("relu", "gelu", "silu", "sigmoid", "tanh")
 FACTORS = ("0.5", "0.125", "0.75", "1.5", "2.0", "-1.0", "0.3333", "1.25", "-0.6")
 
@@ -147,6 +149,7 @@ class Model:
 		self.kinds = []
 		self.matmuls = []  # (K, N, transpose_b, bias)
 		self.shrink = 0  # muls/swiglus since the last norm: values get small in fp16 without norms
+		self.int32 = set()  # int32 inputs (token ids)
 
 	def fresh(self, prefix):
 		self.count[prefix] = self.count.get(prefix, 0) + 1
@@ -193,6 +196,8 @@ class Model:
 			assert len(k) == len(q) and k[-1] == q[-1] // h * hkv and (len(q) == 2 or k[0] == q[0]), (kind, s)
 			assert len(s) == 3 or s[3] == [q[0] if len(q) == 3 else 1, k[-2]], (kind, s)
 			out = q
+		elif kind in ("embedding", "reshape", "slice", "transpose", "concat"):
+			out = view_shape(kind, s, dict(attrs))
 		else:
 			assert len(ins) == 1
 			out = s[0]
@@ -306,6 +311,41 @@ class Model:
 
 	def width(self):
 		return dim(self.rng, 32, self.hmax)
+
+	def views(self, x):
+		"""x viewed as rows [M, H] (reshape), two matmuls written side by side into a concat along
+		rows, a slice of M rows of it, a transpose (a view through a size-1 axis, or a copy there and
+		back), a matmul back to H, and the result viewed in x's shape again."""
+		rng, s = self.rng, self.shape[x]
+		m = math.prod(s[:-1])
+		x2 = self.op("reshape", [x], [("shape", "[%d, -1]" % m)]) if len(s) > 2 or rng.chance(0.5) else x
+		n = self.width()
+		parts = [self.matmul(x2, n) for _ in range(rng.int(2, 3))]
+		if rng.chance(0.5):
+			parts[-1] = self.act(parts[-1])
+		c = self.op("concat", parts, [("axis", rng.pick(("0", "-2")))])
+		start = rng.int(0, (len(parts) - 1) * m)
+		y = self.op("slice", [c], [("axis", "0"), ("start", str(start)), ("end", str(start + m))])
+		if rng.chance(0.5):
+			y = self.op("transpose", [y], [("dims", "[0, 1]"), ("copy", "true")])
+			if rng.chance(0.5):
+				y = self.op("slice", [y], [("axis", "1"), ("start", "0"), ("end", str(m)), ("copy", "true")])
+			y = self.op("transpose", [y], [("dims", "[1, 0]"), ("copy", "true")])
+		else:
+			y = self.op("reshape", [y], [("shape", "[1, %d, %d]" % (m, n))])
+			y = self.op("transpose", [y], [("dims", "[0, 1]")])
+		y = self.matmul(y, s[-1])
+		return self.op("reshape", [y], [("shape", shape_text(s))]) if self.shape[y] != s else y
+
+	def embed(self, x):
+		"""x plus the embedding of token ids of x's leading shape, from a table of V rows."""
+		s = self.shape[x]
+		v_max = max(2, min(50000, WEIGHT_BUDGET // 4 // (s[-1] * DSIZE[self.dtype])))
+		v = self.rng.int(2, v_max) if self.rng.chance(0.3) else dim(self.rng, 2, v_max)
+		ids = self.leaf("ids", s[:-1], "input")
+		self.int32.add(ids)
+		e = self.op("embedding", [ids, self.weight("tab", [v, s[-1]])])
+		return self.op("add", [x, e] if self.rng.chance(0.5) else [e, x])
 
 	# ---- blocks: each takes the activation x and returns the next one ---------------------------
 
@@ -451,7 +491,34 @@ class Model:
 
 OP_PREFIX = {"matmul": "mm", "add": "add", "mul": "mul", "scale": "sc", "relu": "relu", "gelu": "gelu",
 	     "silu": "silu", "sigmoid": "sigm", "swiglu": "swiglu", "softmax": "smax", "layernorm": "ln", "rmsnorm": "rms",
-	     "tanh": "tanh", "reduce_mean": "mean", "l2_normalize": "l2n", "attention": "attn"}
+	     "tanh": "tanh", "reduce_mean": "mean", "l2_normalize": "l2n", "attention": "attn",
+	     "embedding": "emb", "reshape": "rs", "slice": "sl", "transpose": "tr", "concat": "cat"}
+
+
+def view_shape(kind, s, attrs):
+	"""Output shape of an embedding or a view op, from its input shapes and attributes (as text)."""
+	nums = lambda t: [int(d) for d in t.strip("[]").split(",")]  # noqa: E731
+	a = list(s[0])
+	if kind == "embedding":
+		assert len(s[1]) == 2, (kind, s)
+		return a + [s[1][1]]
+	if kind == "reshape":
+		shape, n = nums(attrs["shape"]), math.prod(a)
+		known = math.prod(d for d in shape if d != -1)
+		shape = [n // known if d == -1 else d for d in shape]
+		assert math.prod(shape) == n, (kind, s, attrs)
+		return shape
+	if kind == "slice":
+		ax, start, end = int(attrs["axis"]) % len(a), int(attrs["start"]), int(attrs["end"])
+		assert 0 <= start < end <= a[ax], (kind, s, attrs)
+		return a[:ax] + [end - start] + a[ax + 1:]
+	if kind == "transpose":
+		d0, d1 = [d % len(a) for d in nums(attrs["dims"])]
+		a[d0], a[d1] = a[d1], a[d0]
+		return a
+	ax = int(attrs["axis"]) % len(a)  # concat
+	assert all(len(b) == len(a) and all(x == y for d, (x, y) in enumerate(zip(a, b)) if d != ax) for b in s), (kind, s)
+	return a[:ax] + [sum(b[ax] for b in s)] + a[ax + 1:]
 
 
 def render(m, outs, seed, index):
@@ -482,7 +549,8 @@ def render(m, outs, seed, index):
 			 seed, index, " (ops listed in shuffled order)" if shuffled else ""),
 		 "version = 1;", 'name = "%s";' % m.name, 'dtype = "%s";' % m.dtype, "", "tensors = ("]
 	ts = ['  { name = "%s"; shape = %s; role = "%s";%s }' % (
-		n, shape_text(s), r, ' dtype = "%s";' % m.tdtype[n] if n in m.tdtype else "") for n, s, r in m.tensors]
+		n, shape_text(s), r, ' dtype = "%s";' % ("int32" if n in m.int32 else m.tdtype[n])
+		if n in m.int32 or n in m.tdtype else "") for n, s, r in m.tensors]
 	ts += ['  { name = "%s"; role = "output"; }' % names[o] for o in outs]
 	lines.append(",\n".join(ts))
 	lines += [");", "", "ops = ("]

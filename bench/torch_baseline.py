@@ -24,12 +24,13 @@ import math
 import sys
 import time
 
-DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "int32": "int32"}
 # op kind -> (fewest inputs, most inputs)
 ARITY = {
 	"matmul": (2, 3), "add": (2, 2), "mul": (2, 2), "scale": (1, 1), "relu": (1, 1), "gelu": (1, 1),
 	"silu": (1, 1), "sigmoid": (1, 1), "swiglu": (2, 2), "softmax": (1, 1), "layernorm": (3, 3), "rmsnorm": (2, 2),
 	"copy": (1, 1), "tanh": (1, 1), "reduce_mean": (1, 2), "l2_normalize": (1, 1), "attention": (3, 4),
+	"embedding": (2, 2), "reshape": (1, 1), "slice": (1, 1), "transpose": (1, 1), "concat": (1, 8),
 }
 MULTI_GPU_OPS = ("all_reduce", "all_gather")
 DEFAULT_EPS = {"layernorm": 1e-5, "rmsnorm": 1e-6, "l2_normalize": 1e-12}
@@ -79,6 +80,8 @@ def _infer(kind, shapes, attrs, where):
 		return list(a[:-1]) + [n], tb
 	if kind in ("add", "mul"):
 		return _broadcast(a, shapes[1], where), False
+	if kind in ("embedding", "reshape", "slice", "transpose", "concat"):
+		return _infer_view(kind, shapes, attrs, where), False
 	if kind == "swiglu" and list(shapes[1]) != list(a):
 		raise GraphError("%s: swiglu of %s and %s, expected equal shapes" %
 				 (where, _shape_str(a), _shape_str(shapes[1])))
@@ -151,6 +154,34 @@ def _sdpa(torch, a, attrs):
 		y = F.scaled_dot_product_attention(qh, kh, vh, **kw)
 	y = y.transpose(1, 2).reshape(B, sq, e)
 	return y[0] if two_d else y
+def _infer_view(kind, shapes, attrs, where):
+	"""Output shape of an embedding or a view op (axes as arkgen's schedule gives them, normalised)."""
+	a = list(shapes[0])
+	if kind == "embedding":
+		if len(shapes[1]) != 2:
+			raise GraphError("%s: table %s, expected [V, D]" % (where, _shape_str(shapes[1])))
+		return a + [shapes[1][1]]
+	if kind == "reshape":
+		shape = [int(d) for d in attrs["shape"]]
+		n, known = math.prod(a), math.prod(d for d in shape if d != -1)
+		shape = [n // known if d == -1 else d for d in shape]
+		if math.prod(shape) != n:
+			raise GraphError("%s: reshape of %s to %s" % (where, _shape_str(a), _shape_str(attrs["shape"])))
+		return shape
+	if kind == "slice":
+		ax, start, end = int(attrs["axis"]), int(attrs["start"]), int(attrs["end"])
+		if not 0 <= start < end <= a[ax]:
+			raise GraphError("%s: elements %d..%d of axis %d of %s" % (where, start, end, ax, _shape_str(a)))
+		return a[:ax] + [end - start] + a[ax + 1:]
+	if kind == "transpose":
+		d0, d1 = [int(d) % len(a) for d in attrs["dims"]]
+		a[d0], a[d1] = a[d1], a[d0]
+		return a
+	ax = int(attrs["axis"]) % len(a)  # concat
+	for s in shapes[1:]:
+		if len(s) != len(a) or any(x != y for d, (x, y) in enumerate(zip(s, a)) if d != ax):
+			raise GraphError("%s: concat of %s and %s along axis %d" % (where, _shape_str(a), _shape_str(s), ax))
+	return a[:ax] + [sum(s[ax] for s in shapes)] + a[ax + 1:]
 
 
 def load_graph(doc):
@@ -214,8 +245,12 @@ def load_graph(doc):
 			if tensors[out]["shape"] != shape:
 				raise GraphError("%s: output '%s' is declared %s, the op makes %s" %
 						 (where, out, _shape_str(tensors[out]["shape"]), _shape_str(shape)))
-		else:  # not declared: the dtype of the first input
-			tensors[out] = {"shape": shape, "dtype": tensors[ins[0]]["dtype"], "role": "activation"}
+		else:  # not declared: the dtype of the first input (an embedding's: its table's)
+			tensors[out] = {"shape": shape, "dtype": tensors[ins[1 if kind == "embedding" else 0]]["dtype"],
+					"role": "activation"}
+		if kind == "embedding":  # ids are drawn in 0 .. V - 1 (V: the smallest table that reads them)
+			t = tensors[ins[0]]
+			t["int_hi"] = min(t.get("int_hi", have[ins[1]][0]), have[ins[1]][0])
 		have[out] = shape
 		steps.append((kind, tuple(ins), out, attrs))
 	for o in outputs:
@@ -298,6 +333,18 @@ def build_module(torch, g, device, gen):
 				y = y.reshape(1)
 		elif kind == "attention":
 			y = _sdpa(torch, a, attrs)
+		elif kind == "embedding":
+			y = F.embedding(x.long(), a[1])
+		elif kind == "reshape":
+			y = x.reshape([int(d) for d in attrs["shape"]])
+		elif kind == "slice":
+			y = x.narrow(int(attrs["axis"]), int(attrs["start"]), int(attrs["end"]) - int(attrs["start"]))
+			y = y.contiguous() if attrs.get("copy") else y
+		elif kind == "transpose":
+			y = x.transpose(int(attrs["dims"][0]), int(attrs["dims"][1]))
+			y = y.contiguous() if attrs.get("copy") else y
+		elif kind == "concat":
+			y = torch.cat(a, dim=int(attrs["axis"]))
 		else:
 			raise GraphError("no PyTorch equivalent for op kind '%s'" % kind)
 		return y if y.dtype == odt else y.to(odt)
@@ -327,6 +374,8 @@ def build_module(torch, g, device, gen):
 def random_tensor(torch, t, device, gen, is_weight):
 	"""Uniform in [-1, 1), scaled by 1/sqrt(rows) for weights of 2 or more dimensions (as the binaries)."""
 	shape = tuple(t["shape"])
+	if t["dtype"] == "int32":  # token ids of a table (0 .. V - 1) or a 0/1 mask, as the binaries draw them
+		return torch.randint(0, t.get("int_hi", 2), shape, generator=gen, device=device, dtype=torch.int32)
 	x = torch.rand(shape, generator=gen, device=device, dtype=torch.float32) * 2 - 1
 	if is_weight and len(shape) >= 2:
 		x *= 1.0 / math.sqrt(shape[0])

@@ -47,6 +47,7 @@ static const char *const tmpl_names[ARK_T__COUNT] = {
 	[ARK_T_ELEMENTWISE] = "elementwise", [ARK_T_EW_CHAIN] = "ew_chain", [ARK_T_SOFTMAX] = "softmax",
 	[ARK_T_LAYERNORM] = "layernorm", [ARK_T_RMSNORM] = "rmsnorm", [ARK_T_COPY] = "copy",
 	[ARK_T_REDUCE_MEAN] = "reduce_mean", [ARK_T_L2NORM] = "l2norm",
+	[ARK_T_EMBEDDING] = "embedding", [ARK_T_STRIDED] = "strided",
 };
 
 const char *calib_tmpl_name(int tmpl) { return tmpl >= 0 && tmpl < ARK_T__COUNT ? tmpl_names[tmpl] : NULL; }

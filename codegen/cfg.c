@@ -12,7 +12,7 @@
 #include <string.h>
 
 /* The type of each attribute a model file may give, from ATTR_LIST. */
-enum attr_type { AT_BOOL, AT_FLOAT, AT_INT, AT_STRING };
+enum attr_type { AT_BOOL, AT_FLOAT, AT_INT, AT_STRING, AT_INTS };
 static const enum attr_type attr_type[ARK_ATTR__COUNT] = {
 #define X(id, nm, type) [ARK_ATTR_##id] = AT_##type,
 	ATTR_LIST(X)
@@ -23,8 +23,7 @@ static const char *const top_keys[] = { "version", "name", "dtype", "gpus", "ten
 static const char *const tensor_keys[] = { "name", "shape", "role", "dtype", "gpu" };
 static const char *const op_keys[] = { "name", "op", "in", "out", "gpu" };
 /* Ops that later format versions will add under these names. */
-static const char *const planned_ops[] = { "embedding", "rope", "kv_append", "transpose",
-					   "reshape", "concat", "split", "argmax", "conv2d" };
+static const char *const planned_ops[] = { "rope", "kv_append", "split", "argmax", "conv2d" };
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 struct reader {
@@ -209,18 +208,28 @@ static int get_gpu(struct reader *r, const config_setting_t *s, const char *what
 	return 0;
 }
 
-static int get_dtype(struct reader *r, const config_setting_t *s, const char *what, enum ark_dtype *out)
+/* A dtype: one ops compute in, or (allow_int, a tensor's) int32 too. */
+static int get_dtype(struct reader *r, const config_setting_t *s, const char *what, int allow_int, enum ark_dtype *out)
 {
 	const char *v;
+	int n = allow_int ? ARK_DTYPE__COUNT : ARK_FLOAT_DTYPES;
 	if (get_string(r, s, what, &v))
 		return -1;
-	for (int i = 0; i < ARK_DTYPE__COUNT; i++)
+	for (int i = 0; i < n; i++)
 		if (!strcmp(v, dtype_name[i])) {
 			*out = (enum ark_dtype)i;
 			return 0;
 		}
-	diag_error(AT(s), "%s is \"%s\", expected \"fp16\", \"bf16\" or \"fp32\"", what, v);
-	hint_closest(v, dtype_name, ARK_DTYPE__COUNT);
+	if (allow_int) {
+		diag_error(AT(s), "%s is \"%s\", expected \"fp16\", \"bf16\", \"fp32\" or \"int32\"", what, v);
+	} else {
+		diag_error(AT(s), "%s is \"%s\", expected \"fp16\", \"bf16\" or \"fp32\"", what, v);
+		if (!strcmp(v, "int32")) {
+			diag_hint("int32 is for tensors of role input or weight (token ids, masks): give it their 'dtype'");
+			return -1;
+		}
+	}
+	hint_closest(v, dtype_name, n);
 	return -1;
 }
 
@@ -370,7 +379,7 @@ static int read_tensor(struct reader *r, const config_setting_t *s, int index)
 			break;
 		case 3:
 			snprintf(what, sizeof what, "'dtype' of tensor '%s'", t->name);
-			if (get_dtype(r, e, what, &t->dtype))
+			if (get_dtype(r, e, what, 1, &t->dtype))
 				return -1;
 			t->dtype_given = 1;
 			break;
@@ -479,6 +488,8 @@ static int read_attr(struct reader *r, const config_setting_t *s, struct op *o, 
 		}
 		if (a == ARK_ATTR_CAUSAL)
 			o->causal = config_setting_get_bool(s);
+		else if (a == ARK_ATTR_COPY)
+			o->copy = config_setting_get_bool(s);
 		else {
 			ARK_ASSERT(a == ARK_ATTR_TRANSPOSE_B);
 			o->transpose_b = config_setting_get_bool(s);
@@ -544,6 +555,17 @@ static int read_attr(struct reader *r, const config_setting_t *s, struct op *o, 
 			*(a == ARK_ATTR_HEADS ? &o->heads : &o->kv_heads) = (int)iv;
 			break;
 		}
+		if (a == ARK_ATTR_START || a == ARK_ATTR_END) { /* graph_check checks them against the shape */
+			if (iv < -INT64_MAX / 2 || iv > INT64_MAX / 2) {
+				diag_error(AT(s), "%s is %lld, out of range", what, (long long)iv);
+				return -1;
+			}
+			if (a == ARK_ATTR_START)
+				o->start = iv;
+			else
+				o->end = iv;
+			break;
+		}
 		ARK_ASSERT(a == ARK_ATTR_AXIS);
 		if (iv < -ARK_MAX_DIMS || iv >= ARK_MAX_DIMS) { /* graph_check says more once shapes are known */
 			diag_error(AT(s), "%s is %lld, expected -%d to %d (tensors have at most %d dimensions)", what,
@@ -579,6 +601,51 @@ static int read_attr(struct reader *r, const config_setting_t *s, struct op *o, 
 			return -1;
 		}
 		o->transport = (enum ark_transport)ti;
+		break;
+	}
+	case AT_INTS: {
+		/* reshape's shape (one -1 allowed, graph_check infers it) or transpose's two dims */
+		int want = a == ARK_ATTR_DIMS ? 2 : 0, n = config_setting_length(s);
+		const char *eg = a == ARK_ATTR_DIMS ? "[0, 1]" : "[8, -1]";
+		if (type != CONFIG_TYPE_ARRAY) {
+			diag_error(AT(s), "'%s' of op '%s' must be an array of integers like %s, found %s", key, o->name,
+				   eg, type_desc(s));
+			return -1;
+		}
+		if (want ? n != want : n < 1 || n > ARK_MAX_DIMS) {
+			if (want)
+				diag_error(AT(s), "'%s' of op '%s' has %d elements, expected %d", key, o->name, n, want);
+			else
+				diag_error(AT(s), "'%s' of op '%s' has %d dimensions, expected 1 to %d", key, o->name, n,
+					   ARK_MAX_DIMS);
+			return -1;
+		}
+		for (int i = 0; i < n; i++) {
+			const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+			if (!is_int(e)) {
+				diag_error(AT(s), "'%s' of op '%s' must hold integers, found %s", key, o->name, type_desc(e));
+				return -1;
+			}
+			int64_t x = config_setting_get_int64(e);
+			if (a == ARK_ATTR_DIMS) {
+				if (x < -ARK_MAX_DIMS || x >= ARK_MAX_DIMS) {
+					diag_error(AT(s), "'dims' of op '%s' has %lld, expected -%d to %d (tensors have at "
+						   "most %d dimensions)", o->name, (long long)x, ARK_MAX_DIMS,
+						   ARK_MAX_DIMS - 1, ARK_MAX_DIMS);
+					return -1;
+				}
+				o->dims[i] = (int)x;
+			} else {
+				if (x < 1 && x != -1) {
+					diag_error(AT(s), "'shape' of op '%s' has %lld in dimension %d, expected at least 1 "
+						   "(or -1: inferred)", o->name, (long long)x, i);
+					return -1;
+				}
+				o->shape[i] = x;
+			}
+		}
+		if (a == ARK_ATTR_SHAPE)
+			o->n_shape = n;
 		break;
 	}
 	}
@@ -700,6 +767,21 @@ static int read_op(struct reader *r, const config_setting_t *s, int index)
 	}
 	if (!(o->attrs_given & ARK_A(EPS)))
 		o->eps = o->kind == ARK_OP_RMSNORM ? 1e-6 : o->kind == ARK_OP_L2_NORMALIZE ? 1e-12 : 1e-5;
+	unsigned need = o->kind == ARK_OP_RESHAPE ? ARK_A(SHAPE)
+		      : o->kind == ARK_OP_SLICE	   ? ARK_A(AXIS) | ARK_A(START) | ARK_A(END)
+		      : o->kind == ARK_OP_TRANSPOSE ? ARK_A(DIMS)
+		      : o->kind == ARK_OP_CONCAT    ? ARK_A(AXIS)
+						    : 0;
+	for (int a = 0; a < ARK_ATTR__COUNT; a++)
+		if ((need & (1u << a)) && !(o->attrs_given & (1u << a))) {
+			static const char *const eg[ARK_ATTR__COUNT] = {
+				[ARK_ATTR_SHAPE] = "shape = [8, -1];", [ARK_ATTR_AXIS] = "axis = 0;",
+				[ARK_ATTR_START] = "start = 0;", [ARK_ATTR_END] = "end = 128;",
+				[ARK_ATTR_DIMS] = "dims = [0, 1];"};
+			diag_error(AT(s), "op '%s' (%s) needs attribute '%s'", o->name, op_info[o->kind].name, attr_name[a]);
+			diag_hint("add %s", eg[a]);
+			return -1;
+		}
 	int in[ARK_MAX_IO], out[ARK_MAX_IO], n_in, n_out;
 	if (read_names(r, is, o, "in", 0, in, &n_in) || read_names(r, os, o, "out", 1, out, &n_out))
 		return -1;
@@ -773,7 +855,7 @@ static int read_model(struct reader *r, config_t *c)
 	}
 	g->name = xstrdup(name);
 	g->dtype = ARK_FP16;
-	if (s[2] && get_dtype(r, s[2], "'dtype'", &g->dtype))
+	if (s[2] && get_dtype(r, s[2], "'dtype'", 0, &g->dtype))
 		return -1;
 	g->gpus = 1;
 	if (s[3]) {

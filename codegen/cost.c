@@ -68,6 +68,7 @@ static int query_of(const struct tiling *s, const struct vcta *v, struct calib_q
 		q->m = 1, q->n = v->k1 - v->k0, q->k = pl->chain_len;
 		break;
 	case ARK_T_COPY:
+	case ARK_T_STRIDED:
 		q->m = 1, q->n = v->k1 - v->k0;
 		break;
 	case ARK_T_REDUCE_MEAN: /* outputs (rows, columns), each over the reduced axis */

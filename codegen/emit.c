@@ -170,14 +170,13 @@ static void emit_header(const struct emitter *e)
 	for (int v = 0; v < s->n_vcta; v++) {
 		const struct vcta *x = &s->v[v];
 		att |= x->tmpl == ARK_T_ATTENTION;
-		const int dt = g->tensors[g->ops[x->op].in[0]].dtype;
+		const int dt = g->tensors[g->ops[x->op].out[0]].dtype;
 		used[dt] = 1;
 		mma |= (x->tmpl == ARK_T_MATMUL || x->tmpl == ARK_T_MATMUL_PARTIAL) && x->m1 - x->m0 > ARK_MM_SMALL_M &&
 		       ark_dtype_size(dt) == 2;
 	}
-#define X(id, name) out(f, "#define ARK_TILES_" #id " %d\n", used[ARK_##id]);
-	DTYPE_LIST(X)
-#undef X
+	for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++) /* int32 is never computed in */
+		out(f, "#define ARK_TILES_%s %d\n", dtype_enum[dt] + 4, used[dt]);
 	out(f, "#define ARK_TILES_MMA %d\n", mma);
 	if (att) /* off by default (op_attention.cuh): said only where used, other files unchanged */
 		out(f, "#define ARK_TILES_ATTENTION 1\n");
@@ -261,12 +260,14 @@ static void emit_ops(const struct emitter *e)
 	const struct graph *g = e->g;
 	static const char *const head[] = {"name", "kind", "n_in", "n_out", "GPU", "transpose_b", "transport",
 					   "axis", "in", "out", "factor", "eps", "line", "heads", "kv_heads",
-					   "causal", "scale"};
+					   "causal", "scale", "start, dims"};
 	/* the attention columns only where the model has an attention op (struct ark_op leaves them 0) */
-	int att = 0;
-	for (int k = 0; k < g->n_ops; k++)
+	int att = 0, vw = 0; /* and the views' columns where it has a slice or a transpose */
+	for (int k = 0; k < g->n_ops; k++) {
 		att |= g->ops[k].kind == ARK_OP_ATTENTION;
-	struct tab t = {.cols = att ? 17 : 13, .head = head, .align = "llrrrrlrllllrrrrl"};
+		vw |= g->ops[k].kind == ARK_OP_SLICE || g->ops[k].kind == ARK_OP_TRANSPOSE;
+	}
+	struct tab t = {.cols = vw ? 18 : att ? 17 : 13, .head = head, .align = "llrrrrlrllllrrrrll"};
 	out(e->f, "/* Ops in a topological order, inputs and outputs by tensor index. */\n");
 	out(e->f, "static const struct ark_op ops[%d] = {\n", g->n_ops);
 	for (int k = 0; k < g->n_ops; k++) {
@@ -293,12 +294,14 @@ static void emit_ops(const struct emitter *e)
 		tab_cell(&t, "%s", c_float(fa, sizeof fa, o->factor));
 		tab_cell(&t, "%s", c_float(fb, sizeof fb, o->eps));
 		tab_cell(&t, "%d", o->line);
-		if (att) {
+		if (att || vw) {
 			tab_cell(&t, "%d", o->heads);
 			tab_cell(&t, "%d", o->kv_heads);
 			tab_cell(&t, "%d", o->causal);
 			tab_cell(&t, "%s", c_float(fa, sizeof fa, o->scale));
 		}
+		if (vw)
+			tab_cell(&t, "%lld, {%d, %d}", (long long)o->start, o->dims[0], o->dims[1]);
 		tab_end(&t, "%d: %s: %s", k, c_comment_text(c, sizeof c, o->name), op_formula(formula, sizeof formula, g, o));
 		free(name.s);
 		free(in.s);
@@ -324,6 +327,27 @@ static void opp_head(struct init *in, int kind, int dtype, unsigned flags, int a
 		init_field(in, ".mask_dtype = %s", dtype_enum[mask_dtype]);
 	if (splits)
 		init_field(in, ".splits = %u", splits);
+}
+
+/* A view op that copies (slice, transpose): out's shape into oshape, and for every dimension of out
+ * the stride (elements) of the input element it reads; returns the element of the input out's first
+ * element reads. */
+static int64_t strided_params(const struct graph *g, const struct op *o, int64_t *oshape, int64_t *istride)
+{
+	const struct tensor *a = &g->tensors[o->in[0]], *T = &g->tensors[o->out[0]];
+	int64_t st[ARK_MAX_DIMS], n = 1;
+	for (int d = a->ndim - 1; d >= 0; d--)
+		st[d] = n, n *= a->shape[d];
+	memcpy(oshape, T->shape, sizeof(int64_t) * (size_t)T->ndim);
+	for (int d = 0; d < T->ndim; d++)
+		istride[d] = st[d];
+	if (o->kind == ARK_OP_TRANSPOSE) {
+		istride[o->dims[0]] = st[o->dims[1]];
+		istride[o->dims[1]] = st[o->dims[0]];
+		return 0;
+	}
+	ARK_ASSERT(o->kind == ARK_OP_SLICE);
+	return o->start * st[o->axis];
 }
 
 /* Params of graph op oi, entry `index` of its GPU's table; extra_flags: ARK_OPP_CHAIN_IN1 for a chain
@@ -369,12 +393,24 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 		oshape[2] = o->kv_heads;
 		oshape[3] = N / o->heads;
 		ist[0][0] = o->n_in > 3 ? g->tensors[o->in[3]].dtype : 0;
+	} else if (o->kind == ARK_OP_EMBEDDING) {
+		K = s->rows[o->in[1]]; /* V: ids outside 0..V-1 abort the iteration */
+	} else if (op_info[o->kind].flags & ARK_OPF_VIEW) {
+		ARK_ASSERT(o->copied);
+		K = strided_params(g, o, oshape, ist[0]);
+		nd = T->ndim;
 	}
 	int64_t rview[4] = {0}; /* reduce_mean: in[0] as [P, S, Q, D], out as [P * Q, D] */
 	if (o->kind == ARK_OP_REDUCE_MEAN) {
 		tile_reduce_view(g, o, rview);
 		M = rview[0] * rview[2], N = rview[3], K = rview[1];
 		flags |= o->n_in > 1 ? ARK_OPP_MASK : 0;
+	} else if (o->kind == ARK_OP_EMBEDDING) {
+		K = s->rows[o->in[1]]; /* V: ids outside 0..V-1 abort the iteration */
+	} else if (op_info[o->kind].flags & ARK_OPF_VIEW) {
+		ARK_ASSERT(o->copied);
+		K = strided_params(g, o, oshape, ist[0]);
+		nd = T->ndim;
 	}
 	char c1[256], c2[1024];
 	out(e->f, "\t/* %d: %s%s: %s (%s:%d)", index, extra_flags & ARK_OPP_CHAIN_IN1 ? "chained value in[1]: " : "",
@@ -387,8 +423,11 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 	struct strbuf ins = {0};
 	char l1[160], l2[160];
 	init_begin(&in, e->f, 1);
-	opp_head(&in, o->kind, g->tensors[o->in[0]].dtype, flags, pl->act,
-		 flags & ARK_OPP_MASK ? (int)g->tensors[o->in[1]].dtype : -1, (uint32_t)pl->splits);
+	const int mask = o->kind == ARK_OP_REDUCE_MEAN && o->n_in > 1 ? o->in[1]
+		       : o->kind == ARK_OP_ATTENTION && o->n_in > 3 ? o->in[3]
+								   : -1;
+	opp_head(&in, o->kind, T->dtype, flags, pl->act, mask >= 0 ? (int)g->tensors[mask].dtype : -1,
+		 (uint32_t)pl->splits);
 	for (int i = 0; i < o->n_in && i < 3; i++)
 		sb_printf(&ins, "%s%s", i ? ", " : "", offset_of(e, o->in[i]));
 	init_field(&in, ".in = {%s}", ins.s);
@@ -520,6 +559,46 @@ static void emit_comm_opp(const struct emitter *e, int x, int index)
 	free(ins.s);
 }
 
+/* A concat that copies, at entries index..: one STRIDED entry per input, which copies input j's
+ * elements (oshape: its shape, istride[0]: its strides) to out from the input's first element in
+ * out on (istride[1]: out's strides). */
+static void emit_concat_copy_opp(const struct emitter *e, int oi, int index)
+{
+	const struct graph *g = e->g;
+	const struct op *o = &g->ops[oi];
+	const struct tensor *T = &g->tensors[o->out[0]];
+	int64_t ost[ARK_MAX_DIMS], n = 1, at = 0;
+	for (int d = T->ndim - 1; d >= 0; d--)
+		ost[d] = n, n *= T->shape[d];
+	for (int j = 0; j < o->n_in; j++) {
+		const struct tensor *X = &g->tensors[o->in[j]];
+		int64_t ist[ARK_MAX_DIMS];
+		n = 1;
+		for (int d = X->ndim - 1; d >= 0; d--)
+			ist[d] = n, n *= X->shape[d];
+		char c1[256], c2[1024], c3[256], l1[160], l2[160], sh[160];
+		out(e->f, "\t/* %d: %s: concat (%s:%d), copy of input %d, %s */\n", index + j, c_comment_text(c1, sizeof c1, o->name),
+		    c_comment_text(c2, sizeof c2, g->file), o->line, j, c_comment_text(c3, sizeof c3, X->name));
+		struct init in;
+		init_begin(&in, e->f, 1);
+		opp_head(&in, o->kind, T->dtype, 0, ARK_ACT_NONE, -1, (uint32_t)e->s->per_op[oi].splits);
+		init_field(&in, ".in = {%s}", offset_of(e, o->in[j]));
+		if (at)
+			init_field(&in, ".out = %s + %" PRIu64 "u", offset_of(e, o->out[0]),
+				   (uint64_t)(at * ost[o->axis] * ark_dtype_size(T->dtype)));
+		else
+			init_field(&in, ".out = %s", offset_of(e, o->out[0]));
+		init_field(&in, ".M = %" PRId64, e->s->rows[o->in[j]]);
+		init_field(&in, ".N = %" PRId64, e->s->cols[o->in[j]]);
+		init_field(&in, ".ndim = %d", T->ndim);
+		init_field(&in, ".oshape = %s", i64_list(sh, sizeof sh, X->shape, X->ndim));
+		init_field(&in, ".istride = {%s, %s}", i64_list(l1, sizeof l1, ist, X->ndim), i64_list(l2, sizeof l2, ost, T->ndim));
+		init_field(&in, ".peer = -1");
+		init_end(&in);
+		at += X->shape[o->axis];
+	}
+}
+
 /* The op params of one GPU, in the order number_opp gave them. */
 static void emit_gpu_opp(const struct emitter *e, int gpu)
 {
@@ -535,6 +614,8 @@ static void emit_gpu_opp(const struct emitter *e, int gpu)
 			continue;
 		if (s->per_op[oi].chain_len)
 			emit_chain_opp(e, oi, e->t->opp_index[oi]);
+		else if (g->ops[oi].kind == ARK_OP_CONCAT && g->ops[oi].copied)
+			emit_concat_copy_opp(e, oi, e->t->opp_index[oi]);
 		else
 			emit_opp(e, oi, 0, e->t->opp_index[oi]);
 	}
@@ -822,7 +903,19 @@ static void json_graph(const struct graph *g, FILE *f)
 			out(f, "%s\"approximate\": \"%s\"", sep, o->kind == ARK_OP_GELU_TANH ? "tanh" : "none"), sep = ", ";
 		if (a & ARK_A(HEADS))
 			out(f, "%s\"heads\": %d, \"kv_heads\": %d, \"scale\": %.17g, \"causal\": %s", sep, o->heads,
-			    o->kv_heads, o->scale, o->causal ? "true" : "false");
+			    o->kv_heads, o->scale, o->causal ? "true" : "false"), sep = ", ";
+		if (a & ARK_A(SHAPE)) {
+			out(f, "%s\"shape\": [", sep), sep = ", ";
+			for (int d = 0; d < o->n_shape; d++)
+				out(f, "%s%lld", d ? ", " : "", (long long)o->shape[d]);
+			out(f, "]");
+		}
+		if (a & ARK_A(START))
+			out(f, "%s\"start\": %lld, \"end\": %lld", sep, (long long)o->start, (long long)o->end), sep = ", ";
+		if (a & ARK_A(DIMS))
+			out(f, "%s\"dims\": [%d, %d]", sep, o->dims[0], o->dims[1]), sep = ", ";
+		if (a & ARK_A(COPY))
+			out(f, "%s\"copy\": %s", sep, o->copy ? "true" : "false"), sep = ", ";
 		out(f, "}}%s\n", k + 1 < g->n_ops ? "," : "");
 	}
 	out(f, "  ],\n");

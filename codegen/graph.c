@@ -1,6 +1,7 @@
 /* graph.c: the graph IR checks (names resolved, GPUs placed, cycles rejected, ops ordered, shapes and
  * dtypes inferred) and its dumps (-dG text, Graphviz). */
 #include "graph.h"
+#include "ark_model.h"
 #include "diag.h"
 #include "strmap.h"
 
@@ -95,7 +96,7 @@ int graph_find_op(const struct graph *g, const char *name)
 
 static int dtype_size(enum ark_dtype d)
 {
-	return d == ARK_FP32 ? 4 : 2;
+	return ark_dtype_size(d);
 }
 
 uint64_t tensor_elems(const struct tensor *t)
@@ -185,8 +186,15 @@ static int check_basic(struct graph *g)
 		struct tensor *t = &g->tensors[i];
 		if (!t->shape_given)
 			t->ndim = 0; /* inferred again below */
+		t->view_of = -1;
+		t->view_off = 0;
 		if (t->declared && check_gpu(g, t->gpu, t->file, t->line, "tensor", t->name))
 			return -1;
+		if (t->dtype == ARK_INT32 && t->role != ARK_ROLE_INPUT && t->role != ARK_ROLE_WEIGHT) {
+			diag_error(AT(t), "tensor '%s' is int32, but its role is %s", t->name, role_name[t->role]);
+			diag_hint("int32 is for inputs and weights (token ids, masks); ops compute in fp16, bf16 or fp32");
+			return -1;
+		}
 		if (!t->shape_given)
 			continue;
 		if (t->ndim < 1 || t->ndim > ARK_MAX_DIMS) {
@@ -722,6 +730,145 @@ static int infer_attention(struct graph *g, struct op *o, int *nd, int64_t *shap
 	return 0;
 }
 
+/* Normalises axis `*ax` of an op over `nd` dimensions (-nd..nd-1 -> 0..nd-1); -1 after an error
+ * naming `what` (the attribute) and the tensor t. */
+static int norm_axis(struct graph *g, struct op *o, const struct tensor *t, const char *what, int *ax)
+{
+	int nd = t->ndim;
+	if (*ax < -nd || *ax >= nd) {
+		diag_error(AT(o), "'%s' of op '%s' (%s) is %d, expected -%d to %d for '%s' of shape %s", what, o->name,
+			   op_info[o->kind].name, *ax, nd, nd - 1, t->name, shp(t));
+		return -1;
+	}
+	if (*ax < 0)
+		*ax += nd;
+	return 0;
+}
+
+/* embedding: ids [...] (int32), table [V, D] -> [..., D] */
+static int infer_embedding(struct graph *g, struct op *o, int *nd, int64_t *shape)
+{
+	const struct tensor *ids = &g->tensors[o->in[0]], *tab = &g->tensors[o->in[1]];
+	if (ids->dtype != ARK_INT32) {
+		diag_error(AT(o), "ids '%s' of op '%s' (embedding) are %s, expected int32", ids->name, o->name,
+			   dtype_name[ids->dtype]);
+		note_tensor(g, ids);
+		diag_hint("declare the ids as an input with dtype = \"int32\"");
+		return -1;
+	}
+	if (tab->ndim != 2) {
+		diag_error(AT(o), "table '%s' of op '%s' (embedding) has shape %s, expected [V, D]", tab->name, o->name,
+			   shp(tab));
+		note_tensor(g, tab);
+		return -1;
+	}
+	if (ids->ndim >= ARK_MAX_DIMS) {
+		diag_error(AT(o), "ids '%s' of op '%s' (embedding) have shape %s, expected at most %d dimensions "
+			   "(the output adds one)", ids->name, o->name, shp(ids), ARK_MAX_DIMS - 1);
+		note_tensor(g, ids);
+		return -1;
+	}
+	set_shape(shape, nd, ids->ndim, ids->shape);
+	shape[ids->ndim] = tab->shape[1];
+	*nd = ids->ndim + 1;
+	return 0;
+}
+
+/* reshape: `shape`, one -1 inferred, the same number of elements */
+static int infer_reshape(struct graph *g, struct op *o, int *nd, int64_t *shape)
+{
+	const struct tensor *a = &g->tensors[o->in[0]];
+	uint64_t n = tensor_elems(a), known = 1;
+	int free_dim = -1;
+	char want[SHAPE_BUF];
+	shape_str(want, sizeof want, o->n_shape, o->shape);
+	for (int i = 0; i < o->n_shape; i++) {
+		if (o->shape[i] == -1) {
+			if (free_dim >= 0) {
+				diag_error(AT(o), "'shape' of op '%s' (reshape) is %s: more than one -1", o->name, want);
+				diag_hint("at most one dimension is inferred");
+				return -1;
+			}
+			free_dim = i;
+		} else if (__builtin_mul_overflow(known, (uint64_t)o->shape[i], &known)) {
+			known = UINT64_MAX;
+		}
+	}
+	set_shape(shape, nd, o->n_shape, o->shape);
+	if (free_dim >= 0 && known && n % known == 0)
+		shape[free_dim] = (int64_t)(n / known);
+	if ((free_dim >= 0 && (!known || n % known)) || (free_dim < 0 && known != n)) {
+		diag_error(AT(o), "op '%s' (reshape) cannot give '%s' of shape %s (%llu elements) the shape %s", o->name,
+			   a->name, shp(a), (unsigned long long)n, want);
+		note_tensor(g, a);
+		diag_hint("a reshape keeps the number of elements");
+		return -1;
+	}
+	return 0;
+}
+
+/* slice: elements start..end (exclusive) of `axis` */
+static int infer_slice(struct graph *g, struct op *o, int *nd, int64_t *shape)
+{
+	const struct tensor *a = &g->tensors[o->in[0]];
+	if (norm_axis(g, o, a, "axis", &o->axis))
+		return -1;
+	int64_t len = a->shape[o->axis];
+	if (o->start < 0 || o->start >= o->end || o->end > len) {
+		diag_error(AT(o), "op '%s' (slice) takes elements %lld..%lld of axis %d of '%s' (shape %s), expected "
+			   "0 <= start < end <= %lld", o->name, (long long)o->start, (long long)o->end, o->axis, a->name,
+			   shp(a), (long long)len);
+		note_tensor(g, a);
+		return -1;
+	}
+	set_shape(shape, nd, a->ndim, a->shape);
+	shape[o->axis] = o->end - o->start;
+	return 0;
+}
+
+/* transpose: axes dims[0] and dims[1] swapped */
+static int infer_transpose(struct graph *g, struct op *o, int *nd, int64_t *shape)
+{
+	const struct tensor *a = &g->tensors[o->in[0]];
+	if (norm_axis(g, o, a, "dims", &o->dims[0]) || norm_axis(g, o, a, "dims", &o->dims[1]))
+		return -1;
+	if (o->dims[0] == o->dims[1]) {
+		diag_error(AT(o), "'dims' of op '%s' (transpose) names axis %d twice", o->name, o->dims[0]);
+		diag_hint("dims = [a, b] swaps two different axes");
+		return -1;
+	}
+	set_shape(shape, nd, a->ndim, a->shape);
+	shape[o->dims[0]] = a->shape[o->dims[1]];
+	shape[o->dims[1]] = a->shape[o->dims[0]];
+	return 0;
+}
+
+/* concat: every input of one shape but along `axis`, which adds up */
+static int infer_concat(struct graph *g, struct op *o, int *nd, int64_t *shape)
+{
+	const struct tensor *a = &g->tensors[o->in[0]];
+	if (norm_axis(g, o, a, "axis", &o->axis))
+		return -1;
+	set_shape(shape, nd, a->ndim, a->shape);
+	for (int j = 1; j < o->n_in; j++) {
+		const struct tensor *b = &g->tensors[o->in[j]];
+		int ok = b->ndim == a->ndim;
+		for (int d = 0; ok && d < a->ndim; d++)
+			ok = d == o->axis || b->shape[d] == a->shape[d];
+		if (!ok) {
+			diag_error(AT(o), "input '%s' of op '%s' (concat) has shape %s, expected %s but along axis %d "
+				   "like '%s'", b->name, o->name, shp(b), shp(a), o->axis, a->name);
+			note_tensor(g, b);
+			return -1;
+		}
+		if (__builtin_add_overflow(shape[o->axis], b->shape[o->axis], &shape[o->axis])) {
+			diag_error(AT(o), "op '%s' (concat): the result is too large", o->name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* Output shapes of o, all equal (per-GPU outputs of collectives have one shape too). */
 static int infer_shape(struct graph *g, struct op *o, int *nd, int64_t *shape)
 {
@@ -769,6 +916,16 @@ static int infer_shape(struct graph *g, struct op *o, int *nd, int64_t *shape)
 		}
 		return 0;
 	}
+	case ARK_OP_EMBEDDING:
+		return infer_embedding(g, o, nd, shape);
+	case ARK_OP_RESHAPE:
+		return infer_reshape(g, o, nd, shape);
+	case ARK_OP_SLICE:
+		return infer_slice(g, o, nd, shape);
+	case ARK_OP_TRANSPOSE:
+		return infer_transpose(g, o, nd, shape);
+	case ARK_OP_CONCAT:
+		return infer_concat(g, o, nd, shape);
 	default: /* unary: out has the shape of in[0] (scale, activations, softmax, copy) */
 		break;
 	}
@@ -776,16 +933,35 @@ static int infer_shape(struct graph *g, struct op *o, int *nd, int64_t *shape)
 	return 0;
 }
 
+/* Whether input j of an op of kind k may be int32 (token ids, masks); such an input is left out of
+ * the rule that the inputs share one dtype. */
+/* Whether input j of an op of kind k has a dtype of its own: embedding's ids (int32), the masks of
+ * attention (in[3]) and reduce_mean (in[1]), read through their own dtype's conversion (int32 or float). */
+static int int32_ok(enum ark_op_kind k, int j)
+{
+	return (k == ARK_OP_EMBEDDING && j == 0) || (k == ARK_OP_ATTENTION && j == 3) || (k == ARK_OP_REDUCE_MEAN && j == 1);
+}
+
 static int infer_op(struct graph *g, struct op *o)
 {
 	const struct op_info *oi = &op_info[o->kind];
-	const struct tensor *a = &g->tensors[o->in[0]];
+	/* the dtype the op computes in: that of its first input that is not ids or a mask */
+	int first = 0;
+	while (first + 1 < o->n_in && int32_ok(o->kind, first))
+		first++;
+	const struct tensor *a = &g->tensors[o->in[first]];
 	for (int j = 0; j < o->n_in; j++) {
 		const struct tensor *t = &g->tensors[o->in[j]];
 		ARK_ASSERT(t->ndim > 0);
-		/* a mask (attention's in[3], reduce_mean's in[1]) is read through its own dtype's conversion */
-		int own_dtype = (o->kind == ARK_OP_ATTENTION && j == 3) || (o->kind == ARK_OP_REDUCE_MEAN && j == 1);
-		if (t->dtype != a->dtype && !own_dtype) {
+		const int own_dtype = int32_ok(o->kind, j);
+		if (!own_dtype && t->dtype == ARK_INT32) {
+			diag_error(AT(o), "input '%s' of op '%s' (%s) is int32, which %s does not take there", t->name,
+				   o->name, oi->name, oi->name);
+			note_tensor(g, t);
+			diag_hint("int32 tensors are token ids (embedding) and masks; give '%s' a float dtype", t->name);
+			return -1;
+		}
+		if (!own_dtype && t->dtype != a->dtype) {
 			diag_error(AT(o), "inputs of op '%s' (%s) have different dtypes: '%s' is %s, '%s' is %s",
 				   o->name, oi->name, a->name, dtype_name[a->dtype], t->name, dtype_name[t->dtype]);
 			note_tensor(g, t);
@@ -848,6 +1024,174 @@ static int infer_op(struct graph *g, struct op *o)
 	return 0;
 }
 
+/* ---- views ------------------------------------------------------------------------------------ */
+
+static const char *role_text(const struct tensor *t)
+{
+	return t->role == ARK_ROLE_INPUT ? "an input" : t->role == ARK_ROLE_WEIGHT ? "a weight" : "an activation";
+}
+
+/* Why input x (index j) of concat o cannot be placed inside o's output (NULL: it can): it must be an
+ * activation or output that an op of this model (not a communication op) produces, alias nothing yet
+ * and be named once. */
+static const char *concat_refusal(const struct graph *g, const struct op *o, int j, char *buf, size_t n)
+{
+	const struct tensor *x = &g->tensors[o->in[j]];
+	for (int k = 0; k < j; k++)
+		if (o->in[k] == o->in[j]) {
+			snprintf(buf, n, "'%s' is named twice", x->name);
+			return buf;
+		}
+	if (x->role == ARK_ROLE_INPUT || x->role == ARK_ROLE_WEIGHT) {
+		snprintf(buf, n, "'%s' is %s of the model, whose bytes are its own", x->name, role_text(x));
+		return buf;
+	}
+	if (x->view_of >= 0) {
+		snprintf(buf, n, "'%s' is already a view of '%s'", x->name, g->tensors[x->view_of].name);
+		return buf;
+	}
+	if (x->producer >= 0 && (op_info[g->ops[x->producer].kind].flags & ARK_OPF_COMM)) {
+		snprintf(buf, n, "'%s' is received from another GPU by op '%s'", x->name, g->ops[x->producer].name);
+		return buf;
+	}
+	return NULL;
+}
+
+/* Elements of t from dimension d on (its rows of dimension d - 1 and up are blocks of this many). */
+static int64_t inner_elems(const struct tensor *t, int d)
+{
+	int64_t n = 1;
+	for (int i = d; i < t->ndim; i++)
+		n *= t->shape[i];
+	return n;
+}
+
+static int64_t outer_elems(const struct tensor *t, int d)
+{
+	int64_t n = 1;
+	for (int i = 0; i < d; i++)
+		n *= t->shape[i];
+	return n;
+}
+
+/* A view op whose result cannot alias its input (a concat: its inputs the output): a copy when the
+ * op says copy = true, else an error that says why and gives the hint. */
+static int need_copy(struct graph *g, struct op *o, const char *why)
+{
+	if (o->copy) {
+		o->copied = 1;
+		return 0;
+	}
+	diag_error(AT(o), "op '%s' (%s) cannot be a view: %s", o->name, op_info[o->kind].name, why);
+	diag_hint("add copy = true; to copy the elements instead");
+	return -1;
+}
+
+/* Decides, per view op in the graph's order, whether it is a view (sets view_of / view_off of the
+ * tensor that aliases: the output, or for concat its inputs) or a copy (copied). */
+static int plan_views(struct graph *g)
+{
+	char why[400];
+	for (int k = 0; k < g->n_ops; k++) {
+		struct op *o = &g->ops[g->order[k]];
+		o->copied = 0;
+		if (!(op_info[o->kind].flags & ARK_OPF_VIEW))
+			continue;
+		const struct tensor *a = &g->tensors[o->in[0]];
+		struct tensor *out = &g->tensors[o->out[0]];
+		switch (o->kind) {
+		case ARK_OP_RESHAPE:
+			out->view_of = o->in[0];
+			out->view_off = 0;
+			break;
+		case ARK_OP_SLICE:
+			if (outer_elems(a, o->axis) == 1 || (o->start == 0 && o->end == a->shape[o->axis])) {
+				out->view_of = o->in[0];
+				out->view_off = o->start * inner_elems(a, o->axis + 1);
+				break;
+			}
+			snprintf(why, sizeof why, "elements %lld..%lld of axis %d of '%s' (shape %s) are not contiguous "
+				 "(a dimension before axis %d is larger than 1)", (long long)o->start, (long long)o->end,
+				 o->axis, a->name, shp(a), o->axis);
+			if (need_copy(g, o, why))
+				return -1;
+			break;
+		case ARK_OP_TRANSPOSE: {
+			int lo = o->dims[0] < o->dims[1] ? o->dims[0] : o->dims[1];
+			int hi = o->dims[0] ^ o->dims[1] ^ lo, big = 0;
+			for (int d = lo; d <= hi; d++)
+				big += a->shape[d] > 1;
+			if (big <= 1) { /* the elements keep their order */
+				out->view_of = o->in[0];
+				out->view_off = 0;
+				break;
+			}
+			snprintf(why, sizeof why, "swapping axes %d and %d of '%s' (shape %s) reorders its elements",
+				 o->dims[0], o->dims[1], a->name, shp(a));
+			if (need_copy(g, o, why))
+				return -1;
+			break;
+		}
+		case ARK_OP_CONCAT: {
+			const char *no = NULL;
+			if (outer_elems(out, o->axis) != 1)
+				snprintf(why, sizeof why, "the inputs would not be contiguous blocks of '%s' (shape %s): a "
+					 "dimension before axis %d is larger than 1", out->name, shp(out), o->axis), no = why;
+			for (int j = 0; j < o->n_in && !no; j++) {
+				char r[300];
+				if (concat_refusal(g, o, j, r, sizeof r))
+					snprintf(why, sizeof why, "its input %s", r), no = why;
+			}
+			if (no) {
+				if (need_copy(g, o, no))
+					return -1;
+				break;
+			}
+			int64_t at = 0;
+			for (int j = 0; j < o->n_in; j++) {
+				struct tensor *x = &g->tensors[o->in[j]];
+				x->view_of = o->out[0];
+				x->view_off = at;
+				at += (int64_t)tensor_elems(x);
+			}
+			break;
+		}
+		default:
+			ARK_ASSERT(!"view op without a plan");
+		}
+	}
+	/* A model output that aliases an input or a weight would be computed by nothing. */
+	for (int t = 0; t < g->n_tensors; t++) {
+		const struct tensor *v = &g->tensors[t];
+		if (v->role != ARK_ROLE_OUTPUT || v->view_of < 0)
+			continue;
+		int b = graph_view_base(g, t, NULL);
+		const struct tensor *B = &g->tensors[b];
+		if (B->role == ARK_ROLE_INPUT || B->role == ARK_ROLE_WEIGHT) {
+			const struct op *p = &g->ops[v->producer];
+			diag_error(AT(p), "output '%s' of op '%s' (%s) would be a view of %s '%s': nothing computes it",
+				   v->name, p->name, op_info[p->kind].name, B->role == ARK_ROLE_INPUT ? "input" : "weight",
+				   B->name);
+			diag_hint("outputs are computed by the model; read '%s' from the %s file instead", B->name,
+				  B->role == ARK_ROLE_INPUT ? "inputs" : "weights");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int graph_view_base(const struct graph *g, int t, int64_t *off)
+{
+	int64_t o = 0;
+	while (g->tensors[t].view_of >= 0) {
+		o += g->tensors[t].view_off;
+		t = g->tensors[t].view_of;
+	}
+	if (off)
+		*off = o;
+	return t;
+}
+
 int graph_check(struct graph *g)
 {
 	if (check_basic(g) || resolve(g) || order_ops(g))
@@ -855,6 +1199,8 @@ int graph_check(struct graph *g)
 	for (int i = 0; i < g->n_ops; i++)
 		if (infer_op(g, &g->ops[g->order[i]]))
 			return -1;
+	if (plan_views(g))
+		return -1;
 	for (int i = 0; i < g->n_tensors; i++) {
 		const struct tensor *t = &g->tensors[i];
 		if (t->n_readers == 0 && t->role != ARK_ROLE_OUTPUT)
@@ -901,6 +1247,15 @@ static void dump_attrs(const struct op *o, FILE *f)
 		case ARK_ATTR_KV_HEADS: fprintf(f, "%d", o->kv_heads); break;
 		case ARK_ATTR_SCALE: fprintf(f, "%g", o->scale); break;
 		case ARK_ATTR_CAUSAL: fprintf(f, "%s", o->causal ? "true" : "false"); break;
+		case ARK_ATTR_SHAPE:
+			for (int i = 0; i < o->n_shape; i++)
+				fprintf(f, "%s%lld", i ? ", " : "[", (long long)o->shape[i]);
+			fprintf(f, "]");
+			break;
+		case ARK_ATTR_START: fprintf(f, "%lld", (long long)o->start); break;
+		case ARK_ATTR_END: fprintf(f, "%lld", (long long)o->end); break;
+		case ARK_ATTR_DIMS: fprintf(f, "[%d, %d]", o->dims[0], o->dims[1]); break;
+		case ARK_ATTR_COPY: fprintf(f, "%s", o->copy ? "true" : "false"); break;
 		default: ARK_ASSERT(!"attribute without a dump");
 		}
 		fprintf(f, "%s\n", o->attrs_given & (1u << a) ? "" : "  (default)");
@@ -924,6 +1279,8 @@ void graph_dump(const struct graph *g, FILE *f)
 		fprintf(f, "  line %d%s%s", t->line, t->file ? " of " : "", t->file ? t->file : "");
 		if (t->producer >= 0)
 			fprintf(f, "  from op '%s'", g->ops[t->producer].name);
+		if (t->view_of >= 0)
+			fprintf(f, "  view of '%s' from element %lld", g->tensors[t->view_of].name, (long long)t->view_off);
 		fprintf(f, ", %d reader%s\n", t->n_readers, t->n_readers == 1 ? "" : "s");
 	}
 	fprintf(f, "\nops%s:\n", g->order ? " in topological order" : " (unchecked, in file order)");

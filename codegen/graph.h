@@ -37,6 +37,8 @@ struct tensor {
 	unsigned gpu_given : 1;
 	unsigned role_given : 1;
 	const char *file;      /* file of `line` when it is not the model file (an @include'd one) */
+	int view_of;           /* a view (codegen/view.c): the tensor whose bytes it aliases, -1: none */
+	int64_t view_off;      /* a view: its first element's index in view_of's elements */
 };
 
 struct op {
@@ -53,6 +55,12 @@ struct op {
 	int heads, kv_heads;   /* attention: kv_heads 0 until inference sets its default (heads) */
 	int causal;            /* attention */
 	double scale;          /* attention: 0 until inference sets its default (1/sqrt(head size)) */
+	int n_shape;           /* reshape: `shape`, one -1 allowed (inferred) */
+	int64_t shape[ARK_MAX_DIMS];
+	int64_t start, end;    /* slice: elements start..end (exclusive) of `axis`; as written, then normalised */
+	int dims[2];           /* transpose: the two axes swapped, normalised to 0..ndim-1 */
+	int copy;              /* views: copy when the result cannot alias its input */
+	int copied;            /* a view op that copies (graph_check: copy = true and no view possible) */
 	unsigned attrs_given;  /* mask of ARK_A(...) */
 	const char *file;      /* file of `line` when it is not the model file (an @include'd one) */
 };
@@ -80,6 +88,9 @@ int cfg_load_string(struct graph *g, const char *path, const char *text);
 int graph_check(struct graph *g);
 
 void graph_free(struct graph *g);
+/* The tensor whose bytes t aliases through views (t itself if it is no view), and in *off (may be
+ * NULL) t's first element's index in it. */
+int graph_view_base(const struct graph *g, int t, int64_t *off);
 /* Index of the tensor or op called name, or -1. Hashed once graph_index_names has run (cfg_load runs
  * it); tensors and ops appended since are hashed on the next lookup. Without an index, a scan. */
 int graph_find_tensor(const struct graph *g, const char *name);

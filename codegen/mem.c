@@ -1,7 +1,7 @@
 /* mem.c: the memory plan. Inputs, weights and outputs get space of their own; activations and
  * workspaces share the rest of the arena, two tensors sharing bytes only when the first is dead
  * (its last vCTA comes before the second's first). The hazards that sharing creates are added by
- * deps_build. */
+ * deps_build. Views get no bytes of their own: they lie inside their base (view.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -209,6 +209,15 @@ int mem_plan(struct tiling *s)
 			death[t] = s->n_vcta;
 		}
 	}
+	/* A model output that is a view (or a concat's input) keeps its base's bytes all iteration: the
+	 * host reads it after the iteration. */
+	for (int t = 0; t < nt; t++) {
+		int b = graph_view_base(g, t, NULL);
+		if (b != t && g->tensors[t].role == ARK_ROLE_OUTPUT && birth[b] >= 0) {
+			birth[b] = 0;
+			death[b] = s->n_vcta;
+		}
+	}
 	struct mem_life *lv = xmalloc((size_t)nt * sizeof *lv);
 	uint64_t *off = xmalloc((size_t)nt * sizeof *off);
 	for (int gpu = 0; gpu < g->gpus; gpu++) {
@@ -216,7 +225,7 @@ int mem_plan(struct tiling *s)
 		int n = 0;
 		for (int t = 0; t < nt; t++) {
 			const struct tensor *T = &g->tensors[t];
-			if (T->gpu != gpu)
+			if (T->gpu != gpu || T->view_of >= 0) /* a view: inside its base (view_offsets) */
 				continue;
 			uint64_t bytes = tensor_bytes(T);
 			if (T->role != ARK_ROLE_ACTIVATION && T->role != ARK_ROLE_INTERNAL) {
@@ -240,5 +249,6 @@ int mem_plan(struct tiling *s)
 	free(lv);
 	free(birth);
 	free(death);
+	view_offsets(s);
 	return 0;
 }

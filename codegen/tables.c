@@ -9,7 +9,8 @@
 #include "schedule.h"
 
 /* Numbers the op params of every GPU: first one entry per op that has vCTAs of its own, in the
- * order of ops[] (a chain: its descriptor, then one per step), then the communication ones. */
+ * order of ops[] (a chain: its descriptor, then one per step; a copied concat: one per input), then
+ * the communication ones. */
 static void number_opp(const struct tiling *s, struct tables *t)
 {
 	const struct graph *g = s->g;
@@ -26,6 +27,8 @@ static void number_opp(const struct tiling *s, struct tables *t)
 				continue;
 			t->opp_index[oi] = n;
 			n += 1 + s->per_op[oi].chain_len;
+			if (g->ops[oi].kind == ARK_OP_CONCAT && g->ops[oi].copied) /* one entry per input */
+				n += g->ops[oi].n_in - 1;
 		}
 		for (int x = 0; x < s->n_comm; x++)
 			if (s->comm[x].gpu == gpu)
@@ -78,7 +81,7 @@ static struct ark_task task_of(const struct tiling *s, const struct schedule *p,
 	ARK_ASSERT(x->tmpl != ARK_T_DMA || remote); /* the engine's flag is on the receiving GPU */
 	return (struct ark_task){
 		.op = (uint32_t)t->op_index[x->op],
-		.opp = (uint32_t)t->opp_index[x->opp],
+		.opp = (uint32_t)(t->opp_index[x->opp] + x->part),
 		.tmpl = (uint8_t)x->tmpl,
 		.sig_peer = (uint8_t)(remote ? p->ctr_gpu[c] + 1 : 0),
 		.n_wait = (uint16_t)(p->wait0[v + 1] - p->wait0[v]),

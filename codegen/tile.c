@@ -428,6 +428,105 @@ static void tile_attention(struct tiling *s, int oi)
 		}
 }
 
+/* embedding: ranges of rows of out [R, D] (R ids), about one per SM and at least 4 rows each; a row
+ * is the table's row ids[r], copied. */
+static void tile_embedding(struct tiling *s, int oi)
+{
+	struct graph *g = s->g;
+	struct op *o = &g->ops[oi];
+	struct op_tiling *pl = &s->per_op[oi];
+	int ids = o->in[0], tab = o->in[1], out = o->out[0];
+	int64_t R = s->rows[out], D = s->cols[out], es = esize(s, out), Ci = s->cols[ids];
+	int64_t tr = imax(imin(4, R), cdiv(R, s->opt.sms));
+	pl->tm = (int)imin(tr, INT32_MAX);
+	pl->tn = (int)imin(D, INT32_MAX);
+	for (int64_t r0 = 0; r0 < R; r0 += tr) {
+		int64_t r1 = imin(R, r0 + tr);
+		struct vcta *v = tiling_new_vcta(s, oi, oi, ARK_T_EMBEDDING);
+		v->m0 = (uint32_t)r0, v->m1 = (uint32_t)r1, v->n0 = 0, v->n1 = (uint32_t)D;
+		const struct region idr = range_box(ids, r0, r1, Ci); /* id of out row r: element r of ids */
+		vcta_add_read(v, ids, idr.r0, idr.r1, idr.c0, idr.c1);
+		vcta_add_read(v, tab, 0, s->rows[tab], 0, D); /* any row: a weight, written by nobody */
+		v->write = (struct region){out, r0, r1, 0, D};
+		v->bytes = (double)((r1 - r0) * (2 * es * D + 4));
+	}
+}
+
+/* A view op: no vCTA (view.c places its result inside its input, or a concat's inputs inside its
+ * result); one that copies (copy = true where it cannot be a view): ranges of out's elements, each
+ * read from where the op's strides say (tile_strided). */
+static void tile_strided(struct tiling *s, int oi)
+{
+	struct graph *g = s->g;
+	struct op *o = &g->ops[oi];
+	struct op_tiling *pl = &s->per_op[oi];
+	int in = o->in[0], out = o->out[0];
+	int64_t C = s->cols[out], E = s->rows[out] * C, es = esize(s, out);
+	int64_t T = imax(1, imin(s->opt.sms, cdiv(E, 4096)));
+	int64_t chunk = cdiv(cdiv(E, T), 8) * 8;
+	pl->tm = 1;
+	pl->tn = (int)imin(chunk, INT32_MAX);
+	for (int64_t e0 = 0; e0 < E; e0 += chunk) {
+		int64_t e1 = imin(E, e0 + chunk);
+		struct vcta *v = tiling_new_vcta(s, oi, oi, ARK_T_STRIDED);
+		v->k0 = (uint32_t)e0, v->k1 = (uint32_t)e1;
+		const struct region box = range_box(out, e0, e1, C);
+		v->m0 = (uint32_t)box.r0, v->m1 = (uint32_t)box.r1, v->n0 = (uint32_t)box.c0, v->n1 = (uint32_t)box.c1;
+		vcta_add_read(v, in, 0, s->rows[in], 0, s->cols[in]); /* all of it: a superset */
+		v->write = box;
+		v->bytes = (double)(2 * es * (e1 - e0));
+	}
+}
+
+/* A concat that copies: per input, ranges of its elements, each copied to where it lies in out
+ * (vCTA part j: the op params entry of input j). The box written is the one of out's rows the range
+ * spans (a superset where the input is not a block of out). */
+static void tile_concat_copy(struct tiling *s, int oi)
+{
+	struct graph *g = s->g;
+	struct op *o = &g->ops[oi];
+	struct op_tiling *pl = &s->per_op[oi];
+	const struct tensor *T = &g->tensors[o->out[0]];
+	int out = o->out[0];
+	int64_t C = s->cols[out], es = esize(s, out), inner = 1, at = 0;
+	for (int d = o->axis + 1; d < T->ndim; d++)
+		inner *= T->shape[d];
+	int64_t row_out = T->shape[o->axis] * inner; /* out's elements per index of the dims before axis */
+	pl->tm = 1;
+	for (int j = 0; j < o->n_in; j++) {
+		int in = o->in[j];
+		int64_t E = s->rows[in] * s->cols[in], row_in = g->tensors[in].shape[o->axis] * inner;
+		int64_t nt = imax(1, imin(s->opt.sms, cdiv(E, 4096)));
+		int64_t chunk = cdiv(cdiv(E, nt), 8) * 8;
+		pl->tn = (int)imin(chunk, INT32_MAX);
+		for (int64_t e0 = 0; e0 < E; e0 += chunk) {
+			int64_t e1 = imin(E, e0 + chunk);
+			struct vcta *v = tiling_new_vcta(s, oi, oi, ARK_T_STRIDED);
+			v->part = j;
+			v->k0 = (uint32_t)e0, v->k1 = (uint32_t)e1;
+			/* element e of input j is element e / row_in * row_out + at * inner + e % row_in of out */
+			int64_t lo = e0 / row_in * row_out + at * inner + e0 % row_in;
+			int64_t hi = (e1 - 1) / row_in * row_out + at * inner + (e1 - 1) % row_in + 1;
+			const struct region rd = range_box(in, e0, e1, s->cols[in]), wr = range_box(out, lo, hi, C);
+			v->m0 = (uint32_t)wr.r0, v->m1 = (uint32_t)wr.r1, v->n0 = (uint32_t)wr.c0, v->n1 = (uint32_t)wr.c1;
+			vcta_add_read(v, in, rd.r0, rd.r1, rd.c0, rd.c1);
+			v->write = wr;
+			v->bytes = (double)(2 * es * (e1 - e0));
+		}
+		at += g->tensors[in].shape[o->axis];
+	}
+}
+
+static void tile_view(struct tiling *s, int oi)
+{
+	if (!s->g->ops[oi].copied)
+		return;
+	if (s->g->ops[oi].kind == ARK_OP_CONCAT)
+		tile_concat_copy(s, oi);
+	else
+		tile_strided(s, oi);
+}
+
 /* The tiler of every op kind, named once per entry of OP_LIST: an op added to the catalog without a
  * line here does not compile ('TILER_<ID>' undeclared). */
 #define TILER_MATMUL tile_matmul
@@ -450,6 +549,11 @@ static void tile_attention(struct tiling *s, int oi)
 #define TILER_L2_NORMALIZE tile_l2norm
 #define TILER_GELU_TANH tile_elementwise
 #define TILER_ATTENTION tile_attention
+#define TILER_EMBEDDING tile_embedding
+#define TILER_RESHAPE tile_view
+#define TILER_SLICE tile_view
+#define TILER_TRANSPOSE tile_view
+#define TILER_CONCAT tile_view
 
 typedef void tiler_fn(struct tiling *s, int oi);
 static tiler_fn *const tilers[] = {
@@ -526,6 +630,7 @@ int tile_graph(struct tiling *s)
 		run_tiler(s, oi, tilers[g->ops[oi].kind]);
 	}
 	ARK_ASSERT(s->cap_views >= g->n_tensors);
+	view_regions(s);
 	cost_view(s);
 	return 0;
 }

@@ -94,6 +94,7 @@ int tiling_add_tensor(struct tiling *s, const char *base, const char *suffix, in
 	T->role = ARK_ROLE_INTERNAL;
 	T->gpu = gpu;
 	T->producer = -1;
+	T->view_of = -1;
 	g->n_tensors++;
 	if (t == s->cap_views) {
 		s->cap_views *= 2;

@@ -31,6 +31,7 @@ struct vcta {
 	double flops, bytes;  /* cost */
 	double lat_us;        /* latency floor of its arithmetic (a chain's dependent steps), 0: none */
 	uint8_t tc;           /* arithmetic on tensor cores */
+	int part;             /* which of its op's params entries (0: the first; a copied concat: its input) */
 };
 
 /* Per-op facts the tiler decided. */
@@ -136,6 +137,10 @@ struct mem_life {
  * the bytes used. */
 uint64_t mem_place(struct mem_life *lv, int n, uint64_t reuse_min, uint64_t *off);
 int deps_build(struct tiling *s);   /* hazards from regions (and reused memory), edges, reduction */
+/* view.c: regions of views rewritten as regions of their bases (the end of tile_graph); the offsets
+ * of views inside their bases (the end of mem_plan). */
+void view_regions(struct tiling *s);
+void view_offsets(struct tiling *s);
 /* After tile_graph: the vCTAs' costs in the DAG view from a calibration table (cost.c), on gpu (its
  * figures with the table's protocol costs, calib_gpu). */
 struct calib_table;

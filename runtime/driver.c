@@ -270,7 +270,11 @@ static void fill_random(struct drv *d, int round)
 				scale = 1.0f / sqrtf((float)T->shape[0]);
 		} else if (T->role != ARK_ROLE_INPUT)
 			continue;
-		ark_fill_random(d->buf[t], T->dtype, ark_tensor_elems(T), tensor_seed(d->a.seed, round, t), scale);
+		if (T->dtype == ARK_INT32) /* ids of a table, or a 0/1 mask: valid values only */
+			ark_fill_random_ints(d->buf[t], ark_tensor_elems(T), tensor_seed(d->a.seed, round, t),
+					     ark_int_range(m, t));
+		else
+			ark_fill_random(d->buf[t], T->dtype, ark_tensor_elems(T), tensor_seed(d->a.seed, round, t), scale);
 	}
 }
 

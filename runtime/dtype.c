@@ -1,4 +1,4 @@
-/* dtype.c: element types of libarkrt: fp16/bf16 <-> float (round to nearest even), element access,
+/* dtype.c: element types of libarkrt: fp16/bf16 <-> float (round to nearest even), int32 as float, element access,
  * dtype names and the comparison of a result with its reference. */
 #include <math.h>
 #include <string.h>
@@ -92,6 +92,8 @@ float ark_get(const void *buf, int dtype, int64_t i)
 		return ark_half_to_float(((const uint16_t *)buf)[i]);
 	case ARK_BF16:
 		return ark_bf16_to_float(((const uint16_t *)buf)[i]);
+	case ARK_INT32:
+		return (float)((const int32_t *)buf)[i];
 	default:
 		return ((const float *)buf)[i];
 	}
@@ -105,6 +107,9 @@ void ark_set(void *buf, int dtype, int64_t i, float v)
 		break;
 	case ARK_BF16:
 		((uint16_t *)buf)[i] = ark_float_to_bf16(v);
+		break;
+	case ARK_INT32: /* to nearest, saturated (NaN: 0) */
+		((int32_t *)buf)[i] = v != v ? 0 : v >= 2147483647.0f ? INT32_MAX : v <= -2147483648.0f ? INT32_MIN : (int32_t)lrintf(v);
 		break;
 	default:
 		((float *)buf)[i] = v;

@@ -1,4 +1,5 @@
-/* random.c: deterministic seeded random fill of host buffers (xoshiro256**, seeded by splitmix64). */
+/* random.c: deterministic seeded random fill of host buffers (xoshiro256**, seeded by splitmix64), and
+ * the valid range of an int32 input (ids of an embedding, else a 0/1 mask). */
 #include <math.h>
 
 #include "ark.h"
@@ -35,6 +36,10 @@ void ark_fill_random(void *buf, int dtype, int64_t n, uint64_t seed, float scale
 
 	for (int i = 0; i < 4; i++)
 		s[i] = splitmix64(&sm);
+	if (dtype == ARK_INT32) { /* a mask: 0 or 1 */
+		ark_fill_random_ints(buf, n, seed, 2);
+		return;
+	}
 	for (int64_t i = 0; i < n; i++) {
 		/* k / 2^23 - 1 for k in [0, 2^24): 24 random bits, exact in float, in [-1, 1) */
 		int32_t k = (int32_t)(xoshiro_next(s) >> 40);
@@ -48,4 +53,30 @@ void ark_fill_random(void *buf, int dtype, int64_t n, uint64_t seed, float scale
 				((uint16_t *)buf)[i]--;
 		}
 	}
+}
+
+void ark_fill_random_ints(int32_t *buf, int64_t n, uint64_t seed, int32_t hi)
+{
+	uint64_t sm = seed ^ 0x5851f42d4c957f2dull, s[4];
+
+	for (int i = 0; i < 4; i++)
+		s[i] = splitmix64(&sm);
+	for (int64_t i = 0; i < n; i++)
+		buf[i] = hi > 0 ? (int32_t)((xoshiro_next(s) >> 32) % (uint64_t)hi) : 0;
+}
+
+int32_t ark_int_range(const struct ark_model *m, int t)
+{
+	int64_t hi = -1;
+	for (int i = 0; i < m->n_ops; i++) {
+		const struct ark_op *o = &m->ops[i];
+		if (o->kind != ARK_OP_EMBEDDING || o->in[0] != t || o->in[1] < 0 || o->in[1] >= m->n_tensors)
+			continue;
+		int64_t v = m->tensors[o->in[1]].shape[0];
+		if (hi < 0 || v < hi)
+			hi = v;
+	}
+	if (hi < 0)
+		return 2;
+	return hi > INT32_MAX ? INT32_MAX : (int32_t)hi;
 }

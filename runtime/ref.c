@@ -594,6 +594,133 @@ static int ref_attention(const struct ref_ctx *c)
 	return ARK_OK;
 }
 
+/* ---- embedding and the views ------------------------------------------------------------------- */
+
+/* embedding: out [..., D] row r = table [V, D] row ids[r]; an id outside 0..V-1 is an error that
+ * names the op, the row and the id (the GPU aborts its iteration on the same ids). */
+static int ref_embedding(const struct ref_ctx *c)
+{
+	const struct ark_tensor *ids = in_t(c, 0), *tab = in_t(c, 1), *o = out_t(c, 0);
+	char s1[96];
+	if (ids->dtype != ARK_INT32 || tab->ndim != 2 || o->dtype != tab->dtype || o->ndim != ids->ndim + 1 ||
+	    last_dim(o) != tab->shape[1] || ark_tensor_elems(o) != ark_tensor_elems(ids) * tab->shape[1])
+		return REF_ERR(c, "ids '%s' (%s), table '%s' %s and output '%s' do not fit", tname(ids),
+			       ark_dtype_name(ids->dtype), tname(tab), shape_str(s1, sizeof s1, tab), tname(o));
+	int64_t n = ark_tensor_elems(ids), V = tab->shape[0], D = tab->shape[1];
+	const int32_t *id = in_b(c, 0);
+	for (int64_t r = 0; r < n; r++) {
+		if (id[r] < 0 || id[r] >= V)
+			return REF_ERR(c, "element %lld of ids '%s' is %d, outside the %lld rows of '%s'", (long long)r,
+				       tname(ids), id[r], (long long)V, tname(tab));
+		copy_elems(out_b(c, 0), o->dtype, r * D, in_b(c, 1), tab->dtype, id[r] * D, D);
+	}
+	return ARK_OK;
+}
+
+/* reshape (and any view that keeps the element order): the elements, in order */
+static int ref_view(const struct ref_ctx *c)
+{
+	const struct ark_tensor *a = in_t(c, 0), *o = out_t(c, 0);
+	if (same_elems(c, a, o))
+		return ARK_ERR;
+	copy_elems(out_b(c, 0), o->dtype, 0, in_b(c, 0), a->dtype, 0, ark_tensor_elems(a));
+	return ARK_OK;
+}
+
+/* Elements of t before dimension d (outer) and from d + 1 on (inner). */
+static int64_t elems_before(const struct ark_tensor *t, int d)
+{
+	int64_t n = 1;
+	for (int i = 0; i < d; i++)
+		n *= t->shape[i];
+	return n;
+}
+static int64_t elems_after(const struct ark_tensor *t, int d)
+{
+	int64_t n = 1;
+	for (int i = d + 1; i < t->ndim; i++)
+		n *= t->shape[i];
+	return n;
+}
+
+/* slice: elements start..start + out's length of `axis` */
+static int ref_slice(const struct ref_ctx *c)
+{
+	const struct ark_tensor *a = in_t(c, 0), *o = out_t(c, 0);
+	int ax = c->op->axis;
+	char s1[96], s2[96];
+	int ok = ax >= 0 && ax < a->ndim && o->ndim == a->ndim && c->op->start >= 0 &&
+		 c->op->start + (ax < o->ndim ? o->shape[ax] : 0) <= a->shape[ax];
+	for (int d = 0; ok && d < a->ndim; d++)
+		ok = d == ax || o->shape[d] == a->shape[d];
+	if (!ok)
+		return REF_ERR(c, "'%s' %s is not elements %lld.. of axis %d of '%s' %s", tname(o),
+			       shape_str(s1, sizeof s1, o), (long long)c->op->start, ax, tname(a), shape_str(s2, sizeof s2, a));
+	int64_t outer = elems_before(a, ax), inner = elems_after(a, ax), len = o->shape[ax];
+	for (int64_t r = 0; r < outer; r++)
+		copy_elems(out_b(c, 0), o->dtype, r * len * inner, in_b(c, 0), a->dtype,
+			   (r * a->shape[ax] + c->op->start) * inner, len * inner);
+	return ARK_OK;
+}
+
+/* transpose: axes dims[0] and dims[1] swapped */
+static int ref_transpose(const struct ref_ctx *c)
+{
+	const struct ark_tensor *a = in_t(c, 0), *o = out_t(c, 0);
+	int d0 = c->op->dims[0], d1 = c->op->dims[1];
+	char s1[96], s2[96];
+	int ok = d0 >= 0 && d0 < a->ndim && d1 >= 0 && d1 < a->ndim && d0 != d1 && o->ndim == a->ndim;
+	for (int d = 0; ok && d < a->ndim; d++)
+		ok = o->shape[d] == a->shape[d == d0 ? d1 : d == d1 ? d0 : d];
+	if (!ok)
+		return REF_ERR(c, "'%s' %s is not '%s' %s with axes %d and %d swapped", tname(o),
+			       shape_str(s1, sizeof s1, o), tname(a), shape_str(s2, sizeof s2, a), d0, d1);
+	int64_t st[ARK_MAX_DIMS], n = ark_tensor_elems(o);
+	for (int d = 0; d < a->ndim; d++)
+		st[d] = elems_after(a, d);
+	int64_t tmp = st[d0];
+	st[d0] = st[d1];
+	st[d1] = tmp; /* the input stride of each output dimension */
+	for (int64_t i = 0; i < n; i++) {
+		int64_t rest = i, at = 0;
+		for (int d = o->ndim - 1; d >= 0; d--) {
+			at += rest % o->shape[d] * st[d];
+			rest /= o->shape[d];
+		}
+		copy_elems(out_b(c, 0), o->dtype, i, in_b(c, 0), a->dtype, at, 1);
+	}
+	return ARK_OK;
+}
+
+/* concat: the inputs, in the order of `in`, along `axis` */
+static int ref_concat(const struct ref_ctx *c)
+{
+	const struct ark_tensor *o = out_t(c, 0);
+	int ax = c->op->axis;
+	int64_t at = 0;
+	char s1[96], s2[96];
+	if (ax < 0 || ax >= o->ndim)
+		return REF_ERR(c, "axis %d out of range for '%s' with %d dimensions", ax, tname(o), o->ndim);
+	for (int j = 0; j < c->op->n_in; j++) {
+		const struct ark_tensor *x = in_t(c, j);
+		int ok = x->ndim == o->ndim;
+		for (int d = 0; ok && d < o->ndim; d++)
+			ok = d == ax || x->shape[d] == o->shape[d];
+		if (!ok || at + x->shape[ax] > o->shape[ax])
+			return REF_ERR(c, "input '%s' %s does not fit '%s' %s along axis %d", tname(x),
+				       shape_str(s1, sizeof s1, x), tname(o), shape_str(s2, sizeof s2, o), ax);
+		int64_t outer = elems_before(o, ax), inner = elems_after(o, ax), len = x->shape[ax];
+		for (int64_t r = 0; r < outer; r++)
+			copy_elems(out_b(c, 0), o->dtype, (r * o->shape[ax] + at) * inner, in_b(c, j), x->dtype,
+				   r * len * inner, len * inner);
+		at += len;
+	}
+	if (at != o->shape[ax])
+		return REF_ERR(c, "the inputs fill %lld of the %lld elements of axis %d of '%s'", (long long)at,
+			       (long long)o->shape[ax], ax, tname(o));
+	return ARK_OK;
+}
+
 /* The reference of every op, from OP_CATALOG: an op without one does not compile. */
 static int (*const ref_of[ARK_OP__COUNT])(const struct ref_ctx *c) = {
 #define X(id, name, min_in, max_in, n_out, attrs, flags, ref) [ARK_OP_##id] = ref,

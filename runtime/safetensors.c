@@ -26,7 +26,7 @@ static const struct {
 } st_dtypes[] = {
 	{"F16", 16, ARK_FP16}, {"BF16", 16, ARK_BF16}, {"F32", 32, ARK_FP32},
 	{"F64", 64, -1},       {"I64", 64, -1},        {"U64", 64, -1},
-	{"I32", 32, -1},       {"U32", 32, -1},        {"I16", 16, -1},
+	{"I32", 32, ARK_INT32},       {"U32", 32, -1},        {"I16", 16, -1},
 	{"U16", 16, -1},       {"I8", 8, -1},          {"U8", 8, -1},
 	{"BOOL", 8, -1},       {"F8_E4M3", 8, -1},     {"F8_E5M2", 8, -1},
 	{"F8_E8M0", 8, -1},    {"C64", 64, -1},        {"F6_E2M3", 6, -1},
@@ -35,7 +35,7 @@ static const struct {
 
 static const char *st_dtype_str(int dt)
 {
-	return dt == ARK_FP16 ? "F16" : dt == ARK_BF16 ? "BF16" : "F32";
+	return dt == ARK_FP16 ? "F16" : dt == ARK_BF16 ? "BF16" : dt == ARK_INT32 ? "I32" : "F32";
 }
 
 static const char *st_base(const char *path)

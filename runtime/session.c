@@ -668,6 +668,14 @@ static void diagnose_gpu(FILE *f, struct ark_session *s, int g, uint32_t iter)
 	}
 	for (int sm = 0; sm < m->sms; sm++) {
 		const struct ark_bell_sm *d = &b->sm[sm];
+		if (d->where != ARK_WHERE_BAD_INDEX)
+			continue;
+		ark_task_label(m, g, (int)d->task, label, sizeof label);
+		fprintf(f, "  GPU %d SM %d: task %u (%s): row %u of its output has index %d, outside 0 to %d; the row "
+			"was written as zeros\n", g, sm, d->task, label, d->counter, (int)d->seen, (int)d->want - 1);
+	}
+	for (int sm = 0; sm < m->sms; sm++) {
+		const struct ark_bell_sm *d = &b->sm[sm];
 		if (d->where != ARK_WHERE_COUNTER)
 			continue;
 		if (shown >= ARK_DIAG_MAX_SMS) {
@@ -754,6 +762,15 @@ static int device_abort(const struct ark_session *s)
 	return -1;
 }
 
+/* The first SM of GPU g that met an index out of range, or -1. */
+static int bad_index_sm(const struct ark_session *s, int g)
+{
+	for (int sm = 0; sm < s->m->sms; sm++)
+		if (bell_load(&s->g[g].bell->sm[sm].where) == ARK_WHERE_BAD_INDEX)
+			return sm;
+	return -1;
+}
+
 /* Why GPU g's kernel raised its abort flag, for the headline. */
 static void device_abort_why(const struct ark_session *s, int g, uint32_t iter, char *buf, size_t size)
 {
@@ -761,7 +778,13 @@ static void device_abort_why(const struct ark_session *s, int g, uint32_t iter, 
 	if (bell_load(&d0->where) == ARK_WHERE_BAD_SUBMIT)
 		snprintf(buf, size, "iteration %u: GPU %d's loop kernel was submitted iteration %u after %u (the "
 			 "host skipped one)", iter, g, d0->seen, d0->iter);
-	else
+	else if (bad_index_sm(s, g) >= 0) {
+		const struct ark_bell_sm *d = &s->g[g].bell->sm[bad_index_sm(s, g)];
+		char label[256];
+		ark_task_label(s->m, g, (int)bell_load(&d->task), label, sizeof label);
+		snprintf(buf, size, "iteration %u: GPU %d: %s read index %d, outside 0 to %d", iter, g, label,
+			 (int)bell_load(&d->seen), (int)bell_load(&d->want) - 1);
+	} else
 		snprintf(buf, size, "iteration %u: GPU %d met a task it cannot run", iter, g);
 }
 

@@ -19,6 +19,18 @@ for b in "$D"/gen/*_counters "$D"/gen/*_barrier; do
 	timeout 120 "$b" --check > "$OUT/check_$(basename "$b").log" 2>&1; rc=$?
 	echo "$(basename "$b"): check exit $rc: $(grep -E 'rel err|MISMATCH|error' "$OUT/check_$(basename "$b").log" | tr '\n' ' ' | cut -c1-300)"
 done
+echo "== embedding: an id out of range (embed_views_bad_ids.safetensors: id 101 of a 101-row table) aborts the iteration"
+for b in "$D"/gen/embed_views_counters "$D"/gen/embed_views_barrier; do
+	[ -x "$b" ] || continue
+	log="$OUT/bad_ids_$(basename "$b").log"
+	timeout 60 "$b" --inputs "$D/embed_views_bad_ids.safetensors" --outputs "$OUT/bad_ids.safetensors" > "$log" 2>&1; rc=$?
+	if [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "read index 101, outside 0 to 100" "$log" &&
+	   grep -q "row 4 of its output has index 101" "$log"; then
+		echo "$(basename "$b"): bad ids: ok (exit $rc, the task and the id named)"
+	else
+		echo "$(basename "$b"): bad ids: FAILED (exit $rc): $(tr '\n' ' ' < "$log" | cut -c1-300)"
+	fi
+done
 echo "== models: --bench 1000"
 for b in "$D"/gen/*_counters "$D"/gen/*_barrier; do
 	case "$b" in *.report) continue ;; esac

@@ -28,6 +28,10 @@ struct ark_tile_env {
 	char *smem;                          /* the template's smem bytes of dynamic shared memory, 16-byte aligned */
 	uint32_t run;                        /* the counters' iteration, which packets carry */
 	const volatile uint32_t *abort_flag; /* set: stop waiting for packets */
+	uint32_t *fault;                     /* shared memory [2], or NULL: a tile that meets data it
+					      * cannot use (an embedding id outside the table) stores
+					      * fault[0] = 1 + its row, fault[1] = the value; the loop
+					      * aborts the iteration after the tile (ark_loop.cuh) */
 };
 /* true for a tile struct this build leaves out (ARK_TILES_ATTENTION 0): ark_tile returns false for
  * its tasks, as for a dtype without templates. */
@@ -50,6 +54,14 @@ template <> struct ark_dt<__nv_bfloat16> {
 	static constexpr int vec = 8;
 	static __device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
 	static __device__ __forceinline__ __nv_bfloat16 from_f(float x) { return __float2bfloat16_rn(x); }
+};
+
+/* int32 (token ids, masks): read as float like the other dtypes, so that a mask works whatever its
+ * dtype; never a computed tensor's dtype, so no 16-byte vector conversion. */
+template <> struct ark_dt<int32_t> {
+	static constexpr int vec = 4;
+	static __device__ __forceinline__ float to_f(int32_t x) { return (float)x; }
+	static __device__ __forceinline__ int32_t from_f(float x) { return __float2int_rn(x); }
 };
 
 template <typename T> __device__ __forceinline__ float ark_to_f(T x) { return ark_dt<T>::to_f(x); }

@@ -239,6 +239,7 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 	__shared__ uint32_t s_word;           /* iteration word, broadcast by thread 0 */
 	__shared__ int s_leave;               /* thread 0 saw the abort flag */
 	__shared__ int s_ll_abort;            /* a packet sum returned on abort: leave without its signal */
+	__shared__ uint32_t s_fault[2];       /* a tile's fault (ark_tile_env.fault): 1 + row, value */
 	const int tid = threadIdx.x, sm = blockIdx.x;
 	const uint32_t beg = a.sm_begin[sm], end = a.sm_begin[sm + 1];
 	uint32_t iter = 0, run = 0; /* iterations seen; non-empty ones (the counters' iterations) */
@@ -269,7 +270,9 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 		unsigned long long *const trace = (word & ARK_SUBMIT_TRACE) ? a.trace : NULL;
 		const uint32_t lend = (word & ARK_SUBMIT_EMPTY) ? beg : end;
 		run += lend > beg;
-		const ark_tile_env env = {a.arena, a.peers, ark_smem, run, &a.bell->abort};
+		const ark_tile_env env = {a.arena, a.peers, ark_smem, run, &a.bell->abort, s_fault};
+		if (tid == 0)
+			s_fault[0] = 0; /* read after a tile's closing barrier, which orders this store first */
 
 		for (uint32_t i = beg; i < lend; i++) {
 			const struct ark_task &cur = s_task[(i - beg) & 1];
@@ -300,6 +303,17 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 			if (!ran) {
 				if (tid == 0)
 					ark_diag_bad_tile(a, run, i, cur.tmpl, a.opp[cur.opp].dtype);
+				aborted = 1;
+				break;
+			}
+			if (s_fault[0]) { /* the same for every thread after the barrier */
+				if (tid == 0) {
+					struct ark_bell_sm *d = &a.bell->sm[sm];
+					ark_st_relaxed_sys(&d->tmpl, cur.tmpl);
+					ark_diag(a.bell, sm, ARK_WHERE_BAD_INDEX, run, i, s_fault[0] - 1,
+						 (uint32_t)a.opp[cur.opp].K, s_fault[1]);
+					ark_st_release_sys(&a.bell->abort, 1);
+				}
 				aborted = 1;
 				break;
 			}

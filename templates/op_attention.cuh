@@ -53,6 +53,7 @@ __device__ __forceinline__ float ark_att_mask_at(const char *m, int dt, int64_t 
 	switch (dt) {
 	case ARK_FP16: return ark_dt<__half>::to_f(reinterpret_cast<const __half *>(m)[j]);
 	case ARK_BF16: return ark_dt<__nv_bfloat16>::to_f(reinterpret_cast<const __nv_bfloat16 *>(m)[j]);
+	case ARK_INT32: return ark_dt<int32_t>::to_f(reinterpret_cast<const int32_t *>(m)[j]);
 	default: return ark_dt<float>::to_f(reinterpret_cast<const float *>(m)[j]);
 	}
 }

@@ -15,6 +15,7 @@ template <typename F> __device__ __forceinline__ void ark_with_mask(const ark_op
 	switch (p.mask_dtype) {
 	case ARK_FP16: body(static_cast<const __half *>(m)); break;
 	case ARK_BF16: body(static_cast<const __nv_bfloat16 *>(m)); break;
+	case ARK_INT32: body(static_cast<const int32_t *>(m)); break;
 	default: body(static_cast<const float *>(m)); break;
 	}
 }

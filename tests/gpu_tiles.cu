@@ -28,17 +28,27 @@ static void cuda_check(cudaError_t e, const char *call, const char *file, int li
 /* Block b runs tasks[b]; with ns, it also writes the time spent in ark_tile (%globaltimer, ns). A task
  * that has no tile in this build traps (the launch fails). */
 __global__ void __launch_bounds__(ARK_THREADS, 1)
-	tiles_kernel(const ark_opp *opp, const ark_task *tasks, char *arena, char *const *peers, unsigned long long *ns)
+	tiles_kernel(const ark_opp *opp, const ark_task *tasks, char *arena, char *const *peers, unsigned long long *ns,
+		     uint32_t *faults)
 {
 	extern __shared__ __align__(16) char smem[];
+	__shared__ uint32_t fault[2]; /* a tile's fault (ark_tile_env.fault), copied to faults[2 * block] */
 	const ark_task t = tasks[blockIdx.x];
+	if (threadIdx.x == 0)
+		fault[0] = fault[1] = 0;
+	__syncthreads();
 	unsigned long long t0 = 0, t1 = 0;
 	if (ns) {
 		__syncthreads();
 		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
 	}
-	if (!ark_tile(opp[t.opp], t, {arena, peers, smem, 0, nullptr}))
+	if (!ark_tile(opp[t.opp], t, {arena, peers, smem, 0, nullptr, fault}))
 		__trap();
+	if (faults) {
+		__syncthreads();
+		if (threadIdx.x == 0)
+			faults[2 * blockIdx.x] = fault[0], faults[2 * blockIdx.x + 1] = fault[1];
+	}
 	if (ns) {
 		__syncthreads();
 		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
@@ -56,6 +66,7 @@ static char *g_arena;          /* device arena */
 static char **g_peers;         /* device array: peers[0] = g_arena */
 static ark_opp *g_opp;         /* device: one op */
 static ark_task *g_tasks;      /* device: tasks */
+static uint32_t *g_faults;     /* device: per task, the fault its tile recorded (1 + row, value), 0: none */
 static int g_max_tasks = 1 << 16;
 static uint64_t g_seed;
 static int g_n, g_failed;
@@ -145,7 +156,9 @@ static void launch(const ark_opp &p, const std::vector<ark_task> &tasks, const c
 		return;
 	CUDA_CHECK(cudaMemcpy(g_opp, &p, sizeof p, cudaMemcpyHostToDevice));
 	CUDA_CHECK(cudaMemcpy(g_tasks, tasks.data(), tasks.size() * sizeof(ark_task), cudaMemcpyHostToDevice));
-	tiles_kernel<<<(unsigned)tasks.size(), ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers, nullptr);
+	CUDA_CHECK(cudaMemset(g_faults, 0xff, tasks.size() * 2 * sizeof(uint32_t)));
+	tiles_kernel<<<(unsigned)tasks.size(), ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers, nullptr,
+										      g_faults);
 	CUDA_CHECK(cudaGetLastError());
 	CUDA_CHECK(cudaDeviceSynchronize());
 	if (!getenv("ARK_TILES_TIME") || !*what)
@@ -153,7 +166,8 @@ static void launch(const ark_opp &p, const std::vector<ark_task> &tasks, const c
 	if (!g_ns)
 		CUDA_CHECK(cudaMalloc(&g_ns, (size_t)g_max_tasks * sizeof *g_ns));
 	for (int rep = 0; rep < 3; rep++) /* the last of three: code and operands warm */
-		tiles_kernel<<<(unsigned)tasks.size(), ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers, g_ns);
+		tiles_kernel<<<(unsigned)tasks.size(), ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers, g_ns,
+											      nullptr);
 	CUDA_CHECK(cudaGetLastError());
 	CUDA_CHECK(cudaDeviceSynchronize());
 	std::vector<unsigned long long> ns(tasks.size());
@@ -550,6 +564,197 @@ static void case_reduce_mean(int dt, std::vector<int64_t> sx, int axis, int mask
 	}
 }
 
+/* ---- embedding and the strided copy ------------------------------------------------------------ */
+
+/* The faults the tiles of the last launch recorded: (task, row, id) of every task with one. */
+static std::vector<std::vector<uint32_t>> faults_of(size_t n_tasks)
+{
+	std::vector<uint32_t> f(2 * n_tasks);
+	CUDA_CHECK(cudaMemcpy(f.data(), g_faults, f.size() * sizeof f[0], cudaMemcpyDeviceToHost));
+	std::vector<std::vector<uint32_t>> out;
+	for (size_t i = 0; i < n_tasks; i++)
+		if (f[2 * i])
+			out.push_back({(uint32_t)i, f[2 * i] - 1, f[2 * i + 1]});
+	return out;
+}
+
+/* out [n, D] = table [V, D] rows ids[n], rows_per task: fresh random ids in 0..V-1 with 0 and V - 1
+ * among them; skew misaligns the table (no 16-byte vectors). bad >= 0: id `bad` written at row
+ * n / 2, which must come out as zeros, with the fault recorded by that row's task and no other. */
+static void case_embedding(int dt, int64_t n, int64_t V, int64_t D, int64_t rows_per, int skew, int64_t bad = -1)
+{
+	char d[200];
+	snprintf(d, sizeof d, "embedding %s %lld ids, table [%lld, %lld], %lld rows a task%s%s", dt_name[dt], (long long)n,
+		 (long long)V, (long long)D, (long long)rows_per, skew ? ", misaligned table" : "",
+		 bad >= 0 ? ", one id out of range" : "");
+	tcase c;
+	c.desc = d;
+	const int ii = c.add("ids", ARK_INT32, {n}, false);
+	const int it = c.add("table", dt, {V, D}, false, skew);
+	const int io = c.add("out", dt, {n, D}, true);
+	upload(c, 1.0f);
+	int32_t *ids = reinterpret_cast<int32_t *>(c.host[ii].data());
+	ark_fill_random_ints(ids, n, ++g_seed, (int32_t)V);
+	ids[0] = 0;
+	ids[n - 1] = (int32_t)(V - 1);
+	if (bad >= 0)
+		ids[n / 2] = (int32_t)bad;
+	CUDA_CHECK(cudaMemcpy(g_arena + c.t[ii].offset, ids, c.t[ii].bytes, cudaMemcpyHostToDevice));
+	ark_opp p = opp_base(ARK_OP_EMBEDDING, dt);
+	p.in[0] = c.t[ii].offset, p.in[1] = c.t[it].offset, p.out = c.t[io].offset;
+	p.M = n, p.N = D, p.K = V;
+	std::vector<ark_task> tasks;
+	for (int64_t r0 = 0; r0 < n; r0 += rows_per)
+		tasks.push_back(task(ARK_T_EMBEDDING, r0, r0 + rows_per < n ? r0 + rows_per : n, 0, D, 0, 0));
+	launch(p, tasks, d);
+	std::string why;
+	bool guards = download(c, why);
+	std::vector<std::vector<uint32_t>> faults = faults_of(tasks.size());
+	if (bad >= 0) { /* the reference refuses the id: compare with a valid id there, zeros in that row */
+		const uint32_t want[3] = {(uint32_t)(n / 2 / rows_per), (uint32_t)(n / 2), (uint32_t)bad};
+		if (faults.size() != 1 || faults[0] != std::vector<uint32_t>(want, want + 3))
+			why += "fault not recorded as (task, row, id) ", guards = false;
+		ids[n / 2] = 0;
+	} else if (!faults.empty()) {
+		why += "a fault recorded for valid ids ", guards = false;
+	}
+	std::vector<unsigned char> want(c.t[io].bytes);
+	std::vector<void *> bufs;
+	for (auto &h : c.host)
+		bufs.push_back(h.data());
+	bufs[io] = want.data();
+	ref_or_bail(op_base(ARK_OP_EMBEDDING, {ii, it}, io), c, bufs);
+	if (bad >= 0)
+		memset(want.data() + (size_t)(n / 2) * D * ark_dtype_size(dt), 0, (size_t)D * ark_dtype_size(dt));
+	const bool same = memcmp(c.host[io].data(), want.data(), want.size()) == 0; /* rows copied as they are */
+	if (!same)
+		why += "bytes differ ";
+	verdict(c, io, want.data(), 0.0, guards && same, why);
+}
+
+/* A slice (axis, start, len) or a transpose (dims a, b) of x [shape] that has to copy: STRIDED over
+ * out's elements in chunks, against the reference op. */
+static void case_strided(int dt, std::vector<int64_t> shape, int kind, int a, int64_t b, int64_t len, int64_t chunk)
+{
+	const int nd = (int)shape.size();
+	std::vector<int64_t> oshape = shape;
+	int64_t st[ARK_MAX_DIMS], n = 1;
+	for (int d = nd - 1; d >= 0; d--)
+		st[d] = n, n *= shape[d];
+	ark_opp p = opp_base(kind, dt);
+	memset(p.istride, 0, sizeof p.istride);
+	for (int d = 0; d < nd; d++)
+		p.istride[0][d] = st[d];
+	if (kind == ARK_OP_SLICE) {
+		oshape[a] = len;
+		p.K = b * st[a];
+	} else {
+		std::swap(oshape[a], oshape[b]);
+		std::swap(p.istride[0][a], p.istride[0][b]);
+	}
+	std::string sh;
+	for (int d = 0; d < nd; d++)
+		sh += (d ? ", " : "[") + std::to_string(shape[d]);
+	char d[200];
+	if (kind == ARK_OP_SLICE)
+		snprintf(d, sizeof d, "strided copy %s: slice of %s], axis %d, %lld..%lld, chunks of %lld", dt_name[dt],
+			 sh.c_str(), a, (long long)b, (long long)(b + len), (long long)chunk);
+	else
+		snprintf(d, sizeof d, "strided copy %s: transpose of %s], axes %d and %lld, chunks of %lld", dt_name[dt],
+			 sh.c_str(), a, (long long)b, (long long)chunk);
+	tcase c;
+	c.desc = d;
+	const int ix = c.add("x", dt, shape, false);
+	const int io = c.add("out", dt, oshape, true);
+	upload(c, 1.0f);
+	p.in[0] = c.t[ix].offset, p.out = c.t[io].offset;
+	p.ndim = nd;
+	for (int k = 0; k < nd; k++)
+		p.oshape[k] = oshape[k];
+	const int64_t E = ark_tensor_elems(&c.t[io]);
+	p.M = E / oshape[nd - 1], p.N = oshape[nd - 1];
+	std::vector<ark_task> tasks;
+	for (int64_t k0 = 0; k0 < E; k0 += chunk)
+		tasks.push_back(task(ARK_T_STRIDED, 0, 1, 0, 1, k0, k0 + chunk < E ? k0 + chunk : E));
+	launch(p, tasks, d);
+	std::string why;
+	bool guards = download(c, why);
+	std::vector<unsigned char> want(c.t[io].bytes);
+	std::vector<void *> bufs;
+	for (auto &h : c.host)
+		bufs.push_back(h.data());
+	bufs[io] = want.data();
+	ark_op op = op_base(kind, {ix}, io);
+	op.axis = (int8_t)a;
+	op.start = b;
+	op.dims[0] = a, op.dims[1] = (int32_t)b;
+	ref_or_bail(op, c, bufs);
+	const bool same = memcmp(c.host[io].data(), want.data(), want.size()) == 0;
+	if (!same)
+		why += "bytes differ ";
+	verdict(c, io, want.data(), 0.0, guards && same, why);
+}
+
+/* A concat of inputs [.., n_j, ..] along `axis` that has to copy: one STRIDED entry per input (its
+ * elements, placed in out through out's strides), chunks of `chunk`, against the reference. */
+static void case_concat_copy(int dt, std::vector<int64_t> shape, int axis, std::vector<int64_t> lens, int64_t chunk)
+{
+	const int nd = (int)shape.size();
+	std::vector<int64_t> oshape = shape;
+	oshape[axis] = 0;
+	for (int64_t l : lens)
+		oshape[axis] += l;
+	char d[200];
+	snprintf(d, sizeof d, "strided copy %s: concat of %zu inputs along axis %d of %d, chunks of %lld", dt_name[dt],
+		 lens.size(), axis, nd, (long long)chunk);
+	tcase c;
+	c.desc = d;
+	std::vector<int> ins;
+	static const char *const names[] = {"x0", "x1", "x2", "x3"};
+	for (size_t j = 0; j < lens.size(); j++) {
+		std::vector<int64_t> s = shape;
+		s[axis] = lens[j];
+		ins.push_back(c.add(names[j], dt, s, false, j % 2 ? (dt == ARK_FP32 ? 4 : 2) : 0));
+	}
+	const int io = c.add("out", dt, oshape, true);
+	upload(c, 1.0f);
+	int64_t ost[ARK_MAX_DIMS], n = 1, at = 0;
+	for (int k = nd - 1; k >= 0; k--)
+		ost[k] = n, n *= oshape[k];
+	for (size_t j = 0; j < lens.size(); j++) { /* one launch per entry: the harness has one op params */
+		const ark_tensor &X = c.t[ins[j]];
+		ark_opp p = opp_base(ARK_OP_CONCAT, dt);
+		p.in[0] = X.offset;
+		p.out = c.t[io].offset + (uint64_t)(at * ost[axis] * ark_dtype_size(dt));
+		p.ndim = nd;
+		n = 1;
+		for (int k = nd - 1; k >= 0; k--) {
+			p.oshape[k] = X.shape[k];
+			p.istride[0][k] = n, n *= X.shape[k];
+			p.istride[1][k] = ost[k];
+		}
+		std::vector<ark_task> tasks;
+		for (int64_t k0 = 0; k0 < n; k0 += chunk)
+			tasks.push_back(task(ARK_T_STRIDED, 0, 1, 0, 1, k0, k0 + chunk < n ? k0 + chunk : n));
+		launch(p, tasks, j ? "" : d);
+		at += lens[j];
+	}
+	std::string why;
+	bool guards = download(c, why);
+	std::vector<unsigned char> want(c.t[io].bytes);
+	std::vector<void *> bufs;
+	for (auto &h : c.host)
+		bufs.push_back(h.data());
+	bufs[io] = want.data();
+	ark_op op = op_base(ARK_OP_CONCAT, ins, io);
+	op.axis = (int8_t)axis;
+	ref_or_bail(op, c, bufs);
+	const bool same = memcmp(c.host[io].data(), want.data(), want.size()) == 0;
+	if (!same)
+		why += "bytes differ ";
+	verdict(c, io, want.data(), 0.0, guards && same, why);
+}
+
 /* ---- copy ------------------------------------------------------------------------------------- */
 
 static void case_copy(int dt, int64_t n, int64_t chunk, int peer, int skew_in, int skew_out)
@@ -606,7 +811,7 @@ static void stream_rate(int dt, bool tb, int64_t K)
 	CUDA_CHECK(cudaMalloc(&ns, sms * sizeof *ns));
 	std::vector<unsigned long long> h(sms);
 	for (int rep = 0; rep < 3; rep++) { /* the last one counts */
-		tiles_kernel<<<sms, ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers, ns);
+		tiles_kernel<<<sms, ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers, ns, nullptr);
 		CUDA_CHECK(cudaGetLastError());
 		CUDA_CHECK(cudaDeviceSynchronize());
 	}
@@ -726,8 +931,9 @@ int main(void)
 	CUDA_CHECK(cudaMemcpy(g_peers, &g_arena, sizeof(char *), cudaMemcpyHostToDevice));
 	CUDA_CHECK(cudaMalloc(&g_opp, sizeof(ark_opp)));
 	CUDA_CHECK(cudaMalloc(&g_tasks, (size_t)g_max_tasks * sizeof(ark_task)));
+	CUDA_CHECK(cudaMalloc(&g_faults, (size_t)g_max_tasks * 2 * sizeof(uint32_t)));
 
-	for (int dt = 0; dt < ARK_DTYPE__COUNT; dt++) {
+	for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++) {
 		const int skew = dt == ARK_FP32 ? 4 : 2;
 		/* batch 1 and small M: weight streaming ([K,N] and [N,K]), a chunked over K, edge tiles */
 		case_matmul(dt, 1, 1000, 777, false, false, ARK_ACT_NONE, 128, 128);
@@ -871,8 +1077,26 @@ int main(void)
 		case_copy(dt, 100003, 4099, -1, 0, 0);
 		case_copy(dt, 100003, 65536, 0, 0, 0);
 		case_copy(dt, 9999, 1000, 0, skew, 0);
+		/* embedding: 16-byte rows and odd ones (D = 75, 1), misaligned tables, ids 0 and V - 1
+		 * always drawn, an id past the table and a negative one */
+		case_embedding(dt, 37, 50257, 768, 4, 0);
+		case_embedding(dt, 513, 1000, 75, 8, 0);
+		case_embedding(dt, 9, 3, 1, 2, 0);
+		case_embedding(dt, 100, 777, 129, 7, skew);
+		case_embedding(dt, 64, 30522, 384, 64, 0);
+		case_embedding(dt, 33, 50, 40, 4, 0, 50);
+		case_embedding(dt, 33, 50, 33, 5, skew, -7);
+		/* the copies of a slice and a transpose that cannot be views */
+		case_strided(dt, {7, 130}, ARK_OP_SLICE, 1, 3, 100, 97);
+		case_strided(dt, {2, 9, 33}, ARK_OP_SLICE, 2, 5, 21, 4096);
+		case_strided(dt, {64, 96}, ARK_OP_TRANSPOSE, 0, 1, 0, 1000);
+		case_strided(dt, {3, 5, 7, 11}, ARK_OP_TRANSPOSE, 1, 3, 0, 333);
+		case_strided(dt, {2, 7, 12, 64}, ARK_OP_TRANSPOSE, 1, 2, 0, 2048);
+		case_concat_copy(dt, {5, 1, 7}, 2, {7, 3, 11}, 13);
+		case_concat_copy(dt, {3, 4, 33}, 1, {4, 1}, 4096);
+		case_concat_copy(dt, {2, 3, 5, 6}, 0, {2, 1, 3, 2}, 50);
 	}
-	for (int dt = 0; dt < ARK_DTYPE__COUNT; dt++)
+	for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++)
 		for (bool tb : {false, true})
 			stream_rate(dt, tb, dt == ARK_FP32 ? 2048 : 4096);
 	printf("1..%d\n", g_n);

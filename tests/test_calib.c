@@ -209,7 +209,7 @@ static void check_builtin(const struct calib_table *t)
 	const double drop = t->measured ? 0.5 : 1 - 1e-9;
 	static const int tmpls[] = {ARK_T_MATMUL, ARK_T_MATMUL_PARTIAL, ARK_T_ELEMENTWISE, ARK_T_SOFTMAX, ARK_T_COPY};
 	for (size_t i = 0; i < sizeof tmpls / sizeof tmpls[0]; i++)
-		for (int dt = 0; dt < ARK_DTYPE__COUNT; dt++)
+		for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++)
 			for (int axis = 0; axis < 3; axis++) {
 				int tm = tmpls[i];
 				int mm = tm <= ARK_T_MATMUL_PARTIAL;

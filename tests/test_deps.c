@@ -119,6 +119,7 @@ static void check_model(const char *path, int fuse, int reuse, int sms)
 static const char *const models[] = {
 	"models/mlp.cfg", "models/branchy.cfg", "models/chain64.cfg", "models/comm2.cfg",
 	"tests/models/chains.cfg", "tests/models/gates.cfg", "tests/models/reuse.cfg",
+	"tests/models/embed_views.cfg", "tests/models/embed_reuse.cfg",
 };
 
 static void test_every_hazard_ordered(void **state)
@@ -148,11 +149,127 @@ static void test_reuse_shares(void **state)
 	arkgen_result_free(&r);
 }
 
+/* Views: a view's readers wait for its base's producers, and a concat's readers for the producers
+ * of its inputs, which write inside it. Checked on the paths of the kept edges, op by op. */
+static int op_of(const struct arkgen_result *r, const char *name)
+{
+	int oi = graph_find_op(&r->graph, name);
+	assert_true(oi >= 0);
+	return oi;
+}
+
+/* Every vCTA of op `to` is reachable from every vCTA of op `from` whose write its reads overlap
+ * (through the kept edges), and at least one such pair exists. */
+static void assert_waits_for(const struct arkgen_result *r, const char *to, const char *from)
+{
+	const struct tiling *s = &r->tiling;
+	int words = (s->n_vcta + 63) / 64, pairs = 0;
+	uint64_t *kept = reach_sets(s, s->keep, words);
+	const struct op_tiling *pt = &s->per_op[op_of(r, to)], *pf = &s->per_op[op_of(r, from)];
+	for (int v = pt->first_vcta; v < pt->first_vcta + pt->n_vcta; v++)
+		for (int u = pf->first_vcta; u < pf->first_vcta + pf->n_vcta; u++) {
+			struct rows w = rows_of(s, &s->v[u].write, u, 1);
+			int meets = 0;
+			for (int i = 0; i < s->v[v].n_reads && !meets; i++) {
+				struct rows x = rows_of(s, &s->v[v].reads[i], v, 0);
+				meets = share_byte(&x, &w);
+			}
+			if (!meets)
+				continue;
+			pairs++;
+			if (!(kept[(size_t)u * words + v / 64] >> (v % 64) & 1))
+				fail_msg("vCTA %d of op '%s' reads what vCTA %d of op '%s' writes, but does not wait for it", v,
+					 to, u, from);
+		}
+	if (!pairs)
+		fail_msg("no vCTA of op '%s' reads what op '%s' writes", to, from);
+	free(kept);
+}
+
+static void test_views_wait_for_bases(void **state)
+{
+	(void)state;
+	struct arkgen_options opt = arkgen_options_default();
+	opt.sms = 16;
+	opt.until = ARKGEN_PASS_DEPS;
+	struct arkgen_result r;
+	harness_capture_begin();
+	int rc = arkgen_compile("tests/models/embed_views.cfg", NULL, &opt, &r);
+	harness_capture_end();
+	if (rc < 0)
+		fail_msg("%s", harness_diag());
+	const struct graph *g = &r.graph;
+	/* the view ops have no vCTAs; no region names a view */
+	assert_int_equal(r.tiling.per_op[op_of(&r, "r")].n_vcta, 0);
+	assert_int_equal(r.tiling.per_op[op_of(&r, "c")].n_vcta, 0);
+	for (int v = 0; v < r.tiling.n_vcta; v++) {
+		assert_int_equal(g->tensors[r.tiling.v[v].write.tensor].view_of, -1);
+		for (int i = 0; i < r.tiling.v[v].n_reads; i++)
+			assert_int_equal(g->tensors[r.tiling.v[v].reads[i].tensor].view_of, -1);
+	}
+	/* the matmuls read h2 = reshape(h): they wait for the add that writes h */
+	assert_waits_for(&r, "m1", "a");
+	assert_waits_for(&r, "m2", "a");
+	/* the copy of cat's columns waits for both matmuls, which write cat through u and v1 */
+	assert_waits_for(&r, "sc", "m1");
+	assert_waits_for(&r, "sc", "m2");
+	/* the copied concat reads u and v1, views of cat: it waits for the matmuls too */
+	assert_waits_for(&r, "cc", "m1");
+	assert_waits_for(&r, "cc", "m2");
+	/* views inside their bases: u and v1 back to back in cat, row inside h */
+	int64_t es = 2;
+	const uint64_t *off = r.tiling.offset;
+	assert_int_equal(off[graph_find_tensor(g, "u")], off[graph_find_tensor(g, "cat")]);
+	assert_int_equal(off[graph_find_tensor(g, "v1")], off[graph_find_tensor(g, "cat")] + 18 * 40 * es);
+	assert_int_equal(off[graph_find_tensor(g, "row")], off[graph_find_tensor(g, "h")] + 4 * 75 * es);
+	assert_int_equal(off[graph_find_tensor(g, "p9")], off[graph_find_tensor(g, "pos")]);
+	arkgen_result_free(&r);
+}
+
+/* Without the views' regions on their bases the matmuls would not wait for the add (their reads
+ * of h2 meet no write of h2): the verifier, which sees bytes, rejects that schedule. */
+static void test_view_unaware_schedule_rejected(void **state)
+{
+	(void)state;
+	struct arkgen_options opt = arkgen_options_default();
+	opt.sms = 16;
+	opt.until = ARKGEN_PASS_TILE;
+	struct arkgen_result r;
+	harness_capture_begin();
+	int rc = arkgen_compile("tests/models/embed_views.cfg", NULL, &opt, &r);
+	harness_capture_end();
+	assert_int_equal(rc, 0);
+	struct tiling *s = &r.tiling;
+	int h = graph_find_tensor(&r.graph, "h"), h2 = graph_find_tensor(&r.graph, "h2"), undone = 0;
+	for (const char *name = "m1"; name; name = strcmp(name, "m1") ? NULL : "m2") {
+		const struct op_tiling *p = &s->per_op[op_of(&r, name)];
+		for (int v = p->first_vcta; v < p->first_vcta + p->n_vcta; v++)
+			for (int i = 0; i < s->v[v].n_reads; i++)
+				if (s->v[v].reads[i].tensor == h) { /* h2 has h's rows: the same box */
+					s->v[v].reads[i].tensor = h2;
+					undone++;
+				}
+	}
+	assert_true(undone > 0);
+	assert_int_equal(mem_plan(s), 0);
+	assert_int_equal(deps_build(s), 0);
+	harness_capture_begin();
+	rc = schedule_build(s, &r.gpu, PART_METIS, 0, &r.schedule[0]);
+	harness_capture_end();
+	r.n_schedules = 1;
+	assert_int_equal(rc, -1);
+	if (!strstr(harness_diag(), "read after write") || !strstr(harness_diag(), "(tensor 'h' then 'h2') is not ordered"))
+		fail_msg("the verifier's message names no view: %s", harness_diag());
+	arkgen_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_hazard_ordered),
 		cmocka_unit_test(test_reuse_shares),
+		cmocka_unit_test(test_views_wait_for_bases),
+		cmocka_unit_test(test_view_unaware_schedule_rejected),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -375,6 +375,159 @@ static void test_rejections(void **state)
 	}
 }
 
+/* int32 ids, embedding and the views: shapes, dtypes, which ops are views of what. */
+static void test_embedding_and_views(void **state)
+{
+	struct graph g;
+	assert_int_equal(load(&g, HEAD "dtype = \"bf16\";\n"
+				  "tensors = ( { name = \"ids\"; shape = [2, 5]; role = \"input\"; dtype = \"int32\"; },\n"
+				  "  { name = \"tab\"; shape = [30, 8]; role = \"weight\"; },\n"
+				  "  { name = \"pos\"; shape = [16, 8]; role = \"weight\"; },\n"
+				  "  { name = \"o\"; role = \"output\"; } );\n"
+				  "ops = ( { name = \"e\"; op = \"embedding\"; in = [\"ids\", \"tab\"]; out = \"x\"; },\n"
+				  "  { name = \"p\"; op = \"slice\"; in = [\"pos\"]; axis = 0; start = 3; end = 8; out = \"p5\"; },\n"
+				  "  { name = \"a\"; op = \"add\"; in = [\"x\", \"p5\"]; out = \"h\"; },\n"
+				  "  { name = \"r\"; op = \"reshape\"; in = [\"h\"]; shape = [-1, 4]; out = \"h2\"; },\n"
+				  "  { name = \"t\"; op = \"transpose\"; in = [\"h\"]; dims = [0, -1]; copy = true; out = \"ht\"; },\n"
+				  "  { name = \"t1\"; op = \"transpose\"; in = [\"p5\"]; dims = [0, 1]; copy = true; out = \"pt\"; },\n"
+				  "  { name = \"u\"; op = \"relu\"; in = [\"h2\"]; out = \"u1\"; },\n"
+				  "  { name = \"v\"; op = \"relu\"; in = [\"h2\"]; out = \"v1\"; },\n"
+				  "  { name = \"c\"; op = \"concat\"; in = [\"u1\", \"v1\"]; axis = 0; out = \"o\"; },\n"
+				  "  { name = \"s1\"; op = \"slice\"; in = [\"o\"]; axis = -1; start = 0; end = 2; copy = true; out = \"o2\"; },\n"
+				  "  { name = \"cc\"; op = \"concat\"; in = [\"h\", \"x\"]; axis = -1; copy = true; out = \"cc\"; } );\n"),
+			 0);
+	assert_int_equal(T(&g, "ids")->dtype, ARK_INT32);
+	SHAPE(T(&g, "x"), 2, 5, 8);
+	assert_int_equal(T(&g, "x")->dtype, ARK_BF16);
+	SHAPE(T(&g, "p5"), 5, 8);
+	assert_int_equal(T(&g, "p5")->view_of, graph_find_tensor(&g, "pos"));
+	assert_int_equal(T(&g, "p5")->view_off, 3 * 8);
+	SHAPE(T(&g, "h2"), 20, 4);
+	assert_int_equal(T(&g, "h2")->view_of, graph_find_tensor(&g, "h"));
+	SHAPE(T(&g, "ht"), 8, 5, 2);
+	assert_int_equal(T(&g, "ht")->view_of, -1);
+	assert_int_equal(O(&g, "t")->copied, 1);
+	assert_int_equal(O(&g, "t")->dims[1], 2);
+	assert_int_equal(O(&g, "t1")->copied, 1);
+	SHAPE(T(&g, "o"), 40, 4);
+	assert_int_equal(T(&g, "u1")->view_of, graph_find_tensor(&g, "o"));
+	assert_int_equal(T(&g, "v1")->view_of, graph_find_tensor(&g, "o"));
+	assert_int_equal(T(&g, "v1")->view_off, 80);
+	int64_t off;
+	assert_int_equal(graph_view_base(&g, graph_find_tensor(&g, "v1"), &off), graph_find_tensor(&g, "o"));
+	assert_int_equal(off, 80);
+	SHAPE(T(&g, "o2"), 40, 2);
+	SHAPE(T(&g, "cc"), 2, 5, 16);
+	assert_int_equal(O(&g, "cc")->copied, 1);
+	assert_int_equal(T(&g, "u1")->view_of, graph_find_tensor(&g, "o")); /* still: cc reads the views */
+	assert_int_equal(O(&g, "s1")->copied, 1);
+	assert_int_equal(O(&g, "s1")->axis, 1);
+	graph_free(&g);
+
+	/* views that keep the order: a swapped axis of size 1, a slice after leading 1s, a reshape of a
+	 * view, a concat of blocks after leading 1s (copy = true but no copy needed) */
+	assert_int_equal(load(&g, HEAD "tensors = ( { name = \"x\"; shape = [1, 6, 4]; role = \"input\"; } );\n"
+				  "ops = ( { name = \"t\"; op = \"transpose\"; in = [\"x\"]; dims = [0, 1]; out = \"y\"; },\n"
+				  "  { name = \"s\"; op = \"slice\"; in = [\"x\"]; axis = 1; start = 2; end = 5; out = \"z\"; },\n"
+				  "  { name = \"r\"; op = \"reshape\"; in = [\"z\"]; shape = [12]; out = \"w\"; },\n"
+				  "  { name = \"s2\"; op = \"slice\"; in = [\"x\"]; axis = 2; start = 0; end = 4; out = \"w2\"; },\n"
+				  "  { name = \"a\"; op = \"relu\"; in = [\"x\"]; out = \"a1\"; },\n"
+				  "  { name = \"b\"; op = \"sigmoid\"; in = [\"x\"]; out = \"b1\"; },\n"
+				  "  { name = \"c\"; op = \"concat\"; in = [\"a1\", \"b1\"]; axis = 1; copy = true; out = \"c1\"; } );\n"),
+			 0);
+	SHAPE(T(&g, "y"), 6, 1, 4);
+	assert_int_equal(T(&g, "y")->view_of, graph_find_tensor(&g, "x"));
+	assert_int_equal(T(&g, "z")->view_off, 8);
+	assert_int_equal(T(&g, "w2")->view_of, graph_find_tensor(&g, "x")); /* the whole axis */
+	assert_int_equal(O(&g, "s2")->copied, 0);
+	assert_int_equal(graph_view_base(&g, graph_find_tensor(&g, "w"), &off), graph_find_tensor(&g, "x"));
+	assert_int_equal(off, 8);
+	SHAPE(T(&g, "c1"), 1, 12, 4);
+	assert_int_equal(O(&g, "c")->copied, 0);
+	assert_int_equal(T(&g, "b1")->view_of, graph_find_tensor(&g, "c1"));
+	assert_int_equal(T(&g, "b1")->view_off, 24);
+	graph_free(&g);
+
+	static const struct {
+		const char *text, *error;
+	} cases[] = {
+		{ HEAD "tensors = ( { name = \"i\"; shape = [4]; role = \"input\"; dtype = \"int32\"; } );\n"
+		       "ops = ( { name = \"r\"; op = \"relu\"; in = [\"i\"]; out = \"y\"; } );\n",
+		  "t.cfg:3: error: input 'i' of op 'r' (relu) is int32, which relu does not take there" },
+		{ HEAD "tensors = ( { name = \"i\"; shape = [4]; role = \"input\"; dtype = \"int32\"; },\n"
+		       "  { name = \"w\"; shape = [9, 4]; role = \"weight\"; dtype = \"int32\"; } );\n"
+		       "ops = ( { name = \"e\"; op = \"embedding\"; in = [\"i\", \"w\"]; out = \"y\"; } );\n",
+		  "t.cfg:4: error: input 'w' of op 'e' (embedding) is int32, which embedding does not take there" },
+		{ HEAD "tensors = ( { name = \"y\"; dtype = \"int32\"; role = \"output\"; }, { name = \"x\"; shape = [4]; role = \"input\"; } );\n"
+		       "ops = ( { name = \"r\"; op = \"relu\"; in = [\"x\"]; out = \"y\"; } );\n",
+		  "t.cfg:2: error: tensor 'y' is int32, but its role is output" },
+		{ HEAD "tensors = ( { name = \"i\"; shape = [4]; role = \"input\"; }, { name = \"w\"; shape = [9, 4]; role = \"weight\"; } );\n"
+		       "ops = ( { name = \"e\"; op = \"embedding\"; in = [\"i\", \"w\"]; out = \"y\"; } );\n",
+		  "t.cfg:3: error: ids 'i' of op 'e' (embedding) are fp16, expected int32" },
+		{ HEAD "tensors = ( { name = \"i\"; shape = [4]; role = \"input\"; dtype = \"int32\"; }, { name = \"w\"; shape = [9]; role = \"weight\"; } );\n"
+		       "ops = ( { name = \"e\"; op = \"embedding\"; in = [\"i\", \"w\"]; out = \"y\"; } );\n",
+		  "t.cfg:3: error: table 'w' of op 'e' (embedding) has shape [9], expected [V, D]" },
+		{ HEAD "tensors = ( { name = \"x\"; shape = [4, 6]; role = \"input\"; } );\n"
+		       "ops = ( { name = \"r\"; op = \"reshape\"; in = [\"x\"]; shape = [5, -1]; out = \"y\"; } );\n",
+		  "t.cfg:3: error: op 'r' (reshape) cannot give 'x' of shape [4, 6] (24 elements) the shape [5, -1]" },
+		{ HEAD "tensors = ( { name = \"x\"; shape = [4, 6]; role = \"input\"; } );\n"
+		       "ops = ( { name = \"r\"; op = \"reshape\"; in = [\"x\"]; shape = [-1, -1]; out = \"y\"; } );\n",
+		  "t.cfg:3: error: 'shape' of op 'r' (reshape) is [-1, -1]: more than one -1" },
+		{ HEAD "tensors = ( { name = \"x\"; shape = [4, 6]; role = \"input\"; } );\n"
+		       "ops = ( { name = \"r\"; op = \"reshape\"; in = [\"x\"]; out = \"y\"; } );\n",
+		  "t.cfg:3: error: op 'r' (reshape) needs attribute 'shape'" },
+		{ HEAD "tensors = ( { name = \"x\"; shape = [4, 6]; role = \"input\"; } );\n"
+		       "ops = ( { name = \"s\"; op = \"slice\"; in = [\"x\"]; axis = 0; start = 2; end = 5; out = \"y\"; } );\n",
+		  "t.cfg:3: error: op 's' (slice) takes elements 2..5 of axis 0 of 'x' (shape [4, 6]), expected 0 <= start < end <= 4" },
+		{ HEAD "tensors = ( { name = \"x\"; shape = [4, 6]; role = \"input\"; } );\n"
+		       "ops = ( { name = \"s\"; op = \"slice\"; in = [\"x\"]; axis = 1; start = 2; end = 5; out = \"y\"; } );\n",
+		  "t.cfg:3: error: op 's' (slice) cannot be a view: elements 2..5 of axis 1 of 'x' (shape [4, 6]) are not contiguous" },
+		{ HEAD "tensors = ( { name = \"x\"; shape = [4, 6]; role = \"input\"; } );\n"
+		       "ops = ( { name = \"t\"; op = \"transpose\"; in = [\"x\"]; dims = [1, 0]; out = \"y\"; } );\n",
+		  "t.cfg:3: error: op 't' (transpose) cannot be a view: swapping axes 1 and 0 of 'x' (shape [4, 6]) reorders its elements\n"
+		  "hint: add copy = true; to copy the elements instead" },
+		{ HEAD "tensors = ( { name = \"x\"; shape = [4, 6]; role = \"input\"; } );\n"
+		       "ops = ( { name = \"t\"; op = \"transpose\"; in = [\"x\"]; dims = [1, 1]; out = \"y\"; } );\n",
+		  "t.cfg:3: error: 'dims' of op 't' (transpose) names axis 1 twice" },
+		{ HEAD "tensors = ( { name = \"x\"; shape = [4, 6]; role = \"input\"; } );\n"
+		       "ops = ( { name = \"t\"; op = \"transpose\"; in = [\"x\"]; dims = [0, 2]; out = \"y\"; } );\n",
+		  "t.cfg:3: error: 'dims' of op 't' (transpose) is 2, expected -2 to 1 for 'x' of shape [4, 6]" },
+		{ HEAD "tensors = ( { name = \"x\"; shape = [4, 6]; role = \"input\"; } );\n"
+		       "ops = ( { name = \"r\"; op = \"relu\"; in = [\"x\"]; out = \"a\"; },\n"
+		       "  { name = \"c\"; op = \"concat\"; in = [\"a\", \"x\"]; axis = 0; out = \"y\"; } );\n",
+		  "t.cfg:4: error: op 'c' (concat) cannot be a view: its input 'x' is an input of the model, whose bytes are its own" },
+		{ HEAD "tensors = ( { name = \"x\"; shape = [4, 6]; role = \"input\"; } );\n"
+		       "ops = ( { name = \"r\"; op = \"relu\"; in = [\"x\"]; out = \"a\"; },\n"
+		       "  { name = \"c\"; op = \"concat\"; in = [\"a\", \"a\"]; axis = 1; out = \"y\"; } );\n",
+		  "t.cfg:4: error: op 'c' (concat) cannot be a view: the inputs would not be contiguous blocks of 'y' (shape [4, 12])" },
+		{ HEAD "tensors = ( { name = \"x\"; shape = [4, 6]; role = \"input\"; } );\n"
+		       "ops = ( { name = \"r\"; op = \"relu\"; in = [\"x\"]; out = \"a\"; },\n"
+		       "  { name = \"c\"; op = \"concat\"; in = [\"a\", \"a\"]; axis = 1; out = \"y\"; } );\n",
+		  "hint: add copy = true; to copy the elements instead" },
+		{ HEAD "tensors = ( { name = \"x\"; shape = [4, 6]; role = \"input\"; } );\n"
+		       "ops = ( { name = \"r\"; op = \"relu\"; in = [\"x\"]; out = \"a\"; },\n"
+		       "  { name = \"c\"; op = \"concat\"; in = [\"a\", \"a\"]; axis = 0; out = \"y\"; } );\n",
+		  "t.cfg:4: error: op 'c' (concat) cannot be a view: its input 'a' is named twice" },
+		{ HEAD "tensors = ( { name = \"x\"; shape = [4, 6]; role = \"input\"; }, { name = \"q\"; shape = [3, 5]; role = \"input\"; } );\n"
+		       "ops = ( { name = \"r\"; op = \"relu\"; in = [\"x\"]; out = \"a\"; },\n"
+		       "  { name = \"b\"; op = \"relu\"; in = [\"q\"]; out = \"b1\"; },\n"
+		       "  { name = \"c\"; op = \"concat\"; in = [\"a\", \"b1\"]; axis = 0; out = \"y\"; } );\n",
+		  "t.cfg:5: error: input 'b1' of op 'c' (concat) has shape [3, 5], expected [4, 6] but along axis 0 like 'a'" },
+		{ HEAD "tensors = ( { name = \"w\"; shape = [4, 6]; role = \"weight\"; }, { name = \"y\"; role = \"output\"; } );\n"
+		       "ops = ( { name = \"r\"; op = \"reshape\"; in = [\"w\"]; shape = [24]; out = \"y\"; } );\n",
+		  "t.cfg:3: error: output 'y' of op 'r' (reshape) would be a view of weight 'w': nothing computes it" },
+		{ HEAD "dtype = \"int32\";\n",
+		  "t.cfg:2: error: 'dtype' is \"int32\", expected \"fp16\", \"bf16\" or \"fp32\"\n"
+		  "hint: int32 is for tensors of role input or weight" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		assert_int_equal(load(&g, cases[i].text), -1);
+		if (!strstr(harness_diag(), cases[i].error))
+			fail_msg("case %zu: expected '%s' in:\n%s", i, cases[i].error, harness_diag());
+		graph_free(&g);
+	}
+}
+
 /* Many ops and tensors: the arrays grow, and a long chain orders correctly. */
 static void test_long_chain(void **state)
 {
@@ -930,6 +1083,7 @@ int main(void)
 		cmocka_unit_test(test_float_attributes),
 		cmocka_unit_test(test_text_lines),
 		cmocka_unit_test(test_dumps),
+		cmocka_unit_test(test_embedding_and_views),
 		cmocka_unit_test(test_models_load),
 		cmocka_unit_test(test_issue12_ops),
 		cmocka_unit_test(test_issue12_tiling),

@@ -639,6 +639,121 @@ static void test_all_gather(void **state)
 	assert_non_null(strstr(ark_last_error(), "output 'g0' [2, 2]"));
 }
 
+/* ---- int32, embedding and the views ------------------------------------------------------------ */
+
+static void test_int32(void **state)
+{
+	int32_t v[4];
+	ark_set(v, ARK_INT32, 0, 7.0f);
+	ark_set(v, ARK_INT32, 1, -2.6f);
+	ark_set(v, ARK_INT32, 2, 3e10f);
+	assert_int_equal(v[0], 7);
+	assert_int_equal(v[1], -3);
+	assert_int_equal(v[2], INT32_MAX);
+	assert_true(ark_get(v, ARK_INT32, 1) == -3.0f);
+	assert_int_equal(ark_dtype_size(ARK_INT32), 4);
+	assert_string_equal(ark_dtype_name(ARK_INT32), "int32");
+	/* random ids in [0, hi), masks 0/1, every value drawn */
+	int32_t ids[4000];
+	int seen[7] = {0};
+	ark_fill_random_ints(ids, 4000, 5, 7);
+	for (int i = 0; i < 4000; i++) {
+		assert_true(ids[i] >= 0 && ids[i] < 7);
+		seen[ids[i]] = 1;
+	}
+	for (int k = 0; k < 7; k++)
+		assert_true(seen[k]);
+	ark_fill_random(ids, ARK_INT32, 4000, 6, 1.0f);
+	int ones = 0;
+	for (int i = 0; i < 4000; i++) {
+		assert_true(ids[i] == 0 || ids[i] == 1);
+		ones += ids[i];
+	}
+	assert_true(ones > 1000 && ones < 3000);
+}
+
+/* ids [2, 2] into a table [3, 2]: rows picked by hand; an id outside the table is an error */
+static void test_embedding(void **state)
+{
+	int32_t ids[4] = {2, 0, 2, 1};
+	static const float tab[6] = {1, 2, 3, 4, 5, 6};
+	float out[8];
+	struct ark_tensor t[3] = {tens("ids", ARK_INT32, 2, SHAPE(2, 2)), T32("tab", 3, 2), T32("out", 2, 2, 2)};
+	struct ark_op op = {.name = "emb", .kind = ARK_OP_EMBEDDING, .n_in = 2, .n_out = 1, .in = {0, 1}, .out = {2}};
+	assert_int_equal(ark_ref_op(&op, t, (void *[]){ids, (void *)tab, out}), ARK_OK);
+	assert_near(out, (const double[]){5, 6, 1, 2, 5, 6, 3, 4}, 8, 0);
+	/* fp16 table: the rows as they are */
+	uint16_t h[6], ho[8];
+	for (int i = 0; i < 6; i++)
+		ark_set(h, ARK_FP16, i, tab[i] / 8);
+	t[1] = tens("tab", ARK_FP16, 2, SHAPE(3, 2));
+	t[2] = tens("out", ARK_FP16, 3, SHAPE(2, 2, 2));
+	assert_int_equal(ark_ref_op(&op, t, (void *[]){ids, h, ho}), ARK_OK);
+	assert_int_equal(ho[0], h[4]);
+	assert_int_equal(ho[7], h[3]);
+	ids[3] = 3;
+	assert_int_equal(ark_ref_op(&op, t, (void *[]){ids, h, ho}), ARK_ERR);
+	assert_non_null(strstr(ark_last_error(), "op 'emb' (embedding): element 3 of ids 'ids' is 3, outside the 3 rows of 'tab'"));
+	ids[3] = -1;
+	assert_int_equal(ark_ref_op(&op, t, (void *[]){ids, h, ho}), ARK_ERR);
+	/* ids must be int32 */
+	t[0] = T32("ids", 2, 2);
+	assert_int_equal(ark_ref_op(&op, t, (void *[]){ids, h, ho}), ARK_ERR);
+}
+
+static void test_views(void **state)
+{
+	static const float x[6] = {1, 2, 3, 4, 5, 6}; /* [2, 3] */
+	float o[6];
+	/* reshape [2, 3] -> [3, 2]: the same elements in order */
+	struct ark_tensor t[2] = {T32("x", 2, 3), T32("o", 3, 2)};
+	struct ark_op op = {.name = "r", .kind = ARK_OP_RESHAPE, .n_in = 1, .n_out = 1, .in = {0}, .out = {1}};
+	assert_int_equal(ark_ref_op(&op, t, (void *[]){(void *)x, o}), ARK_OK);
+	assert_near(o, (const double[]){1, 2, 3, 4, 5, 6}, 6, 0);
+	/* slice axis 1, 1..3 -> [[2, 3], [5, 6]]; axis 0, 1..2 -> [[4, 5, 6]] */
+	op.kind = ARK_OP_SLICE;
+	op.axis = 1;
+	op.start = 1;
+	t[1] = T32("o", 2, 2);
+	assert_int_equal(ark_ref_op(&op, t, (void *[]){(void *)x, o}), ARK_OK);
+	assert_near(o, (const double[]){2, 3, 5, 6}, 4, 0);
+	op.axis = 0;
+	t[1] = T32("o", 1, 3);
+	assert_int_equal(ark_ref_op(&op, t, (void *[]){(void *)x, o}), ARK_OK);
+	assert_near(o, (const double[]){4, 5, 6}, 3, 0);
+	op.start = 2; /* past the end */
+	assert_int_equal(ark_ref_op(&op, t, (void *[]){(void *)x, o}), ARK_ERR);
+	/* transpose [2, 3] -> [3, 2] */
+	op.kind = ARK_OP_TRANSPOSE;
+	op.dims[0] = 1;
+	op.dims[1] = 0;
+	t[1] = T32("o", 3, 2);
+	assert_int_equal(ark_ref_op(&op, t, (void *[]){(void *)x, o}), ARK_OK);
+	assert_near(o, (const double[]){1, 4, 2, 5, 3, 6}, 6, 0);
+	/* transpose [2, 1, 3] axes 0 and 2 -> [3, 1, 2] */
+	struct ark_tensor t3[2] = {T32("x", 2, 1, 3), T32("o", 3, 1, 2)};
+	op.dims[0] = 0;
+	op.dims[1] = 2;
+	assert_int_equal(ark_ref_op(&op, t3, (void *[]){(void *)x, o}), ARK_OK);
+	assert_near(o, (const double[]){1, 4, 2, 5, 3, 6}, 6, 0);
+	t[1] = T32("o", 2, 3); /* not transposed */
+	op.dims[1] = 1;
+	assert_int_equal(ark_ref_op(&op, t, (void *[]){(void *)x, o}), ARK_ERR);
+	/* concat [2, 1] and [2, 2] along axis 1 -> [[7, 1, 2], [8, 3, 4]] */
+	static const float a[2] = {7, 8}, b[4] = {1, 2, 3, 4};
+	struct ark_tensor tc[3] = {T32("a", 2, 1), T32("b", 2, 2), T32("o", 2, 3)};
+	struct ark_op cat = {.name = "c", .kind = ARK_OP_CONCAT, .n_in = 2, .n_out = 1, .in = {0, 1}, .out = {2}, .axis = 1};
+	assert_int_equal(ark_ref_op(&cat, tc, (void *[]){(void *)a, (void *)b, o}), ARK_OK);
+	assert_near(o, (const double[]){7, 1, 2, 8, 3, 4}, 6, 0);
+	/* along axis 0: [1, 2] and [2, 2] -> [3, 2] */
+	struct ark_tensor t0[3] = {T32("a", 1, 2), T32("b", 2, 2), T32("o", 3, 2)};
+	cat.axis = 0;
+	assert_int_equal(ark_ref_op(&cat, t0, (void *[]){(void *)a, (void *)b, o}), ARK_OK);
+	assert_near(o, (const double[]){7, 8, 1, 2, 3, 4}, 6, 0);
+	t0[2] = T32("o", 4, 2); /* the inputs do not fill it */
+	assert_int_equal(ark_ref_op(&cat, t0, (void *[]){(void *)a, (void *)b, o}), ARK_ERR);
+}
+
 /* x [2, 3] -> h = x . w [3, 2] -> y = relu(h) */
 static void test_ref_run(void **state)
 {
@@ -754,6 +869,9 @@ int main(void)
 		cmocka_unit_test(test_all_reduce),
 		cmocka_unit_test(test_all_gather),
 		cmocka_unit_test(test_attention),
+		cmocka_unit_test(test_int32),
+		cmocka_unit_test(test_embedding),
+		cmocka_unit_test(test_views),
 		cmocka_unit_test(test_ref_run),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);

@@ -86,7 +86,7 @@ static const char *write_raw(const char *name, const char *header, long long hle
 			fail_msg("error \"%s\" lacks \"%s\"", ark_last_error(), s); \
 	} while (0)
 
-/* ---- a model with tensors of every dtype and 1 to 4 dimensions ------------------------------- */
+/* ---- a model with tensors of every dtype (int32 ids too) and 1 to 4 dimensions --------------- */
 
 static struct ark_tensor model_t[] = {
 	{.name = "x", .dtype = ARK_FP16, .role = ARK_ROLE_INPUT, .ndim = 2, .shape = {2, 3}},
@@ -94,6 +94,7 @@ static struct ark_tensor model_t[] = {
 	{.name = "b", .dtype = ARK_FP32, .role = ARK_ROLE_WEIGHT, .ndim = 4, .shape = {2, 2, 1, 3}},
 	{.name = "h", .dtype = ARK_FP16, .role = ARK_ROLE_ACTIVATION, .ndim = 2, .shape = {2, 3}},
 	{.name = "y", .dtype = ARK_FP32, .role = ARK_ROLE_OUTPUT, .ndim = 3, .shape = {2, 1, 3}},
+	{.name = "ids", .dtype = ARK_INT32, .role = ARK_ROLE_INPUT, .ndim = 2, .shape = {3, 4}}, /* safetensors I32 */
 };
 #define NT ((int)(sizeof model_t / sizeof model_t[0]))
 static const struct ark_model model = {.name = "m", .n_tensors = NT, .tensors = model_t};
@@ -139,7 +140,7 @@ static void test_roundtrip(void **state)
 	assert_int_equal(count_files(), 1); /* no temporary file left */
 
 	assert_int_equal(ark_st_load(p, &model, M_IN | M_W | M_OUT, dst, &loaded), ARK_OK);
-	assert_int_equal(loaded, 4);
+	assert_int_equal(loaded, 5);
 	for (int t = 0; t < NT; t++)
 		if (t == 3) /* the activation was not written, its buffer untouched */
 			assert_int_equal(((unsigned char *)dst[t])[0], 0xab);
@@ -148,12 +149,12 @@ static void test_roundtrip(void **state)
 
 	/* the header: entries in tensor order, padded to 8 bytes, offsets back to back */
 	assert_int_equal(ark_st_open(&st, p), ARK_OK);
-	assert_int_equal(st.n, 4);
+	assert_int_equal(st.n, 5);
 	assert_int_equal((st.data - (unsigned char *)st.map) % 8, 0);
-	const char *names[4] = {"x", "w", "b", "y"}, *dts[4] = {"F16", "BF16", "F32", "F32"};
-	const int tix[4] = {0, 1, 2, 4};
+	const char *names[5] = {"x", "w", "b", "y", "ids"}, *dts[5] = {"F16", "BF16", "F32", "F32", "I32"};
+	const int tix[5] = {0, 1, 2, 4, 5};
 	uint64_t off = 0;
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		const struct ark_st_entry *e = ark_st_find(&st, names[i]);
 		assert_non_null(e);
 		assert_string_equal(e->dtype_str, dts[i]);
