@@ -123,6 +123,6 @@ void report_schedule(const struct arkgen_result *r, FILE *f)
 	fprintf(f, "  predicted latency %.1f us (critical path %.1f us over %d vCTAs: compute %.1f, memory %.1f, "
 		"hops %.1f, waits %.1f; SM utilisation %.1f%%)\n",
 		p->sim.latency_us, p->sim.critical_us, p->sim.critical_len, p->sim.compute_us, p->sim.memory_us,
-		p->sim.hop_us, p->sim.wait_us, 100 * p->sim.utilisation);
+		p->sim.hop_us, p->sim.wait_us > 0 ? p->sim.wait_us : 0.0 /* never "-0.0" */, 100 * p->sim.utilisation);
 	fprintf(f, "  scheduled in %.3f s\n", r->seconds);
 }
