@@ -151,7 +151,8 @@ uint64_t mem_place(struct mem_life *lv, int n, uint64_t reuse_min, uint64_t *off
 		if (T.pos[i] >= 0) {
 			h.n = 0;
 			mem_tree_query(&T, 0, T.n, lv[i].birth, lv[i].death, off, &h);
-			qsort(h.v, (size_t)h.n, sizeof *h.v, by_off);
+			if (h.n > 1)
+				qsort(h.v, (size_t)h.n, sizeof *h.v, by_off);
 			o = 0;
 			for (int k = 0; k < h.n && h.v[k].off < o + lv[i].bytes; k++)
 				if (align_up(h.v[k].off + h.v[k].bytes) > o)

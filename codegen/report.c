@@ -92,6 +92,13 @@ void report_policies(const struct arkgen_result *r, FILE *f)
 	}
 }
 
+/* x for a "%.1f": a part of the critical path that the simulator's sums leave a rounding error
+ * below zero prints as 0.0, not -0.0. */
+static double tenth(double x)
+{
+	return x < 0 && x > -0.05 ? 0.0 : x;
+}
+
 void report_schedule(const struct arkgen_result *r, FILE *f)
 {
 	const struct graph *g = &r->graph;
@@ -122,7 +129,7 @@ void report_schedule(const struct arkgen_result *r, FILE *f)
 	report_costs(r, f);
 	fprintf(f, "  predicted latency %.1f us (critical path %.1f us over %d vCTAs: compute %.1f, memory %.1f, "
 		"hops %.1f, waits %.1f; SM utilisation %.1f%%)\n",
-		p->sim.latency_us, p->sim.critical_us, p->sim.critical_len, p->sim.compute_us, p->sim.memory_us,
-		p->sim.hop_us, p->sim.wait_us > 0 ? p->sim.wait_us : 0.0 /* never "-0.0" */, 100 * p->sim.utilisation);
+		p->sim.latency_us, p->sim.critical_us, p->sim.critical_len, tenth(p->sim.compute_us), tenth(p->sim.memory_us),
+		tenth(p->sim.hop_us), tenth(p->sim.wait_us), 100 * p->sim.utilisation);
 	fprintf(f, "  scheduled in %.3f s\n", r->seconds);
 }

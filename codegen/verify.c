@@ -923,14 +923,19 @@ static void sweep(struct vf *f, int g, struct accs *A, int64_t find, struct acc 
 	for (int64_t i = 0; i < m; i++)
 		lastw[i] = rhead[i] = -1;
 	int64_t pn = 0, pcap = 1024, *ridx = xmalloc((size_t)pcap * sizeof *ridx), *rnext = xmalloc((size_t)pcap * sizeof *rnext);
-	int px = -1, py = -1, found = 0; /* the last ordering numbered */
+	int found = 0;
+	/* mark[x] = y: the ordering x before y is numbered already (a node's accesses follow each other
+	 * in program order, so this leaves out nearly every repeat; those it keeps are harmless) */
+	int *mark = xmalloc(((size_t)f->n_nodes + 1) * sizeof *mark);
+	for (int x = 0; x < f->n_nodes; x++)
+		mark[x] = -1;
 #define ORDER(X, Y)                                                                                           \
 	do {                                                                                                  \
-		if ((X)->node == (Y)->node || ((X)->node == px && (Y)->node == py))                           \
+		if ((X)->node == (Y)->node || mark[(X)->node] == (Y)->node)                                   \
 			break;                                                                                \
-		px = (X)->node, py = (Y)->node;                                                               \
+		mark[(X)->node] = (Y)->node;                                                                  \
 		if (find < 0)                                                                                 \
-			need_order(f, px, py);                                                                \
+			need_order(f, (X)->node, (Y)->node);                                                  \
 		else if (seq == find)                                                                         \
 			*ox = *(X), *oy = *(Y), found = 1;                                                    \
 		seq++;                                                                                        \
@@ -961,7 +966,7 @@ static void sweep(struct vf *f, int g, struct accs *A, int64_t find, struct acc 
 	}
 #undef ORDER
 	ARK_ASSERT(find < 0 || found);
-	free(bd), free(lastw), free(rhead), free(ridx), free(rnext);
+	free(bd), free(lastw), free(rhead), free(ridx), free(rnext), free(mark);
 }
 
 /* The orderings by their later node (f->obx, f->obi). */

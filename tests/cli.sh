@@ -8,7 +8,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 
 . tests/lib/tap.sh
 
-echo "1..77"
+echo "1..78"
 check "--help exits 0" run 0 --help
 check "--help shows the usage line" has '^usage: arkgen \[options\] MODEL.cfg' "$tmp/out"
 for opt in --help --version -o --output -dG -dT -dP --dot --dot-vctas --gpu --sms --smem --policy --sync --no-fuse --no-reuse --p2p-max --oneshot-max --ll-max --schedule --nvcc-flags -h -V; do
@@ -31,6 +31,7 @@ check "no -o: summary of the model" sh -c "'$ARKGEN' models/mlp.cfg | grep -q '^
 check "-o: writes the loop file, exit 0" run 0 models/mlp.cfg -o "$tmp/mlp.cu"
 check "-o: the file defines the loop kernel" has '^ARK_DEFINE_LOOP()' "$tmp/mlp.cu"
 check "-o: the report gives the predicted latency" has 'predicted latency [0-9.]* us' "$tmp/out"
+check "-o: no part of the critical path prints as -0.0 (waits of mlp)" sh -c "! grep -q -- '-0\.0' '$tmp/out'"
 check "bad -d letter: exit 2" run 2 -dQ models/mlp.cfg
 check "bad --p2p-max: exit 2" run 2 --p2p-max -1 models/comm2.cfg
 check "comm2 by default: all_reduce over p2p stores" has ' ar COPY ' "$(run 0 models/comm2.cfg -o "$tmp/c.cu"; echo "$tmp/c.cu")"

@@ -6,7 +6,11 @@
  * random later steps. A task that reads or writes bytes of a request that have not arrived yet fails
  * the test. Picks the next SM or DMA completion at random, so different seeds interleave
  * differently. Fails on a deadlock, on a DMA request nobody waited for, and on any output that
- * differs from the CPU reference (outputs are poisoned before every iteration). */
+ * differs from the CPU reference (outputs are poisoned before every iteration). Iterations run one
+ * to its end before the next (emu_run), or overlap as the protocol allows (run_overlap): every
+ * GPU's SM 0 publishing the next iteration after its done counter, the host ringing after every
+ * GPU completed (or early), the engine copying across iterations, a request's source compared at
+ * copy time with what it held when pushed; counters may start near the 32-bit wrap. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,6 +34,8 @@ struct dma_pending {
 	uint32_t flag, value;
 	uint32_t chunks, done;       /* chunks of the request, chunks arrived */
 	uint64_t arrived;            /* bytes arrived: [0, arrived) of the destination range */
+	uint32_t iter;               /* iteration that pushed it */
+	unsigned char *snap;         /* the source bytes when it was pushed */
 };
 
 struct emu {
@@ -41,8 +47,27 @@ struct emu {
 	int *next;                   /* per global SM: position in its list */
 	struct dma_pending *q;
 	int nq;
+	int *ready;                  /* scratch: per global SM */
+	uint32_t *it;                /* run_overlap, per global SM: the iteration it is in (0: none yet) */
+	uint8_t *fin;                /* run_overlap, per global SM: its list of that iteration finished */
+	int *ev, cap_ev;             /* run_overlap: the events possible, pairs (kind, argument) */
+	long long overlapped;        /* run_overlap: steps taken in an iteration another GPU is not in */
 	uint64_t rng;
+	uint32_t base;               /* every counter's first value (struct emu_opts.ctr_base) */
+	jmp_buf jb;                  /* emu_fail returns to emu_run_ex */
+	char msg[1024];
 };
+
+/* Ends the run with a message (emu_run_ex returns -1). */
+static _Noreturn void emu_fail(struct emu *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static _Noreturn void emu_fail(struct emu *e, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+	va_end(ap);
+	longjmp(e->jb, 1);
+}
 
 static uint32_t rnd(struct emu *e)
 {
@@ -87,7 +112,7 @@ static int task_ready(const struct emu *e, int v, uint32_t iter)
 	const struct schedule *p = &e->r->schedule[0];
 	for (int64_t w = p->wait0[v]; w < p->wait0[v + 1]; w++) {
 		int c = (int)p->waits[w].counter;
-		uint32_t want = (iter - 1) * p->waits[w].per_iter + p->waits[w].need;
+		uint32_t want = e->base + (iter - 1) * p->waits[w].per_iter + p->waits[w].need;
 		if ((int32_t)(e->ctr[p->ctr_gpu[c]][ARK_CTR__FIRST + p->ctr_index[c]] - want) < 0)
 			return 0;
 	}
@@ -104,7 +129,7 @@ static int task_ready(const struct emu *e, int v, uint32_t iter)
 }
 
 /* Fails if a region of vCTA v touches destination bytes of a DMA request that have not arrived. */
-static void check_arrived(const struct emu *e, int v, const struct region *r)
+static void check_arrived(struct emu *e, int v, const struct region *r)
 {
 	const struct tiling *s = &e->r->tiling;
 	int gpu = e->r->graph.tensors[r->tensor].gpu;
@@ -117,10 +142,10 @@ static void check_arrived(const struct emu *e, int v, const struct region *r)
 			uint64_t a = base + ((uint64_t)row * (uint64_t)s->cols[r->tensor] + (uint64_t)r->c0) * es;
 			uint64_t b = a + (uint64_t)(r->c1 - r->c0) * es;
 			if (a < d->dof + d->bytes && d->dof + d->arrived < b)
-				fail_msg("vCTA %d touches bytes [%llu, %llu) of GPU %d before they arrived (request "
-					 "[%llu, %llu), %llu bytes in)", v, (unsigned long long)a, (unsigned long long)b,
-					 gpu, (unsigned long long)d->dof, (unsigned long long)(d->dof + d->bytes),
-					 (unsigned long long)d->arrived);
+				emu_fail(e, "vCTA %d touches bytes [%llu, %llu) of GPU %d before they arrived (request "
+					 "[%llu, %llu) of iteration %u, %llu bytes in)", v, (unsigned long long)a,
+					 (unsigned long long)b, gpu, (unsigned long long)d->dof,
+					 (unsigned long long)(d->dof + d->bytes), d->iter, (unsigned long long)d->arrived);
 		}
 	}
 }
@@ -150,9 +175,11 @@ static void run_task(struct emu *e, int v, uint32_t iter)
 		int c = p->signal[v];
 		assert_true(c >= 0 && p->ctr_gpu[c] == o->peer);
 		e->q = realloc(e->q, (size_t)(e->nq + 1) * sizeof *e->q);
+		unsigned char *snap = malloc(bytes + 1);
+		memcpy(snap, a + o->in[0] + t->k0 * es, bytes);
 		e->q[e->nq++] = (struct dma_pending){gpu, o->peer, o->in[0] + t->k0 * es, o->out + t->k0 * es, bytes,
-						     ARK_CTR__FIRST + (uint32_t)p->ctr_index[c], iter * chunks,
-						     chunks, 0, 0};
+						     ARK_CTR__FIRST + (uint32_t)p->ctr_index[c], e->base + iter * chunks,
+						     chunks, 0, 0, iter, snap};
 		return; /* no signal: the engine raises the flag */
 	}
 	case ARK_T_SEND_LL: /* packets {word, iteration}; a partial last word is zero-padded */
@@ -194,7 +221,7 @@ static void run_task(struct emu *e, int v, uint32_t iter)
 	case ARK_T_NOP:
 		break;
 	default:
-		fail_msg("vCTA %d: template %d not emulated", v, t->tmpl);
+		emu_fail(e, "vCTA %d: template %d not emulated", v, t->tmpl);
 	}
 	int c = p->signal[v];
 	if (c >= 0)
@@ -226,22 +253,27 @@ struct ref {
 	struct ark_tensor *T;
 	struct ark_op *O;
 	void **buf;                  /* per tensor */
+	uint32_t iter;               /* iteration whose reference buf holds (0: none) */
 };
 
-static void emu_init(struct emu *e, struct ref *ref, const struct arkgen_result *r, uint64_t seed)
+static void emu_init(struct emu *e, struct ref *ref, const struct arkgen_result *r, uint64_t seed, uint32_t base)
 {
 	const struct tiling *s = &r->tiling;
 	const struct schedule *p = &r->schedule[0];
 	const struct graph *g = &r->graph;
-	*e = (struct emu){.r = r, .G = g->gpus, .sms = p->pl.sms / g->gpus, .rng = seed};
+	memset(e, 0, sizeof *e);
+	e->r = r, e->G = g->gpus, e->sms = p->pl.sms / g->gpus, e->rng = seed, e->base = base;
 	for (int d = 0; d < e->G; d++) {
 		e->arena[d] = calloc(1, s->arena[d] + 1);
 		e->ctr[d] = calloc(ARK_CTR__FIRST + (size_t)p->gpu_counters[d], sizeof(uint32_t));
+		for (int c = 0; c < ARK_CTR__FIRST + p->gpu_counters[d]; c++)
+			e->ctr[d][c] = base;
 	}
 	e->xp = calloc((size_t)s->n_comm + 1, sizeof *e->xp);
 	for (int x = 0; x < s->n_comm; x++)
 		emit_comm_opp_params(s, x, &e->xp[x]);
 	e->next = calloc((size_t)p->pl.sms, sizeof *e->next);
+	e->ready = calloc(4 * ((size_t)p->pl.sms + (size_t)e->G + 1), sizeof *e->ready);
 	ref->T = calloc((size_t)g->n_tensors, sizeof *ref->T);
 	ref->O = calloc((size_t)g->n_ops, sizeof *ref->O);
 	ref->buf = calloc((size_t)g->n_tensors, sizeof *ref->buf);
@@ -256,14 +288,20 @@ static void emu_free(struct emu *e, struct ref *ref)
 		free(ref->buf[t]);
 	for (int d = 0; d < e->G; d++)
 		free(e->arena[d]), free(e->ctr[d]);
-	free(ref->buf), free(ref->T), free(ref->O), free(e->xp), free(e->next), free(e->q);
+	for (int k = 0; k < e->nq; k++)
+		free(e->q[k].snap);
+	free(ref->buf), free(ref->T), free(ref->O), free(e->xp), free(e->next), free(e->q), free(e->ready);
+	free(e->it), free(e->fin), free(e->ev);
 }
 
-/* Fresh random inputs (also into the reference's buffers), poisoned outputs. */
-static void fresh_inputs(struct emu *e, struct ref *ref, uint64_t seed, uint32_t iter)
+/* Fresh random inputs of iteration iter (also into the reference's buffers), poisoned outputs: of
+ * GPU gpu's tensors, or of every GPU's when gpu < 0. */
+static void fresh_inputs(struct emu *e, struct ref *ref, uint64_t seed, uint32_t iter, int gpu)
 {
 	const struct ark_tensor *T = ref->T;
 	for (int t = 0; t < e->r->graph.n_tensors; t++) {
+		if (gpu >= 0 && T[t].gpu != gpu)
+			continue;
 		char *dev = e->arena[T[t].gpu] + T[t].offset;
 		if (T[t].role == ARK_ROLE_INPUT) {
 			ark_fill_random(ref->buf[t], T[t].dtype, ark_tensor_elems(&T[t]), seed * 977 + iter * 131 + (uint64_t)t,
@@ -287,12 +325,17 @@ static void dma_step(struct emu *e, int k)
 	uint64_t end = dma_chunk_start(d->done + 1, ARK_DMA_CHUNK_BYTES, ARK_DMA_CHUNK_MAX_BYTES);
 	if (end > d->bytes)
 		end = d->bytes;
+	if (memcmp(e->arena[d->src] + d->so + d->arrived, d->snap + d->arrived, end - d->arrived))
+		emu_fail(e, "bytes [%llu, %llu) of GPU %d, the source of a DMA request of iteration %u, were written before "
+			 "the engine copied them (a write after read across iterations)",
+			 (unsigned long long)(d->so + d->arrived), (unsigned long long)(d->so + end), d->src, d->iter);
 	memcpy(e->arena[d->dst] + d->dof + d->arrived, e->arena[d->src] + d->so + d->arrived, end - d->arrived);
 	d->arrived = end;
 	d->done++;
 	e->ctr[d->dst][d->flag] = d->value - (d->chunks - d->done);
 	if (d->done == d->chunks) {
 		assert_int_equal(d->arrived, d->bytes);
+		free(d->snap);
 		memmove(&e->q[k], &e->q[k + 1], (size_t)(e->nq - k - 1) * sizeof *e->q);
 		e->nq--;
 	}
@@ -305,7 +348,7 @@ static void run_iteration(struct emu *e, uint32_t iter)
 	const struct schedule *p = &e->r->schedule[0];
 	memset(e->next, 0, (size_t)p->pl.sms * sizeof *e->next);
 	int left = e->r->tiling.n_vcta;
-	int *ready = malloc(((size_t)p->pl.sms + 1) * sizeof *ready);
+	int *ready = e->ready;
 	while (left > 0 || e->nq > 0) {
 		int nr = 0;
 		for (int q = 0; q < p->pl.sms; q++) {
@@ -314,8 +357,7 @@ static void run_iteration(struct emu *e, uint32_t iter)
 				ready[nr++] = q;
 		}
 		if (nr == 0 && e->nq == 0) {
-			fail_msg("deadlock in iteration %u: %d vCTAs left, none ready", iter, left);
-			break;
+			emu_fail(e, "deadlock in iteration %u: %d vCTAs left, none ready", iter, left);
 		}
 		uint32_t pick = rnd(e) % (uint32_t)(nr + e->nq);
 		if (pick < (uint32_t)nr) {
@@ -325,49 +367,198 @@ static void run_iteration(struct emu *e, uint32_t iter)
 		} else {
 			dma_step(e, (int)(pick - (uint32_t)nr));
 		}
-		if (left == 0)
-			assert_int_equal(e->nq, 0); /* every request is waited for within the iteration */
+		if (left == 0 && e->nq > 0) /* every request is waited for within the iteration */
+			emu_fail(e, "iteration %u: every task ran while a DMA request was still copying", iter);
 	}
-	free(ready);
 }
 
-/* Every output against the CPU reference; an all_reduce's outputs (or those of the activation fused
- * after it) identical to the bit, since every GPU sums in the same order. */
-static void check_outputs(const struct emu *e, const struct ref *ref, uint32_t iter)
+/* The CPU reference of iteration iter (its inputs regenerated as fresh_inputs made them). */
+static void ref_iteration(struct emu *e, struct ref *ref, uint64_t seed, uint32_t iter)
 {
 	const struct graph *g = &e->r->graph;
 	const struct ark_tensor *T = ref->T;
-	const struct ark_op *O = ref->O;
+	if (ref->iter == iter)
+		return;
+	for (int t = 0; t < g->n_tensors; t++)
+		if (T[t].role == ARK_ROLE_INPUT)
+			ark_fill_random(ref->buf[t], T[t].dtype, ark_tensor_elems(&T[t]), seed * 977 + iter * 131 + (uint64_t)t,
+					1.0f);
 	assert_int_equal(ark_ref_run(&(struct ark_model){.n_tensors = g->n_tensors, .tensors = ref->T, .n_ops = g->n_ops,
 							.ops = ref->O},
 				     ref->buf),
 			 0);
+	ref->iter = iter;
+}
+
+/* The outputs on GPU gpu (every GPU's when gpu < 0) against the CPU reference of iteration iter. */
+static void check_gpu_outputs(struct emu *e, struct ref *ref, uint64_t seed, uint32_t iter, int gpu)
+{
+	const struct graph *g = &e->r->graph;
+	const struct ark_tensor *T = ref->T;
+	ref_iteration(e, ref, seed, iter);
 	for (int t = 0; t < g->n_tensors; t++) {
-		if (T[t].role != ARK_ROLE_OUTPUT)
+		if (T[t].role != ARK_ROLE_OUTPUT || (gpu >= 0 && T[t].gpu != gpu))
 			continue;
 		double rel = 0;
 		int64_t bad = 0;
 		ark_compare(e->arena[T[t].gpu] + T[t].offset, ref->buf[t], T[t].dtype, ark_tensor_elems(&T[t]), &rel, &bad);
 		if (bad || rel > 1e-6 * (T[t].dtype == ARK_FP32 ? 1 : 1e4))
-			fail_msg("iteration %u, output %s: rel err %g, %lld NaN/Inf", iter, T[t].name, rel, (long long)bad);
+			emu_fail(e, "iteration %u, output %s: rel err %g, %lld NaN/Inf", iter, T[t].name, rel, (long long)bad);
 	}
+}
+
+/* An all_reduce's outputs (or those of the activation fused after it) identical to the bit, since
+ * every GPU sums in the same order: while every GPU holds the same iteration. */
+static void check_same_sums(struct emu *e, const struct ref *ref, uint32_t iter)
+{
+	const struct graph *g = &e->r->graph;
+	const struct ark_tensor *T = ref->T;
+	const struct ark_op *O = ref->O;
 	for (int k = 0; k < g->n_ops; k++)
 		for (int i = 1; O[k].kind == ARK_OP_ALL_REDUCE && i < O[k].n_out; i++) {
 			const struct ark_tensor *t0 = stored_result(O, g->n_ops, T, O[k].out[0]);
 			const struct ark_tensor *ti = stored_result(O, g->n_ops, T, O[k].out[i]);
-			assert_memory_equal(e->arena[t0->gpu] + t0->offset, e->arena[ti->gpu] + ti->offset, (size_t)t0->bytes);
+			if (memcmp(e->arena[t0->gpu] + t0->offset, e->arena[ti->gpu] + ti->offset, (size_t)t0->bytes))
+				emu_fail(e, "iteration %u: the sums of '%s' differ between GPU %d and GPU %d", iter, O[k].name,
+					 t0->gpu, ti->gpu);
 		}
+}
+
+/* Overlapping iterations, as the loop kernels and the runtime allow them: SM 0 of a GPU publishes
+ * iteration i + 1 once the host rang it and every SM of that GPU counted itself done with i (the
+ * done counter); every other SM starts it when it sees it, and may then run its tasks while the SMs
+ * of another GPU are still in i, or have not seen i + 1; the DMA engine copies whenever it likes,
+ * across iterations. The host writes every GPU's inputs (and poisons its outputs), then rings the
+ * GPUs one at a time, once every GPU completed the previous iteration; with early_host it writes
+ * GPU g's tensors and rings it as soon as GPU g itself completed (a host that does not wait, as
+ * ARK_RUN_TEST_EARLY: the GPUs' own check still holds, nothing orders one GPU's iteration i + 1
+ * after another's i). Every GPU's outputs are checked when it completes an
+ * iteration. A request that outlives its iteration is not an error by itself: it fails when a task
+ * or the host writes its source before the engine copied it, or a task touches its destination
+ * before the bytes arrived. */
+static void run_overlap(struct emu *e, struct ref *ref, uint64_t seed, uint32_t iters, int early_host)
+{
+	const struct schedule *p = &e->r->schedule[0];
+	const int G = e->G, S = p->pl.sms, sms = e->sms;
+	uint32_t rung[ARK_MAX_GPUS] = {0}, pub[ARK_MAX_GPUS] = {0}, complete[ARK_MAX_GPUS] = {0};
+	uint32_t *it = e->it = calloc((size_t)S, sizeof *it);
+	uint8_t *fin = e->fin = malloc((size_t)S);
+	memset(fin, 1, (size_t)S);
+	enum { EV_RING, EV_PUBLISH, EV_START, EV_TASK, EV_DMA };
+	for (;;) {
+		int n = 0;
+		if (e->cap_ev < 2 * (2 * G + S + e->nq)) {
+			e->cap_ev = 4 * (2 * G + S + e->nq);
+			free(e->ev);
+			e->ev = malloc((size_t)e->cap_ev * sizeof *e->ev);
+		}
+		int *ev = e->ev;
+		uint32_t least = iters;
+		for (int g = 0; g < G; g++)
+			least = complete[g] < least ? complete[g] : least;
+		for (int g = 0; g < G; g++) {
+			if (rung[g] < iters && complete[g] == rung[g] && (early_host || least >= rung[g]))
+				ev[n++] = EV_RING, ev[n++] = g;
+			if (pub[g] < rung[g] && e->ctr[g][ARK_CTR_DONE] == e->base + pub[g] * (uint32_t)sms)
+				ev[n++] = EV_PUBLISH, ev[n++] = g;
+		}
+		for (int q = 0; q < S; q++) {
+			int g = q / sms, i = p->pl.begin[q] + e->next[q];
+			if (fin[q] && it[q] < pub[g])
+				ev[n++] = EV_START, ev[n++] = q;
+			else if (!fin[q] && i < p->pl.begin[q + 1] && task_ready(e, p->pl.list[i], it[q]))
+				ev[n++] = EV_TASK, ev[n++] = q;
+		}
+		for (int k = 0; k < e->nq; k++)
+			ev[n++] = EV_DMA, ev[n++] = k;
+		if (!n) {
+			if (least == iters)
+				break;
+			emu_fail(e, "deadlock: GPU 0 in iteration %u, no SM can go on", pub[0]);
+		}
+		uint32_t pick = 2 * (rnd(e) % (uint32_t)(n / 2));
+		int kind = ev[pick], arg = ev[pick + 1], q = arg, g = arg / sms;
+		switch (kind) {
+		case EV_RING: { /* the host writes before it rings: every GPU's tensors before the first */
+			int first = 1;
+			for (int h = 0; h < G; h++)
+				first &= rung[h] <= rung[arg];
+			rung[arg]++;
+			if (early_host)
+				fresh_inputs(e, ref, seed, rung[arg], arg);
+			else if (first)
+				fresh_inputs(e, ref, seed, rung[arg], -1);
+			break;
+		}
+		case EV_PUBLISH:
+			pub[arg] = rung[arg];
+			break;
+		case EV_START:
+			it[q] = pub[g], fin[q] = 0, e->next[q] = 0;
+			break;
+		case EV_TASK:
+			for (int h = 0; h < G; h++)
+				if (pub[h] < it[q]) { /* GPU h has not started this iteration */
+					e->overlapped++;
+					break;
+				}
+			run_task(e, p->pl.list[p->pl.begin[q] + e->next[q]++], it[q]);
+			break;
+		case EV_DMA: {
+			uint32_t newest = 0;
+			for (int h = 0; h < G; h++)
+				newest = pub[h] > newest ? pub[h] : newest;
+			e->overlapped += e->q[arg].iter < newest; /* copying for an iteration some GPU left */
+			dma_step(e, arg);
+			break;
+		}
+		}
+		if ((kind == EV_START || kind == EV_TASK) && p->pl.begin[q] + e->next[q] == p->pl.begin[q + 1]) {
+			fin[q] = 1; /* end of its list: counts itself done */
+			if (++e->ctr[g][ARK_CTR_DONE] == e->base + it[q] * (uint32_t)sms) {
+				complete[g] = it[q];
+				check_gpu_outputs(e, ref, seed, it[q], g);
+				int all = 1;
+				for (int h = 0; h < G; h++)
+					all &= complete[h] == it[q] && rung[h] == it[q];
+				if (all)
+					check_same_sums(e, ref, it[q]);
+			}
+		}
+	}
+}
+
+int emu_run_ex(const struct arkgen_result *r, uint64_t seed, int iters, const struct emu_opts *o, char *msg, size_t n)
+{
+	/* on the heap: what the run changes stays defined after emu_fail's longjmp */
+	struct emu *e = malloc(sizeof *e);
+	struct ref *ref = calloc(1, sizeof *ref);
+	emu_init(e, ref, r, seed, o->ctr_base);
+	int rc = 0;
+	if (setjmp(e->jb)) {
+		rc = -1;
+		if (msg && n)
+			snprintf(msg, n, "%s", e->msg);
+	} else if (o->overlap) {
+		run_overlap(e, ref, seed, (uint32_t)iters, o->early_host);
+	} else {
+		for (uint32_t iter = 1; iter <= (uint32_t)iters; iter++) {
+			fresh_inputs(e, ref, seed, iter, -1);
+			run_iteration(e, iter);
+			check_gpu_outputs(e, ref, seed, iter, -1);
+			check_same_sums(e, ref, iter);
+		}
+	}
+	if (o->overlapped)
+		*o->overlapped += e->overlapped;
+	emu_free(e, ref);
+	free(e), free(ref);
+	return rc;
 }
 
 void emu_run(const struct arkgen_result *r, uint64_t seed, int iters)
 {
-	struct emu e;
-	struct ref ref;
-	emu_init(&e, &ref, r, seed);
-	for (uint32_t iter = 1; iter <= (uint32_t)iters; iter++) {
-		fresh_inputs(&e, &ref, seed, iter);
-		run_iteration(&e, iter);
-		check_outputs(&e, &ref, iter);
-	}
-	emu_free(&e, &ref);
+	char msg[1024];
+	if (emu_run_ex(r, seed, iters, &(struct emu_opts){0}, msg, sizeof msg))
+		fail_msg("%s", msg);
 }

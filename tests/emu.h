@@ -13,4 +13,17 @@
  * arrived, on a request nobody waits for, and on an output that differs from the CPU reference. */
 void emu_run(const struct arkgen_result *r, uint64_t seed, int iters);
 
+struct emu_opts {
+	uint32_t ctr_base; /* every counter's first value (e.g. 0xfffffff0: they cross the 32-bit wrap) */
+	int overlap;       /* 0: one iteration to its end (its requests arrived) before the next;
+			    * 1: iterations overlap as the loop kernels and the runtime allow (emu.c) */
+	int early_host;    /* with overlap: the host rings a GPU as soon as that GPU completed the
+			    * previous iteration, not every GPU (as ARK_RUN_TEST_EARLY) */
+	long long *overlapped; /* if set, with overlap: += the tasks that ran while another GPU had not
+				* started their iteration, and the DMA chunks copied for an iteration that
+				* some GPU had already left */
+};
+/* emu_run with options; instead of failing the test, returns -1 with what went wrong in msg. */
+int emu_run_ex(const struct arkgen_result *r, uint64_t seed, int iters, const struct emu_opts *o, char *msg, size_t n);
+
 #endif

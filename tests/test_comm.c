@@ -528,6 +528,113 @@ static void test_dma_early_start(void **state)
 	arkgen_result_free(&f);
 }
 
+/* Runs the overlapping emulator on f over seeds 1 .. seeds; how many runs failed (the first
+ * message in first). */
+static int overlapped(const struct arkgen_result *f, int seeds, int iters, struct emu_opts o, char *first, size_t n)
+{
+	int bad = 0;
+	char msg[1024];
+	for (int seed = 1; seed <= seeds; seed++)
+		if (emu_run_ex(f, (uint64_t)seed, iters, &o, msg, sizeof msg) && !bad++ && first)
+			snprintf(first, n, "seed %d: %s", seed, msg);
+	return bad;
+}
+
+/* Iterations overlapped as the loop kernels and the runtime allow (a GPU's SMs in iteration i + 1
+ * while another GPU's are still in i or have not seen i + 1, the DMA engine across iterations),
+ * counters starting at 0 and just below the 32-bit wrap: every plan passes. */
+static void test_overlapped(void **state)
+{
+	(void)state;
+	const char *ar = "{ name = \"ar\"; op = \"all_reduce\"; in = [\"t0\", \"t1\"]; out = [\"o\", \"s1\"]; transport = \"%s\"; }";
+	const char *cp = "{ name = \"cp\"; op = \"copy\"; in = [\"t0\"]; out = \"o\"; gpu = 1; transport = \"dma\"; }";
+	static const char *const tr[] = {"p2p", "dma"};
+	int runs = 0;
+	long long ovl = 0;
+	for (int k = 0; k < 7; k++) {
+		char ops[512];
+		struct arkgen_result f;
+		snprintf(ops, sizeof ops, ar, tr[k & 1]);
+		ll_max = k < 2 ? 0 : LL_MAX_TESTS; /* stores, then packets */
+		oneshot_max = k == 4 || k == 5 ? 0 : ARK_ONESHOT_MAX_AUTO;
+		/* k: 0, 1 stores and DMA; 2, 3 packets and DMA; 4, 5 two-phase; 6 a copy of 3 chunks by DMA */
+		int rc = k < 6 ? build(&f, model(2, 3, 1001, "fp32", ops), ARK_P2P_MAX_DEFAULT, 0)
+			       : build(&f, model(2, 2, 1 << 20, "fp16", cp), ARK_P2P_MAX_DEFAULT, 0);
+		ll_max = LL_MAX_TESTS;
+		oneshot_max = ARK_ONESHOT_MAX_AUTO;
+		assert_int_equal(rc, 0);
+		for (int b = 0; b < 2; b++) {
+			char first[1200] = "";
+			struct emu_opts o = {.ctr_base = b ? 0xfffffff0u : 0, .overlap = 1, .overlapped = &ovl};
+			if (overlapped(&f, 4, 6, o, first, sizeof first))
+				fail_msg("plan %d, counters from %#x: %s", k, o.ctr_base, first);
+			runs += 4;
+		}
+		arkgen_result_free(&f);
+	}
+	printf("# %d overlapped runs of 6 iterations passed; %lld steps ran in an iteration another GPU was not in\n",
+	       runs, ovl);
+	assert_true(ovl > 0);
+}
+
+/* A plan with no wait that orders a GPU's iteration i + 1 after another GPU's iteration i: GPU 0's
+ * stores into GPU 1's staging slots of a one-shot all_reduce (a write after read across
+ * iterations: GPU 1's sum of i reads the slot GPU 0 writes in i + 1). The runtime orders them (it
+ * rings i + 1 once every GPU completed i); a host that rings each GPU as soon as that GPU completed
+ * does not, and the overlapping emulator catches the sums reading the next iteration's bytes. The
+ * emulator that runs one iteration to its end before the next cannot: it passes every seed. */
+static void test_cross_iteration(void **state)
+{
+	(void)state;
+	const char *ar = "{ name = \"ar\"; op = \"all_reduce\"; in = [\"t0\", \"t1\"]; out = [\"o\", \"s1\"]; transport = \"p2p\"; }";
+	struct arkgen_result f;
+	ll_max = 0;
+	assert_int_equal(build(&f, model(2, 3, 1001, "fp32", ar), ARK_P2P_MAX_DEFAULT, 0), 0);
+	ll_max = LL_MAX_TESTS;
+	assert_true(count_tmpl(&f, ARK_T_COPY, -1) > 0);
+	assert_true(count_tmpl(&f, ARK_T_SUM, -1) > 0);
+	char first[1200] = "";
+	int seeds = 40;
+	int old = overlapped(&f, seeds, 6, (struct emu_opts){.overlap = 0}, NULL, 0);
+	int honest = overlapped(&f, seeds, 6, (struct emu_opts){.overlap = 1, .ctr_base = 0xfffffff0u}, NULL, 0);
+	int early = overlapped(&f, seeds, 6, (struct emu_opts){.overlap = 1, .early_host = 1}, first, sizeof first);
+	printf("# %d seeds: one iteration at a time %d failed; overlapped %d failed; overlapped with a host that "
+	       "rings early %d failed, first: %s\n", seeds, old, honest, early, first);
+	assert_int_equal(old, 0);
+	assert_int_equal(honest, 0);
+	assert_true(early > 0);
+	assert_non_null(strstr(first, "iteration"));
+	arkgen_result_free(&f);
+}
+
+/* The DMA request of a copy that nothing waits for to its last chunk (its receiver's wait dropped):
+ * the request outlives its iteration. The overlapping emulator finds what that breaks, by the
+ * bytes (an output read before it arrived, or the next iteration's input written under the
+ * engine); the other one by its rule that every task ran while a request was copying. */
+static void test_dma_outlives_iteration(void **state)
+{
+	(void)state;
+	const char *cp = "{ name = \"cp\"; op = \"copy\"; in = [\"t0\"]; out = \"o\"; gpu = 1; transport = \"dma\"; }";
+	struct arkgen_result f;
+	assert_int_equal(build(&f, model(2, 2, 1 << 20, "fp16", cp), ARK_P2P_MAX_DEFAULT, 0), 0);
+	const struct tiling *s = &f.tiling;
+	struct schedule *p = &f.schedule[0];
+	int dropped = 0;
+	for (int v = 0; v < s->n_vcta; v++)
+		if (s->v[v].tmpl == ARK_T_NOP)
+			for (int64_t w = p->wait0[v]; w < p->wait0[v + 1]; w++)
+				p->waits[w].need = 0, dropped++;
+	assert_true(dropped > 0);
+	char first[1200] = "";
+	int seeds = 6;
+	int old = overlapped(&f, seeds, 4, (struct emu_opts){.overlap = 0}, NULL, 0);
+	int ovl = overlapped(&f, seeds, 4, (struct emu_opts){.overlap = 1}, first, sizeof first);
+	printf("# receiver's waits dropped, %d seeds: one iteration at a time %d failed, overlapped %d failed, first: %s\n",
+	       seeds, old, ovl, first);
+	assert_int_equal(ovl, seeds);
+	arkgen_result_free(&f);
+}
+
 static void test_barrier_refused(void **state)
 {
 	(void)state;
@@ -551,6 +658,9 @@ int main(void)
 		cmocka_unit_test(test_emulated_2),
 		cmocka_unit_test(test_emulated_4),
 		cmocka_unit_test(test_dma_early_start),
+		cmocka_unit_test(test_overlapped),
+		cmocka_unit_test(test_cross_iteration),
+		cmocka_unit_test(test_dma_outlives_iteration),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -382,6 +382,7 @@ static const char *const mut_name[M__COUNT] = {"drop a wait", "need - 1", "need 
 
 struct tally {
 	int tried, unsafe, rejected, rejected_safe;
+	int unordered; /* rejections that name two accesses not ordered (the byte sweep's) */
 	int by[M__COUNT][2]; /* tried, unsafe */
 };
 
@@ -458,6 +459,11 @@ static void mutate_plan(const char *what, const struct arkgen_result *r, struct 
 					b.t = t;
 					tl->tried++, tl->unsafe += bad, tl->rejected += rej, tl->rejected_safe += rej && !bad;
 					tl->by[mu][0]++, tl->by[mu][1] += bad;
+					if (rej && strstr(err, " is not ordered: ")) {
+						if (!strstr(err, " may run before ") || !strstr(err, " of bytes ["))
+							fail_msg("%s: a rejection that does not say which accesses: %s", what, err);
+						tl->unordered++;
+					}
 					if (bad && !rej)
 						fail_msg("%s: GPU %d task %d (vCTA %u) wait %d, %s: unsafe but accepted", what, g, i,
 							 t->gpu[g].tasks[i].vcta, j, mut_name[mu]);
@@ -495,7 +501,7 @@ static struct tally total;
 static void add(struct tally *to, const struct tally *from)
 {
 	to->tried += from->tried, to->unsafe += from->unsafe, to->rejected += from->rejected;
-	to->rejected_safe += from->rejected_safe;
+	to->rejected_safe += from->rejected_safe, to->unordered += from->unordered;
 	for (int m = 0; m < M__COUNT; m++)
 		to->by[m][0] += from->by[m][0], to->by[m][1] += from->by[m][1];
 }
@@ -771,7 +777,9 @@ static void test_total(void **state)
 {
 	(void)state;
 	report("all plans", &total);
+	printf("# %d rejections name two accesses of overlapping bytes not ordered\n", total.unordered);
 	assert_int_equal(total.unsafe > 0, 1);
+	assert_true(total.unordered > 0);
 }
 
 int main(void)
