@@ -152,10 +152,10 @@ static int write_loop(const struct arkgen_result *r, const char *options, const 
 
 static int is_stdout(const char *path) { return path && !strcmp(path, "-"); }
 
-/* What the command line asked to see or write, for the passes that completed, in pass order. When
- * an output goes to standard output ("-"), the report and the dumps go to standard error. */
 static int outputs_written(const struct cli *o, const struct arkgen_result *r);
 
+/* What the command line asked to see or write, for the passes that completed, in pass order. When
+ * an output goes to standard output ("-"), the report and the dumps go to standard error. */
 static int outputs(const struct cli *o, const struct arkgen_result *r)
 {
 	if (r->done < ARKGEN_PASS_CHECK)
