@@ -8,7 +8,7 @@
 # programs, and bench/allreduce.sh's models on 2 GPUs (DIR/ar: default algorithm, DIR/ar2ph: two-phase,
 # DIR/arst: one-shot with stores and flags instead of packets, up to 1 MiB).
 # MULTI_ONLY=1 leaves out the single-GPU models and tests; SINGLE_ONLY=1 the multi-GPU models and
-# bench/allreduce.sh's. The nvcc jobs run in parallel (JOBS, default: the number of CPUs).
+# bench/allreduce.sh's; SKIP_BACKENDS=1 the stream backends' binaries. The nvcc jobs run in parallel (JOBS, default: the number of CPUs).
 # It can also run on the GPU machine itself (more CPUs for nvcc), given build/ and the shared
 # libraries arkgen loads (libconfig, libmetis) on LD_LIBRARY_PATH.
 set -eu
@@ -44,8 +44,10 @@ ls "$D"/gen/*.nvcc.log >/dev/null 2>&1 && { echo "gpu-bundle: an nvcc job failed
 if [ "${MULTI_ONLY:-0}" != 1 ]; then
 	ARKGEN="$B/arkgen" NVCC="$NVCC" tests/gpu_stale.sh --build "$D/stale"
 	rm -f "$D"/stale/*.cu
-	ARKGEN="$B/arkgen" NVCC="$NVCC" tests/gpu_backends.sh --build "$D/backends"
-	rm -f "$D"/backends/*.cu
+	if [ "${SKIP_BACKENDS:-0}" != 1 ]; then
+		ARKGEN="$B/arkgen" NVCC="$NVCC" tests/gpu_backends.sh --build "$D/backends"
+		rm -f "$D"/backends/*.cu
+	fi
 fi
 if [ "${SINGLE_ONLY:-0}" != 1 ]; then
 ARKGEN="$B/arkgen" NVCC="$NVCC" tests/gpu_comm.sh --build "$D/gen-multi"
