@@ -36,7 +36,10 @@ limit() {
 mkdir -p "$OUT" || die "cannot create $OUT"
 cfgs=""
 if [ -n "${MODELS:-}" ]; then
-	for m in $MODELS; do cfgs="$cfgs $ROOT/models/$m.cfg"; done
+	for m in $MODELS; do
+		[ -f "$ROOT/models/$m.cfg" ] || die "MODELS: no models/$m.cfg (MODELS names files of models/; SWEEP=DIR adds others)"
+		cfgs="$cfgs $ROOT/models/$m.cfg"
+	done
 else
 	for m in "$ROOT"/models/*.cfg; do grep -q '^ *gpus *= *[2-9]' "$m" || cfgs="$cfgs $m"; done
 fi
