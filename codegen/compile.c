@@ -77,7 +77,7 @@ static int check_smem(const char *path, const struct arkgen_options *opt)
 int arkgen_compile(const char *path, const char *text, const struct arkgen_options *opt, struct arkgen_result *r)
 {
 	const struct tile_opts to = {.sms = opt->sms, .smem = opt->smem, .fuse = opt->fuse, .reuse = opt->reuse,
-				     .p2p_max = opt->p2p_max, .oneshot_max = opt->oneshot_max, .ll_max = opt->ll_max};
+				     .p2p_max = opt->p2p_max, .oneshot_max = opt->oneshot_max, .ll_max = opt->ll_max, .calib = opt->calib, .gpu = &r->gpu};
 	struct timespec t0;
 	memset(r, 0, sizeof *r);
 	r->opt = *opt;

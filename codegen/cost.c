@@ -10,6 +10,7 @@
  * max(alone, busy * n / S): contention grows with the SMs that stream, as it does on the device.
  * The tile's arithmetic is in both times, so its flops are dropped. vCTAs whose template, dtype,
  * layout or regime the table lacks (and every communication task) keep the analytic cost. */
+#include <math.h>
 #include <string.h>
 
 #include "calib.h"
@@ -102,4 +103,17 @@ void cost_calibrate(struct tiling *s, const struct calib_table *t, const struct 
 		s->sm_gbps[i] = s->bytes[i] / (us[CALIB_ALONE] * 1e3);
 		s->n_calibrated++;
 	}
+}
+
+double cost_vcta_us(const struct tiling *s, const struct vcta *v, const struct calib_table *t,
+		    const struct part_gpu *gpu, double streaming)
+{
+	struct calib_query q;
+	double us[2];
+	if (query_of(s, v, &q) < 0)
+		return gpu->task_us;
+	if (!t || calib_lookup(t, &q, us) < 0)
+		calib_analytic(gpu, &q, us);
+	double sms = t && t->sms > 0 ? t->sms : gpu->sms;
+	return gpu->task_us + fmax(us[CALIB_ALONE], us[CALIB_BUSY] * streaming / sms);
 }

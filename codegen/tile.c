@@ -1,8 +1,10 @@
 /* tile.c: the per-op tilers. Each cuts one op into vCTAs (one tile of output each) with the regions
  * they read and write and their cost; a matmul splits K when its layer has fewer tiles than the GPU
  * has SMs. tile_graph runs them in the graph's order through one table indexed by op kind;
- * communication ops are lowered by lower_comm.c, fusion was decided by fuse.c. */
+ * communication ops are lowered by lower_comm.c, fusion was decided by fuse.c. A matmul's tiles are
+ * the candidate of least predicted time (calibrated tile costs) where it beats the fixed rules. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +73,114 @@ static int64_t matmul_splits(int64_t tiles, int64_t K, int64_t sms)
 	return splits;
 }
 
+/* Split-K chunk for `splits` splits of K: a multiple of 64 (the splits then are cdiv(K, kc)). */
+static int64_t split_chunk(int64_t K, int64_t splits)
+{
+	return splits > 1 ? cdiv(cdiv(K, splits), 64) * 64 : K;
+}
+
+/* Predicted time of matmul oi tiled (tm, tn) with `splits` K-splits on the `share` SMs it counts on
+ * (op_tiling.sm_share) of the GPU's `sms`. Its vCTAs, the full tiles and the narrower ones at the
+ * edges, each timed by cost_vcta_us while min(sms, vCTAs * sms / share) tiles stream GPU-wide (the
+ * matmuls beside it assumed alike), run in ceil(vCTAs / share) waves of the average vCTA; beside
+ * more than two other matmuls (share < sms / 3) in vCTAs / share waves, their many tiles filling a
+ * last partial wave (on the sweep's models the simulator agreed with this split of the two cases,
+ * not with either alone). Never less than its longest vCTA. With split-K, a hop and the REDUCE
+ * tiles after. */
+static double matmul_us(struct tiling *s, int oi, int64_t M, int64_t N, int64_t K, int tm, int tn, int64_t splits)
+{
+	const struct part_gpu *gpu = s->opt.gpu;
+	struct op_tiling *pl = &s->per_op[oi];
+	double sms = gpu->sms, share = pl->sm_share > 0 ? pl->sm_share : gpu->sms;
+	/* tile rows and columns: mt - 1 of tm and one of the rest (and the same for columns) */
+	int64_t mt = cdiv(M, tm), nt = cdiv(N, tn), ms[2] = {tm, M - (mt - 1) * tm}, ns[2] = {tn, N - (nt - 1) * tn};
+	int64_t mc[2] = {mt - 1, 1}, nc[2] = {nt - 1, 1}, kc = split_chunk(K, splits);
+	int saved = pl->splits;
+	double total = 0;
+	pl->splits = (int)splits; /* what a REDUCE's cost reads */
+	for (int pass = 0; pass < (splits > 1 ? 2 : 1); pass++) {
+		int64_t n = pass ? mt * nt : mt * nt * splits;
+		double stream = fmin(sms, (double)n * sms / share), work = 0, longest = 0;
+		for (int i = 0; i < 2; i++)
+			for (int j = 0; j < 2; j++) {
+				if (!mc[i] || !nc[j])
+					continue;
+				struct vcta v = {.op = oi, .opp = oi, .m0 = 0, .m1 = (uint32_t)ms[i], .n0 = 0,
+						 .n1 = (uint32_t)ns[j], .k0 = 0, .k1 = (uint32_t)(pass ? K : kc)};
+				v.tmpl = pass ? ARK_T_REDUCE : splits > 1 ? ARK_T_MATMUL_PARTIAL : ARK_T_MATMUL;
+				double t = cost_vcta_us(s, &v, s->opt.calib, gpu, stream);
+				work += t * (double)(mc[i] * nc[j] * (pass ? 1 : splits));
+				longest = fmax(longest, t);
+			}
+		double waves = share * 3 < sms ? (double)n / share : ceil((double)n / share);
+		total += fmax(longest, waves * work / (double)n) + (pass ? gpu->hop_us : 0);
+	}
+	pl->splits = saved;
+	return total;
+}
+
+/* The matmul's tiling (tm, tn, splits). First the fixed rules' (pick_tn, matmul_splits); then, with a
+ * GPU to cost them on (tile_opts.gpu), candidates: tile rows M itself up to 16 rows (the streaming
+ * tiles, kept), else 64 or 128 (the mma tile's); tile columns 16 to 128 (8 for fp32), never
+ * narrower than 32 bytes of a row; K-splits into chunks of >= 512 (multiples of 64, at most 32
+ * splits) for K >= MM_SPLIT_K where the matmul has the GPU to itself (independent matmuls' split-K
+ * workspaces share reused memory: their tiles would wait on each other), and never more vCTAs than
+ * the rules' or than its SMs. The one of least predicted time (matmul_us), ties to fewer vCTAs,
+ * replaces the rules' only when predicted MM_GAIN faster: the cost model is within ~10% of the
+ * device and the simulator, and a tiling it barely prefers is not worth the change.
+ * bert_base's [128, 3072] x [768, 3072]^T: 96 tiles of 64 x 16 over all of K become 48 tiles of
+ * 64 x 32 in 2 splits of K (96 MATMUL_PARTIAL and 48 REDUCE), one wave. */
+#define MM_GAIN 0.10
+#define MM_SPLIT_K 2048
+static void pick_matmul(struct tiling *s, int oi, int64_t M, int64_t N, int64_t K, int64_t es, int *ptm, int *ptn,
+			int64_t *psplits)
+{
+	int64_t sms = s->per_op[oi].sm_share;
+	int tm = M <= 16 ? (int)M : M <= 256 ? 64 : 128;
+	int64_t mt = cdiv(M, tm);
+	int tn = pick_tn(mt, N, sms, es == 4 ? 8 : 16);
+	int64_t splits = matmul_splits(mt * cdiv(N, tn), K, sms);
+	*ptm = tm, *ptn = tn, *psplits = splits;
+	if (!s->opt.gpu)
+		return;
+	const double rule = matmul_us(s, oi, M, N, K, tm, tn, splits);
+	double best = rule;
+	const int64_t rule_nv = mt * cdiv(N, tn) * splits;
+	int64_t best_nv = rule_nv;
+	static const int tms[] = {64, 128}, tns[] = {8, 16, 32, 64, 128};
+	static const int64_t sps[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
+	for (size_t i = 0; i < (M <= 16 ? 1 : sizeof tms / sizeof tms[0]); i++) {
+		int ctm = M <= 16 ? (int)M : tms[i];
+		if (i > 0 && tms[i - 1] >= M)
+			break; /* one tile row already holds M */
+		for (size_t j = 0; j < sizeof tns / sizeof tns[0]; j++) {
+			int ctn = tns[j];
+			if (ctn * es < 32 || (j > 0 && tns[j - 1] >= N))
+				continue;
+			int64_t last = 0;
+			for (size_t k = 0; k < sizeof sps / sizeof sps[0]; k++) {
+				int64_t sp = sps[k];
+				if (sp > 1 && (K < MM_SPLIT_K || cdiv(K, sp) < 512 || sms < s->opt.gpu->sms))
+					break;
+				sp = cdiv(K, split_chunk(K, sp)); /* the splits its chunk gives */
+				if (sp == last)
+					continue;
+				last = sp;
+				int64_t nv = cdiv(M, ctm) * cdiv(N, ctn) * sp;
+				if (nv > imax(rule_nv, sms))
+					break; /* more splits only add vCTAs */
+				double t = matmul_us(s, oi, M, N, K, ctm, imin(ctn, N), sp);
+				if (t < best || (t == best && nv < best_nv)) {
+					if (t > rule * (1 - MM_GAIN))
+						continue;
+					best = t, best_nv = nv;
+					*ptm = ctm, *ptn = (int)imin(ctn, N), *psplits = sp;
+				}
+			}
+		}
+	}
+}
+
 /* Tiles (tm, tn) of out, each one vCTA, or with split-K one MATMUL_PARTIAL per split into an fp32
  * workspace [splits * M, N] and one REDUCE per tile that sums the splits (bias, activation). */
 static void tile_matmul(struct tiling *s, int oi)
@@ -80,15 +190,12 @@ static void tile_matmul(struct tiling *s, int oi)
 	struct op_tiling *pl = &s->per_op[oi];
 	int a = o->in[0], b = o->in[1], bias = o->n_in > 2 ? o->in[2] : -1, out = pl->out_tensor;
 	int64_t M = s->rows[a], K = s->cols[a], N = s->cols[out];
-	int64_t es = esize(s, a), sms = pl->sm_share;
-	int tm = M <= 16 ? (int)M : M <= 256 ? 64 : 128;
-	int64_t mt = cdiv(M, tm);
-	int tn = pick_tn(mt, N, sms, es == 4 ? 8 : 16);
-	int64_t nt = cdiv(N, tn), tiles = mt * nt;
-	int64_t splits = matmul_splits(tiles, K, sms);
-	int64_t kc = cdiv(K, splits);
-	if (splits > 1)
-		kc = cdiv(kc, 64) * 64;
+	int64_t es = esize(s, a);
+	int tm, tn;
+	int64_t splits;
+	pick_matmul(s, oi, M, N, K, es, &tm, &tn, &splits);
+	int64_t mt = cdiv(M, tm), nt = cdiv(N, tn);
+	int64_t kc = split_chunk(K, splits);
 	pl->tm = tm;
 	pl->tn = tn;
 	pl->splits = (int)splits;

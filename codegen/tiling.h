@@ -88,6 +88,9 @@ struct tile_opts {
 	int64_t p2p_max;      /* transport auto: p2p up to this many bytes per transfer, DMA above */
 	int64_t oneshot_max;  /* all_reduce: one-shot up to this many bytes per GPU, -1: the default rule */
 	int64_t ll_max;       /* one-shot all_reduce by p2p: packets up to this many bytes per GPU */
+	/* the costs the matmul tiler compares candidate tilings by (cost_vcta_us); gpu NULL: fixed rules */
+	const struct calib_table *calib;
+	const struct part_gpu *gpu;
 };
 
 struct tiling {
@@ -145,6 +148,12 @@ void view_offsets(struct tiling *s);
  * figures with the table's protocol costs, calib_gpu). */
 struct calib_table;
 void cost_calibrate(struct tiling *s, const struct calib_table *t, const struct part_gpu *gpu);
+/* The time of vCTA v (of an op of s, made or not) with its dispatch, as cost_calibrate and the
+ * simulator give it: alone, or stretched by the device memory it shares while `streaming` SMs of the
+ * GPU run such tiles (max(alone, busy * streaming / the table's SMs)); the analytic model where the
+ * table (t, may be NULL) lacks the tile. The matmul tiler compares tilings by it. */
+double cost_vcta_us(const struct tiling *s, const struct vcta *v, const struct calib_table *t,
+		    const struct part_gpu *gpu, double streaming);
 
 /* Constructor and growth (tiling.c). tiling_init sizes per_op and the 2-D views of g's tensors. */
 void tiling_init(struct tiling *s, struct graph *g, const struct tile_opts *opt);
