@@ -90,7 +90,8 @@ static int build_nodes(const struct tiling *s, const struct schedule *p, struct 
 				pairs[m++] = (int64_t)a * n + b;
 			}
 		}
-	qsort(pairs, (size_t)m, sizeof *pairs, cmp_i64);
+	if (m) /* pairs is NULL when there is none */
+		qsort(pairs, (size_t)m, sizeof *pairs, cmp_i64);
 	sp->xadj = xcalloc((size_t)n + 2, sizeof *sp->xadj);
 	sp->adj = xmalloc(((size_t)m + 1) * sizeof *sp->adj);
 	int64_t k = 0;

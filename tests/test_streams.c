@@ -224,7 +224,8 @@ static struct splan plan_copy(const struct splan *p)
 	c.n_sync = 0;
 	memcpy(c.order, p->order, (size_t)p->n * sizeof *c.order);
 	memcpy(c.stream, p->stream, (size_t)p->n * sizeof *c.stream);
-	memcpy(c.ev, p->ev, (size_t)p->n_events * sizeof *c.ev);
+	if (p->n_events) /* p->ev may be NULL without events, which memcpy must not be given */
+		memcpy(c.ev, p->ev, (size_t)p->n_events * sizeof *c.ev);
 	return c;
 }
 
