@@ -914,22 +914,41 @@ static int64_t lower_i64(const int64_t *b, int64_t n, int64_t v)
 	return lo;
 }
 
-/* The spaces of every GPU: the tensors some task accesses, grouped where their bytes overlap. */
+/* The spaces of every GPU: the tensors some task accesses, grouped where the bytes they hold or
+ * their regions reach overlap. A tensor with a region outside its columns makes its space one row. */
 static void make_spaces(const struct vf *f, struct gbytes *B)
 {
 	const struct tiling *s = f->s;
 	int nt = s->g->n_tensors;
-	uint8_t *used = xcalloc((size_t)nt + 1, 1);
+	uint8_t *used = xcalloc((size_t)nt + 1, 1), *odd = xcalloc((size_t)nt + 1, 1);
+	uint64_t *lo = xmalloc(((size_t)nt + 1) * sizeof *lo), *hi = xmalloc(((size_t)nt + 1) * sizeof *hi);
+	for (int t = 0; t < nt; t++) {
+		uint64_t es = (uint64_t)ark_dtype_size(s->g->tensors[t].dtype);
+		lo[t] = s->offset[t];
+		hi[t] = s->offset[t] + (uint64_t)s->rows[t] * (uint64_t)s->cols[t] * es;
+	}
 	for (int x = 0; x < f->n_tasks; x++) {
 		const struct ark_task *k = task(f, x);
 		if (k->tmpl == ARK_T_BARRIER)
 			continue;
 		const struct vcta *v = &s->v[k->vcta];
-		used[v->write.tensor] = 1;
-		for (int r = 0; r < v->n_reads; r++)
-			used[v->reads[r].tensor] = 1;
+		for (int i = 0; i <= v->n_reads; i++) {
+			const struct region *r = i < v->n_reads ? &v->reads[i] : &v->write;
+			int t = r->tensor;
+			used[t] = 1;
+			if (r->r0 >= r->r1 || r->c0 >= r->c1 || s->offset[t] == UINT64_MAX)
+				continue;
+			int64_t es = ark_dtype_size(s->g->tensors[t].dtype), cols = s->cols[t];
+			int64_t a = (int64_t)s->offset[t] + (r->r0 * cols + r->c0) * es;
+			int64_t e = (int64_t)s->offset[t] + ((r->r1 - 1) * cols + r->c1) * es;
+			odd[t] |= r->r0 < 0 || r->c0 < 0 || r->c1 > cols;
+			if (a < (int64_t)lo[t])
+				lo[t] = a > 0 ? (uint64_t)a : 0;
+			if (e > (int64_t)hi[t])
+				hi[t] = (uint64_t)e;
+		}
 	}
-	int *ord = xmalloc(((size_t)nt + 1) * sizeof *ord);
+	int64_t (*key)[2] = xmalloc(((size_t)nt + 1) * sizeof *key);
 	for (int g = 0; g < f->G; g++) {
 		struct gbytes *G = &B[g];
 		G->sp_of = xmalloc(((size_t)nt + 1) * sizeof *G->sp_of);
@@ -937,23 +956,19 @@ static void make_spaces(const struct vf *f, struct gbytes *B)
 		for (int t = 0; t < nt; t++) {
 			G->sp_of[t] = -1;
 			if (used[t] && s->g->tensors[t].gpu == g && s->offset[t] != UINT64_MAX)
-				ord[n++] = t;
+				key[n][0] = (int64_t)lo[t], key[n++][1] = t;
 		}
-		/* by offset */
-		int64_t (*key)[2] = xmalloc(((size_t)n + 1) * sizeof *key);
-		for (int i = 0; i < n; i++)
-			key[i][0] = (int64_t)s->offset[ord[i]], key[i][1] = ord[i];
-		qsort(key, (size_t)n, sizeof *key, cmp_i64);
+		qsort(key, (size_t)n, sizeof *key, cmp_i64); /* by first byte */
 		G->sp = xmalloc(((size_t)n + 1) * sizeof *G->sp);
 		G->n_sp = 0;
 		for (int i = 0; i < n; i++) {
 			int t = (int)key[i][1];
-			uint64_t es = (uint64_t)ark_dtype_size(s->g->tensors[t].dtype);
-			uint64_t pitch = (uint64_t)s->cols[t] * es, end = s->offset[t] + (uint64_t)s->rows[t] * pitch;
+			uint64_t pitch = odd[t] ? 0 : (uint64_t)s->cols[t] * (uint64_t)ark_dtype_size(s->g->tensors[t].dtype);
+			uint64_t end = hi[t] > lo[t] ? hi[t] : lo[t] + 1;
 			struct space *S = G->n_sp ? &G->sp[G->n_sp - 1] : NULL;
-			if (!S || s->offset[t] >= S->end) {
+			if (!S || lo[t] >= S->end) {
 				S = &G->sp[G->n_sp++];
-				*S = (struct space){s->offset[t], end > s->offset[t] ? end : s->offset[t] + 1, pitch, 0};
+				*S = (struct space){lo[t], end, pitch, 0};
 			} else {
 				if (end > S->end)
 					S->end = end;
@@ -962,9 +977,8 @@ static void make_spaces(const struct vf *f, struct gbytes *B)
 			}
 			G->sp_of[t] = G->n_sp - 1;
 		}
-		free(key);
 	}
-	free(ord), free(used);
+	free(key), free(used), free(odd), free(lo), free(hi);
 }
 
 /* The accesses of every node as boxes: tiles read and write their regions; a DMA request's chunk k

@@ -882,6 +882,32 @@ static void test_moved_offsets(void **state)
 	}
 	memcpy(s->offset, orig, (size_t)nt * sizeof *orig);
 	assert_int_equal(tables_verify(s, t, err, sizeof err), 0);
+	/* regions that reach past their tensor's columns or rows (into the next tensor's bytes): each
+	 * tile's write, and each read, stretched in turn, with the tensors as placed */
+	int stretched = 0, s_unsafe = 0, s_rejected = 0;
+	for (int v = 0; v < s->n_vcta; v++)
+		for (int i = 0; i <= s->v[v].n_reads; i++)
+			for (int how = 0; how < 2; how++) {
+				struct region *rg = i < s->v[v].n_reads ? &s->v[v].reads[i] : &s->v[v].write, keep = *rg;
+				if (s->offset[rg->tensor] == UINT64_MAX)
+					continue;
+				if (how == 0)
+					rg->c1 = s->cols[rg->tensor] + 8;
+				else
+					rg->r1 = s->rows[rg->tensor] + 1;
+				struct bf bb;
+				bf_init(&bb, s, t);
+				int bad = bf_unsafe(&bb), rej = tables_verify(s, t, err, sizeof err) != 0;
+				bf_free(&bb);
+				*rg = keep;
+				stretched++, s_unsafe += bad, s_rejected += rej;
+				if (bad != rej)
+					fail_msg("vCTA %d region %d stretched %s: %s by the checker, %s: %s", v, i,
+						 how ? "past the rows" : "past the columns", bad ? "unsafe" : "safe",
+						 rej ? "rejected" : "accepted", rej ? err : "");
+			}
+	printf("# %d regions stretched past their tensor: %d unsafe, %d rejected\n", stretched, s_unsafe, s_rejected);
+	assert_true(s_unsafe > 0);
 	printf("# %d placements (%d inside a row of a tensor of the same pitch, %d onto another pitch): %d unsafe, "
 	       "%d rejected (%d of them safe)\n", tried, wrapped, mixed, unsafe, rejected, rejected_safe);
 	assert_true(unsafe > 0 && unsafe < tried);
