@@ -16,7 +16,8 @@
  * (else the targets of later iterations drift), runs the lists in the most permissive order to
  * prove that no iteration deadlocks and to get a topological order, computes vector clocks over
  * that order (one lane per SM, one per DMA request whose positions are its chunks), and then sweeps
- * every GPU's bytes in program order (vCTA number), checking that each access is ordered after the
+ * every GPU's bytes in program order (vCTA number), as 2-D boxes of the tensors that share them (the
+ * bytes section below), checking that each access is ordered after the
  * last write of its bytes and each write after the reads since: by transitivity that orders every
  * read-after-write, write-after-read and write-after-write pair without looking at pairs. Between
  * iterations only the DMA engine can overlap (the host rings i + 1 after every GPU completed i), so
@@ -758,18 +759,132 @@ static int check_arrivals(struct vf *f)
 
 /* ---- the bytes -------------------------------------------------------------------------------------- */
 
-static int cmp_prog(const void *a, const void *b)
+/* The bytes are swept as 2-D boxes, not one run per row. A GPU's accessed tensors are grouped into
+ * spaces: the tensors whose bytes overlap (memory reuse, views) share one. A space whose tensors
+ * all have the same row pitch P (bytes) is a grid of rows of P bytes from its lowest byte O: byte
+ * O + r * P + c is cell (r, c), a region of a tensor is at most two boxes of it (one where its rows
+ * do not start at a multiple of P from O and wrap), a contiguous range at most three. A space that
+ * mixes pitches is one row of bytes (P = 0): a region is one box per row, as runs are. Every box
+ * covers exactly its bytes, so the sweep over boxes sees the same accesses of every byte. */
+struct box {
+	int64_t r0, r1;   /* rows of the space */
+	uint64_t c0, c1;  /* bytes within a row (P = 0: from O) */
+	int node, vcta, tensor, sp;
+	uint8_t write;
+};
+
+struct space {
+	uint64_t o, end, p; /* bytes [o, end) of the GPU; p: row pitch, 0: one row */
+	int written;        /* some box of the space writes (else its reads are left out) */
+};
+
+struct gbytes {
+	struct box *b;
+	int64_t n, cap;
+	struct space *sp;
+	int n_sp;
+	int *sp_of; /* per tensor: its space on this GPU, -1 */
+};
+
+static void box_push(struct gbytes *B, struct box x)
 {
-	const struct acc *x = a, *y = b;
-	if (x->vcta != y->vcta)
-		return x->vcta < y->vcta ? -1 : 1;
-	return (int)x->write - (int)y->write;
+	if (x.r0 >= x.r1 || x.c0 >= x.c1)
+		return;
+	if (B->n == B->cap) {
+		B->cap = B->cap ? 2 * B->cap : 1024;
+		B->b = xrealloc(B->b, (size_t)B->cap * sizeof *B->b);
+	}
+	B->b[B->n++] = x;
+}
+
+/* Bytes [a, b) of the GPU, of tensor t, as boxes of its space. */
+static void range_boxes(struct gbytes *B, int t, uint64_t a, uint64_t b, struct box x)
+{
+	const struct space *S = &B->sp[B->sp_of[t]];
+	x.tensor = t, x.sp = B->sp_of[t];
+	a -= S->o, b -= S->o;
+	if (!S->p) {
+		x.r0 = 0, x.r1 = 1, x.c0 = a, x.c1 = b;
+		box_push(B, x);
+		return;
+	}
+	int64_t ra = (int64_t)(a / S->p), rb = (int64_t)(b / S->p);
+	uint64_t ca = a % S->p, cb = b % S->p;
+	if (ra == rb) {
+		x.r0 = ra, x.r1 = ra + 1, x.c0 = ca, x.c1 = cb;
+		box_push(B, x);
+		return;
+	}
+	if (ca) { /* the partial first row */
+		x.r0 = ra, x.r1 = ra + 1, x.c0 = ca, x.c1 = S->p;
+		box_push(B, x);
+		ra++;
+	}
+	x.r0 = ra, x.r1 = rb, x.c0 = 0, x.c1 = S->p; /* the whole rows */
+	box_push(B, x);
+	x.r0 = rb, x.r1 = rb + 1, x.c0 = 0, x.c1 = cb; /* the partial last row */
+	box_push(B, x);
+}
+
+/* Region r (of a tensor with a space) as boxes. */
+static void region_boxes(const struct vf *f, struct gbytes *B, const struct region *r, int node, int vcta, int write)
+{
+	const struct tiling *s = f->s;
+	int t = r->tensor;
+	if (r->r0 >= r->r1 || r->c0 >= r->c1 || s->offset[t] == UINT64_MAX)
+		return;
+	const struct space *S = &B->sp[B->sp_of[t]];
+	uint64_t es = (uint64_t)ark_dtype_size(s->g->tensors[t].dtype), cols = (uint64_t)s->cols[t];
+	uint64_t base = s->offset[t];
+	struct box x = {.node = node, .vcta = vcta, .tensor = t, .sp = B->sp_of[t], .write = (uint8_t)write};
+	if (r->c0 == 0 && (uint64_t)r->c1 == cols) {
+		range_boxes(B, t, base + (uint64_t)r->r0 * cols * es, base + (uint64_t)r->r1 * cols * es, x);
+		return;
+	}
+	if (!S->p) {
+		for (int64_t row = r->r0; row < r->r1; row++)
+			range_boxes(B, t, base + ((uint64_t)row * cols + (uint64_t)r->c0) * es,
+				    base + ((uint64_t)row * cols + (uint64_t)r->c1) * es, x);
+		return;
+	}
+	/* pitch p = cols * es: row `row` of the tensor starts at cell (r0t + row, d) */
+	int64_t r0t = (int64_t)((base - S->o) / S->p);
+	uint64_t d = (base - S->o) % S->p, lo = d + (uint64_t)r->c0 * es, hi = d + (uint64_t)r->c1 * es;
+	if (hi <= S->p) {
+		x.r0 = r0t + r->r0, x.r1 = r0t + r->r1, x.c0 = lo, x.c1 = hi;
+		box_push(B, x);
+	} else if (lo >= S->p) {
+		x.r0 = r0t + r->r0 + 1, x.r1 = r0t + r->r1 + 1, x.c0 = lo - S->p, x.c1 = hi - S->p;
+		box_push(B, x);
+	} else { /* each row wraps: its head ends a row of the space, its tail starts the next */
+		x.r0 = r0t + r->r0, x.r1 = r0t + r->r1, x.c0 = lo, x.c1 = S->p;
+		box_push(B, x);
+		x.r0 = r0t + r->r0 + 1, x.r1 = r0t + r->r1 + 1, x.c0 = 0, x.c1 = hi - S->p;
+		box_push(B, x);
+	}
 }
 
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 	return x < y ? -1 : x > y;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Space, then program order (vCTA number, its reads before its write). */
+static int cmp_box(const void *a, const void *b)
+{
+	const struct box *x = a, *y = b;
+	if (x->sp != y->sp)
+		return x->sp < y->sp ? -1 : 1;
+	if (x->vcta != y->vcta)
+		return x->vcta < y->vcta ? -1 : 1;
+	return (int)x->write - (int)y->write;
 }
 
 /* Index of the first boundary >= v. */
@@ -786,19 +901,106 @@ static int64_t lower(const uint64_t *b, int64_t n, uint64_t v)
 	return lo;
 }
 
-/* The accesses of every node: tiles read and write their regions; a DMA request's chunk k reads
- * and writes the bytes of chunk k of its source and destination (contiguous boxes). Reads of bytes
- * nothing writes in the iteration (weights, inputs) cannot be part of a hazard and are left out. */
-static int gather(struct vf *f, struct accs *A)
+static int64_t lower_i64(const int64_t *b, int64_t n, int64_t v)
+{
+	int64_t lo = 0, hi = n;
+	while (lo < hi) {
+		int64_t mid = (lo + hi) / 2;
+		if (b[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The spaces of every GPU: the tensors some task accesses, grouped where the bytes they hold or
+ * their regions reach overlap. A tensor with a region outside its columns makes its space one row. */
+static void make_spaces(const struct vf *f, struct gbytes *B)
 {
 	const struct tiling *s = f->s;
+	int nt = s->g->n_tensors;
+	uint8_t *used = xcalloc((size_t)nt + 1, 1), *odd = xcalloc((size_t)nt + 1, 1);
+	uint64_t *lo = xmalloc(((size_t)nt + 1) * sizeof *lo), *hi = xmalloc(((size_t)nt + 1) * sizeof *hi);
+	for (int t = 0; t < nt; t++) {
+		uint64_t es = (uint64_t)ark_dtype_size(s->g->tensors[t].dtype);
+		lo[t] = s->offset[t];
+		hi[t] = s->offset[t] + (uint64_t)s->rows[t] * (uint64_t)s->cols[t] * es;
+	}
+	for (int x = 0; x < f->n_tasks; x++) {
+		const struct ark_task *k = task(f, x);
+		if (k->tmpl == ARK_T_BARRIER)
+			continue;
+		const struct vcta *v = &s->v[k->vcta];
+		for (int i = 0; i <= v->n_reads; i++) {
+			const struct region *r = i < v->n_reads ? &v->reads[i] : &v->write;
+			int t = r->tensor;
+			used[t] = 1;
+			if (r->r0 >= r->r1 || r->c0 >= r->c1 || s->offset[t] == UINT64_MAX)
+				continue;
+			int64_t es = ark_dtype_size(s->g->tensors[t].dtype), cols = s->cols[t];
+			int64_t a = (int64_t)s->offset[t] + (r->r0 * cols + r->c0) * es;
+			int64_t e = (int64_t)s->offset[t] + ((r->r1 - 1) * cols + r->c1) * es;
+			odd[t] |= r->r0 < 0 || r->c0 < 0 || r->c1 > cols;
+			if (a < (int64_t)lo[t])
+				lo[t] = a > 0 ? (uint64_t)a : 0;
+			if (e > (int64_t)hi[t])
+				hi[t] = (uint64_t)e;
+		}
+	}
+	int64_t (*key)[2] = xmalloc(((size_t)nt + 1) * sizeof *key);
+	for (int g = 0; g < f->G; g++) {
+		struct gbytes *G = &B[g];
+		G->sp_of = xmalloc(((size_t)nt + 1) * sizeof *G->sp_of);
+		int n = 0;
+		for (int t = 0; t < nt; t++) {
+			G->sp_of[t] = -1;
+			if (used[t] && s->g->tensors[t].gpu == g && s->offset[t] != UINT64_MAX)
+				key[n][0] = (int64_t)lo[t], key[n++][1] = t;
+		}
+		qsort(key, (size_t)n, sizeof *key, cmp_i64); /* by first byte */
+		G->sp = xmalloc(((size_t)n + 1) * sizeof *G->sp);
+		G->n_sp = 0;
+		for (int i = 0; i < n; i++) {
+			int t = (int)key[i][1];
+			uint64_t pitch = odd[t] ? 0 : (uint64_t)s->cols[t] * (uint64_t)ark_dtype_size(s->g->tensors[t].dtype);
+			uint64_t end = hi[t] > lo[t] ? hi[t] : lo[t] + 1;
+			struct space *S = G->n_sp ? &G->sp[G->n_sp - 1] : NULL;
+			if (!S || lo[t] >= S->end) {
+				S = &G->sp[G->n_sp++];
+				*S = (struct space){lo[t], end, pitch, 0};
+			} else {
+				if (end > S->end)
+					S->end = end;
+				if (S->p != pitch)
+					S->p = 0;
+			}
+			G->sp_of[t] = G->n_sp - 1;
+		}
+	}
+	free(key), free(used), free(odd), free(lo), free(hi);
+}
+
+/* The accesses of every node as boxes: tiles read and write their regions; a DMA request's chunk k
+ * reads and writes the bytes of chunk k of its source and destination (contiguous ranges). Reads of
+ * a space nothing writes in the iteration (weights, inputs) cannot be part of a hazard and are
+ * left out. */
+static int gather(struct vf *f, struct gbytes *B)
+{
+	const struct tiling *s = f->s;
+	make_spaces(f, B);
 	for (int x = 0; x < f->n_tasks; x++) {
 		const struct ark_task *k = task(f, x);
 		if (k->tmpl == ARK_T_BARRIER)
 			continue;
 		const struct vcta *v = &s->v[k->vcta];
 		if (k->tmpl != ARK_T_DMA) {
-			add_region(f, A, &v->write, x, (int)k->vcta, 1);
+			const struct region *r = &v->write;
+			if (s->offset[r->tensor] != UINT64_MAX) {
+				struct gbytes *G = &B[s->g->tensors[r->tensor].gpu];
+				region_boxes(f, G, r, x, (int)k->vcta, 1);
+				G->sp[G->sp_of[r->tensor]].written = 1;
+			}
 			continue;
 		}
 		int d = f->dma_of[x];
@@ -818,31 +1020,18 @@ static int gather(struct vf *f, struct accs *A)
 				return fail(f, "%s: its %s is not the contiguous range of its request", who(f, x, b, sizeof b),
 					    side ? "destination" : "source");
 			}
+			if (hi == lo)
+				continue;
+			struct gbytes *G = &B[g];
+			G->sp[G->sp_of[r->tensor]].written |= side;
 			for (uint32_t c = 0; c < f->dma_n[d]; c++) {
 				uint64_t a = dma_chunk_start(c, ARK_DMA_CHUNK_BYTES, ARK_DMA_CHUNK_MAX_BYTES);
 				uint64_t e = dma_chunk_start(c + 1, ARK_DMA_CHUNK_BYTES, ARK_DMA_CHUNK_MAX_BYTES);
 				e = e > hi - lo ? hi - lo : e;
-				push(&A[g], (struct acc){lo + a, lo + e, f->dma_first[d] + (int)c, (int)k->vcta, r->tensor,
-							 (uint8_t)side});
-			}
-		}
-	}
-	/* the bytes written, merged, to leave out the reads of bytes never written */
-	uint64_t (*wr[ARK_MAX_GPUS])[2] = {0};
-	int64_t nw[ARK_MAX_GPUS] = {0};
-	for (int g = 0; g < f->G; g++) {
-		if (A[g].n)
-			qsort(A[g].a, (size_t)A[g].n, sizeof *A[g].a, cmp_acc_lo);
-		wr[g] = xmalloc(((size_t)A[g].n + 1) * sizeof *wr[g]);
-		for (int64_t i = 0; i < A[g].n; i++) {
-			if (!A[g].a[i].write)
-				continue;
-			if (nw[g] && A[g].a[i].lo <= wr[g][nw[g] - 1][1]) {
-				if (A[g].a[i].hi > wr[g][nw[g] - 1][1])
-					wr[g][nw[g] - 1][1] = A[g].a[i].hi;
-			} else {
-				wr[g][nw[g]][0] = A[g].a[i].lo;
-				wr[g][nw[g]++][1] = A[g].a[i].hi;
+				if (a < e)
+					range_boxes(G, r->tensor, lo + a, lo + e,
+						    (struct box){.node = f->dma_first[d] + (int)c, .vcta = (int)k->vcta,
+								 .write = (uint8_t)side});
 			}
 		}
 	}
@@ -852,37 +1041,36 @@ static int gather(struct vf *f, struct accs *A)
 			continue;
 		const struct vcta *v = &s->v[k->vcta];
 		for (int r = 0; r < v->n_reads; r++) {
-			struct accs R[ARK_MAX_GPUS] = {{0}};
-			add_region(f, R, &v->reads[r], x, (int)k->vcta, 0);
-			for (int g = 0; g < f->G; g++) {
-				for (int64_t i = 0; i < R[g].n; i++) {
-					int64_t lo = 0, hi = nw[g]; /* first written run ending after the read's start */
-					while (lo < hi) {
-						int64_t mid = (lo + hi) / 2;
-						if (wr[g][mid][1] <= R[g].a[i].lo)
-							lo = mid + 1;
-						else
-							hi = mid;
-					}
-					if (lo < nw[g] && wr[g][lo][0] < R[g].a[i].hi)
-						push(&A[g], R[g].a[i]);
-				}
-				free(R[g].a);
-			}
+			int t = v->reads[r].tensor;
+			if (s->offset[t] == UINT64_MAX)
+				continue;
+			struct gbytes *G = &B[s->g->tensors[t].gpu];
+			if (G->sp[G->sp_of[t]].written)
+				region_boxes(f, G, &v->reads[r], x, (int)k->vcta, 0);
 		}
 	}
 	for (int g = 0; g < f->G; g++)
-		free(wr[g]);
+		if (B[g].n)
+			qsort(B[g].b, (size_t)B[g].n, sizeof *B[g].b, cmp_box);
 	return 0;
 }
 
-/* The first access (earlier in program order) is not ordered before the second: say which, where. */
-static int unordered(struct vf *f, int g, const struct acc *x, const struct acc *y)
+static void gbytes_free(struct gbytes *B)
+{
+	free(B->b), free(B->sp), free(B->sp_of);
+}
+
+/* The first access (earlier in program order) is not ordered before the second: say which, where
+ * (the first row of bytes their boxes share). */
+static int unordered(struct vf *f, int g, const struct gbytes *B, const struct box *x, const struct box *y)
 {
 	static const char *const kind[2][2] = {{"", "write after read"}, {"read after write", "write after write"}};
 	char b1[256], b2[256];
 	const struct tensor *tx = &f->s->g->tensors[x->tensor], *ty = &f->s->g->tensors[y->tensor];
-	uint64_t lo = x->lo > y->lo ? x->lo : y->lo, hi = x->hi < y->hi ? x->hi : y->hi;
+	const struct space *S = &B->sp[x->sp];
+	int64_t row = x->r0 > y->r0 ? x->r0 : y->r0;
+	uint64_t c0 = x->c0 > y->c0 ? x->c0 : y->c0, c1 = x->c1 < y->c1 ? x->c1 : y->c1;
+	uint64_t lo = S->o + (uint64_t)row * S->p + c0, hi = S->o + (uint64_t)row * S->p + c1;
 	return fail(f, "%s of bytes [%" PRIu64 ", %" PRIu64 ") of GPU %d (tensor '%s' then '%s') is not ordered: "
 		    "%s may run before %s finishes with them", kind[x->write][y->write], lo, hi, g, tx->name, ty->name,
 		    who(f, y->node, b2, sizeof b2), who(f, x->node, b1, sizeof b1));
@@ -899,30 +1087,70 @@ static void need_order(struct vf *f, int x, int y)
 	f->ob[f->n_ob++][1] = y;
 }
 
-/* One GPU's accesses in program order over the elementary runs between all their boundaries: each
- * access after the last write of its bytes, each write after the reads since (readers of a run are
- * kept until the next write of it). Appends those orderings to f->ob (need_order); with find >= 0,
- * appends nothing and instead returns in *ox, *oy the accesses of ordering number `find` (A->a as
- * the first call sorted it). */
-static void sweep(struct vf *f, int g, struct accs *A, int64_t find, struct acc *ox, struct acc *oy)
+/* The cells of one space: its rows cut into bands at every box's first and last row, each band's
+ * bytes cut at the columns of the boxes that cover it. A box covers whole cells. */
+struct cells {
+	int64_t *rb, nrb;  /* band boundaries (rows) */
+	int64_t *cx;       /* per band: its column boundaries cv[cx[i] .. cx[i] + nc[i]) */
+	int64_t *nc;
+	uint64_t *cv;
+	int64_t *cell0;    /* per band: its first cell; cell0[nrb - 1]: the cells */
+};
+
+static void cells_build(struct cells *C, const struct box *b, int64_t n)
 {
-	int64_t n = A->n, nb = 0, seq = f->ob_first[g];
-	if (!n)
-		return;
-	uint64_t *bd = xmalloc((size_t)(2 * n) * sizeof *bd);
-	for (int64_t i = 0; i < n; i++)
-		bd[nb++] = A->a[i].lo, bd[nb++] = A->a[i].hi;
-	qsort(bd, (size_t)nb, sizeof *bd, cmp_u64);
+	C->rb = xmalloc((size_t)(2 * n + 1) * sizeof *C->rb);
 	int64_t m = 0;
-	for (int64_t i = 0; i < nb; i++)
-		if (!m || bd[m - 1] != bd[i])
-			bd[m++] = bd[i];
-	if (find < 0)
-		qsort(A->a, (size_t)n, sizeof *A->a, cmp_prog);
-	int64_t *lastw = xmalloc((size_t)m * sizeof *lastw), *rhead = xmalloc((size_t)m * sizeof *rhead);
+	for (int64_t i = 0; i < n; i++)
+		C->rb[m++] = b[i].r0, C->rb[m++] = b[i].r1;
+	qsort(C->rb, (size_t)m, sizeof *C->rb, cmp_i64);
+	int64_t u = 0;
 	for (int64_t i = 0; i < m; i++)
-		lastw[i] = rhead[i] = -1;
-	int64_t pn = 0, pcap = 1024, *ridx = xmalloc((size_t)pcap * sizeof *ridx), *rnext = xmalloc((size_t)pcap * sizeof *rnext);
+		if (!u || C->rb[u - 1] != C->rb[i])
+			C->rb[u++] = C->rb[i];
+	C->nrb = u;
+	int64_t nb = u - 1; /* bands */
+	C->cx = xcalloc((size_t)nb + 2, sizeof *C->cx);
+	C->nc = xcalloc((size_t)nb + 1, sizeof *C->nc);
+	C->cell0 = xcalloc((size_t)nb + 2, sizeof *C->cell0);
+	for (int64_t i = 0; i < n; i++)
+		for (int64_t j = lower_i64(C->rb, u, b[i].r0); C->rb[j] < b[i].r1; j++)
+			C->cx[j + 1] += 2;
+	for (int64_t j = 0; j < nb; j++)
+		C->cx[j + 1] += C->cx[j];
+	C->cv = xmalloc(((size_t)C->cx[nb] + 1) * sizeof *C->cv);
+	int64_t *fill = xmalloc(((size_t)nb + 1) * sizeof *fill);
+	memcpy(fill, C->cx, (size_t)nb * sizeof *fill);
+	for (int64_t i = 0; i < n; i++)
+		for (int64_t j = lower_i64(C->rb, u, b[i].r0); C->rb[j] < b[i].r1; j++)
+			C->cv[fill[j]++] = b[i].c0, C->cv[fill[j]++] = b[i].c1;
+	free(fill);
+	for (int64_t j = 0; j < nb; j++) {
+		uint64_t *v = C->cv + C->cx[j];
+		int64_t k = C->cx[j + 1] - C->cx[j], w = 0;
+		qsort(v, (size_t)k, sizeof *v, cmp_u64);
+		for (int64_t i = 0; i < k; i++)
+			if (!w || v[w - 1] != v[i])
+				v[w++] = v[i];
+		C->nc[j] = w;
+		C->cell0[j + 1] = C->cell0[j] + (w > 1 ? w - 1 : 0);
+	}
+}
+
+static void cells_free(struct cells *C)
+{
+	free(C->rb), free(C->cx), free(C->nc), free(C->cv), free(C->cell0);
+}
+
+/* One GPU's accesses, space by space, in program order over the cells: each access after the last
+ * write of its bytes, each write after the reads since (readers of a cell are kept until the next
+ * write of it). Appends those orderings to f->ob (need_order); with find >= 0, appends nothing and
+ * instead returns in *ox, *oy the boxes of ordering number `find`. */
+static void sweep(struct vf *f, int g, const struct gbytes *B, int64_t find, struct box *ox, struct box *oy)
+{
+	int64_t seq = f->ob_first[g];
+	if (!B->n)
+		return;
 	int found = 0;
 	/* mark[x] = y: the ordering x before y is numbered already (a node's accesses follow each other
 	 * in program order, so this leaves out nearly every repeat; those it keeps are harmless) */
@@ -940,33 +1168,53 @@ static void sweep(struct vf *f, int g, struct accs *A, int64_t find, struct acc 
 			*ox = *(X), *oy = *(Y), found = 1;                                                    \
 		seq++;                                                                                        \
 	} while (0)
-	for (int64_t i = 0; i < n && !found; i++) {
-		const struct acc *a = &A->a[i];
-		for (int64_t e = lower(bd, m, a->lo); e < m && bd[e] < a->hi && !found; e++) {
-			const struct acc *w = lastw[e] >= 0 ? &A->a[lastw[e]] : NULL;
-			if (w && w->vcta != a->vcta)
-				ORDER(w, a);
-			if (a->write) {
-				for (int64_t r = rhead[e]; r >= 0 && !found; r = rnext[r]) {
-					const struct acc *x = &A->a[ridx[r]];
-					if (x->vcta != a->vcta)
-						ORDER(x, a);
+	for (int64_t s0 = 0, s1; s0 < B->n && !found; s0 = s1) {
+		for (s1 = s0; s1 < B->n && B->b[s1].sp == B->b[s0].sp; s1++)
+			;
+		const struct box *A = B->b + s0;
+		int64_t n = s1 - s0;
+		struct cells C;
+		cells_build(&C, A, n);
+		int64_t m = C.cell0[C.nrb - 1];
+		int64_t *lastw = xmalloc(((size_t)m + 1) * sizeof *lastw), *rhead = xmalloc(((size_t)m + 1) * sizeof *rhead);
+		for (int64_t i = 0; i < m; i++)
+			lastw[i] = rhead[i] = -1;
+		int64_t pn = 0, pcap = 1024, *ridx = xmalloc((size_t)pcap * sizeof *ridx),
+			*rnext = xmalloc((size_t)pcap * sizeof *rnext);
+		for (int64_t i = 0; i < n && !found; i++) {
+			const struct box *a = &A[i];
+			for (int64_t j = lower_i64(C.rb, C.nrb, a->r0); C.rb[j] < a->r1 && !found; j++) {
+				const uint64_t *cv = C.cv + C.cx[j];
+				for (int64_t c = lower(cv, C.nc[j], a->c0); c + 1 < C.nc[j] && cv[c] < a->c1 && !found; c++) {
+					int64_t e = C.cell0[j] + c;
+					const struct box *w = lastw[e] >= 0 ? &A[lastw[e]] : NULL;
+					if (w && w->vcta != a->vcta)
+						ORDER(w, a);
+					if (a->write) {
+						for (int64_t r = rhead[e]; r >= 0 && !found; r = rnext[r]) {
+							const struct box *x = &A[ridx[r]];
+							if (x->vcta != a->vcta)
+								ORDER(x, a);
+						}
+						lastw[e] = i;
+						rhead[e] = -1;
+					} else if (rhead[e] < 0 || A[ridx[rhead[e]]].node != a->node) {
+						if (pn == pcap) {
+							pcap *= 2;
+							ridx = xrealloc(ridx, (size_t)pcap * sizeof *ridx);
+							rnext = xrealloc(rnext, (size_t)pcap * sizeof *rnext);
+						}
+						ridx[pn] = i, rnext[pn] = rhead[e], rhead[e] = pn++;
+					}
 				}
-				lastw[e] = i;
-				rhead[e] = -1;
-			} else if (rhead[e] < 0 || A->a[ridx[rhead[e]]].node != a->node) {
-				if (pn == pcap) {
-					pcap *= 2;
-					ridx = xrealloc(ridx, (size_t)pcap * sizeof *ridx);
-					rnext = xrealloc(rnext, (size_t)pcap * sizeof *rnext);
-				}
-				ridx[pn] = i, rnext[pn] = rhead[e], rhead[e] = pn++;
 			}
 		}
+		free(lastw), free(rhead), free(ridx), free(rnext);
+		cells_free(&C);
 	}
 #undef ORDER
 	ARK_ASSERT(find < 0 || found);
-	free(bd), free(lastw), free(rhead), free(ridx), free(rnext), free(mark);
+	free(mark);
 }
 
 /* The orderings by their later node (f->obx, f->obi). */
@@ -1057,7 +1305,7 @@ static void vf_free(struct vf *f)
 int tables_verify(const struct tiling *s, const struct tables *t, char *err, size_t errlen)
 {
 	struct vf f = {.s = s, .t = t, .err = err, .errlen = errlen, .G = t->gpus, .sms = t->sms};
-	struct accs A[ARK_MAX_GPUS] = {{0}};
+	struct gbytes B[ARK_MAX_GPUS] = {{0}};
 	if (err && errlen)
 		err[0] = 0;
 	for (int g = 0; g < f.G; g++) /* the lists must be walkable before anything is numbered */
@@ -1083,14 +1331,14 @@ int tables_verify(const struct tiling *s, const struct tables *t, char *err, siz
 	 * nobody waits for is reported before a region that is not a request's range, and that before
 	 * an unordered access, as the passes came before. */
 	if (!rc) {
-		int rcg = gather(&f, A);
+		int rcg = gather(&f, B);
 		char gerr[512] = "";
 		if (rcg && err && errlen)
 			snprintf(gerr, sizeof gerr, "%s", err);
 		for (int g = 0; g < f.G; g++) {
 			f.ob_first[g] = f.n_ob;
 			if (!rcg)
-				sweep(&f, g, &A[g], -1, NULL, NULL);
+				sweep(&f, g, &B[g], -1, NULL, NULL);
 		}
 		f.ob_first[f.G] = f.n_ob;
 		index_orders(&f);
@@ -1104,13 +1352,13 @@ int tables_verify(const struct tiling *s, const struct tables *t, char *err, siz
 			int g = 0;
 			while (f.ob_first[g + 1] <= bad)
 				g++;
-			struct acc x, y;
-			sweep(&f, g, &A[g], bad, &x, &y);
-			rc = unordered(&f, g, &x, &y);
+			struct box x, y;
+			sweep(&f, g, &B[g], bad, &x, &y);
+			rc = unordered(&f, g, &B[g], &x, &y);
 		}
 	}
 	for (int g = 0; g < f.G; g++)
-		free(A[g].a);
+		gbytes_free(&B[g]);
 	vf_free(&f);
 	return rc;
 }

@@ -11,6 +11,7 @@
  * run the other way round than their vCTA numbers, or when a DMA chunk can still be in flight once
  * every task of its iteration finished. Every unsafe mutation must be rejected and every plan as
  * compiled accepted; the counts are printed as TAP diagnostics. */
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -773,6 +774,149 @@ static void test_limits(void **state)
 	arkgen_result_free(&r);
 }
 
+/* ---- tensors moved onto each other's bytes ------------------------------------------------------ */
+
+/* Tensors of several row pitches (fp16 [32, 384] and fp32 [32, 192] have the same, 768 bytes) whose
+ * tiles cover part of a row, on two independent branches. The tables verifier sweeps boxes of bytes grouped by the tensors that share them: one grid
+ * where they all have the same row pitch (a tensor that starts inside a row wraps), one row of bytes
+ * where pitches differ. */
+static const char *moved_text =
+	"version = 1; name = \"m\"; dtype = \"fp16\";\n"
+	"tensors = ( { name = \"x\"; shape = [32, 128]; role = \"input\"; },\n"
+	"            { name = \"u\"; shape = [32, 128]; role = \"input\"; dtype = \"fp32\"; },\n"
+	"            { name = \"w\"; shape = [128, 384]; role = \"weight\"; },\n"
+	"            { name = \"w2\"; shape = [128, 192]; role = \"weight\"; dtype = \"fp32\"; },\n"
+	"            { name = \"v\"; shape = [384, 256]; role = \"weight\"; },\n"
+	"            { name = \"y\"; role = \"output\"; }, { name = \"y2\"; role = \"output\"; } );\n"
+	"ops = ( { name = \"mm\"; op = \"matmul\"; in = [\"x\", \"w\"]; out = \"h\"; },\n"
+	"        { name = \"act\"; op = \"relu\"; in = [\"h\"]; out = \"a\"; },\n"
+	"        { name = \"mm2\"; op = \"matmul\"; in = [\"a\", \"v\"]; out = \"z\"; },\n"
+	"        { name = \"sm\"; op = \"softmax\"; in = [\"z\"]; out = \"y\"; },\n"
+	"        { name = \"mm3\"; op = \"matmul\"; in = [\"u\", \"w2\"]; out = \"b\"; },\n"
+	"        { name = \"sc\"; op = \"scale\"; in = [\"b\"]; out = \"y2\"; factor = 0.5; } );\n";
+
+static uint64_t moved_bytes(const struct tiling *s, int t)
+{
+	return (uint64_t)s->rows[t] * (uint64_t)s->cols[t] * (uint64_t)ark_dtype_size(s->g->tensors[t].dtype);
+}
+
+/* Moves one tensor at a time onto the bytes of another (at a random byte, so that its rows start
+ * anywhere in the other's rows, or two at once onto a third): every placement that makes the plan
+ * unsafe must be rejected, naming bytes that both tensors hold, and the plan as compiled stays
+ * accepted. */
+static void test_moved_offsets(void **state)
+{
+	(void)state;
+	struct arkgen_result r;
+	struct arkgen_options o = arkgen_options_default();
+	o.sms = 3;
+	o.reuse = 0;
+	if (harness_compile(moved_text, &o, &r))
+		fail_msg("compile failed: %s", harness_diag());
+	struct tiling *s = &r.tiling;
+	const struct tables *t = &r.schedule[0].tab;
+	int nt = s->g->n_tensors, partial = 0;
+	for (int v = 0; v < s->n_vcta; v++)
+		partial += s->v[v].write.c1 - s->v[v].write.c0 < s->cols[s->v[v].write.tensor];
+	assert_true(partial > 0); /* boxes, not whole rows */
+	uint64_t *orig = malloc((size_t)nt * sizeof *orig);
+	memcpy(orig, s->offset, (size_t)nt * sizeof *orig);
+	char err[1024];
+	int tried = 0, unsafe = 0, rejected = 0, rejected_safe = 0, wrapped = 0, mixed = 0;
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	/* every tensor onto every other, starting 2 bytes into it, half a row in, 2 bytes before its
+	 * first row ends, a third into its second row; then random placements, of one or two tensors */
+	int nsys = nt * nt * 4;
+	for (int k = 0; k < nsys + 400; k++) {
+		memcpy(s->offset, orig, (size_t)nt * sizeof *orig);
+		int moves = k < nsys ? 1 : 1 + k % 2, a = -1, b = -1, placed = 0;
+		for (int m = 0; m < moves; m++) {
+			seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+			a = k < nsys ? k / (4 * nt) : (int)(seed % (uint64_t)nt);
+			b = k < nsys ? k / 4 % nt : (int)((seed >> 20) % (uint64_t)nt);
+			if (a == b || s->offset[a] == UINT64_MAX || s->offset[b] == UINT64_MAX || !moved_bytes(s, a))
+				continue;
+			uint64_t sa = moved_bytes(s, a), sb = moved_bytes(s, b), off;
+			uint64_t pa = (uint64_t)s->cols[a] * ark_dtype_size(s->g->tensors[a].dtype);
+			uint64_t pb = (uint64_t)s->cols[b] * ark_dtype_size(s->g->tensors[b].dtype);
+			if (k < nsys) {
+				static const uint64_t num[4] = {0, 1, 2, 4}, den[4] = {1, 2, 1, 3};
+				off = orig[b] + (k % 4 == 0 ? 2 : k % 4 == 2 ? pb - 2 : pb * num[k % 4] / den[k % 4]);
+			} else { /* from before b (so that a's end meets it) to inside b's last row */
+				uint64_t at = (seed >> 33) % (sa + sb);
+				off = orig[b] + at >= sa ? orig[b] + at - sa : 0;
+			}
+			s->offset[a] = off & ~(uint64_t)1;
+			wrapped += pa == pb && (s->offset[a] > orig[b] ? s->offset[a] - orig[b] : orig[b] - s->offset[a]) % pa;
+			mixed += pa != pb;
+			placed = 1;
+		}
+		if (!placed)
+			continue;
+		struct bf bb;
+		bf_init(&bb, s, t);
+		int bad = bf_unsafe(&bb), rej = tables_verify(s, t, err, sizeof err) != 0;
+		bf_free(&bb);
+		tried++, unsafe += bad, rejected += rej, rejected_safe += rej && !bad;
+		if (bad && !rej)
+			fail_msg("placement %d (tensor '%s' at %" PRIu64 " on '%s'): unsafe but accepted", k,
+				 s->g->tensors[a].name, s->offset[a], s->g->tensors[b].name);
+		if (rej && !bad && getenv("ARK_TABLES_DEBUG"))
+			printf("# safe but rejected: placement %d: %s\n", k, err);
+		if (rej && strstr(err, " is not ordered: ")) { /* the bytes named lie in both tensors named */
+			unsigned long long lo, hi;
+			char n1[128], n2[128];
+			const char *p = strstr(err, " of bytes [");
+			assert_non_null(p);
+			assert_int_equal(sscanf(p, " of bytes [%llu, %llu) of GPU 0 (tensor '%127[^']' then '%127[^']')", &lo, &hi,
+						n1, n2), 4);
+			int t1 = graph_find_tensor(s->g, n1), t2 = graph_find_tensor(s->g, n2);
+			assert_true(t1 >= 0 && t2 >= 0 && lo < hi);
+			for (int i = 0; i < 2; i++) {
+				int tt = i ? t2 : t1;
+				if (lo < s->offset[tt] || hi > s->offset[tt] + moved_bytes(s, tt))
+					fail_msg("%s: bytes [%llu, %llu) are not all of tensor '%s' [%" PRIu64 ", %" PRIu64 ")", err,
+						 lo, hi, s->g->tensors[tt].name, s->offset[tt], s->offset[tt] + moved_bytes(s, tt));
+			}
+		}
+	}
+	memcpy(s->offset, orig, (size_t)nt * sizeof *orig);
+	assert_int_equal(tables_verify(s, t, err, sizeof err), 0);
+	/* regions that reach past their tensor's columns or rows (into the next tensor's bytes): each
+	 * tile's write, and each read, stretched in turn, with the tensors as placed */
+	int stretched = 0, s_unsafe = 0, s_rejected = 0;
+	for (int v = 0; v < s->n_vcta; v++)
+		for (int i = 0; i <= s->v[v].n_reads; i++)
+			for (int how = 0; how < 2; how++) {
+				struct region *rg = i < s->v[v].n_reads ? &s->v[v].reads[i] : &s->v[v].write, keep = *rg;
+				if (s->offset[rg->tensor] == UINT64_MAX)
+					continue;
+				if (how == 0)
+					rg->c1 = s->cols[rg->tensor] + 8;
+				else
+					rg->r1 = s->rows[rg->tensor] + 1;
+				struct bf bb;
+				bf_init(&bb, s, t);
+				int bad = bf_unsafe(&bb), rej = tables_verify(s, t, err, sizeof err) != 0;
+				bf_free(&bb);
+				*rg = keep;
+				stretched++, s_unsafe += bad, s_rejected += rej;
+				if (bad != rej)
+					fail_msg("vCTA %d region %d stretched %s: %s by the checker, %s: %s", v, i,
+						 how ? "past the rows" : "past the columns", bad ? "unsafe" : "safe",
+						 rej ? "rejected" : "accepted", rej ? err : "");
+			}
+	printf("# %d regions stretched past their tensor: %d unsafe, %d rejected\n", stretched, s_unsafe, s_rejected);
+	assert_true(s_unsafe > 0);
+	printf("# %d placements (%d inside a row of a tensor of the same pitch, %d onto another pitch): %d unsafe, "
+	       "%d rejected (%d of them safe)\n", tried, wrapped, mixed, unsafe, rejected, rejected_safe);
+	assert_true(unsafe > 0 && unsafe < tried);
+	assert_int_equal(rejected_safe, 0); /* the bytes swept are exactly the bytes accessed */
+	assert_true(wrapped > 0 && mixed > 0);
+	free(orig);
+	arkgen_result_free(&r);
+}
+
 static void test_total(void **state)
 {
 	(void)state;
@@ -794,6 +938,7 @@ int main(void)
 		cmocka_unit_test(test_barrier),
 		cmocka_unit_test(test_model_files),
 		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_moved_offsets),
 		cmocka_unit_test(test_total),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
