@@ -4,9 +4,9 @@
  *   chain     N elementwise ops [8, 256] in a chain, --no-fuse (one vCTA each; fused, the chain
  *             would be one vCTA), emitted: the task table names ops in 24 bits.
  *   layers    50 matmuls [4096, 4096] . [4096, 4096], fp16, one after the other (1024 tiles each).
- *   matmul    one matmul [256, 256] . [256, 8388608], fp16: 64 x 128 tiles, 262,144 vCTAs with the
- *             default options (128 x 128 tiles would need an output of 2^32 elements, more than a
- *             tile's 32-bit bounds address).
+ *   matmul    one matmul [256, 256] . [256, 8388608], fp16, the largest a tile's 32-bit bounds
+ *             address: 131,072 vCTAs of 128 x 128, the tiles the cost model picks (262,144 of
+ *             64 x 128 under the fixed rules before it; the vCTAs column says which).
  * Usage: scale [ARKGEN] (default: the arkgen next to this program's build folder, build/arkgen). */
 #include <errno.h>
 #include <libgen.h>
@@ -72,7 +72,7 @@ struct model {
 static const struct model models[] = {
 	{"chain 100000", write_chain, 100000, "--no-fuse", 1},
 	{"layers 50x4096^2", write_layers, 50, NULL, 1},
-	{"matmul 262144 tiles", write_matmul, 0, NULL, 1},
+	{"matmul [256,256]x[256,2^23]", write_matmul, 0, NULL, 1},
 };
 
 /* Runs arkgen on cfg (its report into rep), returns its exit status; *sec and *rss_mb measured. */
