@@ -247,6 +247,19 @@ static void tile_matmul(struct tiling *s, int oi)
 			}
 }
 
+/* About T tiles of an [R, C] output: whole rows (tr of them) when there are at least T rows, else
+ * one row and columns cut into about T / R blocks, a multiple of `align` (tc). */
+static void rows_or_columns(int64_t R, int64_t C, int64_t T, int64_t align, int64_t *tr, int64_t *tc)
+{
+	if (R >= T) {
+		*tr = cdiv(R, T);
+		*tc = C;
+	} else {
+		*tr = 1;
+		*tc = imin(C, cdiv(cdiv(C, cdiv(T, R)), align) * align);
+	}
+}
+
 /* Region of input `in` that output box (r0..r1, c0..c1) of `out` needs under broadcasting. */
 static void bcast_read(struct tiling *s, struct vcta *v, int in, int out, int64_t r0, int64_t r1, int64_t c0,
 		       int64_t c1)
@@ -277,13 +290,7 @@ static void tile_elementwise(struct tiling *s, int oi)
 	/* About one tile per SM, but at least 8 elements per thread of a 256-thread CTA. */
 	int64_t T = imax(1, imin(sms, cdiv(E, 2048)));
 	int64_t tr, tc;
-	if (R >= T) {
-		tr = cdiv(R, T);
-		tc = C;
-	} else {
-		tr = 1;
-		tc = imin(C, cdiv(cdiv(C, cdiv(T, R)), 8) * 8);
-	}
+	rows_or_columns(R, C, T, 8, &tr, &tc);
 	pl->tm = (int)imin(tr, INT32_MAX);
 	pl->tn = (int)imin(tc, INT32_MAX);
 	for (int64_t r0 = 0; r0 < R; r0 += tr)
@@ -429,16 +436,9 @@ static void tile_reduce_mean(struct tiling *s, int oi)
 		}
 		return;
 	}
-	/* about one tile per SM: whole rows when there are enough of them, else columns cut into blocks
-	 * of at least 32 */
+	/* about one tile per SM, columns cut into blocks of at least 32 when rows are too few */
 	int64_t tr, tc;
-	if (R >= sms) {
-		tr = cdiv(R, sms);
-		tc = D;
-	} else {
-		tr = 1;
-		tc = imin(D, cdiv(cdiv(D, cdiv(sms, R)), 32) * 32);
-	}
+	rows_or_columns(R, D, sms, 32, &tr, &tc);
 	pl->tm = (int)imin(tr, INT32_MAX);
 	pl->tn = (int)imin(tc, INT32_MAX);
 	for (int64_t r0 = 0; r0 < R; r0 += tr)
