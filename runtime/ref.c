@@ -361,6 +361,17 @@ static int ref_layernorm(const struct ref_ctx *c)
 	return ARK_OK;
 }
 
+/* The sum of the squares of elements base .. base + n of a buffer, in double. */
+static double sum_squares(const void *b, int dtype, int64_t base, int64_t n)
+{
+	double ss = 0;
+	for (int64_t j = 0; j < n; j++) {
+		double x = ark_get(b, dtype, base + j);
+		ss += x * x;
+	}
+	return ss;
+}
+
 static int ref_rmsnorm(const struct ref_ctx *c)
 {
 	const struct ark_tensor *a = in_t(c, 0), *o = out_t(c, 0), *g = in_t(c, 1);
@@ -371,12 +382,7 @@ static int ref_rmsnorm(const struct ref_ctx *c)
 	if (rows_check(c, &N, &rows))
 		return ARK_ERR;
 	for (int64_t base = 0; base < rows * N; base += N) {
-		double ss = 0, inv;
-		for (int64_t j = 0; j < N; j++) {
-			double x = ark_get(ab, a->dtype, base + j);
-			ss += x * x;
-		}
-		inv = 1.0 / sqrt(ss / (double)N + c->op->eps);
+		double inv = 1.0 / sqrt(sum_squares(ab, a->dtype, base, N) / (double)N + c->op->eps);
 		for (int64_t j = 0; j < N; j++) {
 			double y = ark_get(ab, a->dtype, base + j) * inv * ark_get(in_b(c, 1), g->dtype, j);
 			ark_set(ob, o->dtype, base + j, (float)y);
@@ -396,12 +402,7 @@ static int ref_l2_normalize(const struct ref_ctx *c)
 	if (rows_check(c, &N, &rows))
 		return ARK_ERR;
 	for (int64_t base = 0; base < rows * N; base += N) {
-		double ss = 0, norm;
-		for (int64_t j = 0; j < N; j++) {
-			double x = ark_get(ab, a->dtype, base + j);
-			ss += x * x;
-		}
-		norm = sqrt(ss);
+		double norm = sqrt(sum_squares(ab, a->dtype, base, N));
 		norm = norm > c->op->eps ? norm : c->op->eps;
 		for (int64_t j = 0; j < N; j++)
 			ark_set(ob, o->dtype, base + j, (float)(ark_get(ab, a->dtype, base + j) / norm));
