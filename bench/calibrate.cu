@@ -36,6 +36,7 @@
 #define ARK_SMS 1 /* unused: the probes launch the loop kernel on every SM themselves */
 #include "ark_loop.cuh"
 #include "bench/calib_grid.h"
+#include "bench/loop_probe.h"
 
 #define CK(call) ck((call), #call, __LINE__)
 static void ck(cudaError_t e, const char *what, int line)
@@ -141,24 +142,6 @@ struct setup {
 	uint64_t in(uint64_t bytes) { uint64_t o = in_used; in_used += (bytes + 255) / 256 * 256; return o; }
 	uint64_t out(uint64_t bytes) { uint64_t o = g_in_bytes + out_used; out_used += (bytes + 255) / 256 * 256; return o; }
 };
-
-static ark_opp opp_base(int kind, int dt)
-{
-	ark_opp p;
-	memset(&p, 0, sizeof p);
-	p.kind = (uint16_t)kind, p.dtype = (uint8_t)dt, p.act = ARK_ACT_NONE, p.splits = 1, p.peer = -1;
-	return p;
-}
-
-static ark_task task(int tmpl, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t k0, int64_t k1)
-{
-	ark_task t;
-	memset(&t, 0, sizeof t);
-	t.tmpl = (uint8_t)tmpl, t.signal = -1, t.op = ARK_TASK_NO_OP;
-	t.m0 = (uint32_t)m0, t.m1 = (uint32_t)m1, t.n0 = (uint32_t)n0, t.n1 = (uint32_t)n1;
-	t.k0 = (uint32_t)k0, t.k1 = (uint32_t)k1;
-	return t;
-}
 
 /* Matmul and split-K partial: a [m, K] shared by the SMs (an activation), b [K, S n + odd] or its
  * transpose (weights), tile s = columns s n .. (s + 1) n. */
@@ -334,140 +317,6 @@ static int measure_point(const calib_gpoint &p, double us[2])
 	return 0;
 }
 
-/* ---- the protocol, through the loop kernel ---------------------------------------------------------- */
-
-__global__ void __launch_bounds__(ARK_THREADS, 1) calib_loop(const __grid_constant__ struct ark_kargs a)
-{
-	ark_loop_body(a);
-}
-
-static int calib_loop_launch(int gpu, const struct ark_kargs *a, void *stream)
-{
-	(void)gpu;
-	void *args[] = {(void *)a};
-	return (int)cudaLaunchCooperativeKernel((const void *)calib_loop, dim3(a->n_sms), dim3(ARK_THREADS), args,
-						(size_t)ARK_SMEM_BYTES, (cudaStream_t)stream);
-}
-
-/* A schedule of tasks that do nothing but wait and signal. */
-struct probe {
-	std::vector<ark_task> tasks;
-	std::vector<uint32_t> begin;
-	std::vector<ark_wait> waits;
-	int counters = 0;
-	ark_opp opp;
-	ark_model m;
-
-	const ark_model &model(const char *name)
-	{
-		opp = opp_base(ARK_OP_COPY, ARK_FP32);
-		memset(&m, 0, sizeof m);
-		m.name = name, m.source = "bench/calibrate.cu", m.options = "hand-made probe";
-		m.gpus = 1, m.sms = g_sms, m.threads = ARK_THREADS, m.smem_bytes = ARK_SMEM_BYTES;
-		m.tables[0].arena_bytes = 256;
-		m.tables[0].n_tasks = (int)tasks.size(), m.tables[0].tasks = tasks.data();
-		m.tables[0].sm_begin = begin.data();
-		m.tables[0].n_waits = (int)waits.size(), m.tables[0].waits = waits.data();
-		m.tables[0].n_opp = 1, m.tables[0].opp = &opp;
-		m.tables[0].n_counters = counters, m.tables[0].n_done = (uint32_t)g_sms;
-		m.launch = calib_loop_launch, m.kernel = (const void *)calib_loop;
-		return m;
-	}
-};
-
-static ark_task nop_task(int signal, uint32_t wait0, uint16_t n_wait, int tmpl = ARK_T_NOP)
-{
-	ark_task t = task(tmpl, 0, 0, 0, 0, 0, 0);
-	t.signal = signal, t.wait0 = wait0, t.n_wait = n_wait;
-	return t;
-}
-
-static double now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
-}
-
-/* Median host time of n iterations (flags: ARK_RUN_EMPTY or 0) after 100 of warm-up, us. */
-static double iterations(ark_session *s, int n, unsigned flags)
-{
-	std::vector<double> t;
-	for (int i = 0; i < 100 + n; i++) {
-		const double t0 = now_us();
-		if (ark_session_run_ex(s, flags)) {
-			fprintf(stderr, "calibrate: probe iteration: %s\n", ark_last_error());
-			exit(1);
-		}
-		if (i >= 100)
-			t.push_back(now_us() - t0);
-	}
-	std::sort(t.begin(), t.end());
-	return t[t.size() / 2];
-}
-
-/* Runs a probe; *empty (when not NULL): the median empty iteration of the same session. */
-static double run_probe(probe &p, const char *name, double *empty)
-{
-	ark_session *s;
-	if (ark_session_open(&s, &p.model(name), NULL)) {
-		fprintf(stderr, "calibrate: probe %s: %s\n", name, ark_last_error());
-		exit(1);
-	}
-	const double us = iterations(s, 2000, 0);
-	if (empty)
-		*empty = iterations(s, 2000, ARK_RUN_EMPTY);
-	ark_session_close(s);
-	return us;
-}
-
-/* task_us, hop_us, doorbell_us, barrier_us. */
-static void measure_protocol(double proto[4])
-{
-	const int L = 256, H = 256, B = 64;
-	probe nop, chain, bar;
-	/* L tasks per SM, each signalling its SM's counter, no waits */
-	for (int s = 0; s < g_sms; s++) {
-		nop.begin.push_back((uint32_t)nop.tasks.size());
-		for (int i = 0; i < L; i++)
-			nop.tasks.push_back(nop_task(ARK_CTR(s), 0, 0));
-	}
-	nop.begin.push_back((uint32_t)nop.tasks.size());
-	nop.counters = g_sms;
-	/* H tasks alternating between SM 0 and SM 1, task j waiting for task j - 1 */
-	for (int s = 0; s < g_sms; s++) {
-		chain.begin.push_back((uint32_t)chain.tasks.size());
-		for (int j = s; s < 2 && j < H; j += 2) {
-			if (j > 0)
-				chain.waits.push_back({(uint32_t)ARK_CTR(j - 1), 1, 1, 0});
-			chain.tasks.push_back(nop_task(ARK_CTR(j), j > 0 ? (uint32_t)chain.waits.size() - 1 : 0, j > 0));
-		}
-	}
-	chain.begin.push_back((uint32_t)chain.tasks.size());
-	chain.counters = H;
-	/* B grid barriers: every SM signals level l's counter, then waits for all of them */
-	for (int l = 0; l < B; l++)
-		bar.waits.push_back({(uint32_t)ARK_CTR(l), (uint32_t)g_sms, (uint32_t)g_sms, 0});
-	for (int s = 0; s < g_sms; s++) {
-		bar.begin.push_back((uint32_t)bar.tasks.size());
-		for (int l = 0; l < B; l++)
-			bar.tasks.push_back(nop_task(ARK_CTR(l), (uint32_t)l, 1, ARK_T_BARRIER));
-	}
-	bar.begin.push_back((uint32_t)bar.tasks.size());
-	bar.counters = B;
-
-	double empty;
-	const double t_nop = run_probe(nop, "calibrate: dispatch", &empty);
-	const double t_chain = run_probe(chain, "calibrate: hops", NULL);
-	const double t_bar = run_probe(bar, "calibrate: barriers", NULL);
-	proto[0] = std::max(0.0, (t_nop - empty) / L);
-	proto[1] = std::max(0.0, (t_chain - empty) / H - proto[0]);
-	proto[2] = empty;
-	proto[3] = std::max(0.0, (t_bar - empty) / B - proto[0]);
-	fprintf(stderr, "calibrate: empty iteration %.2f us, %d tasks per SM %.2f us, chain of %d hops %.2f us, %d barriers "
-		"%.2f us\n", empty, L, t_nop, H, t_chain, B, t_bar);
-}
-
 /* ---- main ------------------------------------------------------------------------------------------ */
 
 /* bench/calib/h100.txt for an H100, and so on; the GPU's name in lower case otherwise. */
@@ -558,8 +407,8 @@ int main(int argc, char **argv)
 		if (i % 100 == 99)
 			fprintf(stderr, "calibrate: %d of %d points, %.0f s\n", i + 1, n, (now_us() - t_start) * 1e-6);
 	}
-	double proto[4];
-	measure_protocol(proto);
+	struct protocol proto;
+	measure_protocol(&proto);
 
 	char date[32];
 	time_t now = time(NULL);
@@ -575,8 +424,8 @@ int main(int argc, char **argv)
 		   "# launches; SM clock %.0f MHz; %d of %d points did not fit and were left out.\n",
 		ARK_THREADS, g_reps, g_ghz * 1e3, skipped, n);
 	fprintf(f, "gpu %s\nsms %d\nthreads %d\ndate %s\nsource measured\n", prop.name, g_sms, ARK_THREADS, date);
-	fprintf(f, "proto task_us %.4g\nproto hop_us %.4g\nproto doorbell_us %.4g\nproto barrier_us %.4g\n", proto[0],
-		proto[1], proto[2], proto[3]);
+	fprintf(f, "proto task_us %.4g\nproto hop_us %.4g\nproto doorbell_us %.4g\nproto barrier_us %.4g\n", proto.task,
+		proto.hop, proto.empty, proto.barrier);
 	fprintf(f, "proto dram_gbps %.4g\nproto sm_gbps %.4g\n", dram_gbps, sm_gbps);
 	fprintf(f, "# template dtype layout m n k alone_us busy_us\n%s", body.c_str());
 	if (fclose(f) != 0 || rename(tmp.c_str(), out.c_str()) != 0) {

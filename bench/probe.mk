@@ -1,7 +1,8 @@
 # probe.mk: rules of the template probes (included by the top-level Makefile). `make bench-probe`
 # builds $(B)/bench/stream_probe (batch-1 streaming rate of the matmul tile templates under several
 # tilings of a 4096x4096 bf16 layer, against a plain contiguous read) and $(B)/bench/chain_probe (the
-# elementwise-chain template alone, one CTA: latency per step).
+# elementwise-chain template alone, one CTA: latency per step) and $(B)/bench/loop_probe (the loop
+# kernel's protocol costs: dispatch, signal, hop, a small task, barrier).
 
 .PHONY: bench-probe
 bench-probe: $(B)/bench/stream_probe $(B)/bench/chain_probe
@@ -15,3 +16,9 @@ $(B)/bench/chain_probe: bench/chain_probe.cu bench/bench_cuda.h $(wildcard templ
 	@mkdir -p $(dir $@)
 	$(NVCC) -O3 -std=c++17 $(GENCODE) -DARK_TILES_FP16=0 -DARK_TILES_BF16=0 \
 		$(INC) $< -o $@
+
+# $(B)/bench/loop_probe: the loop kernel's protocol costs (bench/loop_probe.h, shared with calibrate).
+bench-probe: $(B)/bench/loop_probe
+$(B)/bench/loop_probe: bench/loop_probe.cu bench/loop_probe.h $(wildcard templates/*.cuh abi/*.h abi/*.cuh) $(B)/libarkrt.a
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) $(INC) $< $(B)/libarkrt.a -lcjson -lpthread -o $@

@@ -19,6 +19,9 @@
 #endif
 
 #define ARK_ABORT_EVERY 4096 /* spins between two reads of bell->abort (a system-memory read) */
+#define ARK_STAGED_WAITS 4 /* waits of a task staged in shared memory; more are read from the table */
+#define ARK_SIGNALLER (ARK_THREADS - 32) /* the thread that signals: lane 0 of the last warp */
+static_assert(ARK_THREADS >= 64, "the loop kernel signals from a warp other than the first");
 #define ARK_SUBMIT_ABORT_EVERY 64 /* SM 0's submit polls already read system memory */
 
 extern __shared__ __align__(128) char ark_smem[];
@@ -168,10 +171,11 @@ static __device__ uint32_t ark_wait_iter(const struct ark_kargs &a, uint32_t ite
 }
 
 /* Waits of task `ti` in the `run`-th non-empty iteration: returns 1 on abort. */
-static __device__ int ark_wait_task(const struct ark_kargs &a, const struct ark_task &t, uint32_t ti, uint32_t run)
+static __device__ int ark_wait_task(const struct ark_kargs &a, const struct ark_task &t, uint32_t ti, uint32_t run,
+				    const struct ark_wait *staged = NULL)
 {
 	for (uint32_t k = 0; k < t.n_wait; k++) {
-		const struct ark_wait w = a.waits[t.wait0 + k];
+		const struct ark_wait w = staged && k < ARK_STAGED_WAITS ? staged[k] : a.waits[t.wait0 + k];
 		uint32_t want = a.ctr_base + (run - 1) * w.per_iter + w.need;
 		if (ark_wait_counter(a, w.counter, want, ARK_WHERE_COUNTER, run, ti, w.sys))
 			return 1;
@@ -179,13 +183,15 @@ static __device__ int ark_wait_task(const struct ark_kargs &a, const struct ark_
 	return 0;
 }
 
-/* Makes this CTA's writes visible at GPU scope, then counts one signal. Thread 0 only, after a
- * __syncthreads() that follows every thread's last write. */
+/* Counts one signal of this CTA's task, after a __syncthreads() that follows every thread's last
+ * write. The add's release is cumulative: the barrier orders every thread's writes before it, so the
+ * release publishes them all at GPU scope with no fence of its own (a __threadfence() before it cost
+ * 0.6 us per task on the critical path, bench/NOTES.md). Called by ARK_SIGNALLER for tasks, by thread
+ * 0 for a grid barrier's arrival. */
 static __device__ __forceinline__ void ark_signal(const struct ark_kargs &a, int32_t counter)
 {
 	if (counter >= 0) {
 		ARK_JITTER_AT(counter);
-		__threadfence();
 		ark_red_release_gpu_add(a.counters + counter, 1);
 	}
 }
@@ -233,33 +239,71 @@ static __device__ int ark_dma_send(const struct ark_kargs &a, const struct ark_t
 
 /* ---- the loop --------------------------------------------------------------------------------- */
 
+/* Warp 0 stages what a task needs from the static tables into shared memory with asynchronous copies
+ * (cp.async) issued one task ahead, so that neither thread 0's waits nor the tile's first loads wait
+ * on the memory system: at the top of task j it waits for the copies it issued at the top of task
+ * j - 1 (task j's op params and waits, descriptor j + 1), then issues task j + 1's op params and waits
+ * and descriptor j + 2. A tile's own cp.async groups are younger than the loop's, so its waits for
+ * them (wait_group N) also complete the loop's, which only costs what the loop would have waited
+ * anyway. Measured by bench/loop_probe: a 4 KB copy task with one wait went from 2.97 to 1.77 us. */
+#define ARK_OPP_CHUNKS ((int)(sizeof(struct ark_opp) / 16))
+static_assert(sizeof(struct ark_opp) % 16 == 0 && sizeof(struct ark_task) % 16 == 0 && sizeof(struct ark_wait) == 16,
+	      "the staged tables are copied in 16-byte chunks");
+static_assert(3 + ARK_OPP_CHUNKS + ARK_STAGED_WAITS <= 32, "one warp stages a task");
+
+/* Lane `lane` of warp 0: its share of the copies of task `nt`'s params and waits (when nt is not
+ * NULL) and of descriptor `d2` (when not NULL). */
+static __device__ __forceinline__ void ark_stage_issue(const struct ark_kargs &a, int lane, const struct ark_task *nt,
+						       struct ark_opp *opp, struct ark_wait *waits, const struct ark_task *d2,
+						       struct ark_task *s_d2)
+{
+	if (lane < 3) {
+		if (d2)
+			ark_cp_async16((char *)s_d2 + 16 * lane, (const char *)d2 + 16 * lane, 16);
+	} else if (lane < 3 + ARK_OPP_CHUNKS) {
+		if (nt)
+			ark_cp_async16((char *)opp + 16 * (lane - 3), (const char *)&a.opp[nt->opp] + 16 * (lane - 3), 16);
+	} else if (lane < 3 + ARK_OPP_CHUNKS + ARK_STAGED_WAITS) {
+		const int k = lane - 3 - ARK_OPP_CHUNKS;
+		if (nt && k < (int)nt->n_wait)
+			ark_cp_async16(&waits[k], &a.waits[nt->wait0 + k], 16);
+	}
+	ark_cp_commit();
+}
+
 static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 {
-	__shared__ struct ark_task s_task[2]; /* the current task's descriptor and the next one */
-	__shared__ uint32_t s_word;           /* iteration word, broadcast by thread 0 */
-	__shared__ int s_leave;               /* thread 0 saw the abort flag */
-	__shared__ int s_ll_abort;            /* a packet sum returned on abort: leave without its signal */
-	__shared__ uint32_t s_fault[2];       /* a tile's fault (ark_tile_env.fault): 1 + row, value */
+	/* The staging ring: task j's descriptor in s_task[j & 3], its op params in s_opp[j & 1], its
+	 * waits in s_wait[j & 1]. A slot is rewritten only after the barrier that ends the last task that
+	 * read it (the signaller reads descriptor j until task j + 1's first barrier). */
+	__shared__ __align__(16) struct ark_task s_task[4];
+	__shared__ __align__(16) struct ark_opp s_opp[2];
+	__shared__ __align__(16) struct ark_wait s_wait[2][ARK_STAGED_WAITS];
+	__shared__ uint32_t s_word;     /* iteration word, broadcast by thread 0 */
+	__shared__ int s_leave;         /* thread 0 saw the abort flag */
+	__shared__ int s_ll_abort;      /* a packet sum returned on abort: leave without its signal */
+	__shared__ uint32_t s_fault[2]; /* a tile's fault (ark_tile_env.fault): 1 + row, value */
 	const int tid = threadIdx.x, sm = blockIdx.x;
 	const uint32_t beg = a.sm_begin[sm], end = a.sm_begin[sm + 1];
 	uint32_t iter = 0, run = 0; /* iterations seen; non-empty ones (the counters' iterations) */
-	int aborted = 0; /* thread 0 only */
+	int aborted = 0;
 
-	/* Thread 0 fetches descriptors one task ahead into registers and stores them to s_task after the
-	 * wait, so the loads overlap the wait and no thread holds a descriptor across a tile. s_task[b]
-	 * is rewritten only after the barrier that ends the tile that read it. */
 	for (;;) {
-		/* Idle until the next iteration; the first descriptor is loaded meanwhile. */
-		if (tid == 0) {
-			struct ark_task first;
-			if (beg < end)
-				first = a.tasks[beg];
+		/* Idle: warp 0 stages the first two descriptors and the first task's params and waits (the
+		 * tables do not change while the kernel runs). */
+		if (tid < 32) {
+			if (beg < end) {
+				ark_stage_issue(a, tid, NULL, NULL, NULL, &a.tasks[beg], &s_task[0]);
+				ark_cp_wait<0>();
+				__syncwarp();
+				ark_stage_issue(a, tid, &s_task[0], &s_opp[0], s_wait[0],
+						beg + 1 < end ? &a.tasks[beg + 1] : NULL, &s_task[1]);
+			}
 			uint32_t w = ARK_ITER_ABORT;
-			if (!aborted)
+			if (tid == 0 && !aborted)
 				w = sm == 0 ? ark_wait_submit(a, iter) : ark_wait_iter(a, iter);
-			if (beg < end)
-				s_task[0] = first;
-			s_word = w;
+			if (tid == 0)
+				s_word = w;
 		}
 		__syncthreads();
 		const uint32_t word = s_word;
@@ -275,19 +319,19 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 			s_fault[0] = 0; /* read after a tile's closing barrier, which orders this store first */
 
 		for (uint32_t i = beg; i < lend; i++) {
-			const struct ark_task &cur = s_task[(i - beg) & 1];
-			if (tid == 0) {
-				struct ark_task nxt;
-				if (i + 1 < lend) {
-					nxt = a.tasks[i + 1];
-					ark_prefetch_l2(&a.opp[nxt.opp]);
+			const uint32_t j = i - beg;
+			const struct ark_task &cur = s_task[j & 3];
+			if (tid < 32) {
+				ark_cp_wait<0>(); /* task j's params and waits, descriptor j + 1 */
+				__syncwarp();
+				ark_stage_issue(a, tid, i + 1 < lend ? &s_task[(j + 1) & 3] : NULL, &s_opp[(j + 1) & 1],
+						s_wait[(j + 1) & 1], i + 2 < lend ? &a.tasks[i + 2] : NULL, &s_task[(j + 2) & 3]);
+				if (tid == 0) {
+					if (cur.tmpl == ARK_T_BARRIER)
+						ark_signal(a, cur.signal);
+					s_leave = ark_wait_task(a, cur, i, run, s_wait[j & 1]);
+					ARK_TEST_TASK(cur, run);
 				}
-				if (cur.tmpl == ARK_T_BARRIER) /* grid barrier: arrive, then wait for the level */
-					ark_signal(a, cur.signal);
-				s_leave = ark_wait_task(a, cur, i, run);
-				ARK_TEST_TASK(cur, run);
-				if (i + 1 < lend)
-					s_task[(i + 1 - beg) & 1] = nxt;
 			}
 			__syncthreads();
 			if (s_leave) {
@@ -297,8 +341,10 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 			if (tid == 0 && trace)
 				trace[2 * i] = ark_globaltimer();
 			ARK_JITTER_AT(i);
-			const bool ll = cur.tmpl == ARK_T_SUM_LL; /* read before the barrier after which s_task changes */
-			const bool ran = ark_tile(a.opp[cur.opp], cur, env); /* the same for every thread */
+			const bool ll = cur.tmpl == ARK_T_SUM_LL;
+			/* a chain's tile reads its steps' params after its own: those stay in the table */
+			const ark_opp &p = cur.tmpl == ARK_T_EW_CHAIN ? a.opp[cur.opp] : s_opp[j & 1];
+			const bool ran = ark_tile(p, cur, env); /* the same for every thread */
 			__syncthreads();
 			if (!ran) {
 				if (tid == 0)
@@ -329,7 +375,7 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 					break;
 				}
 			}
-			if (tid == 0) {
+			if (tid == ARK_SIGNALLER) {
 				if (trace) /* before the signal: a consumer starts no earlier than this */
 					trace[2 * i + 1] = ark_globaltimer();
 				if (cur.tmpl == ARK_T_DMA)
@@ -357,6 +403,7 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 		ark_st_release_sys(&d->left, 1);
 	}
 }
+
 
 /* Defines the kernel and `static int ark_launch(int gpu, const struct ark_kargs *a, void *stream)`,
  * which returns 0 or the cudaError_t of the cooperative launch (grid ARK_SMS, block ARK_THREADS). */
