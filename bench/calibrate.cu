@@ -409,6 +409,8 @@ int main(int argc, char **argv)
 	}
 	struct protocol proto;
 	measure_protocol(&proto);
+	struct launches launch;
+	measure_launches(&launch);
 
 	char date[32];
 	time_t now = time(NULL);
@@ -427,6 +429,8 @@ int main(int argc, char **argv)
 	fprintf(f, "proto task_us %.4g\nproto hop_us %.4g\nproto doorbell_us %.4g\nproto barrier_us %.4g\n", proto.task,
 		proto.hop, proto.empty, proto.barrier);
 	fprintf(f, "proto dram_gbps %.4g\nproto sm_gbps %.4g\n", dram_gbps, sm_gbps);
+	fprintf(f, "proto launch_us %.4g\nproto kernel_gap_us %.4g\nproto event_us %.4g\nproto event_host_us %.4g\n"
+		   "proto sync_us %.4g\n", launch.launch, launch.gap, launch.event, launch.event_host, launch.sync);
 	fprintf(f, "# template dtype layout m n k alone_us busy_us\n%s", body.c_str());
 	if (fclose(f) != 0 || rename(tmp.c_str(), out.c_str()) != 0) {
 		fprintf(stderr, "calibrate: cannot write %s\n", out.c_str());

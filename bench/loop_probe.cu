@@ -1,6 +1,8 @@
 // loop_probe.cu: the loop kernel's protocol costs alone (bench/loop_probe.h), in a few seconds: the
 // empty iteration, a task's dispatch with and without its signal, a signal -> wait hop between SMs,
-// a small copy task waiting for the one before it, a grid barrier. No tile templates but COPY's are
+// a small copy task waiting for the one before it, a grid barrier; then the one-kernel-per-op
+// backends' launch, gap, event and synchronise costs; and prints them as the calibration table's
+// proto lines. No tile templates but COPY's are
 // compiled, so a change to templates/ark_loop.cuh is measured in a minute of build.
 //
 //   build/bench/loop_probe        (make bench-probe; on a machine without a GPU it says so, exit 0)
@@ -51,5 +53,15 @@ int main(void)
 	       COPY_BYTES);
 	printf("|---|---|---|---|---|---|\n");
 	printf("| %.2f | %.3f | %.3f | %.3f | %.3f | %.3f |\n", r.empty, r.task, r.task_bare, r.hop, r.copy, r.barrier);
+	struct launches l;
+	measure_launches(&l);
+	printf("\nOne kernel per op (us): | launch issued | gap between kernels (graph) | event, GPU | event, issued | "
+	       "synchronise |\n|---|---|---|---|---|\n| %.2f | %.2f | %.2f | %.2f | %.2f |\n", l.launch, l.gap, l.event,
+	       l.event_host, l.sync);
+	printf("\nThe calibration table's lines (bench/calib/<gpu>.txt):\n");
+	printf("proto task_us %.4g\nproto hop_us %.4g\nproto doorbell_us %.4g\nproto barrier_us %.4g\n", r.task, r.hop,
+	       r.empty, r.barrier);
+	printf("proto launch_us %.4g\nproto kernel_gap_us %.4g\nproto event_us %.4g\nproto event_host_us %.4g\n"
+	       "proto sync_us %.4g\n", l.launch, l.gap, l.event, l.event_host, l.sync);
 	return 0;
 }

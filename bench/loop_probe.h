@@ -1,9 +1,11 @@
-// loop_probe.h: hand-made schedules run by the loop kernel itself (templates/ark_loop.cuh, through the
+// loop_probe.h: the protocol's costs. Hand-made schedules run by the loop kernel itself (templates/ark_loop.cuh, through the
 // runtime's session), timed from the host per iteration, for the protocol's costs: empty iterations
 // (the doorbell round trip), tasks that do nothing with and without their signal (dispatch), a chain
 // of tasks alternating between two SMs, each waiting for the one before (signal -> wait hop), small
 // copy tasks each waiting for the one before it on its SM (a real tile's path: waits, op params,
-// loads, stores, signal), and levels of grid barriers (--sync barrier). Shared by bench/calibrate.cu
+// loads, stores, signal), and levels of grid barriers (--sync barrier); and what the one-kernel-per-op
+// backends pay (--backend streams|graph|dynamic): a launch and an event issued by the host, the
+// gap between dependent kernels of a graph and what an event adds to it, a synchronise. Shared by bench/calibrate.cu
 // (the table's proto lines) and bench/loop_probe.cu (the figures alone, in seconds). Include after
 // ark_loop.cuh, with g_sms set and CK defined.
 #ifndef ARK_BENCH_LOOP_PROBE_H
@@ -198,6 +200,125 @@ static void measure_protocol(struct protocol *r)
 	fprintf(stderr, "loop probe: empty iteration %.2f us; %d tasks per SM %.2f us, without signals %.2f us; chain of "
 		"%d hops %.2f us; %d barriers %.2f us; %d copies of %d bytes per SM %.2f us\n", r->empty, L, t_nop, t_bare,
 		H, t_chain, B, t_bar, C, COPY_BYTES, t_copy);
+}
+
+/* ---- the one-kernel-per-op backends' costs (codegen/streams.c's simulator) -------------------------- */
+
+__global__ void probe_empty_kernel(void) {}
+
+/* The costs struct part_gpu names launch_us, kernel_gap_us, event_us, event_host_us and sync_us, us. */
+struct launches {
+	double launch, gap, event, event_host, sync;
+};
+
+/* Median of 7 runs of f() (us). */
+template <typename F> static double median7(F f)
+{
+	double t[7];
+	for (int i = 0; i < 7; i++)
+		t[i] = f();
+	std::sort(t, t + 7);
+	return t[3];
+}
+
+/* A graph of n empty kernels, one after the other, alternating between two streams (an event on
+ * every edge) when cross is set; replayed, timed by the host around launch + synchronise. */
+static double graph_chain_us(int n, bool cross)
+{
+	cudaStream_t s[2];
+	cudaEvent_t ev;
+	CK(cudaStreamCreateWithFlags(&s[0], cudaStreamNonBlocking));
+	CK(cudaStreamCreateWithFlags(&s[1], cudaStreamNonBlocking));
+	CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+	cudaGraph_t g;
+	cudaGraphExec_t x;
+	CK(cudaStreamBeginCapture(s[0], cudaStreamCaptureModeThreadLocal));
+	int at = 0;
+	for (int i = 0; i < n; i++) {
+		const int to = cross ? i & 1 : 0;
+		if (to != at) {
+			CK(cudaEventRecord(ev, s[at]));
+			CK(cudaStreamWaitEvent(s[to], ev, 0));
+			at = to;
+		}
+		probe_empty_kernel<<<1, 32, 0, s[at]>>>();
+	}
+	if (at != 0) {
+		CK(cudaEventRecord(ev, s[at]));
+		CK(cudaStreamWaitEvent(s[0], ev, 0));
+	}
+	CK(cudaStreamEndCapture(s[0], &g));
+	CK(cudaGraphInstantiate(&x, g, 0));
+	for (int i = 0; i < 10; i++)
+		CK(cudaGraphLaunch(x, s[0]));
+	CK(cudaStreamSynchronize(s[0]));
+	const double us = median7([&] {
+		const double t0 = now_us();
+		CK(cudaGraphLaunch(x, s[0]));
+		CK(cudaStreamSynchronize(s[0]));
+		return now_us() - t0;
+	});
+	CK(cudaGraphExecDestroy(x));
+	CK(cudaGraphDestroy(g));
+	CK(cudaEventDestroy(ev));
+	CK(cudaStreamDestroy(s[0]));
+	CK(cudaStreamDestroy(s[1]));
+	return us;
+}
+
+static void measure_launches(struct launches *r)
+{
+	const int N = 2000, G = 1000;
+	cudaStream_t s[2];
+	cudaEvent_t ev;
+	CK(cudaStreamCreateWithFlags(&s[0], cudaStreamNonBlocking));
+	CK(cudaStreamCreateWithFlags(&s[1], cudaStreamNonBlocking));
+	CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+	for (int i = 0; i < 100; i++)
+		probe_empty_kernel<<<1, 32, 0, s[0]>>>();
+	CK(cudaStreamSynchronize(s[0]));
+	/* host: N launches issued back to back (the GPU keeps up with empty kernels) */
+	r->launch = median7([&] {
+		const double t0 = now_us();
+		for (int i = 0; i < N; i++)
+			probe_empty_kernel<<<1, 32, 0, s[0]>>>();
+		const double t = now_us() - t0;
+		CK(cudaStreamSynchronize(s[0]));
+		return t / N;
+	});
+	/* host: a record and a wait issued (between two streams, no kernels) */
+	r->event_host = median7([&] {
+		const double t0 = now_us();
+		for (int i = 0; i < N; i++) {
+			CK(cudaEventRecord(ev, s[i & 1]));
+			CK(cudaStreamWaitEvent(s[(i + 1) & 1], ev, 0));
+		}
+		const double t = now_us() - t0;
+		CK(cudaDeviceSynchronize());
+		return t / N;
+	});
+	/* host: one launch, then the synchronise that sees it end, less the launch */
+	r->sync = std::max(0.0, median7([&] {
+		double t[101];
+		for (int i = 0; i < 101; i++) {
+			const double t0 = now_us();
+			probe_empty_kernel<<<1, 32, 0, s[0]>>>();
+			CK(cudaStreamSynchronize(s[0]));
+			t[i] = now_us() - t0;
+		}
+		std::sort(t, t + 101);
+		return t[50];
+	}) - r->launch);
+	/* device: a graph's chain of G kernels, on one stream and alternating between two */
+	const double one = graph_chain_us(G, false), two = graph_chain_us(G, true);
+	r->gap = one / G;
+	r->event = std::max(0.0, (two - one) / G);
+	fprintf(stderr, "loop probe: %d launches issued %.2f us each; a record + wait issued %.2f us; launch + "
+		"synchronise %.2f us; graph of %d kernels in a chain %.1f us, alternating streams %.1f us\n", N, r->launch,
+		r->event_host, r->sync + r->launch, G, one, two);
+	CK(cudaEventDestroy(ev));
+	CK(cudaStreamDestroy(s[0]));
+	CK(cudaStreamDestroy(s[1]));
 }
 
 #endif

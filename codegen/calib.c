@@ -370,6 +370,9 @@ void calib_gpu(const struct calib_table *t, struct part_gpu *g)
 	for (int i = 0; i < CALIB_P__COUNT; i++)
 		if (!isnan(t->proto[i]))
 			*f[i] = t->proto[i];
+	g->launch_measured = !isnan(t->proto[CALIB_P_launch_us]) && !isnan(t->proto[CALIB_P_kernel_gap_us]) &&
+			     !isnan(t->proto[CALIB_P_event_us]) && !isnan(t->proto[CALIB_P_event_host_us]) &&
+			     !isnan(t->proto[CALIB_P_sync_us]);
 }
 
 /* ---- the parser ------------------------------------------------------------------------------ */
@@ -479,7 +482,8 @@ static void proto(struct parse *p, char **tok, int n)
 	int i = lookup_name(tok[1], calib_proto_name, CALIB_P__COUNT);
 	if (i < 0) {
 		error(p, "unknown protocol cost '%s' (known: %s)", tok[1],
-		      "task_us, hop_us, doorbell_us, barrier_us, dram_gbps, sm_gbps");
+		      "task_us, hop_us, doorbell_us, barrier_us, dram_gbps, sm_gbps, launch_us, kernel_gap_us, event_us, "
+		      "event_host_us, sync_us");
 		return;
 	}
 	if (!isnan(p->t->proto[i])) {

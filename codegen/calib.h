@@ -39,7 +39,9 @@ enum calib_layout { CALIB_L_NONE, CALIB_L_KN, CALIB_L_NK, CALIB_L_KN_ODD, CALIB_
 extern const char *const calib_layout_name[CALIB_L__COUNT];
 
 /* The protocol's costs (struct part_gpu's fields of the same names). */
-#define CALIB_PROTO_LIST(X) X(task_us) X(hop_us) X(doorbell_us) X(barrier_us) X(dram_gbps) X(sm_gbps)
+#define CALIB_PROTO_LIST(X)                                                                          \
+	X(task_us) X(hop_us) X(doorbell_us) X(barrier_us) X(dram_gbps) X(sm_gbps) X(launch_us) X(kernel_gap_us) \
+	X(event_us) X(event_host_us) X(sync_us)
 enum calib_proto {
 #define X(name) CALIB_P_##name,
 	CALIB_PROTO_LIST(X)

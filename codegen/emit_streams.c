@@ -226,7 +226,9 @@ int stream_prog_build(const struct tiling *s, const struct schedule *p, const st
 	node_costs(s, p, gpu, sp);
 	node_ranges(s, p, sp);
 	sp->dag = (struct sdag){.n = sp->n, .xadj = sp->xadj, .adj = sp->adj, .cost_us = sp->cost_us,
-				.work_us = sp->work_us, .launches = sp->n_launch};
+				.work_us = sp->work_us, .launches = sp->n_launch,
+				.costs = {gpu->launch_us, gpu->kernel_gap_us, gpu->event_us, gpu->event_host_us,
+					  gpu->sync_us, gpu->launch_measured}};
 	char err[256];
 	if (streams_assign(&sp->dag, policy, max_streams, &sp->plan, err, sizeof err) < 0) {
 		diag_error(s->g->file, 0, "stream policy %s: %s", stream_policy_name[policy], err);
@@ -239,9 +241,7 @@ int stream_prog_build(const struct tiling *s, const struct schedule *p, const st
 		for (int k = 0; k < sp->plan.n_events; k++)
 			if (sp->plan.ev[k].from == sp->plan.order[i] && sp->record[sp->plan.order[i]] < 0)
 				sp->record[sp->plan.order[i]] = sp->n_records++;
-	sp->predicted_us = streams_predict(&sp->dag, &sp->plan, backend == ARK_BACKEND_GRAPH,
-					   backend == ARK_BACKEND_GRAPH ? STREAMS_GPU_LAUNCH_US : STREAMS_LAUNCH_US,
-					   STREAMS_EVENT_US);
+	sp->predicted_us = streams_predict(&sp->dag, &sp->plan, backend == ARK_BACKEND_GRAPH);
 	return 0;
 }
 
@@ -348,11 +348,12 @@ void stream_prog_report(const struct tiling *s, const struct stream_prog *sp, FI
 	if (sp->backend == ARK_BACKEND_DYNAMIC)
 		fprintf(f, "  (dynamic: streams and events are chosen at run time from a pool of %d; the figures "
 			   "above are the policy's, for the prediction)\n", sp->max_streams);
-	fprintf(f, "  predicted latency of the %s backend %.1f us (launch %.1f us, event %.1f us, sync %.1f us: "
-		   "constants, not measured)\n",
-		backend_name[sp->backend], sp->predicted_us,
-		sp->backend == ARK_BACKEND_GRAPH ? STREAMS_GPU_LAUNCH_US : STREAMS_LAUNCH_US, STREAMS_EVENT_US,
-		STREAMS_SYNC_US);
+	const struct stream_costs *c = &sp->dag.costs;
+	fprintf(f, "  predicted latency of the %s backend %.1f us (launch %.2f us, gap between kernels %.2f us, "
+		   "event %.2f us on the GPU and %.2f us to issue, sync %.2f us: %s)\n",
+		backend_name[sp->backend], sp->predicted_us, c->launch_us, c->kernel_gap_us, c->event_us,
+		c->event_host_us, c->sync_us,
+		c->measured ? "measured, the --gpu table's" : "typical figures, not measured");
 }
 
 void stream_prog_json(const struct tiling *s, const struct stream_prog *sp, FILE *f)

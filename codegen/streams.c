@@ -307,7 +307,7 @@ static double stage_us(const struct sdag *d, const int *order, const int *ipos, 
 	stage_groups(d, order, ipos, a, b, group);
 	for (int i = a; i < b; i++) {
 		int s = group[i - a] % N;
-		on[s] += cost(d, order[i]) + STREAMS_GPU_LAUNCH_US;
+		on[s] += cost(d, order[i]) + d->costs.kernel_gap_us;
 		w += work(d, order[i]);
 		most = on[s] > most ? on[s] : most;
 	}
@@ -331,7 +331,7 @@ static void policy_ios(const struct sdag *d, int N, struct splan *pl)
 	for (int j = 1; j <= n; j++) {
 		best[j] = -1;
 		for (int i = j - 1; i >= 0 && j - i <= IOS_WINDOW; i--) {
-			double t = best[i] + stage_us(d, pl->order, ipos, i, j, N) + (i > 0 ? STREAMS_EVENT_US : 0);
+			double t = best[i] + stage_us(d, pl->order, ipos, i, j, N) + (i > 0 ? d->costs.event_us : 0);
 			if (best[j] < 0 || t < best[j])
 				best[j] = t, cut[j] = i;
 		}
@@ -581,11 +581,12 @@ int streams_assign(const struct sdag *d, enum stream_policy p, int max_streams, 
 	return 0;
 }
 
-double streams_predict(const struct sdag *d, const struct splan *pl, int graph, double launch_us, double event_us)
+double streams_predict(const struct sdag *d, const struct splan *pl, int graph)
 {
+	const struct stream_costs *c = &d->costs;
 	int n = d->n;
 	double *end = xcalloc((size_t)n + 1, sizeof *end), *tail = xcalloc((size_t)pl->n_streams + 1, sizeof *tail);
-	double host = graph ? launch_us : 0, total_work = 0, last = 0;
+	double host = graph ? c->launch_us : 0, total_work = 0, last = 0;
 	int64_t *ex = xcalloc((size_t)n + 2, sizeof *ex);
 	int *ea = xmalloc(((size_t)pl->n_events + 1) * sizeof *ea);
 	for (int k = 0; k < pl->n_events; k++)
@@ -600,17 +601,17 @@ double streams_predict(const struct sdag *d, const struct splan *pl, int graph, 
 	for (int i = 0; i < n; i++) {
 		int v = pl->order[i], s = pl->stream[v], nl = d->launches ? d->launches[v] : 1;
 		if (!graph)
-			host += launch_us * nl;
-		double start = tail[s] + STREAMS_GPU_LAUNCH_US;
+			host += c->launch_us * nl + c->event_host_us * (double)(ex[v + 1] - ex[v]);
+		double start = tail[s] + c->kernel_gap_us;
 		start = host > start ? host : start;
 		for (int64_t k = ex[v]; k < ex[v + 1]; k++)
-			start = end[ea[k]] + event_us > start ? end[ea[k]] + event_us : start;
-		end[v] = start + cost(d, v) + (nl - 1) * STREAMS_GPU_LAUNCH_US;
+			start = end[ea[k]] + c->event_us > start ? end[ea[k]] + c->event_us : start;
+		end[v] = start + cost(d, v) + (nl - 1) * c->kernel_gap_us;
 		tail[s] = end[v];
 		last = end[v] > last ? end[v] : last;
 		total_work += work(d, v);
 	}
-	double t = (last > total_work ? last : total_work) + STREAMS_SYNC_US;
+	double t = (last > total_work ? last : total_work) + c->sync_us;
 	free(end);
 	free(tail);
 	free(ex);

@@ -27,12 +27,16 @@ extern const char *const stream_policy_name[SP__COUNT];
 
 #define STREAMS_MAX 64          /* --streams */
 #define STREAMS_DEFAULT 4
-/* Costs of the program the simulator adds to the ops' own: not measured (the calibration tables
- * have no launch or event figures yet); typical figures for an H100 with a recent driver. */
-#define STREAMS_LAUNCH_US 2.5   /* host: one kernel launch issued (cudaLaunchKernel) */
-#define STREAMS_GPU_LAUNCH_US 1.0 /* device: gap between two dependent kernels, or a graph node */
-#define STREAMS_EVENT_US 1.5    /* a cudaStreamWaitEvent on another stream's record, end to start */
-#define STREAMS_SYNC_US 5.0     /* the host's wait for the last stream (a stream synchronise) */
+/* Costs of the program the simulator adds to the ops' own, from the calibration table (struct
+ * part_gpu's fields of the same names; bench/loop_probe measures them). */
+struct stream_costs {
+	double launch_us;     /* host: one kernel launch issued (cudaLaunchKernel) */
+	double kernel_gap_us; /* device: gap between two dependent kernels, or a graph node */
+	double event_us;      /* device: more for a dependency across streams (a recorded event) */
+	double event_host_us; /* host: one event recorded and waited for, issued */
+	double sync_us;       /* host: the wait for the last stream (a stream synchronise) */
+	int measured;         /* from a measured calibration table (else typical figures) */
+};
 
 /* A DAG whose nodes are numbered in a topological order (u < v on every edge u -> v). */
 struct sdag {
@@ -42,6 +46,7 @@ struct sdag {
 	const double *cost_us; /* per node: its time alone on the GPU (may be NULL: all 1) */
 	const double *work_us; /* per node: its SM time / SMs, what it takes from ops beside it (NULL: cost) */
 	const int *launches;   /* per node: kernel launches (may be NULL: 1 each) */
+	struct stream_costs costs;
 };
 
 struct sevent {
@@ -71,11 +76,12 @@ void streams_events(const struct sdag *d, struct splan *pl);
  * chain of stream order and events (each event recorded before it is waited on); and that the
  * issue order is a topological order. 0, or -1 with the first unordered edge in err. */
 int streams_check(const struct sdag *d, const struct splan *pl, char *err, size_t errlen);
-/* Predicted latency of one iteration: the host issues launches (launch_us each; graph: replayed by
- * the device, STREAMS_GPU_LAUNCH_US each), each op starts once issued, after its stream's previous
- * op and the events it waits on (event_us each), and lasts its cost, stretched while ops run side by
- * side beyond the GPU (their work adds up); then the host's sync. */
-double streams_predict(const struct sdag *d, const struct splan *pl, int graph, double launch_us, double event_us);
+/* Predicted latency of one iteration with d->costs: the host issues launches (launch_us each, and
+ * event_host_us per event; graph: one launch, the device replays the nodes, kernel_gap_us each), each op
+ * starts once issued, after its stream's previous op (kernel_gap_us) and the events it waits on
+ * (event_us more), and lasts its cost, stretched while ops run side by side beyond the GPU (their work
+ * adds up); then the host's sync. */
+double streams_predict(const struct sdag *d, const struct splan *pl, int graph);
 void splan_free(struct splan *pl);
 
 #endif

@@ -24,6 +24,12 @@ void part_gpu_default(struct part_gpu *g, int sms)
 	g->task_us = 0.15;
 	g->doorbell_us = 3.0;
 	g->barrier_us = 0.9;
+	g->launch_us = 2.5; /* typical figures of an H100 with a recent driver, until measured */
+	g->kernel_gap_us = 1.0;
+	g->event_us = 1.5;
+	g->event_host_us = 1.0;
+	g->sync_us = 5.0;
+	g->launch_measured = 0;
 }
 
 int part_policy_parse(const char *s)

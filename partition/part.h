@@ -34,6 +34,13 @@ struct part_gpu {
 	double task_us;        /* fixed cost of dispatching one task on an SM */
 	double doorbell_us;    /* host doorbell -> loop kernel -> host round trip */
 	double barrier_us;     /* one grid-wide barrier (for --sync barrier) */
+	/* the one-kernel-per-op backends (codegen/streams.c) */
+	double launch_us;      /* host: one kernel launch issued (cudaLaunchKernel) */
+	double kernel_gap_us;  /* device: from a kernel's end to the next dependent kernel's start, or a graph node */
+	double event_us;       /* device: more for a dependency across streams (an event) */
+	double event_host_us;  /* host: one cudaEventRecord + cudaStreamWaitEvent issued */
+	double sync_us;        /* host: a stream synchronise after the last kernel ends */
+	int launch_measured;   /* the five above come from a measured table, not the defaults */
 };
 void part_gpu_default(struct part_gpu *g, int sms); /* H100/H200 figures */
 

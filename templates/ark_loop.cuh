@@ -28,7 +28,7 @@ extern __shared__ __align__(128) char ark_smem[];
 
 /* ---- test builds only --------------------------------------------------------------------------
  * ARK_JITTER (nvcc -DARK_JITTER, optionally -DARK_JITTER_NS=N, default 2000): every thread sleeps a
- * pseudo-random 0..N ns before each tile, and thread 0 again before each signal, so that the order
+ * pseudo-random 0..N ns before each tile, and the signaller again before each signal, so that the order
  * in which SMs and warps reach their loads and stores changes from run to run; a missing wait then
  * shows up as a mismatch instead of hiding behind a stable timing. The normal build compiles the
  * points to nothing. */
@@ -375,7 +375,10 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 					break;
 				}
 			}
-			if (tid == ARK_SIGNALLER) {
+			/* Signals to this GPU's counters come from the signaller; DMA requests and signals
+			 * to other GPUs from thread 0, whose waits published the producers' data to it. */
+			const bool remote = cur.tmpl == ARK_T_DMA || cur.sig_peer;
+			if (tid == (remote ? 0 : ARK_SIGNALLER)) {
 				if (trace) /* before the signal: a consumer starts no earlier than this */
 					trace[2 * i + 1] = ark_globaltimer();
 				if (cur.tmpl == ARK_T_DMA)
