@@ -39,7 +39,8 @@ struct ark_op {
 	int32_t heads, kv_heads;
 	int32_t causal;
 	float scale;
-	int64_t start;     /* slice: the first element of axis taken (emitted for slice and transpose only) */
+	int64_t start;     /* slice: the first element of axis taken; advance: what it adds, `by` (emitted for
+			    * slice, transpose and advance only) */
 	int32_t dims[2];   /* transpose: the axes swapped */
 };
 

@@ -671,8 +671,12 @@ static void diagnose_gpu(FILE *f, struct ark_session *s, int g, uint32_t iter)
 		if (d->where != ARK_WHERE_BAD_INDEX)
 			continue;
 		ark_task_label(m, g, (int)d->task, label, sizeof label);
-		fprintf(f, "  GPU %d SM %d: task %u (%s): row %u of its output has index %d, outside 0 to %d; the row "
-			"was written as zeros\n", g, sm, d->task, label, d->counter, (int)d->seen, (int)d->want - 1);
+		if (d->tmpl == ARK_T_KV_APPEND)
+			fprintf(f, "  GPU %d SM %d: task %u (%s): appends its rows at position %d, outside 0 to %d; the "
+				"cache was not written\n", g, sm, d->task, label, (int)d->seen, (int)d->want - 1);
+		else
+			fprintf(f, "  GPU %d SM %d: task %u (%s): row %u of its output has index %d, outside 0 to %d; the row "
+				"was written as zeros\n", g, sm, d->task, label, d->counter, (int)d->seen, (int)d->want - 1);
 	}
 	for (int sm = 0; sm < m->sms; sm++) {
 		const struct ark_bell_sm *d = &b->sm[sm];
@@ -782,8 +786,12 @@ static void device_abort_why(const struct ark_session *s, int g, uint32_t iter, 
 		const struct ark_bell_sm *d = &s->g[g].bell->sm[bad_index_sm(s, g)];
 		char label[256];
 		ark_task_label(s->m, g, (int)bell_load(&d->task), label, sizeof label);
-		snprintf(buf, size, "iteration %u: GPU %d: %s read index %d, outside 0 to %d", iter, g, label,
-			 (int)bell_load(&d->seen), (int)bell_load(&d->want) - 1);
+		if (bell_load(&d->tmpl) == ARK_T_KV_APPEND)
+			snprintf(buf, size, "iteration %u: GPU %d: %s at position %d, outside 0 to %d (the rows would "
+				 "not fit in the cache)", iter, g, label, (int)bell_load(&d->seen), (int)bell_load(&d->want) - 1);
+		else
+			snprintf(buf, size, "iteration %u: GPU %d: %s read index %d, outside 0 to %d", iter, g, label,
+				 (int)bell_load(&d->seen), (int)bell_load(&d->want) - 1);
 	} else
 		snprintf(buf, size, "iteration %u: GPU %d met a task it cannot run", iter, g);
 }
