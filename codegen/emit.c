@@ -921,6 +921,8 @@ static void json_graph(const struct graph *g, FILE *f)
 			out(f, "%s\"dims\": [%d, %d]", sep, o->dims[0], o->dims[1]), sep = ", ";
 		if (a & ARK_A(COPY))
 			out(f, "%s\"copy\": %s", sep, o->copy ? "true" : "false"), sep = ", ";
+		if (a & ARK_A(BY))
+			out(f, "%s\"by\": %lld", sep, (long long)o->by), sep = ", ";
 		out(f, "}}%s\n", k + 1 < g->n_ops ? "," : "");
 	}
 	out(f, "  ],\n");
