@@ -95,6 +95,9 @@ struct ark_model {
 	/* --backend streams|graph|dynamic: the stream program the runtime issues instead of ringing the
 	 * loop kernel, which is then never launched; NULL: --backend loop */
 	const struct ark_streams *streams;
+	/* 1 + the index of the token state (the model file's top-level `token`), 0: none. The generation
+	 * loop (ark_session_generate) writes prompt ids into it and streams the model's tokens from it. */
+	int token_state;
 };
 
 #endif

@@ -19,7 +19,7 @@ static const enum attr_type attr_type[ARK_ATTR__COUNT] = {
 #undef X
 };
 
-static const char *const top_keys[] = { "version", "name", "dtype", "gpus", "tensors", "ops" };
+static const char *const top_keys[] = { "version", "name", "dtype", "gpus", "tensors", "ops", "token" };
 static const char *const tensor_keys[] = { "name", "shape", "role", "dtype", "gpu" };
 static const char *const op_keys[] = { "name", "op", "in", "out", "gpu" };
 /* Ops that later format versions will add under these names. */
@@ -845,7 +845,7 @@ static int read_model(struct reader *r, config_t *c)
 		if (key_index(key, top_keys, COUNT(top_keys)) < 0) {
 			diag_error(AT(e), "unknown top-level setting '%s'", key);
 			if (!closest(key, top_keys, COUNT(top_keys)))
-				diag_hint("the top level takes version, name, dtype, gpus, tensors and ops");
+				diag_hint("the top level takes version, name, dtype, gpus, tensors, ops and token");
 			hint_closest(key, top_keys, COUNT(top_keys));
 			return -1;
 		}
@@ -900,6 +900,13 @@ static int read_model(struct reader *r, config_t *c)
 	}
 	if (read_list(r, s[4], "tensors", read_tensor) || read_list(r, s[5], "ops", read_op))
 		return -1;
+	if (s[6]) { /* the token state of the generation loop: graph_check resolves and checks it */
+		const char *tok;
+		if (get_string(r, s[6], "'token'", &tok))
+			return -1;
+		g->token_name = xstrdup(tok);
+		g->token_line = line_of(r, s[6]);
+	}
 	if (g->n_ops == 0) {
 		diag_error(AT(s[5]), "'ops' is empty: a model needs at least one op");
 		return -1;

@@ -816,7 +816,10 @@ static void emit_model(const struct emitter *e)
 		init_end(&in);
 	}
 	out(f, "\t},\n\t.launch = ark_launch,\n\t.kernel = (const void *)ark_loop_kernel,\n");
-	out(f, "%s};\n", e->info->streams ? "\t.streams = &ark_streams_def,\n" : "");
+	out(f, "%s", e->info->streams ? "\t.streams = &ark_streams_def,\n" : "");
+	if (g->token >= 0) /* said only where the model has one: other files unchanged */
+		out(f, "\t.token_state = %d,\n", g->token + 1);
+	out(f, "};\n");
 	free(name.s);
 	free(src.s);
 	free(opts.s);

@@ -39,6 +39,7 @@ void graph_free(struct graph *g)
 	free(g->order);
 	free(g->file);
 	free(g->name);
+	free(g->token_name);
 	memset(g, 0, sizeof *g);
 }
 
@@ -1471,9 +1472,35 @@ int graph_view_base(const struct graph *g, int t, int64_t *off)
 	return t;
 }
 
+/* The top-level `token`: an int32 [1] state, the token the generation loop feeds step to step. */
+static int check_token(struct graph *g)
+{
+	g->token = -1;
+	if (!g->token_name)
+		return 0;
+	int t = graph_find_tensor(g, g->token_name);
+	if (t < 0 || !g->tensors[t].declared) {
+		diag_error(g->file, g->token_line, "'token' is \"%s\", which is not a declared tensor", g->token_name);
+		diag_hint("declare it: { name = \"%s\"; shape = [1]; role = \"state\"; dtype = \"int32\"; }",
+			  g->token_name);
+		return -1;
+	}
+	const struct tensor *T = &g->tensors[t];
+	if (T->role != ARK_ROLE_STATE || T->dtype != ARK_INT32 || tensor_elems(T) != 1) {
+		diag_error(g->file, g->token_line, "'token' is '%s', %s %s %s; expected an int32 [1] state", T->name,
+			   role_text(T), dtype_name[T->dtype], shp(T));
+		diag_note(AT(T), "'%s' is declared here", T->name);
+		diag_hint("the generation loop writes the prompt's ids into it and reads the model's next token from "
+			  "it: give it shape = [1]; role = \"state\"; dtype = \"int32\";");
+		return -1;
+	}
+	g->token = t;
+	return 0;
+}
+
 int graph_check(struct graph *g)
 {
-	if (check_basic(g) || resolve(g) || check_state_ops(g) || order_ops(g))
+	if (check_basic(g) || resolve(g) || check_state_ops(g) || check_token(g) || order_ops(g))
 		return -1;
 	for (int i = 0; i < g->n_ops; i++)
 		if (infer_op(g, &g->ops[g->order[i]]))

@@ -71,6 +71,9 @@ struct graph {
 	char *name;
 	enum ark_dtype dtype;
 	int gpus;
+	char *token_name;      /* top-level `token`: the int32 [1] state the generation loop feeds, or NULL */
+	int token_line;
+	int token;             /* its tensor index (graph_check), -1: none */
 	int n_tensors, n_ops;
 	struct tensor *tensors;
 	struct op *ops;

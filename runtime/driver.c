@@ -29,6 +29,10 @@ struct args {
 	uint32_t counter_base;
 	const char *weights, *inputs, *outputs, *trace;
 	const char *state_in, *state_out;
+	long long gen_n;   /* --generate N, 0: none */
+	const char *prompt_ids, *tokens_out;
+	int has_eos, per_token;
+	int32_t eos;
 	int have_seed;
 	uint64_t seed;
 	double tol;   /* < 0: by dtype */
@@ -79,6 +83,17 @@ static void usage(FILE *f, const char *prog, const struct ark_model *m)
 		"                     initial values of the state tensors it holds (the others start at zero)\n"
 		"  --state-in FILE    initial values of state tensors from a safetensors file\n"
 		"  --state-out FILE   after every action, write the state tensors to a safetensors file\n"
+		"  --generate N       first of all, N decode steps from one doorbell (a model with a token\n"
+		"                     state): the GPU writes prompt id t into the token state before step t,\n"
+		"                     then the model's own token feeds the next step; the tokens the model\n"
+		"                     makes (from the last prompt step on) are printed as they arrive, one id\n"
+		"                     a line; then tokens/s and us/token\n"
+		"  --prompt-ids FILE  the prompt: whitespace-separated integer ids (at most N)\n"
+		"  --eos ID           stop the generation at the first generated token equal to ID\n"
+		"  --tokens-out FILE  write the generated ids there, one a line, instead of to stdout\n"
+		"  --doorbell-per-token  after --generate, the same steps again from the same state with one\n"
+		"                     doorbell per step (the host writes the prompt ids and reads the tokens):\n"
+		"                     us/token of both, the same tokens expected\n"
 		"  --inputs FILE      inputs from a safetensors file (the ones it lacks stay random)\n"
 		"  --outputs FILE     run one more iteration and write the outputs to a safetensors file\n"
 		"  --trace FILE       run one more iteration with every task timed (after %d untraced ones if\n"
@@ -93,7 +108,7 @@ static void usage(FILE *f, const char *prog, const struct ark_model *m)
 		"\n"
 		"Random data: uniform in [-1, 1) for inputs and 1-D weights, [-1/sqrt(rows), 1/sqrt(rows)) for\n"
 		"weights of 2 or more dimensions. Actions run in the order check, iterations, bench, bench-empty,\n"
-		"outputs, trace, state-out. Exit status: 0 ok, 1 mismatch or runtime failure, 2 usage error, 77 no CUDA device.\n",
+		"outputs, trace, state-out (generate first of all). Exit status: 0 ok, 1 mismatch or runtime failure, 2 usage error, 77 no CUDA device.\n",
 		prog, m->name, m->source ? m->source : "?", m->options ? m->options : "",
 		m->streams ? "one kernel per op on CUDA streams (--bench-empty: a stream synchronise, nothing\n"
 			     "issued; --abort-reopen needs the loop kernel)"
@@ -205,6 +220,29 @@ static int parse_args(int argc, char **argv, struct args *a)
 		} else if (!strcmp(o, "--state-out")) {
 			NEED_VALUE();
 			a->state_out = val;
+		} else if (!strcmp(o, "--generate")) {
+			NEED_VALUE();
+			if (parse_ll(val, 1, ARK_GEN_CAP, &v)) {
+				fprintf(stderr, "%s: --generate wants 1 to %d steps, not '%s'\n", argv[0], ARK_GEN_CAP, val);
+				return -1;
+			}
+			a->gen_n = v;
+		} else if (!strcmp(o, "--prompt-ids")) {
+			NEED_VALUE();
+			a->prompt_ids = val;
+		} else if (!strcmp(o, "--eos")) {
+			NEED_VALUE();
+			if (parse_ll(val, INT32_MIN, INT32_MAX, &v)) {
+				fprintf(stderr, "%s: --eos wants an int32 token id, not '%s'\n", argv[0], val);
+				return -1;
+			}
+			a->has_eos = 1;
+			a->eos = (int32_t)v;
+		} else if (!strcmp(o, "--tokens-out")) {
+			NEED_VALUE();
+			a->tokens_out = val;
+		} else if (!strcmp(o, "--doorbell-per-token")) {
+			a->per_token = 1;
 		} else if (!strcmp(o, "--outputs")) {
 			NEED_VALUE();
 			a->outputs = val;
@@ -242,7 +280,12 @@ static int parse_args(int argc, char **argv, struct args *a)
 		}
 #undef NEED_VALUE
 	}
-	if (!a->check && !a->bench && !a->empty_n && !a->soak && !a->outputs && !a->trace && !a->state_out)
+	if ((a->prompt_ids || a->has_eos || a->tokens_out || a->per_token) && !a->gen_n) {
+		fprintf(stderr, "%s: --prompt-ids, --eos, --tokens-out and --doorbell-per-token go with --generate N\n",
+			argv[0]);
+		return -1;
+	}
+	if (!a->check && !a->bench && !a->empty_n && !a->soak && !a->outputs && !a->trace && !a->state_out && !a->gen_n)
 		a->check = 1;
 	return 0;
 }
@@ -734,6 +777,138 @@ static int do_state_out(struct drv *d)
 	return rc ? ARK_ERR : 0;
 }
 
+/* ---- generation -------------------------------------------------------------------------------- */
+
+/* The ids of a text file of whitespace-separated integers into *ids (malloc'd), *n of them. */
+static int read_ids(const char *path, int32_t **ids, uint32_t *n)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return ark_error("%s: %s", path, strerror(errno));
+	uint32_t cap = 64, k = 0;
+	int32_t *a = malloc(cap * sizeof *a);
+	char tok[64];
+	int rc = ARK_OK;
+	while (a && fscanf(f, "%63s", tok) == 1) {
+		long long v;
+		if (parse_ll(tok, INT32_MIN, INT32_MAX, &v)) {
+			rc = ark_error("%s: '%s' (id %u) is not an int32 id", path, tok, k + 1);
+			break;
+		}
+		if (k == cap) {
+			int32_t *b = cap < ARK_GEN_CAP ? realloc(a, 2 * cap * sizeof *a) : NULL;
+			if (!b) {
+				rc = ark_error("%s: more than %d ids", path, ARK_GEN_CAP);
+				break;
+			}
+			a = b, cap *= 2;
+		}
+		a[k++] = (int32_t)v;
+	}
+	fclose(f);
+	if (!a)
+		return ark_error("out of memory");
+	if (rc) {
+		free(a);
+		return rc;
+	}
+	*ids = a;
+	*n = k;
+	return ARK_OK;
+}
+
+struct gen_out {
+	FILE *f;
+	uint32_t from; /* the first step whose token the model made (n_prompt - 1, or 0) */
+};
+
+static int print_token(void *ctx, uint32_t step, int32_t token)
+{
+	struct gen_out *o = ctx;
+	if (step >= o->from)
+		fprintf(o->f, "%d\n", token);
+	return 0;
+}
+
+/* --generate N: N steps from one doorbell, the tokens streamed as they come; then, with
+ * --doorbell-per-token, the same steps from the same state with one doorbell each. */
+static int do_generate(struct drv *d)
+{
+	const struct ark_model *m = d->m;
+	int32_t *prompt = NULL, *tok = NULL;
+	void **st0 = NULL;
+	uint32_t n_prompt = 0, steps = 0;
+	int rc = ARK_ERR;
+	FILE *f = stdout;
+	if (d->a.prompt_ids && read_ids(d->a.prompt_ids, &prompt, &n_prompt))
+		return ARK_ERR;
+	if (n_prompt > (uint32_t)d->a.gen_n) {
+		ark_error("--prompt-ids: %u ids do not fit in --generate %lld steps", n_prompt, d->a.gen_n);
+		goto out;
+	}
+	if (!(tok = calloc((size_t)d->a.gen_n, sizeof *tok)) || !(st0 = calloc((size_t)m->n_tensors, sizeof *st0))) {
+		ark_error("out of memory");
+		goto out;
+	}
+	for (int t = 0; t < m->n_tensors; t++)
+		if (m->tensors[t].role == ARK_ROLE_STATE && !(st0[t] = malloc(m->tensors[t].bytes + 1))) {
+			ark_error("out of memory");
+			goto out;
+		}
+	if (d->a.per_token && state_read(d, st0)) /* the state both runs start from */
+		goto out;
+	if (d->a.tokens_out && !(f = fopen(d->a.tokens_out, "w"))) {
+		ark_error("%s: %s", d->a.tokens_out, strerror(errno));
+		goto out;
+	}
+	struct gen_out go = {f, n_prompt ? n_prompt - 1 : 0};
+	struct ark_gen_req q = {(uint32_t)d->a.gen_n, prompt, n_prompt, d->a.has_eos, d->a.eos};
+	double t0 = now_us();
+	if (ark_session_generate(d->s, &q, tok, &steps, print_token, &go))
+		goto out;
+	double us = now_us() - t0;
+	fflush(f);
+	uint32_t made = steps - go.from;
+	int at_eos = d->a.has_eos && steps < q.steps;
+	printf("generate: %u steps from one doorbell (%u prompt ids, %u tokens made%s) in %.3f ms: %.1f steps/s, "
+	       "%.2f us/step%s%s\n", steps, n_prompt, made, at_eos ? ", stopped at the EOS" : "", us * 1e-3,
+	       steps / (us * 1e-6), us / steps, d->a.tokens_out ? "; tokens written to " : "",
+	       d->a.tokens_out ? d->a.tokens_out : "");
+	if (d->a.per_token) { /* the same steps, one doorbell each: the host writes the prompt, reads the token */
+		const int tt = m->token_state - 1;
+		int32_t v;
+		uint32_t k = 0, differ = 0;
+		if (state_upload(d, st0))
+			goto out;
+		t0 = now_us();
+		for (; k < steps; k++) {
+			if (k < n_prompt && ark_session_write(d->s, tt, &prompt[k]))
+				goto out;
+			if (ark_session_run(d->s) || ark_session_read(d->s, tt, &v))
+				goto out;
+			differ += v != tok[k];
+		}
+		double us1 = now_us() - t0;
+		printf("generate: the same %u steps with one doorbell each in %.3f ms: %.2f us/step (%.2f us/step "
+		       "saved by one doorbell for all); %u of the tokens differ%s\n", k, us1 * 1e-3, us1 / k, (us1 - us) / k,
+		       differ, differ ? " (MISMATCH)" : "");
+		if (differ) {
+			rc = 1;
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	if (f && f != stdout)
+		fclose(f);
+	for (int t = 0; st0 && t < m->n_tensors; t++)
+		free(st0[t]);
+	free(st0);
+	free(tok);
+	free(prompt);
+	return rc;
+}
+
 /* The traced iteration follows WARMUP untraced ones when nothing ran before it, so that it shows the
  * steady state rather than the first touch of the weights (TLB, L2) and of the code. */
 static int do_trace(struct drv *d)
@@ -853,6 +1028,11 @@ int main(int argc, char **argv)
 		goto fail;
 
 	int mismatch = 0;
+	if (d.a.gen_n && (r = do_generate(&d)) != 0) {
+		if (r < 0)
+			goto fail;
+		mismatch = 1;
+	}
 	if (d.a.check && (r = do_check(&d)) != 0) {
 		if (r < 0)
 			goto fail;
