@@ -59,6 +59,22 @@ enum {
 
 #define ARK_GEN_EOS 1u /* bell->gen_flags: stop at gen_eos */
 
+#ifdef __CUDACC__
+#define ARK_PROTO_HD __host__ __device__
+#else
+#define ARK_PROTO_HD
+#endif
+
+/* Between steps t and t + 1 of a generation of `steps` steps with `prompt` prompt ids, whose step t
+ * made `token`: 1 if it ends after step t (its last step, or the EOS once the prompt is done: a
+ * token made during the prompt is overwritten by the next prompt id and never ends it), else 0.
+ * SM 0 of the loop kernel decides by it; so does the CPU emulator of the protocol (tests/emu.c). */
+static inline ARK_PROTO_HD int ark_gen_ends(uint32_t t, uint32_t steps, uint32_t prompt, uint32_t flags, int32_t eos,
+					    int32_t token)
+{
+	return t + 1 >= steps || ((flags & ARK_GEN_EOS) && t + 1 >= prompt && token == eos);
+}
+
 /* Values of bell->submit and counters[ARK_CTR_ITER]: the iteration, with the trace flag on top. */
 #define ARK_ITER_MASK 0x3fffffffu
 #define ARK_SUBMIT_TRACE 0x80000000u /* time every task of this iteration into kargs.trace */

@@ -163,7 +163,7 @@ static __device__ uint32_t ark_gen_next(const struct ark_kargs &a, uint32_t iter
 	const int32_t v = (int32_t)ark_ld_acquire_gpu(tok);
 	ark_st_relaxed_sys((uint32_t *)&a.gen_tokens[t], (uint32_t)v);
 	ark_st_release_sys(&a.bell->gen_count, t + 1);
-	if (t + 1 >= gs.steps || ((gs.flags & ARK_GEN_EOS) && t + 1 >= gs.prompt && v == gs.eos)) {
+	if (ark_gen_ends(t, gs.steps, gs.prompt, gs.flags, gs.eos, v)) {
 		gs.active = 0;
 		ark_st_release_sys(&a.bell->gen_end, iter);
 		return 0;

@@ -606,6 +606,47 @@ int emu_run_ex(const struct arkgen_result *r, uint64_t seed, int iters, const st
 	return rc;
 }
 
+int emu_generate(const struct arkgen_result *r, uint64_t seed, const struct emu_gen *q, int32_t *tokens, char *msg,
+		 size_t n)
+{
+	struct emu *e = malloc(sizeof *e);
+	struct ref *ref = calloc(1, sizeof *ref);
+	emu_init(e, ref, r, seed, 0);
+	const int tok = r->graph.token;
+	assert_true(tok >= 0 && r->graph.gpus == 1);
+	char *dev = e->arena[0] + r->tiling.offset[tok];
+	volatile int ran = -1;
+	if (setjmp(e->jb)) {
+		ran = -1;
+		if (msg && n)
+			snprintf(msg, n, "%s", e->msg);
+	} else {
+		for (uint32_t t = 0; t < q->steps; t++) {
+			const uint32_t iter = t + 1;
+			fresh_inputs(e, ref, seed, iter, -1);
+			if (t < q->n_prompt) { /* SM 0, before it publishes the step */
+				memcpy(dev, &q->prompt[t], 4);
+				memcpy(ref->buf[tok], &q->prompt[t], 4);
+			}
+			run_iteration(e, iter);
+			check_gpu_outputs(e, ref, seed, iter, -1);
+			int32_t v, w; /* SM 0, once every SM is done with the step: the token it made */
+			memcpy(&v, dev, 4);
+			memcpy(&w, ref->buf[tok], 4);
+			if (v != w)
+				emu_fail(e, "step %u: token %d, the reference's %d", t, v, w);
+			tokens[t] = v;
+			if (ark_gen_ends(t, q->steps, q->n_prompt, q->flags, q->eos, v)) {
+				ran = (int)t + 1;
+				break;
+			}
+		}
+	}
+	emu_free(e, ref);
+	free(e), free(ref);
+	return ran;
+}
+
 void emu_run(const struct arkgen_result *r, uint64_t seed, int iters)
 {
 	char msg[1024];
