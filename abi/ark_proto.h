@@ -26,15 +26,15 @@
  * within a few iterations): the session fills DONE and the model's counters with it, and every
  * target the kernel computes adds it (a DMA flag value too).
  *
- * Generation (a model with a token state, one GPU): the host writes gen_steps = N > 1 (and
+ * Generation (a model with a token state, one GPU): the host writes gen_steps = N >= 1 (and
  * gen_prompt, gen_eos, gen_flags; the prompt ids into kargs.gen_prompt) before its release store of
- * submit = i. SM 0 then runs iterations i .. i + N - 1 from that one submit: before publishing
+ * submit = i | ARK_SUBMIT_GEN; SM 0 reads those fields on such a submit only. It then runs iterations i .. i + N - 1 from that one submit: before publishing
  * iteration i + t it writes prompt id t into the token state when t < gen_prompt; after the done
  * counter shows every SM finished iteration i + t, it reads the token state (the token the model
  * assigned in step t), stores it to kargs.gen_tokens[t] in mapped memory and gen_count = t + 1
  * (st.release.sys), and stops after the last step, or early once t >= gen_prompt - 1 and the token
  * equals gen_eos (gen_flags & ARK_GEN_EOS): then it stores gen_end = i + t (st.release.sys) and polls
- * the doorbell again, expecting i + t + 1. Every ARK_SUBMIT_ABORT_EVERY steps it reads the stop and
+ * the doorbell again, expecting i + t + 1 (the doorbell still holds i meanwhile). Every ARK_SUBMIT_ABORT_EVERY steps it reads the stop and
  * abort flags. The host waits for gen_end and complete, then writes gen_steps = 0. */
 #ifndef ARK_PROTO_H
 #define ARK_PROTO_H
@@ -79,6 +79,8 @@ static inline ARK_PROTO_HD int ark_gen_ends(uint32_t t, uint32_t steps, uint32_t
 #define ARK_ITER_MASK 0x3fffffffu
 #define ARK_SUBMIT_TRACE 0x80000000u /* time every task of this iteration into kargs.trace */
 #define ARK_SUBMIT_EMPTY 0x40000000u /* run no task (measures the doorbell round trip) */
+#define ARK_SUBMIT_GEN 0xc0000000u   /* both flags (an empty iteration traces nothing): start a
+				      * generation (below); the iterations run without flags */
 #define ARK_ITER_STOP 0xffffffffu    /* published by SM 0: leave */
 #define ARK_ITER_ABORT 0xfffffffeu   /* published by SM 0: leave, aborted */
 #define ARK_ITER_LIMIT 0x3ffffff0u   /* the host never submits this iteration or later */

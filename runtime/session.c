@@ -1006,7 +1006,7 @@ int ark_session_generate(struct ark_session *s, const struct ark_gen_req *q, int
 	b->gen_flags = q->has_eos ? ARK_GEN_EOS : 0;
 	b->gen_count = 0; /* the device writes it only after the submit below */
 	b->gen_steps = q->steps;
-	ring(s, first); /* a release store: the fields above before it */
+	ring(s, first | ARK_SUBMIT_GEN); /* a release store: the fields above before it */
 	double t0 = now_ms(), last_progress = t0, last_query = t0;
 	int stop = 0;
 	for (unsigned spins = 1;; spins++) {

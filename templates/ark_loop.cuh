@@ -117,8 +117,9 @@ static __device__ int ark_wait_counter(const struct ark_kargs &a, uint32_t c, ui
 
 /* ---- generation: many iterations from one submit (ark_proto.h) -------------------------------- */
 
-/* SM 0's state of a generation, thread 0 only. */
+/* SM 0's state of the doorbell and of a generation, thread 0 only. */
 struct ark_gen {
+	uint32_t held;    /* the iteration of the host's last submit: what the doorbell holds while idle */
 	uint32_t active;  /* a generation runs: the next iteration comes from ark_gen_next, not the host */
 	uint32_t first;   /* its first iteration */
 	uint32_t steps;   /* iterations it runs at most */
@@ -127,13 +128,14 @@ struct ark_gen {
 	int32_t eos;
 };
 
-/* A submit that starts a generation (bell->gen_steps > 0, read after the acquire of the submit, so
- * after the host's stores before it): the state, and prompt id 0 into the token state before the
- * first iteration is published. */
+/* A submit that starts a generation (ARK_SUBMIT_GEN; the bell's gen_* fields read after the acquire
+ * of the submit, so after the host's stores before it, and on no other submit: an ordinary
+ * iteration costs no extra read of host memory): the state, and prompt id 0 into the token state
+ * before the first iteration is published. */
 static __device__ void ark_gen_start(const struct ark_kargs &a, uint32_t word, struct ark_gen &gs)
 {
 	gs.active = 0;
-	if (word & (ARK_SUBMIT_TRACE | ARK_SUBMIT_EMPTY) || a.token_off == ~0ull)
+	if (a.token_off == ~0ull)
 		return;
 	const uint32_t steps = ark_ld_relaxed_sys(&a.bell->gen_steps);
 	if (!steps)
@@ -200,7 +202,7 @@ static __device__ uint32_t ark_wait_submit(const struct ark_kargs &a, uint32_t i
 {
 	__shared__ struct ark_gen gs; /* SM 0's thread 0 only; set on its first call */
 	if (iter == 0)
-		gs.active = 0;
+		gs.held = 0, gs.active = 0;
 	uint32_t out = 0;
 	if (ark_wait_counter(a, ARK_CTR_DONE, a.ctr_base + iter * (uint32_t)gridDim.x, ARK_WHERE_DONE, iter, 0))
 		out = ARK_ITER_ABORT;
@@ -214,7 +216,7 @@ static __device__ uint32_t ark_wait_submit(const struct ark_kargs &a, uint32_t i
 			out = ARK_ITER_STOP;
 		else if ((sub & ARK_ITER_MASK) == iter + 1)
 			out = sub;
-		else if ((sub & ARK_ITER_MASK) != iter) {
+		else if ((sub & ARK_ITER_MASK) != gs.held) { /* after a generation the doorbell holds its first */
 			ark_diag(a.bell, 0, ARK_WHERE_BAD_SUBMIT, iter, 0, 0, iter + 1, sub & ARK_ITER_MASK);
 			ark_st_release_sys(&a.bell->abort, 1);
 			out = ARK_ITER_ABORT;
@@ -223,8 +225,13 @@ static __device__ uint32_t ark_wait_submit(const struct ark_kargs &a, uint32_t i
 			out = ARK_ITER_ABORT;
 		}
 	}
-	if (!(gen && gs.active) && out != ARK_ITER_STOP && out != ARK_ITER_ABORT)
-		ark_gen_start(a, out, gs); /* a submit from the host: a generation starts when it asks */
+	if (!(gen && gs.active) && out != ARK_ITER_STOP && out != ARK_ITER_ABORT) { /* a submit from the host */
+		gs.held = out & ARK_ITER_MASK;
+		if ((out & ARK_SUBMIT_GEN) == ARK_SUBMIT_GEN) { /* a generation starts: its steps are plain iterations */
+			out &= ARK_ITER_MASK;
+			ark_gen_start(a, out, gs);
+		}
+	}
 	ark_st_release_gpu(a.counters + ARK_CTR_ITER, out);
 	return out;
 }
