@@ -354,7 +354,7 @@ static int load_file(struct drv *d, const char *path, int role)
 			n_state += d->m->tensors[t].role == ARK_ROLE_STATE;
 		}
 	ark_st_close(&st);
-	printf("%s: %d %s loaded", path, n - n_state,
+	printf("%s: %d %s loaded", path, role == ARK_ROLE_STATE ? n : n - n_state,
 	       role == ARK_ROLE_WEIGHT ? "weights" : role == ARK_ROLE_STATE ? "state tensors" : "inputs");
 	if (n_state && role != ARK_ROLE_STATE)
 		printf(", %d state tensor%s", n_state, n_state == 1 ? "" : "s");
