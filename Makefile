@@ -104,6 +104,13 @@ $(B)/tests/%: tests/%.cu $(B)/libarkrt.a $(wildcard templates/*.cuh abi/*.h abi/
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) $(INC) $< $(B)/libarkrt.a -lcjson -o $@
 
+# tests/gpu_generate.cu runs the file arkgen generates for tests/models/tokens.cfg
+$(B)/gen/tokens_model.cu: tests/models/tokens.cfg $(B)/arkgen
+	@mkdir -p $(dir $@)
+	$(B)/arkgen $< -o $@ > /dev/null
+$(B)/tests/gpu_generate: $(B)/gen/tokens_model.cu
+$(B)/tests/gpu_generate: INC += -I$(B)/gen
+
 $(B)/bench/%: bench/%.c $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(ALL_LIBS) $(LDFLAGS) $(HOST_LIBS) -o $@

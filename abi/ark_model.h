@@ -39,7 +39,8 @@ struct ark_op {
 	int32_t heads, kv_heads;
 	int32_t causal;
 	float scale;
-	int64_t start;     /* slice: the first element of axis taken (emitted for slice and transpose only) */
+	int64_t start;     /* slice: the first element of axis taken; advance: what it adds, `by` (emitted for
+			    * slice, transpose and advance only) */
 	int32_t dims[2];   /* transpose: the axes swapped */
 };
 
@@ -94,6 +95,9 @@ struct ark_model {
 	/* --backend streams|graph|dynamic: the stream program the runtime issues instead of ringing the
 	 * loop kernel, which is then never launched; NULL: --backend loop */
 	const struct ark_streams *streams;
+	/* 1 + the index of the token state (the model file's top-level `token`), 0: none. The generation
+	 * loop (ark_session_generate) writes prompt ids into it and streams the model's tokens from it. */
+	int token_state;
 };
 
 #endif

@@ -20,7 +20,8 @@
 	X(START, "start", INT)               \
 	X(END, "end", INT)                   \
 	X(DIMS, "dims", INTS)                \
-	X(COPY, "copy", BOOL)
+	X(COPY, "copy", BOOL)                \
+	X(BY, "by", INT)
 
 enum ark_attr {
 #define X(id, name, type) ARK_ATTR_##id,
@@ -38,6 +39,9 @@ enum ark_attr {
  * another function, which an attribute picks (gelu with approximate = "tanh"); a model file names the
  * first row, and cfg.c moves the op to the variant when the attribute says so.
  * ARK_OPF_VIEW for the views (codegen/view.c).
+ * ARK_OPF_STATE for the ops that update a state tensor in place (in[0]: assign, advance, kv_append):
+ * they run after every other reader of the state's old value (codegen/graph.c, order_ops).
+ * Outputs ARK_NO_OUT: the op has none (assign, advance; `out` may be left out or be []).
  * CPU reference: the function of runtime/ref.c that computes the op on host buffers.
  * OP_CATALOG(X) expands every column, X(ID, "name", min_in, max_in, n_out, attrs, flags, ref);
  * OP_LIST(X) all but the reference, for the tables that need none. */
@@ -48,6 +52,8 @@ enum ark_attr {
 #define ARK_OPF_VARIANT 8u
 #define ARK_OPF_VIEW 16u /* reshape, slice, transpose, concat: the output aliases the input's bytes (or, for
 			 * concat, the inputs alias the output's) where the layout allows; no vCTA then */
+#define ARK_OPF_STATE 32u
+#define ARK_NO_OUT (-1)
 #define OP_ROWS(R, X)                                                                                          \
 	R(X, MATMUL, "matmul", 2, 3, 1, ARK_A(TRANSPOSE_B), 0, ref_matmul)                                      \
 	R(X, ADD, "add", 2, 2, 1, 0, ARK_OPF_ELEMENTWISE, ref_add)                                              \
@@ -76,7 +82,10 @@ enum ark_attr {
 	R(X, SLICE, "slice", 1, 1, 1, ARK_A(AXIS) | ARK_A(START) | ARK_A(END) | ARK_A(COPY), ARK_OPF_VIEW,     \
 	  ref_slice)                                                                                           \
 	R(X, TRANSPOSE, "transpose", 1, 1, 1, ARK_A(DIMS) | ARK_A(COPY), ARK_OPF_VIEW, ref_transpose)           \
-	R(X, CONCAT, "concat", 1, ARK_MAX_IO, 1, ARK_A(AXIS) | ARK_A(COPY), ARK_OPF_VIEW, ref_concat)
+	R(X, CONCAT, "concat", 1, ARK_MAX_IO, 1, ARK_A(AXIS) | ARK_A(COPY), ARK_OPF_VIEW, ref_concat)          \
+	R(X, ASSIGN, "assign", 2, 2, ARK_NO_OUT, 0, ARK_OPF_STATE, ref_assign)                                  \
+	R(X, ADVANCE, "advance", 1, 1, ARK_NO_OUT, ARK_A(BY), ARK_OPF_STATE, ref_advance)                       \
+	R(X, KV_APPEND, "kv_append", 3, 3, 1, 0, ARK_OPF_STATE, ref_kv_append)
 
 #define ARK_OP_ALL_(X, ...) X(__VA_ARGS__)
 #define ARK_OP_NO_REF_(X, id, name, min_in, max_in, n_out, attrs, flags, ref) \
@@ -96,12 +105,14 @@ enum ark_op_kind {
 };
 
 /* Element types, tensor roles and transports: X(ID, "name"). */
-/* int32 (token ids, masks) only for inputs and weights, and only where an op reads ids or masks
- * (codegen/graph.c: int32_ok); every computed tensor has one of the first ARK_FLOAT_DTYPES dtypes. */
+/* int32 (token ids, masks, positions) only for inputs, weights and state, and only where an op reads
+ * ids, masks or positions (codegen/graph.c: int32_ok); every computed tensor has one of the first
+ * ARK_FLOAT_DTYPES dtypes. */
 #define DTYPE_LIST(X) X(FP16, "fp16") X(BF16, "bf16") X(FP32, "fp32") X(INT32, "int32")
 #define ARK_FLOAT_DTYPES 3 /* fp16, bf16, fp32: the dtypes ops compute in (templates, calibration) */
 #define ROLE_LIST(X) \
-	X(ACTIVATION, "activation") X(INPUT, "input") X(WEIGHT, "weight") X(OUTPUT, "output") X(INTERNAL, "internal")
+	X(ACTIVATION, "activation") X(INPUT, "input") X(WEIGHT, "weight") X(OUTPUT, "output") X(INTERNAL, "internal") \
+	X(STATE, "state")
 #define TRANSPORT_LIST(X) X(AUTO, "auto") X(DMA, "dma") X(P2P, "p2p")
 
 enum ark_dtype {

@@ -24,7 +24,18 @@
  * doorbell round trip through the loop kernel. Task waits count the non-empty iterations only.
  * Counters start at kargs.ctr_base (0 unless a test asks for another, to cross the 32-bit wrap
  * within a few iterations): the session fills DONE and the model's counters with it, and every
- * target the kernel computes adds it (a DMA flag value too). */
+ * target the kernel computes adds it (a DMA flag value too).
+ *
+ * Generation (a model with a token state, one GPU): the host writes gen_steps = N >= 1 (and
+ * gen_prompt, gen_eos, gen_flags; the prompt ids into kargs.gen_prompt) before its release store of
+ * submit = i | ARK_SUBMIT_GEN; SM 0 reads those fields on such a submit only. It then runs iterations i .. i + N - 1 from that one submit: before publishing
+ * iteration i + t it writes prompt id t into the token state when t < gen_prompt; after the done
+ * counter shows every SM finished iteration i + t, it reads the token state (the token the model
+ * assigned in step t), stores it to kargs.gen_tokens[t] in mapped memory and gen_count = t + 1
+ * (st.release.sys), and stops after the last step, or early once t >= gen_prompt - 1 and the token
+ * equals gen_eos (gen_flags & ARK_GEN_EOS): then it stores gen_end = i + t (st.release.sys) and polls
+ * the doorbell again, expecting i + t + 1 (the doorbell still holds i meanwhile). Every ARK_SUBMIT_ABORT_EVERY steps it reads the stop and
+ * abort flags. The host waits for gen_end and complete, then writes gen_steps = 0. */
 #ifndef ARK_PROTO_H
 #define ARK_PROTO_H
 
@@ -46,10 +57,30 @@ enum {
 };
 #define ARK_CTR(k) (ARK_CTR__FIRST + (k)) /* counter k of the model, as tasks and waits name it */
 
+#define ARK_GEN_EOS 1u /* bell->gen_flags: stop at gen_eos */
+
+#ifdef __CUDACC__
+#define ARK_PROTO_HD __host__ __device__
+#else
+#define ARK_PROTO_HD
+#endif
+
+/* Between steps t and t + 1 of a generation of `steps` steps with `prompt` prompt ids, whose step t
+ * made `token`: 1 if it ends after step t (its last step, or the EOS once the prompt is done: a
+ * token made during the prompt is overwritten by the next prompt id and never ends it), else 0.
+ * SM 0 of the loop kernel decides by it; so does the CPU emulator of the protocol (tests/emu.c). */
+static inline ARK_PROTO_HD int ark_gen_ends(uint32_t t, uint32_t steps, uint32_t prompt, uint32_t flags, int32_t eos,
+					    int32_t token)
+{
+	return t + 1 >= steps || ((flags & ARK_GEN_EOS) && t + 1 >= prompt && token == eos);
+}
+
 /* Values of bell->submit and counters[ARK_CTR_ITER]: the iteration, with the trace flag on top. */
 #define ARK_ITER_MASK 0x3fffffffu
 #define ARK_SUBMIT_TRACE 0x80000000u /* time every task of this iteration into kargs.trace */
 #define ARK_SUBMIT_EMPTY 0x40000000u /* run no task (measures the doorbell round trip) */
+#define ARK_SUBMIT_GEN 0xc0000000u   /* both flags (an empty iteration traces nothing): start a
+				      * generation (below); the iterations run without flags */
 #define ARK_ITER_STOP 0xffffffffu    /* published by SM 0: leave */
 #define ARK_ITER_ABORT 0xfffffffeu   /* published by SM 0: leave, aborted */
 #define ARK_ITER_LIMIT 0x3ffffff0u   /* the host never submits this iteration or later */
@@ -95,10 +126,17 @@ struct ark_bell {
 	uint32_t submit;   /* iteration to run: 1, 2, ... | ARK_SUBMIT_TRACE */
 	uint32_t stop;     /* nonzero: leave when idle */
 	uint32_t abort;    /* nonzero: leave now, recording where */
-	uint32_t pad0_[13];
+	uint32_t gen_steps;  /* > 0: the submit starts a generation of that many iterations (above) */
+	uint32_t gen_prompt; /* prompt ids in kargs.gen_prompt, written into the token state before steps
+			      * 0 .. gen_prompt - 1 */
+	int32_t gen_eos;     /* with gen_flags & ARK_GEN_EOS: the token that ends the generation */
+	uint32_t gen_flags;
+	uint32_t pad0_[9];
 	/* written by the device */
 	uint32_t complete; /* last completed iteration (without the flags) */
-	uint32_t pad1_[15];
+	uint32_t gen_count; /* tokens of the current generation stored in kargs.gen_tokens */
+	uint32_t gen_end;   /* last iteration of the last generation, stored once it is over */
+	uint32_t pad1_[13];
 	struct ark_bell_sm sm[ARK_MAX_SMS];
 };
 
@@ -120,6 +158,11 @@ struct ark_kargs {
 	int gpu;
 	uint32_t *peer_counters[ARK_MAX_GPUS]; /* every GPU's counter array (peer mapping), NULL without */
 	uint32_t ctr_base;                /* initial value of ARK_CTR_DONE and of the model's counters */
+	/* generation (a model with a token state): */
+	uint64_t token_off;               /* arena offset of the token state (int32), UINT64_MAX: none */
+	const int32_t *gen_prompt;        /* [gen_cap] prompt ids, device memory */
+	int32_t *gen_tokens;              /* [gen_cap] the token of every step, mapped host memory */
+	uint32_t gen_cap;                 /* most steps of one generation */
 };
 
 

@@ -67,7 +67,11 @@ enum ark_span {
 	/* rows m0:m1 of out [M, N]: row r is row in[0][r] (int32 ids) of the table in[1] [K, N] */                \
 	R(X, EMBEDDING, ark_tile_embedding, 0, ARK_SPAN_ROWS, "embedding")                                         \
 	/* elements k0:k1 of out (ndim, oshape): out[i] = in[0][sum of i's indices times istride[0]] */             \
-	R(X, STRIDED, ark_tile_strided, 0, ARK_SPAN_ELEMS, "strided copy")
+	R(X, STRIDED, ark_tile_strided, 0, ARK_SPAN_ELEMS, "strided copy")                                         \
+	/* elements k0:k1 of the state out: assign's value in[1] copied (any dtype), advance's + K (int32) */    \
+	R(X, ASSIGN, ark_tile_assign, 0, ARK_SPAN_ELEMS, "state update")                                          \
+	/* rows m0:m1, cols n0:n1 of x in[1] -> rows pos + m of the cache out, pos = int32 at in[2] */          \
+	R(X, KV_APPEND, ark_tile_kv_append, 0, ARK_SPAN_TILE, "kv append")
 
 #define ARK_TMPL_ALL_(X, ...) X(__VA_ARGS__)
 #define ARK_TMPL_ID_(X, id, tile, smem, span, label) X(id)
@@ -159,6 +163,9 @@ struct ark_opp {
 };
 /* ATTENTION's params in those fields: in = {q [B, Sq, H*Dh], k, v [B, Skv, Hkv*Dh]}, out [B, Sq, H*Dh],
  * M = Sq, N = H*Dh, K = Skv, f = scale, oshape = {B, H, Hkv, Dh}, flags ARK_OPP_CAUSAL and
- * ARK_OPP_MASK; with the mask: ws = its offset ([B, Skv]) and istride[0][0] = its enum ark_dtype. */
+ * ARK_OPP_MASK; with the mask: ws = its offset ([B, Skv]) and istride[0][0] = its enum ark_dtype.
+ * ASSIGN's: in = {the state, assign's value}, out = the state [M, N]; advance: K = by.
+ * KV_APPEND's: in = {the cache, x [T, N], pos (int32 [1])}, out = the cache [M = L, N], K = L - T + 1
+ * (the positions that fit). */
 
 #endif

@@ -13,13 +13,16 @@ usage:
 
 Models are single-GPU graphs over the op catalog of abi/ark_ops.h (matmul with and without bias and
 transpose_b, add, mul, scale, relu, gelu of both forms, silu, sigmoid, tanh, swiglu, softmax, layernorm,
-rmsnorm, l2_normalize, reduce_mean, attention, embedding, reshape, slice, transpose, concat), made of
+rmsnorm, l2_normalize, reduce_mean, attention, embedding, reshape, slice, transpose, concat, and the
+state ops assign, advance, kv_append), made of
 blocks: elementwise/row-op chains, diamonds, parallel branches joined by adds, MLP blocks (matmul,
 activation, matmul), GLU blocks (two matmuls, swiglu, matmul), residuals with a norm (pre- or
 post-norm), attention blocks (q, k and v transpose_b projections, attention with or without GQA,
 causal and a key padding mask, output projection, residual, layernorm), views (matmuls concatenated
 in place, sliced, transposed through a size-1 axis or copied) and token embeddings (int32 ids of the
-activation's leading shape) added to the activation, and sometimes a pooled output after them
+activation's leading shape) added to the activation, state blocks (the rows appended to a cache at an
+input position, the cache's mean added, an accumulator updated by assign, a counter by advance),
+and sometimes a pooled output after them
 (reduce_mean, under a mask of any dtype for 3-D activations, then perhaps l2_normalize). Rows
 M from 1 to 512, mostly 1-16 (batch-1 decode); widths from 32 to 4096, drawn as primes, odd numbers,
 multiples of 8, 16 or 64 and powers of two; 2-D [M, H] or 3-D [B, S, H] activations; broadcast
@@ -86,7 +89,7 @@ def is_prime(n):
 DTYPES = ("fp16", "bf16", "fp32")
 DSIZE = {"fp16": 2, "bf16": 2, "fp32": 4}
 WEIGHT_BUDGET = 64 << 20  # bytes of weights per model
-KINDS = ("chain", "diamond", "branches", "mlp", "glu", "resnorm", "attn", "views", "embed")
+KINDS = ("chain", "diamond", "branches", "mlp", "glu", "resnorm", "attn", "views", "embed", "state")
 ACTS = ("relu", "gelu", "silu", "sigmoid", "tanh")
 FACTORS = ("0.5", "0.125", "0.75", "1.5", "2.0", "-1.0", "0.3333", "1.25", "-0.6")
 
@@ -196,7 +199,7 @@ class Model:
 			assert len(k) == len(q) and k[-1] == q[-1] // h * hkv and (len(q) == 2 or k[0] == q[0]), (kind, s)
 			assert len(s) == 3 or s[3] == [q[0] if len(q) == 3 else 1, k[-2]], (kind, s)
 			out = q
-		elif kind in ("embedding", "reshape", "slice", "transpose", "concat"):
+		elif kind in ("embedding", "reshape", "slice", "transpose", "concat", "kv_append"):
 			out = view_shape(kind, s, dict(attrs))
 		else:
 			assert len(ins) == 1
@@ -347,7 +350,34 @@ class Model:
 		e = self.op("embedding", [ids, self.weight("tab", [v, s[-1]])])
 		return self.op("add", [x, e] if self.rng.chance(0.5) else [e, x])
 
+	def update(self, kind, ins, attrs=()):
+		"""An op that updates the state ins[0] in place (assign, advance): no output."""
+		self.ops.append({"name": self.fresh(OP_PREFIX[kind]), "op": kind, "in": list(ins), "out": None,
+				 "attrs": list(attrs)})
+
 	# ---- blocks: each takes the activation x and returns the next one ---------------------------
+
+	def state(self, x):
+		"""State across iterations: x's rows [M, H] appended to a cache [L, H] (L >= M) at a position
+		drawn as an input (so any number of iterations fits), the cache's mean over its rows (the new
+		rows included) added to x; an accumulator of x's shape whose old value is added too and which
+		takes the result (assign); sometimes a step counter (advance)."""
+		rng, s = self.rng, self.shape[x]
+		m, h = math.prod(s[:-1]), s[-1]
+		rows = x if len(s) == 2 else self.op("reshape", [x], [("shape", "[%d, %d]" % (m, h))])
+		cache = self.leaf("cache", [m + rng.int(0, 64), h], "state")
+		pos = self.leaf("pos", [1], "input")
+		self.int32.add(pos)
+		c2 = self.op("kv_append", [cache, rows, pos])
+		y = self.op("add", [x, self.op("reduce_mean", [c2], [("axis", "0")])])
+		acc = self.leaf("acc", s, "state")
+		y = self.op("add", [y, self.op("scale", [acc], [("factor", "0.5")])])
+		self.update("assign", [acc, y])
+		if rng.chance(0.5):
+			steps = self.leaf("steps", [1], "state")
+			self.int32.add(steps)
+			self.update("advance", [steps], [("by", str(rng.int(1, 3)))])
+		return y
 
 	def chain(self, x):
 		n = self.rng.int(12, 24) if self.rng.chance(0.15) else self.rng.int(2, 7)
@@ -492,7 +522,8 @@ class Model:
 OP_PREFIX = {"matmul": "mm", "add": "add", "mul": "mul", "scale": "sc", "relu": "relu", "gelu": "gelu",
 	     "silu": "silu", "sigmoid": "sigm", "swiglu": "swiglu", "softmax": "smax", "layernorm": "ln", "rmsnorm": "rms",
 	     "tanh": "tanh", "reduce_mean": "mean", "l2_normalize": "l2n", "attention": "attn",
-	     "embedding": "emb", "reshape": "rs", "slice": "sl", "transpose": "tr", "concat": "cat"}
+	     "embedding": "emb", "reshape": "rs", "slice": "sl", "transpose": "tr", "concat": "cat",
+	     "kv_append": "kv", "assign": "asg", "advance": "adv"}
 
 
 def view_shape(kind, s, attrs):
@@ -502,6 +533,9 @@ def view_shape(kind, s, attrs):
 	if kind == "embedding":
 		assert len(s[1]) == 2, (kind, s)
 		return a + [s[1][1]]
+	if kind == "kv_append":
+		assert len(a) == 2 and len(s[1]) == 2 and s[1][1] == a[1] and s[1][0] <= a[0] and s[2] == [1], (kind, s)
+		return a
 	if kind == "reshape":
 		shape, n = nums(attrs["shape"]), math.prod(a)
 		known = math.prod(d for d in shape if d != -1)
@@ -558,6 +592,9 @@ def render(m, outs, seed, index):
 	for o in ops:
 		ins = ", ".join('"%s"' % ren(i) for i in o["in"])
 		at = "".join(" %s = %s;" % kv for kv in o["attrs"])
+		if o["out"] is None:  # an update in place (assign, advance): no output
+			os_.append('  { name = "%s"; op = "%s"; in = [%s];%s }' % (o["name"], o["op"], ins, at))
+			continue
 		os_.append('  { name = "%s"; op = "%s"; in = [%s]; out = "%s";%s }' % (
 			o["name"], o["op"], ins, ren(o["out"]), at))
 	lines.append(",\n".join(os_))

@@ -31,7 +31,9 @@ ARITY = {
 	"silu": (1, 1), "sigmoid": (1, 1), "swiglu": (2, 2), "softmax": (1, 1), "layernorm": (3, 3), "rmsnorm": (2, 2),
 	"copy": (1, 1), "tanh": (1, 1), "reduce_mean": (1, 2), "l2_normalize": (1, 1), "attention": (3, 4),
 	"embedding": (2, 2), "reshape": (1, 1), "slice": (1, 1), "transpose": (1, 1), "concat": (1, 8),
+	"assign": (2, 2), "advance": (1, 1), "kv_append": (3, 3),
 }
+STATE_UPDATES = ("assign", "advance")  # ops without an output: they update their state in[0] in place
 MULTI_GPU_OPS = ("all_reduce", "all_gather")
 DEFAULT_EPS = {"layernorm": 1e-5, "rmsnorm": 1e-6, "l2_normalize": 1e-12}
 VARIANTS = ("eager", "graph", "compile", "compile_ro")
@@ -207,11 +209,12 @@ def load_graph(doc):
 		tensors[name] = {"shape": [int(d) for d in t["shape"]], "dtype": t.get("dtype", "fp16"), "role": role}
 	inputs = [n for n, t in tensors.items() if t["role"] == "input"]
 	weights = [n for n, t in tensors.items() if t["role"] == "weight"]
+	states = [n for n, t in tensors.items() if t["role"] == "state"]
 	outputs = [n for n, t in tensors.items() if t["role"] == "output"]
 	if not outputs:
 		raise GraphError("the graph has no output tensor")
 
-	have = {n: tensors[n]["shape"] for n in inputs + weights}
+	have = {n: tensors[n]["shape"] for n in inputs + weights + states}
 	steps = []
 	for op in doc["ops"]:
 		kind, name = op["kind"], op["name"]
@@ -222,12 +225,18 @@ def load_graph(doc):
 			raise GraphError("%s: no PyTorch equivalent for op kind '%s'" % (where, kind))
 		ins, outs = list(op["in"]), list(op["out"]) if isinstance(op["out"], list) else [op["out"]]
 		lo, hi = ARITY[kind]
-		if not lo <= len(ins) <= hi or len(outs) != 1:
-			raise GraphError("%s: %d inputs and %d outputs, expected %s inputs and one output" %
-					 (where, len(ins), len(outs), lo if lo == hi else "%d to %d" % (lo, hi)))
+		n_out = 0 if kind in STATE_UPDATES else 1
+		if not lo <= len(ins) <= hi or len(outs) != n_out:
+			raise GraphError("%s: %d inputs and %d outputs, expected %s inputs and %s output" %
+					 (where, len(ins), len(outs), lo if lo == hi else "%d to %d" % (lo, hi), n_out or "no"))
 		for i in ins:
 			if i not in have:
 				raise GraphError("%s: input '%s' is neither an input, a weight nor made by an earlier op" % (where, i))
+		if kind in STATE_UPDATES:
+			if ins[0] not in states:
+				raise GraphError("%s: '%s' is not a state" % (where, ins[0]))
+			steps.append((kind, tuple(ins), None, dict(op.get("attrs", {}))))
+			continue
 		out = outs[0]
 		if out in have:
 			raise GraphError("%s: output '%s' is already an input, a weight or made by an earlier op" % (where, out))
@@ -251,22 +260,26 @@ def load_graph(doc):
 		if kind == "embedding":  # ids are drawn in 0 .. V - 1 (V: the smallest table that reads them)
 			t = tensors[ins[0]]
 			t["int_hi"] = min(t.get("int_hi", have[ins[1]][0]), have[ins[1]][0])
+		if kind == "kv_append":  # positions are drawn where the rows fit: 0 .. L - T
+			t, fit = tensors[ins[2]], have[ins[0]][0] - have[ins[1]][0] + 1
+			t["int_hi"] = min(t.get("int_hi", fit), fit)
 		have[out] = shape
 		steps.append((kind, tuple(ins), out, attrs))
 	for o in outputs:
 		if o not in have:
 			raise GraphError("output '%s' is made by no op" % o)
 	return {"model": doc.get("model", "?"), "tensors": tensors, "inputs": inputs, "weights": weights,
-		"outputs": outputs, "steps": steps}
+		"states": states, "outputs": outputs, "steps": steps}
 
 
 def print_plan(g):
 	print("model %s: %d inputs, %d weights, %d ops, outputs %s" % (g["model"], len(g["inputs"]),
 	      len(g["weights"]), len(g["steps"]), ", ".join(g["outputs"])))
 	for kind, ins, out, attrs in g["steps"]:
-		t = g["tensors"][out]
+		t = g["tensors"][out if out is not None else ins[0]]
 		extra = "".join(" %s=%s" % (k, v) for k, v in sorted(attrs.items()))
-		print("  %-9s %s -> %s %s %s%s" % (kind, ", ".join(ins), out, _shape_str(t["shape"]), t["dtype"], extra))
+		print("  %-9s %s -> %s %s %s%s" % (kind, ", ".join(ins), out if out is not None else "(%s in place)" % ins[0],
+						 _shape_str(t["shape"]), t["dtype"], extra))
 
 
 # ---- the graph as a torch module ----------------------------------------------------------------
@@ -345,6 +358,10 @@ def build_module(torch, g, device, gen):
 			y = y.contiguous() if attrs.get("copy") else y
 		elif kind == "concat":
 			y = torch.cat(a, dim=int(attrs["axis"]))
+		elif kind == "kv_append":  # rows pos .. pos + T - 1 of the cache buffer, in place; the cache is the result
+			T, L = a[1].shape[0], x.shape[0]
+			pos = a[2].long().clamp(0, L - T)  # on the GPU, no sync; a timing loop never leaves the cache
+			y = x.index_copy_(0, pos + torch.arange(T, device=x.device), a[1])
 		else:
 			raise GraphError("no PyTorch equivalent for op kind '%s'" % kind)
 		return y if y.dtype == odt else y.to(odt)
@@ -356,7 +373,11 @@ def build_module(torch, g, device, gen):
 			for i, n in enumerate(g["weights"]):
 				self.buf_of[n] = "w%d" % i
 				self.register_buffer("w%d" % i, random_tensor(torch, g["tensors"][n], device, gen, True))
-			self.steps = [(k, ins, out, attrs, tdt[out]) for k, ins, out, attrs in g["steps"]]
+			for i, n in enumerate(g.get("states", [])):  # state: zeros, updated in place by the forward
+				self.buf_of[n] = "s%d" % i
+				t = g["tensors"][n]
+				self.register_buffer("s%d" % i, torch.zeros(tuple(t["shape"]), device=device, dtype=tdt[n]))
+			self.steps = [(k, ins, out, attrs, tdt[out] if out is not None else None) for k, ins, out, attrs in g["steps"]]
 			self.input_names = list(g["inputs"])
 			self.output_names = list(g["outputs"])
 
@@ -365,7 +386,12 @@ def build_module(torch, g, device, gen):
 			for n, b in self.buf_of.items():
 				env[n] = getattr(self, b)
 			for kind, ins, out, attrs, odt in self.steps:
-				env[out] = run_op(kind, [env[i] for i in ins], attrs, odt)
+				if kind == "assign":
+					env[ins[0]].copy_(env[ins[1]])
+				elif kind == "advance":
+					env[ins[0]].add_(int(attrs.get("by", 1)))
+				else:
+					env[out] = run_op(kind, [env[i] for i in ins], attrs, odt)
 			return tuple(env[o] for o in self.output_names)
 
 	return GraphModule().eval()

@@ -19,11 +19,11 @@ static const enum attr_type attr_type[ARK_ATTR__COUNT] = {
 #undef X
 };
 
-static const char *const top_keys[] = { "version", "name", "dtype", "gpus", "tensors", "ops" };
+static const char *const top_keys[] = { "version", "name", "dtype", "gpus", "tensors", "ops", "token" };
 static const char *const tensor_keys[] = { "name", "shape", "role", "dtype", "gpu" };
 static const char *const op_keys[] = { "name", "op", "in", "out", "gpu" };
 /* Ops that later format versions will add under these names. */
-static const char *const planned_ops[] = { "rope", "kv_append", "split", "argmax", "conv2d" };
+static const char *const planned_ops[] = { "rope", "split", "argmax", "conv2d" };
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 struct reader {
@@ -313,7 +313,9 @@ static int read_shape(struct reader *r, const config_setting_t *s, struct tensor
 
 static int read_role(struct reader *r, const config_setting_t *s, struct tensor *t)
 {
-	static const char *const user_roles[] = { "activation", "input", "weight", "output" };
+	static const char *const user_roles[] = { "activation", "input", "weight", "output", "state" };
+	static const enum ark_role role_of[] = { ARK_ROLE_ACTIVATION, ARK_ROLE_INPUT, ARK_ROLE_WEIGHT,
+						 ARK_ROLE_OUTPUT, ARK_ROLE_STATE };
 	const char *v;
 	char what[300];
 	snprintf(what, sizeof what, "'role' of tensor '%s'", t->name);
@@ -322,12 +324,12 @@ static int read_role(struct reader *r, const config_setting_t *s, struct tensor 
 	int i = key_index(v, user_roles, COUNT(user_roles));
 	if (i < 0) {
 		diag_error(AT(s),
-			   "'role' of tensor '%s' is \"%s\", expected \"input\", \"weight\", \"output\" or \"activation\"",
-			   t->name, v);
+			   "'role' of tensor '%s' is \"%s\", expected \"input\", \"weight\", \"output\", \"state\" or "
+			   "\"activation\"", t->name, v);
 		hint_closest(v, user_roles, COUNT(user_roles));
 		return -1;
 	}
-	t->role = (enum ark_role)i; /* user_roles is in enum order */
+	t->role = role_of[i];
 	t->role_given = 1;
 	return 0;
 }
@@ -566,6 +568,15 @@ static int read_attr(struct reader *r, const config_setting_t *s, struct op *o, 
 				o->end = iv;
 			break;
 		}
+		if (a == ARK_ATTR_BY) { /* advance: added to an int32 state */
+			if (iv < INT32_MIN || iv > INT32_MAX) {
+				diag_error(AT(s), "%s is %lld, expected an int32 (-2147483648 to 2147483647)", what,
+					   (long long)iv);
+				return -1;
+			}
+			o->by = iv;
+			break;
+		}
 		ARK_ASSERT(a == ARK_ATTR_AXIS);
 		if (iv < -ARK_MAX_DIMS || iv >= ARK_MAX_DIMS) { /* graph_check says more once shapes are known */
 			diag_error(AT(s), "%s is %lld, expected -%d to %d (tensors have at most %d dimensions)", what,
@@ -712,7 +723,7 @@ static int read_op(struct reader *r, const config_setting_t *s, int index)
 	const config_setting_t *ks = config_setting_get_member(s, "op");
 	const config_setting_t *is = config_setting_get_member(s, "in");
 	const config_setting_t *os = config_setting_get_member(s, "out");
-	const char *missing = !ks ? "op" : !is ? "in" : !os ? "out" : NULL;
+	const char *missing = !ks ? "op" : !is ? "in" : NULL;
 	if (missing) {
 		diag_error(AT(s), "op '%s' has no '%s'", o->name, missing);
 		diag_hint("every op needs op = \"...\"; in = [...]; out = ...;");
@@ -720,6 +731,12 @@ static int read_op(struct reader *r, const config_setting_t *s, int index)
 	}
 	if (read_op_kind(r, ks, o))
 		return -1;
+	const int no_out = op_info[o->kind].n_out == ARK_NO_OUT; /* assign, advance: `out` may be left out or [] */
+	if (!os && !no_out) {
+		diag_error(AT(s), "op '%s' has no 'out'", o->name);
+		diag_hint("every op needs op = \"...\"; in = [...]; out = ...;");
+		return -1;
+	}
 	/* Settings first, so that an unknown one is reported before any tensor is referenced. */
 	for (int i = 0; i < config_setting_length(s); i++) {
 		const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
@@ -782,8 +799,17 @@ static int read_op(struct reader *r, const config_setting_t *s, int index)
 			diag_hint("add %s", eg[a]);
 			return -1;
 		}
-	int in[ARK_MAX_IO], out[ARK_MAX_IO], n_in, n_out;
-	if (read_names(r, is, o, "in", 0, in, &n_in) || read_names(r, os, o, "out", 1, out, &n_out))
+	if (o->kind == ARK_OP_ADVANCE && !(o->attrs_given & ARK_A(BY)))
+		o->by = 1;
+	int in[ARK_MAX_IO] = {0}, out[ARK_MAX_IO] = {0}, n_in, n_out = 0;
+	if (read_names(r, is, o, "in", 0, in, &n_in))
+		return -1;
+	/* an op without outputs writes its state in[0] in place: out[0] names it for the passes that
+	 * look at what an op writes (n_out stays 0: it produces no tensor) */
+	if (no_out)
+		out[0] = in[0];
+	if (os && !(no_out && config_setting_type(os) == CONFIG_TYPE_ARRAY && config_setting_length(os) == 0) &&
+	    read_names(r, os, o, "out", 1, out, &n_out))
 		return -1;
 	o->n_in = n_in;
 	o->n_out = n_out;
@@ -819,7 +845,7 @@ static int read_model(struct reader *r, config_t *c)
 		if (key_index(key, top_keys, COUNT(top_keys)) < 0) {
 			diag_error(AT(e), "unknown top-level setting '%s'", key);
 			if (!closest(key, top_keys, COUNT(top_keys)))
-				diag_hint("the top level takes version, name, dtype, gpus, tensors and ops");
+				diag_hint("the top level takes version, name, dtype, gpus, tensors, ops and token");
 			hint_closest(key, top_keys, COUNT(top_keys));
 			return -1;
 		}
@@ -874,6 +900,13 @@ static int read_model(struct reader *r, config_t *c)
 	}
 	if (read_list(r, s[4], "tensors", read_tensor) || read_list(r, s[5], "ops", read_op))
 		return -1;
+	if (s[6]) { /* the token state of the generation loop: graph_check resolves and checks it */
+		const char *tok;
+		if (get_string(r, s[6], "'token'", &tok))
+			return -1;
+		g->token_name = xstrdup(tok);
+		g->token_line = line_of(r, s[6]);
+	}
 	if (g->n_ops == 0) {
 		diag_error(AT(s[5]), "'ops' is empty: a model needs at least one op");
 		return -1;

@@ -262,10 +262,10 @@ static void emit_ops(const struct emitter *e)
 					   "axis", "in", "out", "factor", "eps", "line", "heads", "kv_heads",
 					   "causal", "scale", "start, dims"};
 	/* the attention columns only where the model has an attention op (struct ark_op leaves them 0) */
-	int att = 0, vw = 0; /* and the views' columns where it has a slice or a transpose */
+	int att = 0, vw = 0; /* and the views' columns where it has a slice, a transpose or an advance (by) */
 	for (int k = 0; k < g->n_ops; k++) {
 		att |= g->ops[k].kind == ARK_OP_ATTENTION;
-		vw |= g->ops[k].kind == ARK_OP_SLICE || g->ops[k].kind == ARK_OP_TRANSPOSE;
+		vw |= g->ops[k].kind == ARK_OP_SLICE || g->ops[k].kind == ARK_OP_TRANSPOSE || g->ops[k].kind == ARK_OP_ADVANCE;
 	}
 	struct tab t = {.cols = vw ? 18 : att ? 17 : 13, .head = head, .align = "llrrrrlrllllrrrrll"};
 	out(e->f, "/* Ops in a topological order, inputs and outputs by tensor index. */\n");
@@ -301,7 +301,8 @@ static void emit_ops(const struct emitter *e)
 			tab_cell(&t, "%s", c_float(fa, sizeof fa, o->scale));
 		}
 		if (vw)
-			tab_cell(&t, "%lld, {%d, %d}", (long long)o->start, o->dims[0], o->dims[1]);
+			tab_cell(&t, "%lld, {%d, %d}", (long long)(o->kind == ARK_OP_ADVANCE ? o->by : o->start), o->dims[0],
+				 o->dims[1]);
 		tab_end(&t, "%d: %s: %s", k, c_comment_text(c, sizeof c, o->name), op_formula(formula, sizeof formula, g, o));
 		free(name.s);
 		free(in.s);
@@ -393,6 +394,10 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 		oshape[2] = o->kv_heads;
 		oshape[3] = N / o->heads;
 		ist[0][0] = o->n_in > 3 ? g->tensors[o->in[3]].dtype : 0;
+	} else if (o->kind == ARK_OP_ADVANCE) {
+		K = o->by;
+	} else if (o->kind == ARK_OP_KV_APPEND) {
+		K = s->rows[o->in[0]] - s->rows[o->in[1]] + 1; /* positions 0..L-T; others abort the iteration */
 	} else if (o->kind == ARK_OP_EMBEDDING) {
 		K = s->rows[o->in[1]]; /* V: ids outside 0..V-1 abort the iteration */
 	} else if (op_info[o->kind].flags & ARK_OPF_VIEW) {
@@ -811,7 +816,10 @@ static void emit_model(const struct emitter *e)
 		init_end(&in);
 	}
 	out(f, "\t},\n\t.launch = ark_launch,\n\t.kernel = (const void *)ark_loop_kernel,\n");
-	out(f, "%s};\n", e->info->streams ? "\t.streams = &ark_streams_def,\n" : "");
+	out(f, "%s", e->info->streams ? "\t.streams = &ark_streams_def,\n" : "");
+	if (g->token >= 0) /* said only where the model has one: other files unchanged */
+		out(f, "\t.token_state = %d,\n", g->token + 1);
+	out(f, "};\n");
 	free(name.s);
 	free(src.s);
 	free(opts.s);
@@ -916,6 +924,8 @@ static void json_graph(const struct graph *g, FILE *f)
 			out(f, "%s\"dims\": [%d, %d]", sep, o->dims[0], o->dims[1]), sep = ", ";
 		if (a & ARK_A(COPY))
 			out(f, "%s\"copy\": %s", sep, o->copy ? "true" : "false"), sep = ", ";
+		if (a & ARK_A(BY))
+			out(f, "%s\"by\": %lld", sep, (long long)o->by), sep = ", ";
 		out(f, "}}%s\n", k + 1 < g->n_ops ? "," : "");
 	}
 	out(f, "  ],\n");

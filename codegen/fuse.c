@@ -110,8 +110,19 @@ static int read_once(int *reads, int *n, int t)
 	return 0;
 }
 
+/* Whether op o reads a state's bytes (the state, or a view of it). */
+static int reads_state(const struct graph *g, const struct op *o)
+{
+	for (int j = 0; j < o->n_in; j++)
+		if (g->tensors[graph_view_base(g, o->in[j], NULL)].role == ARK_ROLE_STATE)
+			return 1;
+	return 0;
+}
+
 /* Links each plain elementwise op to the plain elementwise op that alone reads its output, on its
- * GPU (chain_next); prev[r]: the op linked to r, -1. */
+ * GPU (chain_next); prev[r]: the op linked to r, -1. An op that reads a state ends a chain: the
+ * chain's vCTAs run at the place of its last op, and an op that reads a state's old value must run
+ * before the op that updates the state (graph.c: order_ops), which a later place could miss. */
 static void link_chains(struct tiling *s, int *prev)
 {
 	struct graph *g = s->g;
@@ -126,7 +137,7 @@ static void link_chains(struct tiling *s, int *prev)
 	for (int k = 0; k < g->n_ops; k++) {
 		int oi = g->order[k];
 		const struct op *o = &g->ops[oi];
-		if (s->per_op[oi].fused_into >= 0 || !ew_plain(g, o))
+		if (s->per_op[oi].fused_into >= 0 || !ew_plain(g, o) || reads_state(g, o))
 			continue;
 		const struct tensor *t = &g->tensors[o->out[0]];
 		int r = reader[o->out[0]];

@@ -39,6 +39,7 @@ void graph_free(struct graph *g)
 	free(g->order);
 	free(g->file);
 	free(g->name);
+	free(g->token_name);
 	memset(g, 0, sizeof *g);
 }
 
@@ -190,9 +191,17 @@ static int check_basic(struct graph *g)
 		t->view_off = 0;
 		if (t->declared && check_gpu(g, t->gpu, t->file, t->line, "tensor", t->name))
 			return -1;
-		if (t->dtype == ARK_INT32 && t->role != ARK_ROLE_INPUT && t->role != ARK_ROLE_WEIGHT) {
+		if (t->dtype == ARK_INT32 && t->role != ARK_ROLE_INPUT && t->role != ARK_ROLE_WEIGHT &&
+		    t->role != ARK_ROLE_STATE) {
 			diag_error(AT(t), "tensor '%s' is int32, but its role is %s", t->name, role_name[t->role]);
-			diag_hint("int32 is for inputs and weights (token ids, masks); ops compute in fp16, bf16 or fp32");
+			diag_hint("int32 is for inputs, weights and state (token ids, masks, positions); ops compute in "
+				  "fp16, bf16 or fp32");
+			return -1;
+		}
+		if (t->role == ARK_ROLE_STATE && g->gpus > 1) {
+			diag_error(AT(t), "state '%s' in a model on %d GPUs: state is supported on one GPU only", t->name,
+				   g->gpus);
+			diag_hint("a model with state tensors has gpus = 1");
 			return -1;
 		}
 		if (!t->shape_given)
@@ -226,7 +235,15 @@ static int check_basic(struct graph *g)
 					   oi->name, oi->min_in, oi->max_in, o->n_in);
 			return -1;
 		}
-		int want = oi->n_out ? oi->n_out : o->n_in;
+		if (oi->n_out == ARK_NO_OUT && o->n_out) {
+			diag_error(AT(o), "op '%s' (%s) has %d %s, expected none: it updates its state '%s' in place",
+				   o->name, oi->name, o->n_out, plural(o->n_out, "output", "outputs"),
+				   g->tensors[o->in[0]].name);
+			diag_hint("leave 'out' out (or write out = [];); ops that read '%s' see its value of the iteration's "
+				  "start, the next iteration the new one", g->tensors[o->in[0]].name);
+			return -1;
+		}
+		int want = oi->n_out == ARK_NO_OUT ? 0 : oi->n_out ? oi->n_out : o->n_in;
 		if (o->n_out != want) {
 			diag_error(AT(o), "op '%s' (%s) has %d %s, expected %d%s", o->name, oi->name, o->n_out,
 				   plural(o->n_out, "output", "outputs"), want, oi->n_out ? "" : " (one per input)");
@@ -265,6 +282,13 @@ static int resolve(struct graph *g)
 				diag_hint("inputs and weights are produced by no op; rename the op's output");
 				return -1;
 			}
+			if (t->role == ARK_ROLE_STATE) {
+				diag_error(AT(o), "op '%s' writes '%s', which is declared as a state", o->name, t->name);
+				diag_note(AT(t), "'%s' is declared here", t->name);
+				diag_hint("a state is produced by no op: update it with assign (in = [\"%s\", value]), "
+					  "advance or kv_append", t->name);
+				return -1;
+			}
 			t->producer = i;
 		}
 	}
@@ -286,9 +310,10 @@ static int resolve(struct graph *g)
 		switch (t->role) {
 		case ARK_ROLE_INPUT:
 		case ARK_ROLE_WEIGHT:
+		case ARK_ROLE_STATE:
 			if (!t->shape_given) {
 				diag_error(AT(t), "%s '%s' has no 'shape'", role_name[t->role], t->name);
-				diag_hint("inputs and weights need a shape, e.g. shape = [8, 1024];");
+				diag_hint("inputs, weights and state need a shape, e.g. shape = [8, 1024];");
 				return -1;
 			}
 			break;
@@ -430,12 +455,152 @@ static void report_cycle(const struct graph *g, const int *indeg)
 	free(via);
 }
 
-static int order_ops(struct graph *g)
+/* The ops that update a state in place (ARK_OPF_STATE: assign, advance, kv_append): in[0] must be a
+ * tensor declared with role "state", and at most one op updates a state per iteration. */
+static int check_state_ops(struct graph *g)
 {
-	int n = g->n_ops, rc = 0;
-	int *indeg = xcalloc((size_t)n, sizeof(int));
+	int *writer = xmalloc(sizeof(int) * (size_t)(g->n_tensors + 1));
+	for (int t = 0; t < g->n_tensors; t++)
+		writer[t] = -1;
+	int rc = 0;
+	for (int i = 0; i < g->n_ops && !rc; i++) {
+		const struct op *o = &g->ops[i];
+		if (!(op_info[o->kind].flags & ARK_OPF_STATE))
+			continue;
+		const struct tensor *t = &g->tensors[o->in[0]];
+		if (t->role != ARK_ROLE_STATE) {
+			diag_error(AT(o), "op '%s' (%s) updates '%s' in place, but '%s' is %s, not a state", o->name,
+				   op_info[o->kind].name, t->name, t->name,
+				   t->role == ARK_ROLE_INPUT ? "an input" : t->role == ARK_ROLE_WEIGHT ? "a weight"
+				   : t->role == ARK_ROLE_OUTPUT ? "an output" : "an activation");
+			if (t->declared)
+				diag_note(AT(t), "'%s' is declared here", t->name);
+			diag_hint("declare '%s' in 'tensors' with role = \"state\" and its shape; it then keeps its value "
+				  "from one iteration to the next", t->name);
+			rc = -1;
+		} else if (writer[o->in[0]] >= 0) {
+			const struct op *p = &g->ops[writer[o->in[0]]];
+			diag_error(AT(o), "state '%s' is updated twice in one iteration: by op '%s' (%s) and by op '%s' (%s)",
+				   t->name, p->name, op_info[p->kind].name, o->name, op_info[o->kind].name);
+			diag_note(AT(p), "op '%s' already updates '%s'", p->name, t->name);
+			diag_hint("one op per iteration may update a state: compute the new value first, then assign it once");
+			rc = -1;
+		} else {
+			writer[o->in[0]] = i;
+		}
+	}
+	free(writer);
+	return rc;
+}
+
+/* Readers before the update: for each op W that updates state s in place, every other op that reads
+ * s, or a view of s (through reshape, slice, transpose, concat: their results alias s's bytes, or copy
+ * them), gets an edge to W, so that it sees the value s had at the start of the iteration. Appends
+ * the pairs (reader, W) to *pr (2 ints each) and returns how many. */
+static int state_edges(const struct graph *g, int **pr)
+{
+	int nt = g->n_tensors, n = 0, cap = 0;
+	int *start = xcalloc((size_t)nt + 1, sizeof(int)); /* CSR of readers per tensor */
+	for (int i = 0; i < g->n_ops; i++)
+		for (int j = 0; j < g->ops[i].n_in; j++)
+			start[g->ops[i].in[j] + 1]++;
+	for (int t = 0; t < nt; t++)
+		start[t + 1] += start[t];
+	int *fill = xmalloc(sizeof(int) * (size_t)(nt + 1)), *rd = xmalloc(sizeof(int) * (size_t)(start[nt] + 1));
+	memcpy(fill, start, sizeof(int) * (size_t)nt);
+	for (int i = 0; i < g->n_ops; i++)
+		for (int j = 0; j < g->ops[i].n_in; j++)
+			rd[fill[g->ops[i].in[j]]++] = i;
+	int *stack = xmalloc(sizeof(int) * (size_t)(nt + 1));
+	uint8_t *seen = xcalloc((size_t)nt + 1, 1);
+	*pr = NULL;
+	for (int w = 0; w < g->n_ops; w++) {
+		const struct op *W = &g->ops[w];
+		if (!(op_info[W->kind].flags & ARK_OPF_STATE))
+			continue;
+		int sp = 0, nseen = 0;
+		stack[sp++] = W->in[0];
+		seen[W->in[0]] = 1;
+		fill[nseen++] = W->in[0]; /* fill: reused as the list of tensors seen */
+		while (sp) {
+			int t = stack[--sp];
+			for (int e = start[t]; e < start[t + 1]; e++) {
+				int r = rd[e];
+				if (r == w)
+					continue;
+				const struct op *R = &g->ops[r];
+				if ((op_info[R->kind].flags & ARK_OPF_VIEW) && !seen[R->out[0]]) {
+					seen[R->out[0]] = 1;
+					fill[nseen++] = R->out[0];
+					stack[sp++] = R->out[0];
+				}
+				if (n == cap) {
+					cap = cap ? 2 * cap : 16;
+					*pr = xrealloc(*pr, sizeof(int) * 2 * (size_t)cap);
+				}
+				(*pr)[2 * n] = r;
+				(*pr)[2 * n + 1] = w;
+				n++;
+			}
+		}
+		for (int k = 0; k < nseen; k++)
+			seen[fill[k]] = 0;
+	}
+	free(seen);
+	free(stack);
+	free(rd);
+	free(fill);
+	free(start);
+	return n;
+}
+
+/* Whether op `to` depends on op `from` through the tensors it reads (a walk of producers). */
+static int depends_on(const struct graph *g, int to, int from, uint8_t *mark)
+{
+	if (to == from)
+		return 1;
+	if (mark[to])
+		return 0;
+	mark[to] = 1;
+	const struct op *o = &g->ops[to];
+	for (int j = 0; j < o->n_in; j++) {
+		int p = g->tensors[o->in[j]].producer;
+		if (p >= 0 && depends_on(g, p, from, mark))
+			return 1;
+	}
+	return 0;
+}
+
+/* The producers' order has no cycle, but a reader of a state's old value also depends on the op that
+ * updates the state: reports the first such pair. */
+static void report_state_cycle(const struct graph *g, const int *pr, int npr)
+{
+	uint8_t *mark = xcalloc((size_t)g->n_ops + 1, 1);
+	for (int k = 0; k < npr; k++) {
+		int r = pr[2 * k], w = pr[2 * k + 1];
+		memset(mark, 0, (size_t)g->n_ops);
+		if (!depends_on(g, r, w, mark))
+			continue;
+		const struct op *R = &g->ops[r], *W = &g->ops[w];
+		const char *s = g->tensors[W->in[0]].name;
+		diag_error(AT(R), "op '%s' reads state '%s' as it was at the start of the iteration, but it also "
+			   "depends on op '%s' (%s), which updates '%s'", R->name, s, W->name, op_info[W->kind].name, s);
+		diag_note(AT(W), "op '%s' updates '%s' here; it runs after every reader of the old value", W->name, s);
+		diag_hint("read the new value through the output of op '%s' (kv_append), or compute it before the update",
+			  W->name);
+		break;
+	}
+	free(mark);
+}
+
+/* Kahn's algorithm over the producer edges and the npr (reader, updater) pairs of pr, the lowest ready op
+ * first, into order; indeg (n) is left with the edges never released. Returns how many ops it ordered. */
+static int kahn(const struct graph *g, const int *pr, int npr, int *order, int *indeg)
+{
+	int n = g->n_ops;
 	int *start = xcalloc((size_t)n + 1, sizeof(int)); /* CSR of consumers per producer */
-	int n_edges = 0;
+	int n_edges = npr;
+	memset(indeg, 0, sizeof(int) * (size_t)n);
 	for (int i = 0; i < n; i++)
 		for (int j = 0; j < g->ops[i].n_in; j++) {
 			int p = g->tensors[g->ops[i].in[j]].producer;
@@ -445,6 +610,10 @@ static int order_ops(struct graph *g)
 				n_edges++;
 			}
 		}
+	for (int k = 0; k < npr; k++) {
+		start[pr[2 * k] + 1]++;
+		indeg[pr[2 * k + 1]]++;
+	}
 	for (int i = 0; i < n; i++)
 		start[i + 1] += start[i];
 	int *fill = xmalloc(sizeof(int) * (size_t)(n + 1));
@@ -456,30 +625,45 @@ static int order_ops(struct graph *g)
 			if (p >= 0)
 				cons[fill[p]++] = i;
 		}
+	for (int k = 0; k < npr; k++)
+		cons[fill[pr[2 * k]]++] = pr[2 * k + 1];
 	struct heap h = { xmalloc(sizeof(int) * (size_t)(n + 1)), 0 };
-	free(g->order);
-	g->order = xmalloc(sizeof(int) * (size_t)(n + 1));
 	int done = 0;
 	for (int i = 0; i < n; i++)
 		if (!indeg[i])
 			heap_push(&h, i);
 	while (h.n) {
 		int p = heap_pop(&h);
-		g->order[done++] = p;
+		order[done++] = p;
 		for (int e = start[p]; e < start[p + 1]; e++)
 			if (--indeg[cons[e]] == 0)
 				heap_push(&h, cons[e]);
-	}
-	if (done < n) {
-		report_cycle(g, indeg);
-		free(g->order);
-		g->order = NULL;
-		rc = -1;
 	}
 	free(h.a);
 	free(cons);
 	free(fill);
 	free(start);
+	return done;
+}
+
+static int order_ops(struct graph *g)
+{
+	int n = g->n_ops, rc = 0;
+	int *pr = NULL, npr = state_edges(g, &pr); /* (reader, updater) pairs of state tensors */
+	int *indeg = xcalloc((size_t)n, sizeof(int));
+	free(g->order);
+	g->order = xmalloc(sizeof(int) * (size_t)(n + 1));
+	if (kahn(g, pr, npr, g->order, indeg) < n) {
+		/* a cycle of producers alone is reported as such; else it goes through a state's update */
+		if (kahn(g, NULL, 0, g->order, indeg) < n)
+			report_cycle(g, indeg);
+		else
+			report_state_cycle(g, pr, npr);
+		free(g->order);
+		g->order = NULL;
+		rc = -1;
+	}
+	free(pr);
 	free(indeg);
 	return rc;
 }
@@ -869,6 +1053,60 @@ static int infer_concat(struct graph *g, struct op *o, int *nd, int64_t *shape)
 	return 0;
 }
 
+/* assign: state s and value v of one shape and dtype. */
+static int infer_assign(struct graph *g, struct op *o)
+{
+	const struct tensor *st = &g->tensors[o->in[0]], *v = &g->tensors[o->in[1]];
+	if (!same_shape(st, v)) {
+		diag_error(AT(o), "value '%s' of op '%s' (assign) has shape %s, expected %s like state '%s'", v->name,
+			   o->name, shp(v), shp(st), st->name);
+		note_tensor(g, v);
+		return -1;
+	}
+	if (v->dtype != st->dtype) {
+		diag_error(AT(o), "value '%s' of op '%s' (assign) is %s, expected %s like state '%s'", v->name, o->name,
+			   dtype_name[v->dtype], dtype_name[st->dtype], st->name);
+		note_tensor(g, v);
+		diag_hint("a state takes values of its own dtype; set 'dtype' on '%s' or on the state", v->name);
+		return -1;
+	}
+	return 0;
+}
+
+/* A position: an int32 tensor of one element. */
+static int check_pos(struct graph *g, struct op *o, int j)
+{
+	const struct tensor *p = &g->tensors[o->in[j]];
+	if (p->dtype != ARK_INT32 || tensor_elems(p) != 1) {
+		diag_error(AT(o), "position '%s' of op '%s' (%s) is %s %s, expected int32 [1]", p->name, o->name,
+			   op_info[o->kind].name, dtype_name[p->dtype], shp(p));
+		note_tensor(g, p);
+		diag_hint("positions are int32 [1]: a state that advance moves on, or an input");
+		return -1;
+	}
+	return 0;
+}
+
+/* kv_append: cache [L, D] (a state), x [T, D] with T <= L, pos int32 [1] -> the cache after the write. */
+static int infer_kv_append(struct graph *g, struct op *o)
+{
+	const struct tensor *c = &g->tensors[o->in[0]], *x = &g->tensors[o->in[1]];
+	if (c->ndim != 2) {
+		diag_error(AT(o), "cache '%s' of op '%s' (kv_append) has shape %s, expected [L, D]", c->name, o->name,
+			   shp(c));
+		note_tensor(g, c);
+		return -1;
+	}
+	if (x->ndim != 2 || x->shape[1] != c->shape[1] || x->shape[0] > c->shape[0]) {
+		diag_error(AT(o), "rows '%s' of op '%s' (kv_append) have shape %s, expected [T, %" PRId64 "] with T <= "
+			   "%" PRId64 " (cache '%s' is %s)", x->name, o->name, shp(x), c->shape[1], c->shape[0], c->name,
+			   shp(c));
+		note_tensor(g, x);
+		return -1;
+	}
+	return check_pos(g, o, 2);
+}
+
 /* Output shapes of o, all equal (per-GPU outputs of collectives have one shape too). */
 static int infer_shape(struct graph *g, struct op *o, int *nd, int64_t *shape)
 {
@@ -926,6 +1164,24 @@ static int infer_shape(struct graph *g, struct op *o, int *nd, int64_t *shape)
 		return infer_transpose(g, o, nd, shape);
 	case ARK_OP_CONCAT:
 		return infer_concat(g, o, nd, shape);
+	case ARK_OP_ASSIGN:
+		if (infer_assign(g, o))
+			return -1;
+		break;
+	case ARK_OP_ADVANCE:
+		if (a->dtype != ARK_INT32) {
+			diag_error(AT(o), "op '%s' (advance) moves an int32 state on, but '%s' is %s", o->name, a->name,
+				   dtype_name[a->dtype]);
+			note_tensor(g, a);
+			diag_hint("declare '%s' with dtype = \"int32\" (a position or a counter), or update a float state "
+				  "with assign", a->name);
+			return -1;
+		}
+		break;
+	case ARK_OP_KV_APPEND:
+		if (infer_kv_append(g, o))
+			return -1;
+		break;
 	default: /* unary: out has the shape of in[0] (scale, activations, softmax, copy) */
 		break;
 	}
@@ -939,7 +1195,8 @@ static int infer_shape(struct graph *g, struct op *o, int *nd, int64_t *shape)
  * attention (in[3]) and reduce_mean (in[1]), read through their own dtype's conversion (int32 or float). */
 static int int32_ok(enum ark_op_kind k, int j)
 {
-	return (k == ARK_OP_EMBEDDING && j == 0) || (k == ARK_OP_ATTENTION && j == 3) || (k == ARK_OP_REDUCE_MEAN && j == 1);
+	return (k == ARK_OP_EMBEDDING && j == 0) || (k == ARK_OP_ATTENTION && j == 3) || (k == ARK_OP_REDUCE_MEAN && j == 1) ||
+	       k == ARK_OP_ASSIGN || k == ARK_OP_ADVANCE || (k == ARK_OP_KV_APPEND && j == 2);
 }
 
 static int infer_op(struct graph *g, struct op *o)
@@ -1028,7 +1285,8 @@ static int infer_op(struct graph *g, struct op *o)
 
 static const char *role_text(const struct tensor *t)
 {
-	return t->role == ARK_ROLE_INPUT ? "an input" : t->role == ARK_ROLE_WEIGHT ? "a weight" : "an activation";
+	return t->role == ARK_ROLE_INPUT ? "an input" : t->role == ARK_ROLE_WEIGHT ? "a weight"
+	     : t->role == ARK_ROLE_STATE ? "a state" : "an activation";
 }
 
 /* Why input x (index j) of concat o cannot be placed inside o's output (NULL: it can): it must be an
@@ -1042,7 +1300,7 @@ static const char *concat_refusal(const struct graph *g, const struct op *o, int
 			snprintf(buf, n, "'%s' is named twice", x->name);
 			return buf;
 		}
-	if (x->role == ARK_ROLE_INPUT || x->role == ARK_ROLE_WEIGHT) {
+	if (x->role == ARK_ROLE_INPUT || x->role == ARK_ROLE_WEIGHT || x->role == ARK_ROLE_STATE) {
 		snprintf(buf, n, "'%s' is %s of the model, whose bytes are its own", x->name, role_text(x));
 		return buf;
 	}
@@ -1095,6 +1353,11 @@ static int plan_views(struct graph *g)
 	for (int k = 0; k < g->n_ops; k++) {
 		struct op *o = &g->ops[g->order[k]];
 		o->copied = 0;
+		if (o->kind == ARK_OP_KV_APPEND) { /* its result is the cache after the write: the same bytes */
+			g->tensors[o->out[0]].view_of = o->in[0];
+			g->tensors[o->out[0]].view_off = 0;
+			continue;
+		}
 		if (!(op_info[o->kind].flags & ARK_OPF_VIEW))
 			continue;
 		const struct tensor *a = &g->tensors[o->in[0]];
@@ -1167,6 +1430,23 @@ static int plan_views(struct graph *g)
 			continue;
 		int b = graph_view_base(g, t, NULL);
 		const struct tensor *B = &g->tensors[b];
+		if (B->role == ARK_ROLE_STATE) {
+			/* the host reads outputs after the iteration: a view of a state shows the iteration's
+			 * last value of it, which is the view's only through the result of kv_append */
+			int u = t, appended = 0;
+			while (u != b && !appended) {
+				appended = g->tensors[u].producer >= 0 && g->ops[g->tensors[u].producer].kind == ARK_OP_KV_APPEND;
+				u = g->tensors[u].view_of;
+			}
+			if (appended)
+				continue;
+			const struct op *p = &g->ops[v->producer];
+			diag_error(AT(p), "output '%s' of op '%s' (%s) would be a view of state '%s', which the host reads "
+				   "after the iteration", v->name, p->name, op_info[p->kind].name, B->name);
+			diag_hint("read a state with the binary's --state-out; or compute the output from it (an op that "
+				  "copies)");
+			return -1;
+		}
 		if (B->role == ARK_ROLE_INPUT || B->role == ARK_ROLE_WEIGHT) {
 			const struct op *p = &g->ops[v->producer];
 			diag_error(AT(p), "output '%s' of op '%s' (%s) would be a view of %s '%s': nothing computes it",
@@ -1192,9 +1472,35 @@ int graph_view_base(const struct graph *g, int t, int64_t *off)
 	return t;
 }
 
+/* The top-level `token`: an int32 [1] state, the token the generation loop feeds step to step. */
+static int check_token(struct graph *g)
+{
+	g->token = -1;
+	if (!g->token_name)
+		return 0;
+	int t = graph_find_tensor(g, g->token_name);
+	if (t < 0 || !g->tensors[t].declared) {
+		diag_error(g->file, g->token_line, "'token' is \"%s\", which is not a declared tensor", g->token_name);
+		diag_hint("declare it: { name = \"%s\"; shape = [1]; role = \"state\"; dtype = \"int32\"; }",
+			  g->token_name);
+		return -1;
+	}
+	const struct tensor *T = &g->tensors[t];
+	if (T->role != ARK_ROLE_STATE || T->dtype != ARK_INT32 || tensor_elems(T) != 1) {
+		diag_error(g->file, g->token_line, "'token' is '%s', %s %s %s; expected an int32 [1] state", T->name,
+			   role_text(T), dtype_name[T->dtype], shp(T));
+		diag_note(AT(T), "'%s' is declared here", T->name);
+		diag_hint("the generation loop writes the prompt's ids into it and reads the model's next token from "
+			  "it: give it shape = [1]; role = \"state\"; dtype = \"int32\";");
+		return -1;
+	}
+	g->token = t;
+	return 0;
+}
+
 int graph_check(struct graph *g)
 {
-	if (check_basic(g) || resolve(g) || order_ops(g))
+	if (check_basic(g) || resolve(g) || check_state_ops(g) || check_token(g) || order_ops(g))
 		return -1;
 	for (int i = 0; i < g->n_ops; i++)
 		if (infer_op(g, &g->ops[g->order[i]]))
@@ -1256,6 +1562,7 @@ static void dump_attrs(const struct op *o, FILE *f)
 		case ARK_ATTR_END: fprintf(f, "%lld", (long long)o->end); break;
 		case ARK_ATTR_DIMS: fprintf(f, "[%d, %d]", o->dims[0], o->dims[1]); break;
 		case ARK_ATTR_COPY: fprintf(f, "%s", o->copy ? "true" : "false"); break;
+		case ARK_ATTR_BY: fprintf(f, "%lld", (long long)o->by); break;
 		default: ARK_ASSERT(!"attribute without a dump");
 		}
 		fprintf(f, "%s\n", o->attrs_given & (1u << a) ? "" : "  (default)");

@@ -18,7 +18,7 @@ struct op_info {
 extern const struct op_info op_info[ARK_OP__COUNT];
 extern const char *const attr_name[ARK_ATTR__COUNT];
 extern const char *const dtype_name[ARK_DTYPE__COUNT];
-extern const char *const role_name[5];
+extern const char *const role_name[ARK_ROLE__COUNT];
 extern const char *const transport_name[3];
 
 struct tensor {
@@ -61,6 +61,7 @@ struct op {
 	int dims[2];           /* transpose: the two axes swapped, normalised to 0..ndim-1 */
 	int copy;              /* views: copy when the result cannot alias its input */
 	int copied;            /* a view op that copies (graph_check: copy = true and no view possible) */
+	int64_t by;            /* advance: added to the state (default 1) */
 	unsigned attrs_given;  /* mask of ARK_A(...) */
 	const char *file;      /* file of `line` when it is not the model file (an @include'd one) */
 };
@@ -70,6 +71,9 @@ struct graph {
 	char *name;
 	enum ark_dtype dtype;
 	int gpus;
+	char *token_name;      /* top-level `token`: the int32 [1] state the generation loop feeds, or NULL */
+	int token_line;
+	int token;             /* its tensor index (graph_check), -1: none */
 	int n_tensors, n_ops;
 	struct tensor *tensors;
 	struct op *ops;

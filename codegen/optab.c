@@ -21,12 +21,13 @@ const char *const dtype_name[ARK_DTYPE__COUNT] = {
 	[ARK_INT32] = "int32",
 };
 
-const char *const role_name[5] = {
+const char *const role_name[ARK_ROLE__COUNT] = {
 	[ARK_ROLE_ACTIVATION] = "activation",
 	[ARK_ROLE_INPUT] = "input",
 	[ARK_ROLE_WEIGHT] = "weight",
 	[ARK_ROLE_OUTPUT] = "output",
 	[ARK_ROLE_INTERNAL] = "internal",
+	[ARK_ROLE_STATE] = "state",
 };
 
 const char *const transport_name[3] = {
@@ -42,7 +43,7 @@ _Static_assert(0 OP_LIST(X) == ARK_OP__COUNT, "op_info must have one entry per o
 _Static_assert(0 ATTR_LIST(X) == ARK_ATTR__COUNT, "attr_name must have one entry per attribute");
 _Static_assert(ARK_ATTR__COUNT <= 32, "attribute masks are 32-bit");
 #undef X
-_Static_assert(ARK_ROLE_INTERNAL + 1 == sizeof role_name / sizeof role_name[0], "one name per role");
+_Static_assert(ARK_ROLE__COUNT == sizeof role_name / sizeof role_name[0], "one name per role");
 _Static_assert(ARK_TR_P2P + 1 == sizeof transport_name / sizeof transport_name[0], "one name per transport");
 _Static_assert(ARK_DTYPE__COUNT == 4, "one name per dtype");
 #define X(id, nm, mn, mx, no, at, fl) && (mn) >= 1 && (mn) <= (mx) && (mx) <= ARK_MAX_IO

@@ -7,19 +7,22 @@
 
 void report_model(const struct graph *g, FILE *f)
 {
-	int n_role[5] = { 0 };
+	int n_role[ARK_ROLE__COUNT] = { 0 };
 	uint64_t weight_bytes = 0;
 	for (int i = 0; i < g->n_tensors; i++) {
 		n_role[g->tensors[i].role]++;
 		if (g->tensors[i].role == ARK_ROLE_WEIGHT)
 			weight_bytes += tensor_bytes(&g->tensors[i]);
 	}
-	fprintf(f, "%s: %s checked: %d op%s, %d tensors (%d input%s, %d weight%s, %d output%s, %d activation%s), "
+	char st[32] = "";
+	if (n_role[ARK_ROLE_STATE])
+		snprintf(st, sizeof st, ", %d state%s", n_role[ARK_ROLE_STATE], n_role[ARK_ROLE_STATE] == 1 ? "" : "s");
+	fprintf(f, "%s: %s checked: %d op%s, %d tensors (%d input%s, %d weight%s, %d output%s, %d activation%s%s), "
 		"%d GPU%s, default dtype %s, %.2f MiB of weights.\n",
 		g->file, g->name, g->n_ops, g->n_ops == 1 ? "" : "s", g->n_tensors, n_role[ARK_ROLE_INPUT],
 		n_role[ARK_ROLE_INPUT] == 1 ? "" : "s", n_role[ARK_ROLE_WEIGHT], n_role[ARK_ROLE_WEIGHT] == 1 ? "" : "s",
 		n_role[ARK_ROLE_OUTPUT], n_role[ARK_ROLE_OUTPUT] == 1 ? "" : "s", n_role[ARK_ROLE_ACTIVATION],
-		n_role[ARK_ROLE_ACTIVATION] == 1 ? "" : "s", g->gpus, g->gpus == 1 ? "" : "s", dtype_name[g->dtype],
+		n_role[ARK_ROLE_ACTIVATION] == 1 ? "" : "s", st, g->gpus, g->gpus == 1 ? "" : "s", dtype_name[g->dtype],
 		(double)weight_bytes / (1 << 20));
 }
 

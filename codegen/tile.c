@@ -637,6 +637,58 @@ static void tile_view(struct tiling *s, int oi)
 		tile_strided(s, oi);
 }
 
+/* assign and advance: ranges of the state's elements, about one per SM and at least 4096 elements
+ * (one vCTA for a position or a token). assign reads its value's range, advance the state's own;
+ * both write the state (out[0] names it: cfg.c). */
+static void tile_assign(struct tiling *s, int oi)
+{
+	struct graph *g = s->g;
+	struct op *o = &g->ops[oi];
+	struct op_tiling *pl = &s->per_op[oi];
+	int st = o->in[0], src = o->kind == ARK_OP_ASSIGN ? o->in[1] : st;
+	int64_t C = s->cols[st], E = s->rows[st] * C, es = esize(s, st);
+	int64_t T = imax(1, imin(s->opt.sms, cdiv(E, 4096)));
+	int64_t chunk = cdiv(cdiv(E, T), 8) * 8;
+	pl->tm = 1;
+	pl->tn = (int)imin(chunk, INT32_MAX);
+	for (int64_t e0 = 0; e0 < E; e0 += chunk) {
+		int64_t e1 = imin(E, e0 + chunk);
+		struct vcta *v = tiling_new_vcta(s, oi, oi, ARK_T_ASSIGN);
+		v->k0 = (uint32_t)e0, v->k1 = (uint32_t)e1;
+		const struct region box = range_box(st, e0, e1, C);
+		v->m0 = (uint32_t)box.r0, v->m1 = (uint32_t)box.r1, v->n0 = (uint32_t)box.c0, v->n1 = (uint32_t)box.c1;
+		vcta_add_read(v, src, box.r0, box.r1, box.c0, box.c1);
+		v->write = box;
+		v->bytes = (double)(2 * es * (e1 - e0));
+	}
+}
+
+/* kv_append: x [T, D] into rows pos .. pos + T - 1 of the cache [L, D], pos read on the GPU. Blocks
+ * of columns, every row of x each, about one per 8192 elements of x (one vCTA for a decode step's
+ * row); each writes its columns of every row of the cache (its result, a view of the cache: view.c
+ * puts the region on the cache), since which rows is known only on the GPU. */
+static void tile_kv_append(struct tiling *s, int oi)
+{
+	struct graph *g = s->g;
+	struct op *o = &g->ops[oi];
+	struct op_tiling *pl = &s->per_op[oi];
+	int x = o->in[1], pos = o->in[2], out = o->out[0];
+	int64_t T = s->rows[x], D = s->cols[x], L = s->rows[out], es = esize(s, x);
+	int64_t nt = imax(1, imin(s->opt.sms, cdiv(T * D, 8192)));
+	int64_t tn = imin(D, cdiv(cdiv(D, nt), 8) * 8);
+	pl->tm = (int)imin(T, INT32_MAX);
+	pl->tn = (int)tn;
+	for (int64_t c0 = 0; c0 < D; c0 += tn) {
+		int64_t c1 = imin(D, c0 + tn);
+		struct vcta *v = tiling_new_vcta(s, oi, oi, ARK_T_KV_APPEND);
+		v->m0 = 0, v->m1 = (uint32_t)T, v->n0 = (uint32_t)c0, v->n1 = (uint32_t)c1;
+		vcta_add_read(v, x, 0, T, c0, c1);
+		vcta_add_read(v, pos, 0, s->rows[pos], 0, s->cols[pos]);
+		v->write = (struct region){out, 0, L, c0, c1};
+		v->bytes = (double)(2 * es * T * (c1 - c0) + 4);
+	}
+}
+
 /* The tiler of every op kind, named once per entry of OP_LIST: an op added to the catalog without a
  * line here does not compile ('TILER_<ID>' undeclared). */
 #define TILER_MATMUL tile_matmul
@@ -664,6 +716,9 @@ static void tile_view(struct tiling *s, int oi)
 #define TILER_SLICE tile_view
 #define TILER_TRANSPOSE tile_view
 #define TILER_CONCAT tile_view
+#define TILER_ASSIGN tile_assign
+#define TILER_ADVANCE tile_assign
+#define TILER_KV_APPEND tile_kv_append
 
 typedef void tiler_fn(struct tiling *s, int oi);
 static tiler_fn *const tilers[] = {

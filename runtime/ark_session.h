@@ -60,6 +60,25 @@ int ark_session_run_ex(struct ark_session *s, unsigned flags);
  * every kernel has left, with *completed set if the iteration had completed before the abort; the
  * session can then only be closed. */
 int ark_session_run_abort(struct ark_session *s, double us, int *completed);
+/* Generation (a model with a token state, one GPU, the loop kernel): `steps` iterations from one
+ * doorbell. Before step t < n_prompt the GPU writes prompt[t] into the token state; after every
+ * step it streams the token state (the token the model assigned) to the host, which gets it in
+ * tokens[t] (may be NULL) and through on_token (may be NULL) as it arrives; it stops after `steps`
+ * steps, or earlier at the first token equal to eos (has_eos) from step n_prompt - 1 on. *n_steps:
+ * the steps run. The watchdog (timeout_ms) applies to each step. on_token returning nonzero stops
+ * the loop kernel (as close does, within ARK_SUBMIT_ABORT_EVERY steps): the generation fails and
+ * the session can only be closed. */
+#define ARK_GEN_CAP (1 << 20) /* most steps of one generation */
+struct ark_gen_req {
+	uint32_t steps;
+	const int32_t *prompt;
+	uint32_t n_prompt;
+	int has_eos;
+	int32_t eos;
+};
+typedef int ark_token_fn(void *ctx, uint32_t step, int32_t token);
+int ark_session_generate(struct ark_session *s, const struct ark_gen_req *q, int32_t *tokens, uint32_t *n_steps,
+			 ark_token_fn *on_token, void *ctx);
 /* Iterations completed so far. */
 unsigned ark_session_iterations(const struct ark_session *s);
 /* Diagnosis of the last watchdog abort ("" if none). */

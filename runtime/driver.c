@@ -28,6 +28,11 @@ struct args {
 	int abort_reopen;
 	uint32_t counter_base;
 	const char *weights, *inputs, *outputs, *trace;
+	const char *state_in, *state_out;
+	long long gen_n;   /* --generate N, 0: none */
+	const char *prompt_ids, *tokens_out;
+	int has_eos, per_token;
+	int32_t eos;
 	int have_seed;
 	uint64_t seed;
 	double tol;   /* < 0: by dtype */
@@ -43,6 +48,8 @@ struct drv {
 	void **got;       /* [n_tensors] outputs read back from the GPU (NULL for other roles) */
 	uint8_t *loaded;  /* [n_tensors] came from --weights / --inputs */
 	uint8_t *poison;  /* [n_tensors] poisoned before a checked iteration */
+	void **state0;    /* [n_tensors] the state tensors' values at the start (NULL for other roles) */
+	int n_state;      /* state tensors of the model */
 };
 
 static void usage(FILE *f, const char *prog, const struct ark_model *m)
@@ -55,7 +62,9 @@ static void usage(FILE *f, const char *prog, const struct ark_model *m)
 		"  --check            two iterations, each on freshly drawn random inputs with every output,\n"
 		"                     activation and internal buffer (split-K workspaces, staging slots)\n"
 		"                     poisoned (NaN) on the GPU first; every output is compared with the CPU\n"
-		"                     reference. This is what runs when no other action is given.\n"
+		"                     reference. This is what runs when no other action is given. A model with\n"
+		"                     state: the GPU's state is read first, the reference starts from it, and\n"
+		"                     three iterations compare the outputs and the updated state each\n"
 		"  --bench [N]        %d warm-up iterations, then N (default 1000) iterations, each timed on the\n"
 		"                     host from doorbell to completion; prints median, p99 and min in us\n"
 		"  --bench-empty [N]  the same for empty iterations: the doorbell round trip through the loop\n"
@@ -70,7 +79,21 @@ static void usage(FILE *f, const char *prog, const struct ark_model *m)
 		"                     wrap within the first iterations)\n"
 		"  --abort-reopen     first run one iteration aborted by the host about half-way, close the\n"
 		"                     session, open a new one in the same process, then go on with the actions\n"
-		"  --weights FILE     weights from a safetensors file (the ones it lacks stay random)\n"
+		"  --weights FILE     weights from a safetensors file (the ones it lacks stay random), and the\n"
+		"                     initial values of the state tensors it holds (the others start at zero)\n"
+		"  --state-in FILE    initial values of state tensors from a safetensors file\n"
+		"  --state-out FILE   after every action, write the state tensors to a safetensors file\n"
+		"  --generate N       first of all, N decode steps from one doorbell (a model with a token\n"
+		"                     state): the GPU writes prompt id t into the token state before step t,\n"
+		"                     then the model's own token feeds the next step; the tokens the model\n"
+		"                     makes (from the last prompt step on) are printed as they arrive, one id\n"
+		"                     a line; then tokens/s and us/token\n"
+		"  --prompt-ids FILE  the prompt: whitespace-separated integer ids (at most N)\n"
+		"  --eos ID           stop the generation at the first generated token equal to ID\n"
+		"  --tokens-out FILE  write the generated ids there, one a line, instead of to stdout\n"
+		"  --doorbell-per-token  after --generate, the same steps again from the same state with one\n"
+		"                     doorbell per step (the host writes the prompt ids and reads the tokens):\n"
+		"                     us/token of both, the same tokens expected\n"
 		"  --inputs FILE      inputs from a safetensors file (the ones it lacks stay random)\n"
 		"  --outputs FILE     run one more iteration and write the outputs to a safetensors file\n"
 		"  --trace FILE       run one more iteration with every task timed (after %d untraced ones if\n"
@@ -85,7 +108,7 @@ static void usage(FILE *f, const char *prog, const struct ark_model *m)
 		"\n"
 		"Random data: uniform in [-1, 1) for inputs and 1-D weights, [-1/sqrt(rows), 1/sqrt(rows)) for\n"
 		"weights of 2 or more dimensions. Actions run in the order check, iterations, bench, bench-empty,\n"
-		"outputs, trace. Exit status: 0 ok, 1 mismatch or runtime failure, 2 usage error, 77 no CUDA device.\n",
+		"outputs, trace, state-out (generate first of all). Exit status: 0 ok, 1 mismatch or runtime failure, 2 usage error, 77 no CUDA device.\n",
 		prog, m->name, m->source ? m->source : "?", m->options ? m->options : "",
 		m->streams ? "one kernel per op on CUDA streams (--bench-empty: a stream synchronise, nothing\n"
 			     "issued; --abort-reopen needs the loop kernel)"
@@ -191,6 +214,35 @@ static int parse_args(int argc, char **argv, struct args *a)
 		} else if (!strcmp(o, "--inputs")) {
 			NEED_VALUE();
 			a->inputs = val;
+		} else if (!strcmp(o, "--state-in")) {
+			NEED_VALUE();
+			a->state_in = val;
+		} else if (!strcmp(o, "--state-out")) {
+			NEED_VALUE();
+			a->state_out = val;
+		} else if (!strcmp(o, "--generate")) {
+			NEED_VALUE();
+			if (parse_ll(val, 1, ARK_GEN_CAP, &v)) {
+				fprintf(stderr, "%s: --generate wants 1 to %d steps, not '%s'\n", argv[0], ARK_GEN_CAP, val);
+				return -1;
+			}
+			a->gen_n = v;
+		} else if (!strcmp(o, "--prompt-ids")) {
+			NEED_VALUE();
+			a->prompt_ids = val;
+		} else if (!strcmp(o, "--eos")) {
+			NEED_VALUE();
+			if (parse_ll(val, INT32_MIN, INT32_MAX, &v)) {
+				fprintf(stderr, "%s: --eos wants an int32 token id, not '%s'\n", argv[0], val);
+				return -1;
+			}
+			a->has_eos = 1;
+			a->eos = (int32_t)v;
+		} else if (!strcmp(o, "--tokens-out")) {
+			NEED_VALUE();
+			a->tokens_out = val;
+		} else if (!strcmp(o, "--doorbell-per-token")) {
+			a->per_token = 1;
 		} else if (!strcmp(o, "--outputs")) {
 			NEED_VALUE();
 			a->outputs = val;
@@ -228,7 +280,12 @@ static int parse_args(int argc, char **argv, struct args *a)
 		}
 #undef NEED_VALUE
 	}
-	if (!a->check && !a->bench && !a->empty_n && !a->soak && !a->outputs && !a->trace)
+	if ((a->prompt_ids || a->has_eos || a->tokens_out || a->per_token) && !a->gen_n) {
+		fprintf(stderr, "%s: --prompt-ids, --eos, --tokens-out and --doorbell-per-token go with --generate N\n",
+			argv[0]);
+		return -1;
+	}
+	if (!a->check && !a->bench && !a->empty_n && !a->soak && !a->outputs && !a->trace && !a->state_out && !a->gen_n)
 		a->check = 1;
 	return 0;
 }
@@ -278,20 +335,30 @@ static void fill_random(struct drv *d, int round)
 	}
 }
 
-/* Marks the tensors of role `role` that a safetensors file holds, and loads them. */
+/* Marks the tensors of role `role` that a safetensors file holds, and loads them; a weights file may
+ * hold the initial values of state tensors too. */
 static int load_file(struct drv *d, const char *path, int role)
 {
 	struct ark_st st;
-	int n = 0;
-	if (ark_st_load(path, d->m, 1u << role, d->buf, &n))
+	int n = 0, n_state = 0;
+	unsigned mask = 1u << role;
+	if (role == ARK_ROLE_WEIGHT)
+		mask |= 1u << ARK_ROLE_STATE;
+	if (ark_st_load(path, d->m, mask, d->buf, &n))
 		return ARK_ERR;
 	if (ark_st_open(&st, path))
 		return ARK_ERR;
 	for (int t = 0; t < d->m->n_tensors; t++)
-		if (d->m->tensors[t].role == role && ark_st_find(&st, d->m->tensors[t].name))
+		if (((mask >> d->m->tensors[t].role) & 1) && ark_st_find(&st, d->m->tensors[t].name)) {
 			d->loaded[t] = 1;
+			n_state += d->m->tensors[t].role == ARK_ROLE_STATE;
+		}
 	ark_st_close(&st);
-	printf("%s: %d %s loaded\n", path, n, role == ARK_ROLE_WEIGHT ? "weights" : "inputs");
+	printf("%s: %d %s loaded", path, role == ARK_ROLE_STATE ? n : n - n_state,
+	       role == ARK_ROLE_WEIGHT ? "weights" : role == ARK_ROLE_STATE ? "state tensors" : "inputs");
+	if (n_state && role != ARK_ROLE_STATE)
+		printf(", %d state tensor%s", n_state, n_state == 1 ? "" : "s");
+	printf("\n");
 	return ARK_OK;
 }
 
@@ -317,7 +384,8 @@ static void plan_poison(struct drv *d)
 			       m->tensors[t].offset != ARK_NOT_STORED;
 		for (int u = 0; u < m->n_tensors && d->poison[t]; u++) {
 			int ru = m->tensors[u].role;
-			if ((ru == ARK_ROLE_WEIGHT || ru == ARK_ROLE_INPUT) && overlap(&m->tensors[t], &m->tensors[u]))
+			if ((ru == ARK_ROLE_WEIGHT || ru == ARK_ROLE_INPUT || ru == ARK_ROLE_STATE) &&
+			    overlap(&m->tensors[t], &m->tensors[u])) /* a view of a state (kv_append's result) */
 				d->poison[t] = 0;
 		}
 	}
@@ -329,6 +397,55 @@ static int upload_role(struct drv *d, int role)
 		if (d->m->tensors[t].role == role && ark_session_write(d->s, t, d->buf[t]))
 			return ARK_ERR;
 	return ARK_OK;
+}
+
+/* The state tensors from host buffers (vals[t]) to the GPU, or back. */
+static int state_upload(struct drv *d, void *const *vals)
+{
+	for (int t = 0; t < d->m->n_tensors; t++)
+		if (d->m->tensors[t].role == ARK_ROLE_STATE && ark_session_write(d->s, t, vals[t]))
+			return ARK_ERR;
+	return ARK_OK;
+}
+
+static int state_read(struct drv *d, void **vals)
+{
+	for (int t = 0; t < d->m->n_tensors; t++)
+		if (d->m->tensors[t].role == ARK_ROLE_STATE && ark_session_read(d->s, t, vals[t]))
+			return ARK_ERR;
+	return ARK_OK;
+}
+
+/* Compares the GPU's state (got[t]) with the reference's (d->buf); int32 state exactly. Returns the
+ * number of state tensors that mismatch. */
+static int compare_state(struct drv *d, void *const *got, const char *what, int verbose)
+{
+	const struct ark_model *m = d->m;
+	int bad_state = 0;
+	for (int t = 0; t < m->n_tensors; t++) {
+		const struct ark_tensor *T = &m->tensors[t];
+		if (T->role != ARK_ROLE_STATE)
+			continue;
+		double rel = 0, tol = T->dtype == ARK_INT32 ? 0 : tolerance(&d->a, T->dtype);
+		int64_t bad = 0, n = ark_tensor_elems(T), differ = 0;
+		if (T->dtype == ARK_INT32) {
+			for (int64_t i = 0; i < n; i++)
+				differ += ((const int32_t *)got[t])[i] != ((const int32_t *)d->buf[t])[i];
+		} else {
+			ark_compare(got[t], d->buf[t], T->dtype, n, &rel, &bad);
+		}
+		int ok = !bad && !differ && rel <= tol;
+		bad_state += !ok;
+		if (verbose || !ok) {
+			if (T->dtype == ARK_INT32)
+				printf("%s: state %s: %lld of %lld int32 elements differ %s\n", what, T->name, (long long)differ,
+				       (long long)n, ok ? "ok" : "MISMATCH");
+			else
+				printf("%s: state %s: rel err %.1e (tolerance %.0e) %s%s\n", what, T->name, rel, tol,
+				       ok ? "ok" : "MISMATCH", bad ? ", NaN/Inf" : "");
+		}
+	}
+	return bad_state;
 }
 
 static int poison_all(struct drv *d)
@@ -375,28 +492,55 @@ static int compare(struct drv *d, void *const *ref, const char *what, int verbos
 
 /* ---- actions ------------------------------------------------------------------------------------ */
 
+/* Two iterations (three with state, so that it carries), each on fresh inputs, outputs poisoned. A
+ * model with state: the reference starts from the GPU's state as it is (a snapshot, read back), and
+ * after every iteration the GPU's updated state is compared with the reference's too. */
 static int do_check(struct drv *d)
 {
-	int mismatches = 0;
-	for (int round = 1; round <= 2; round++) {
+	int mismatches = 0, rounds = d->n_state ? 3 : 2, rc = ARK_ERR;
+	void **got = NULL;
+	if (d->n_state) {
+		if (!(got = calloc((size_t)d->m->n_tensors, sizeof *got)))
+			return ark_error("out of memory");
+		for (int t = 0; t < d->m->n_tensors; t++)
+			if (d->m->tensors[t].role == ARK_ROLE_STATE && !(got[t] = malloc(d->m->tensors[t].bytes + 1))) {
+				ark_error("out of memory");
+				goto out;
+			}
+		if (state_read(d, d->buf))
+			goto out;
+	}
+	for (int round = 1; round <= rounds; round++) {
 		char what[32];
-		if (round == 2)
+		if (round >= 2)
 			fill_random(d, round);
 		if (poison_all(d) || upload_role(d, ARK_ROLE_INPUT))
-			return ARK_ERR;
+			goto out;
 		if (ark_session_run(d->s) || read_outputs(d))
-			return ARK_ERR;
+			goto out;
 		if (ark_ref_run(d->m, d->buf))
-			return ARK_ERR;
+			goto out;
 		snprintf(what, sizeof what, "check %d", round);
 		mismatches += compare(d, d->buf, what, 1);
+		if (d->n_state) {
+			if (state_read(d, got))
+				goto out;
+			mismatches += compare_state(d, got, what, 1);
+		}
 	}
-	return mismatches ? 1 : 0;
+	rc = mismatches ? 1 : 0;
+out:
+	for (int t = 0; got && t < d->m->n_tensors; t++)
+		free(got[t]);
+	free(got);
+	return rc;
 }
 
 /* The soak's input sets: set r holds the inputs of its round and the reference outputs for them. */
 struct soak_sets {
 	int n;
+	void **state0; /* [n_tensors]: the GPU's state before the soak (NULL for other roles), which every
+			* set's reference starts from and every checked iteration gets back */
 	void **in[SOAK_MAX_SETS];  /* [n_tensors]: a copy of each input, NULL for other roles */
 	void **ref[SOAK_MAX_SETS]; /* [n_tensors]: reference of each output */
 };
@@ -422,6 +566,17 @@ static void soak_sets_free(struct drv *d, struct soak_sets *ss)
 		free(ss->in[r]);
 		free(ss->ref[r]);
 	}
+	for (int t = 0; ss->state0 && t < d->m->n_tensors; t++)
+		free(ss->state0[t]);
+	free(ss->state0);
+}
+
+/* Copies the state tensors of from[] into to[]. */
+static void state_copy(const struct ark_model *m, void *const *to, void *const *from)
+{
+	for (int t = 0; t < m->n_tensors; t++)
+		if (m->tensors[t].role == ARK_ROLE_STATE)
+			memcpy(to[t], from[t], m->tensors[t].bytes);
 }
 
 /* Set 0 is the inputs in buf (from --inputs or drawn already), set r > 0 the random draw of round
@@ -430,6 +585,15 @@ static int soak_sets_make(struct drv *d, struct soak_sets *ss, int n)
 {
 	const struct ark_model *m = d->m;
 	memset(ss, 0, sizeof *ss);
+	if (d->n_state) {
+		if (!(ss->state0 = calloc((size_t)m->n_tensors, sizeof *ss->state0)))
+			return ark_error("out of memory");
+		for (int t = 0; t < m->n_tensors; t++)
+			if (m->tensors[t].role == ARK_ROLE_STATE && !(ss->state0[t] = malloc(m->tensors[t].bytes + 1)))
+				return ark_error("out of memory");
+		if (state_read(d, ss->state0))
+			return ARK_ERR;
+	}
 	for (int r = 0; r < n; r++) {
 		ss->n = r + 1;
 		ss->in[r] = calloc((size_t)m->n_tensors, sizeof **ss->in);
@@ -438,6 +602,8 @@ static int soak_sets_make(struct drv *d, struct soak_sets *ss, int n)
 			return ark_error("out of memory");
 		if (r)
 			fill_random(d, 10 + r);
+		if (ss->state0)
+			state_copy(m, d->buf, ss->state0);
 		if (ark_ref_run(m, d->buf))
 			return ARK_ERR;
 		for (int t = 0; t < m->n_tensors; t++) {
@@ -462,7 +628,8 @@ static int upload_set(struct drv *d, const struct soak_sets *ss, int r)
 /* N iterations; iteration i runs on input set i % sets, so that no iteration has the inputs of the
  * one before: a tile that reads a buffer before this iteration wrote it (a missing wait) computes
  * from the previous inputs. Every Kth iteration and the last are checked against the reference of
- * their own set, with outputs and internal buffers poisoned before them. */
+ * their own set, with outputs and internal buffers poisoned before them. A model with state runs
+ * free in between; a checked iteration gets the state back that the references started from. */
 static int do_soak(struct drv *d)
 {
 	long long n = d->a.soak_n, k = d->a.check_every, checked = 0;
@@ -476,6 +643,8 @@ static int do_soak(struct drv *d)
 		if ((ss.n > 1 || i == 1) && upload_set(d, &ss, r))
 			goto out;
 		if (chk && poison_all(d))
+			goto out;
+		if (chk && ss.state0 && state_upload(d, ss.state0)) /* the state its set's reference started from */
 			goto out;
 		if (ark_session_run(d->s)) {
 			fprintf(stderr, "soak: iteration %lld of %lld failed\n", i, n);
@@ -530,7 +699,8 @@ static int do_abort_reopen(struct drv *d, const struct ark_session_opts *opts)
 	d->s = NULL;
 	if (rc)
 		return ARK_ERR;
-	if (ark_session_open(&d->s, d->m, opts) || upload_role(d, ARK_ROLE_WEIGHT) || upload_role(d, ARK_ROLE_INPUT))
+	if (ark_session_open(&d->s, d->m, opts) || upload_role(d, ARK_ROLE_WEIGHT) || upload_role(d, ARK_ROLE_INPUT) ||
+	    (d->n_state && state_upload(d, d->state0)))
 		return ARK_ERR;
 	printf("abort-reopen: closed; a new session opened in the same process\n");
 	return ARK_OK;
@@ -587,6 +757,158 @@ static int do_outputs(struct drv *d)
 	return rc ? ARK_ERR : 0;
 }
 
+/* --state-out: the GPU's state tensors as they are after every other action. */
+static int do_state_out(struct drv *d)
+{
+	void **w = calloc((size_t)d->m->n_tensors, sizeof *w);
+	int rc = w ? ARK_OK : ark_error("out of memory");
+	for (int t = 0; t < d->m->n_tensors && !rc; t++)
+		if (d->m->tensors[t].role == ARK_ROLE_STATE && !(w[t] = malloc(d->m->tensors[t].bytes + 1)))
+			rc = ark_error("out of memory");
+	if (!rc)
+		rc = state_read(d, w);
+	if (!rc)
+		rc = ark_st_write(d->a.state_out, d->m, 1u << ARK_ROLE_STATE, w);
+	if (!rc)
+		printf("state written to %s (%d tensor%s)\n", d->a.state_out, d->n_state, d->n_state == 1 ? "" : "s");
+	for (int t = 0; w && t < d->m->n_tensors; t++)
+		free(w[t]);
+	free(w);
+	return rc ? ARK_ERR : 0;
+}
+
+/* ---- generation -------------------------------------------------------------------------------- */
+
+/* The ids of a text file of whitespace-separated integers into *ids (malloc'd), *n of them. */
+static int read_ids(const char *path, int32_t **ids, uint32_t *n)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return ark_error("%s: %s", path, strerror(errno));
+	uint32_t cap = 64, k = 0;
+	int32_t *a = malloc(cap * sizeof *a);
+	char tok[64];
+	int rc = ARK_OK;
+	while (a && fscanf(f, "%63s", tok) == 1) {
+		long long v;
+		if (parse_ll(tok, INT32_MIN, INT32_MAX, &v)) {
+			rc = ark_error("%s: '%s' (id %u) is not an int32 id", path, tok, k + 1);
+			break;
+		}
+		if (k == cap) {
+			int32_t *b = cap < ARK_GEN_CAP ? realloc(a, 2 * cap * sizeof *a) : NULL;
+			if (!b) {
+				rc = ark_error("%s: more than %d ids", path, ARK_GEN_CAP);
+				break;
+			}
+			a = b, cap *= 2;
+		}
+		a[k++] = (int32_t)v;
+	}
+	fclose(f);
+	if (!a)
+		return ark_error("out of memory");
+	if (rc) {
+		free(a);
+		return rc;
+	}
+	*ids = a;
+	*n = k;
+	return ARK_OK;
+}
+
+struct gen_out {
+	FILE *f;
+	uint32_t from; /* the first step whose token the model made (n_prompt - 1, or 0) */
+};
+
+static int print_token(void *ctx, uint32_t step, int32_t token)
+{
+	struct gen_out *o = ctx;
+	if (step >= o->from)
+		fprintf(o->f, "%d\n", token);
+	return 0;
+}
+
+/* --generate N: N steps from one doorbell, the tokens streamed as they come; then, with
+ * --doorbell-per-token, the same steps from the same state with one doorbell each. */
+static int do_generate(struct drv *d)
+{
+	const struct ark_model *m = d->m;
+	int32_t *prompt = NULL, *tok = NULL;
+	void **st0 = NULL;
+	uint32_t n_prompt = 0, steps = 0;
+	int rc = ARK_ERR;
+	FILE *f = stdout;
+	if (d->a.prompt_ids && read_ids(d->a.prompt_ids, &prompt, &n_prompt))
+		return ARK_ERR;
+	if (n_prompt > (uint32_t)d->a.gen_n) {
+		ark_error("--prompt-ids: %u ids do not fit in --generate %lld steps", n_prompt, d->a.gen_n);
+		goto out;
+	}
+	if (!(tok = calloc((size_t)d->a.gen_n, sizeof *tok)) || !(st0 = calloc((size_t)m->n_tensors, sizeof *st0))) {
+		ark_error("out of memory");
+		goto out;
+	}
+	for (int t = 0; t < m->n_tensors; t++)
+		if (m->tensors[t].role == ARK_ROLE_STATE && !(st0[t] = malloc(m->tensors[t].bytes + 1))) {
+			ark_error("out of memory");
+			goto out;
+		}
+	if (d->a.per_token && state_read(d, st0)) /* the state both runs start from */
+		goto out;
+	if (d->a.tokens_out && !(f = fopen(d->a.tokens_out, "w"))) {
+		ark_error("%s: %s", d->a.tokens_out, strerror(errno));
+		goto out;
+	}
+	struct gen_out go = {f, n_prompt ? n_prompt - 1 : 0};
+	struct ark_gen_req q = {(uint32_t)d->a.gen_n, prompt, n_prompt, d->a.has_eos, d->a.eos};
+	double t0 = now_us();
+	if (ark_session_generate(d->s, &q, tok, &steps, print_token, &go))
+		goto out;
+	double us = now_us() - t0;
+	fflush(f);
+	uint32_t made = steps - go.from;
+	int at_eos = d->a.has_eos && steps < q.steps;
+	printf("generate: %u steps from one doorbell (%u prompt ids, %u tokens made%s) in %.3f ms: %.1f steps/s, "
+	       "%.2f us/step%s%s\n", steps, n_prompt, made, at_eos ? ", stopped at the EOS" : "", us * 1e-3,
+	       steps / (us * 1e-6), us / steps, d->a.tokens_out ? "; tokens written to " : "",
+	       d->a.tokens_out ? d->a.tokens_out : "");
+	if (d->a.per_token) { /* the same steps, one doorbell each: the host writes the prompt, reads the token */
+		const int tt = m->token_state - 1;
+		int32_t v;
+		uint32_t k = 0, differ = 0;
+		if (state_upload(d, st0))
+			goto out;
+		t0 = now_us();
+		for (; k < steps; k++) {
+			if (k < n_prompt && ark_session_write(d->s, tt, &prompt[k]))
+				goto out;
+			if (ark_session_run(d->s) || ark_session_read(d->s, tt, &v))
+				goto out;
+			differ += v != tok[k];
+		}
+		double us1 = now_us() - t0;
+		printf("generate: the same %u steps with one doorbell each in %.3f ms: %.2f us/step (%.2f us/step "
+		       "saved by one doorbell for all); %u of the tokens differ%s\n", k, us1 * 1e-3, us1 / k, (us1 - us) / k,
+		       differ, differ ? " (MISMATCH)" : "");
+		if (differ) {
+			rc = 1;
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	if (f && f != stdout)
+		fclose(f);
+	for (int t = 0; st0 && t < m->n_tensors; t++)
+		free(st0[t]);
+	free(st0);
+	free(tok);
+	free(prompt);
+	return rc;
+}
+
 /* The traced iteration follows WARMUP untraced ones when nothing ran before it, so that it shows the
  * steady state rather than the first touch of the weights (TLB, L2) and of the code. */
 static int do_trace(struct drv *d)
@@ -617,6 +939,9 @@ static void drv_free(struct drv *d)
 	free(d->got);
 	free(d->loaded);
 	free(d->poison);
+	for (int t = 0; d->state0 && t < d->m->n_tensors; t++)
+		free(d->state0[t]);
+	free(d->state0);
 }
 
 static int drv_alloc(struct drv *d)
@@ -627,7 +952,8 @@ static int drv_alloc(struct drv *d)
 	d->got = calloc(n, sizeof *d->got);
 	d->loaded = calloc(n, 1);
 	d->poison = calloc(n, 1);
-	if (!d->buf || !d->got || !d->loaded || !d->poison)
+	d->state0 = calloc(n, sizeof *d->state0);
+	if (!d->buf || !d->got || !d->loaded || !d->poison || !d->state0)
 		return ark_error("out of memory");
 	for (int t = 0; t < m->n_tensors; t++) {
 		size_t b = m->tensors[t].bytes ? m->tensors[t].bytes : 1; /* [elems] of its dtype */
@@ -636,6 +962,9 @@ static int drv_alloc(struct drv *d)
 			return ark_error("out of memory for tensor '%s' (%zu bytes)", m->tensors[t].name, b);
 		if (m->tensors[t].role == ARK_ROLE_OUTPUT && !(d->got[t] = calloc(1, b)))
 			return ark_error("out of memory for tensor '%s' (%zu bytes)", m->tensors[t].name, b);
+		if (m->tensors[t].role == ARK_ROLE_STATE && !(d->state0[t] = calloc(1, b)))
+			return ark_error("out of memory for tensor '%s' (%zu bytes)", m->tensors[t].name, b);
+		d->n_state += m->tensors[t].role == ARK_ROLE_STATE;
 	}
 	return ARK_OK;
 }
@@ -675,6 +1004,13 @@ int main(int argc, char **argv)
 		goto fail;
 	if (d.a.inputs && load_file(&d, d.a.inputs, ARK_ROLE_INPUT))
 		goto fail;
+	if (d.a.state_in && load_file(&d, d.a.state_in, ARK_ROLE_STATE))
+		goto fail;
+	if ((d.a.state_in || d.a.state_out) && !d.n_state) {
+		ark_error("--state-in and --state-out need a model with state tensors; model '%s' has none", m->name);
+		goto fail;
+	}
+	state_copy(m, d.state0, d.buf); /* zeros where no file gave a value */
 	fill_random(&d, 0);
 	plan_poison(&d);
 
@@ -686,12 +1022,17 @@ int main(int argc, char **argv)
 		printf("GPU %d: %s\n", g, ark_session_gpu_name(d.s, g));
 	if (d.a.counter_base)
 		printf("counters start at %u\n", d.a.counter_base);
-	if (upload_role(&d, ARK_ROLE_WEIGHT) || upload_role(&d, ARK_ROLE_INPUT))
+	if (upload_role(&d, ARK_ROLE_WEIGHT) || upload_role(&d, ARK_ROLE_INPUT) || upload_role(&d, ARK_ROLE_STATE))
 		goto fail;
 	if (d.a.abort_reopen && do_abort_reopen(&d, &opts))
 		goto fail;
 
 	int mismatch = 0;
+	if (d.a.gen_n && (r = do_generate(&d)) != 0) {
+		if (r < 0)
+			goto fail;
+		mismatch = 1;
+	}
 	if (d.a.check && (r = do_check(&d)) != 0) {
 		if (r < 0)
 			goto fail;
@@ -709,6 +1050,8 @@ int main(int argc, char **argv)
 	if (d.a.outputs && do_outputs(&d))
 		goto fail;
 	if (d.a.trace && do_trace(&d))
+		goto fail;
+	if (d.a.state_out && do_state_out(&d))
 		goto fail;
 	rc = mismatch ? EXIT_FAIL : EXIT_OK;
 	if (ark_session_close(d.s)) {

@@ -70,9 +70,14 @@ int32_t ark_int_range(const struct ark_model *m, int t)
 	int64_t hi = -1;
 	for (int i = 0; i < m->n_ops; i++) {
 		const struct ark_op *o = &m->ops[i];
-		if (o->kind != ARK_OP_EMBEDDING || o->in[0] != t || o->in[1] < 0 || o->in[1] >= m->n_tensors)
+		int64_t v;
+		if (o->kind == ARK_OP_KV_APPEND && o->n_in == 3 && o->in[2] == t && o->in[0] >= 0 && o->in[1] >= 0 &&
+		    o->in[0] < m->n_tensors && o->in[1] < m->n_tensors) /* a position: rows that fit in the cache */
+			v = m->tensors[o->in[0]].shape[0] - m->tensors[o->in[1]].shape[0] + 1;
+		else if (o->kind == ARK_OP_EMBEDDING && o->in[0] == t && o->in[1] >= 0 && o->in[1] < m->n_tensors)
+			v = m->tensors[o->in[1]].shape[0];
+		else
 			continue;
-		int64_t v = m->tensors[o->in[1]].shape[0];
 		if (hi < 0 || v < hi)
 			hi = v;
 	}

@@ -722,6 +722,52 @@ static int ref_concat(const struct ref_ctx *c)
 	return ARK_OK;
 }
 
+/* ---- state: updates in place (the ops run in an order where every other reader of the state's old
+ * value comes first, so the buffer of the state itself is updated) ---- */
+
+/* assign: the state in[0] takes the value in[1] (same shape and dtype), bytes as they are */
+static int ref_assign(const struct ref_ctx *c)
+{
+	const struct ark_tensor *st = in_t(c, 0), *v = in_t(c, 1);
+	if (st->dtype != v->dtype || ark_tensor_elems(st) != ark_tensor_elems(v))
+		return REF_ERR(c, "value '%s' does not fit state '%s'", tname(v), tname(st));
+	memmove(c->bufs[c->op->in[0]], in_b(c, 1), (size_t)ark_tensor_elems(st) * (size_t)ark_dtype_size(st->dtype));
+	return ARK_OK;
+}
+
+/* advance: every element of the int32 state in[0] plus `by` (struct ark_op.start), wrapping */
+static int ref_advance(const struct ref_ctx *c)
+{
+	const struct ark_tensor *st = in_t(c, 0);
+	if (st->dtype != ARK_INT32)
+		return REF_ERR(c, "state '%s' is %s, expected int32", tname(st), ark_dtype_name(st->dtype));
+	int32_t *p = c->bufs[c->op->in[0]];
+	for (int64_t i = 0; i < ark_tensor_elems(st); i++)
+		p[i] = (int32_t)((uint32_t)p[i] + (uint32_t)c->op->start);
+	return ARK_OK;
+}
+
+/* kv_append: rows pos .. pos + T - 1 of the cache in[0] [L, D] take the rows of x in[1] [T, D]
+ * (pos: int32 in[2]); the output is the cache after the write. */
+static int ref_kv_append(const struct ref_ctx *c)
+{
+	const struct ark_tensor *ca = in_t(c, 0), *x = in_t(c, 1), *p = in_t(c, 2), *o = out_t(c, 0);
+	char s1[96], s2[96];
+	if (ca->ndim != 2 || x->ndim != 2 || x->shape[1] != ca->shape[1] || x->dtype != ca->dtype ||
+	    p->dtype != ARK_INT32 || ark_tensor_elems(p) != 1 || o->dtype != ca->dtype ||
+	    ark_tensor_elems(o) != ark_tensor_elems(ca))
+		return REF_ERR(c, "cache '%s' %s, rows '%s' %s and position '%s' do not fit", tname(ca),
+			       shape_str(s1, sizeof s1, ca), tname(x), shape_str(s2, sizeof s2, x), tname(p));
+	int64_t L = ca->shape[0], T = x->shape[0], D = ca->shape[1];
+	int32_t pos = *(const int32_t *)in_b(c, 2);
+	if (pos < 0 || pos + T > L)
+		return REF_ERR(c, "position %d: rows %d..%lld do not fit in the %lld rows of cache '%s'", pos, pos,
+			       (long long)pos + T - 1, (long long)L, tname(ca));
+	copy_elems(c->bufs[c->op->in[0]], ca->dtype, pos * D, in_b(c, 1), x->dtype, 0, T * D);
+	copy_elems(out_b(c, 0), o->dtype, 0, in_b(c, 0), ca->dtype, 0, L * D);
+	return ARK_OK;
+}
+
 /* The reference of every op, from OP_CATALOG: an op without one does not compile. */
 static int (*const ref_of[ARK_OP__COUNT])(const struct ref_ctx *c) = {
 #define X(id, name, min_in, max_in, n_out, attrs, flags, ref) [ARK_OP_##id] = ref,
@@ -736,7 +782,7 @@ int ark_ref_op(const struct ark_op *op, const struct ark_tensor *tensors, void *
 
 	if (op->kind >= ARK_OP__COUNT)
 		return ark_error("reference of op '%s': unknown op kind %d", op_name(op), op->kind);
-	n_out = ref_op_n_out[op->kind] ? ref_op_n_out[op->kind] : op->n_in;
+	n_out = ref_op_n_out[op->kind] == ARK_NO_OUT ? 0 : ref_op_n_out[op->kind] ? ref_op_n_out[op->kind] : op->n_in;
 	if (op->n_in < ref_op_min_in[op->kind] || op->n_in > ref_op_max_in[op->kind] || op->n_out != n_out)
 		return REF_ERR(&c, "has %d inputs and %d outputs", op->n_in, op->n_out);
 	for (int i = 0; i < op->n_in + op->n_out; i++) {

@@ -416,7 +416,7 @@ fail:
 
 /* ---- loading into a model ---------------------------------------------------------------------- */
 
-static const char *const st_role_names[] = {"activation", "input", "weight", "output", "internal tensor"};
+static const char *const st_role_names[] = {"activation", "input", "weight", "output", "internal tensor", "state"};
 
 static const char *role_name(int r)
 {
@@ -434,9 +434,9 @@ static const char *roles_str(char *buf, size_t n, unsigned mask)
 	int cnt = 0, total = 0;
 	size_t k = 0;
 	buf[0] = 0;
-	for (int r = 0; r < 5; r++)
+	for (int r = 0; r < ARK_ROLE__COUNT; r++)
 		total += !!(mask & (1u << r));
-	for (int r = 0; r < 5 && k < n; r++) {
+	for (int r = 0; r < ARK_ROLE__COUNT && k < n; r++) {
 		if (!(mask & (1u << r)))
 			continue;
 		const char *sep = cnt == 0 ? "" : cnt == total - 1 ? " or " : ", ";

@@ -31,6 +31,9 @@ struct ark_gpu {
 	unsigned long long *trace; /* [n_tasks][2], or NULL */
 	struct ark_bell *bell;   /* host address of the mapped bell */
 	struct ark_bell *dbell;  /* its device address */
+	int32_t *gen_prompt;     /* [ARK_GEN_CAP] device memory, with a token state */
+	int32_t *gen_tokens;     /* [ARK_GEN_CAP] mapped host memory: the token of every step */
+	int32_t *gen_dtokens;    /* its device address */
 };
 
 struct ark_session {
@@ -280,6 +283,17 @@ static int setup_gpu(struct ark_session *s, int g)
 	if (CUDA_FAILS(g, cudaHostGetDevicePointer(&dbell, bell, 0)))
 		return ARK_ERR;
 	G->dbell = dbell;
+	if (m->token_state && !m->streams) { /* the generation loop's prompt and tokens */
+		void *tok = NULL, *dtok = NULL;
+		if (dev_alloc(g, (void **)&G->gen_prompt, ARK_GEN_CAP * sizeof(int32_t), NULL) ||
+		    CUDA_FAILS(g, cudaHostAlloc(&tok, ARK_GEN_CAP * sizeof(int32_t),
+						cudaHostAllocMapped | cudaHostAllocPortable)))
+			return ARK_ERR;
+		G->gen_tokens = tok;
+		if (CUDA_FAILS(g, cudaHostGetDevicePointer(&dtok, tok, 0)))
+			return ARK_ERR;
+		G->gen_dtokens = dtok;
+	}
 	return ARK_OK;
 }
 
@@ -409,6 +423,10 @@ int ark_session_open(struct ark_session **sp, const struct ark_model *m, const s
 		for (int j = 0; j < m->gpus; j++)
 			a.peer_counters[j] = peer_ok[g][j] ? s->g[j].counters : NULL;
 		a.ctr_base = s->opts.counter_base;
+		a.token_off = m->token_state ? m->tensors[m->token_state - 1].offset : ~0ull;
+		a.gen_prompt = G->gen_prompt;
+		a.gen_tokens = G->gen_dtokens;
+		a.gen_cap = G->gen_prompt ? ARK_GEN_CAP : 0;
 		if (CUDA_FAILS(g, cudaSetDevice(g)) || CUDA_FAILS(g, cudaDeviceSynchronize()))
 			goto fail; /* uploads done before the kernel makes the device busy for good */
 		if (m->streams) { /* one kernel per op instead of the loop kernel (one GPU) */
@@ -448,6 +466,9 @@ static void free_gpu(struct ark_gpu *G, int g)
 	cudaFree(G->opp);
 	cudaFree(G->counters);
 	cudaFree(G->trace);
+	cudaFree(G->gen_prompt);
+	if (G->gen_tokens)
+		cudaFreeHost(G->gen_tokens);
 	if (G->bell)
 		cudaFreeHost(G->bell);
 	if (G->loop)
@@ -671,8 +692,12 @@ static void diagnose_gpu(FILE *f, struct ark_session *s, int g, uint32_t iter)
 		if (d->where != ARK_WHERE_BAD_INDEX)
 			continue;
 		ark_task_label(m, g, (int)d->task, label, sizeof label);
-		fprintf(f, "  GPU %d SM %d: task %u (%s): row %u of its output has index %d, outside 0 to %d; the row "
-			"was written as zeros\n", g, sm, d->task, label, d->counter, (int)d->seen, (int)d->want - 1);
+		if (d->tmpl == ARK_T_KV_APPEND)
+			fprintf(f, "  GPU %d SM %d: task %u (%s): appends its rows at position %d, outside 0 to %d; the "
+				"cache was not written\n", g, sm, d->task, label, (int)d->seen, (int)d->want - 1);
+		else
+			fprintf(f, "  GPU %d SM %d: task %u (%s): row %u of its output has index %d, outside 0 to %d; the row "
+				"was written as zeros\n", g, sm, d->task, label, d->counter, (int)d->seen, (int)d->want - 1);
 	}
 	for (int sm = 0; sm < m->sms; sm++) {
 		const struct ark_bell_sm *d = &b->sm[sm];
@@ -782,8 +807,12 @@ static void device_abort_why(const struct ark_session *s, int g, uint32_t iter, 
 		const struct ark_bell_sm *d = &s->g[g].bell->sm[bad_index_sm(s, g)];
 		char label[256];
 		ark_task_label(s->m, g, (int)bell_load(&d->task), label, sizeof label);
-		snprintf(buf, size, "iteration %u: GPU %d: %s read index %d, outside 0 to %d", iter, g, label,
-			 (int)bell_load(&d->seen), (int)bell_load(&d->want) - 1);
+		if (bell_load(&d->tmpl) == ARK_T_KV_APPEND)
+			snprintf(buf, size, "iteration %u: GPU %d: %s at position %d, outside 0 to %d (the rows would "
+				 "not fit in the cache)", iter, g, label, (int)bell_load(&d->seen), (int)bell_load(&d->want) - 1);
+		else
+			snprintf(buf, size, "iteration %u: GPU %d: %s read index %d, outside 0 to %d", iter, g, label,
+				 (int)bell_load(&d->seen), (int)bell_load(&d->want) - 1);
 	} else
 		snprintf(buf, size, "iteration %u: GPU %d met a task it cannot run", iter, g);
 }
@@ -906,6 +935,127 @@ int ark_session_run_abort(struct ark_session *s, double us, int *completed)
 	for (int g = 0; g < s->m->gpus; g++)
 		if (!gpu_finished(s, g))
 			return ark_error("%s; GPU %d's loop kernel did not leave", why, g);
+	return ARK_OK;
+}
+
+/* ---- generation ------------------------------------------------------------------------------- */
+
+/* The tokens GPU 0 stored since `seen` (up to gen_count) through on_token; the new count. *stop set
+ * when on_token asks to stop. */
+static uint32_t gen_deliver(struct ark_session *s, uint32_t seen, int32_t *tokens, ark_token_fn *on_token, void *ctx,
+			    int *stop)
+{
+	const struct ark_gpu *G = &s->g[0];
+	uint32_t n = bell_load(&G->bell->gen_count);
+	for (; seen < n; seen++) {
+		int32_t tok = __atomic_load_n(&G->gen_tokens[seen], __ATOMIC_RELAXED); /* after the acquire */
+		if (tokens)
+			tokens[seen] = tok;
+		if (on_token && on_token(ctx, seen, tok))
+			*stop = 1;
+	}
+	return seen;
+}
+
+/* on_token asked to stop during a generation: the kernel's stop (as close does), seen by SM 0 between
+ * two steps within ARK_SUBMIT_ABORT_EVERY of them; abort if it does not leave. */
+static int gen_stop(struct ark_session *s, uint32_t step)
+{
+	bell_store(&s->g[0].bell->stop, 1);
+	int left = wait_finished(s, ARK_STOP_WAIT_MS);
+	if (!left) {
+		bell_store(&s->g[0].bell->abort, 1);
+		left = wait_finished(s, ARK_STOP_WAIT_MS);
+	}
+	s->dead = 1;
+	return ark_error("generation stopped by the host after step %u%s; close the session", step,
+			 left ? "" : " (the loop kernel did not leave)");
+}
+
+int ark_session_generate(struct ark_session *s, const struct ark_gen_req *q, int32_t *tokens, uint32_t *n_steps,
+			 ark_token_fn *on_token, void *ctx)
+{
+	const struct ark_model *m = s->m;
+	*n_steps = 0;
+	if (s->dead)
+		return ark_error("the loop kernels were aborted: close the session");
+	if (s->srt)
+		return ark_error("generation needs the loop kernel (--backend loop)");
+	if (!m->token_state)
+		return ark_error("model '%s' has no token state (the model file's top-level 'token')", m->name);
+	if (m->gpus != 1)
+		return ark_error("generation runs on one GPU; model '%s' has %d", m->name, m->gpus);
+	if (q->steps < 1 || q->steps > ARK_GEN_CAP)
+		return ark_error("generation of %u steps: expected 1 to %d", q->steps, ARK_GEN_CAP);
+	if (q->n_prompt > q->steps)
+		return ark_error("a prompt of %u ids does not fit in %u steps", q->n_prompt, q->steps);
+	if (s->iter + q->steps + 3 >= ARK_ITER_LIMIT)
+		return ark_error("iteration limit reached: open a new session");
+	struct ark_gpu *G = &s->g[0];
+	if (q->n_prompt) {
+		if (CUDA_FAILS(0, cudaSetDevice(0)) ||
+		    CUDA_FAILS(0, cudaMemcpyAsync(G->gen_prompt, q->prompt, q->n_prompt * sizeof(int32_t),
+						  cudaMemcpyHostToDevice, G->side)) ||
+		    CUDA_FAILS(0, cudaStreamSynchronize(G->side)))
+			return ARK_ERR;
+	}
+	struct ark_bell *b = G->bell;
+	uint32_t first = s->iter + 1, seen = 0;
+	b->gen_prompt = q->n_prompt;
+	b->gen_eos = q->eos;
+	b->gen_flags = q->has_eos ? ARK_GEN_EOS : 0;
+	b->gen_count = 0; /* the device writes it only after the submit below */
+	b->gen_steps = q->steps;
+	ring(s, first | ARK_SUBMIT_GEN); /* a release store: the fields above before it */
+	double t0 = now_ms(), last_progress = t0, last_query = t0;
+	int stop = 0;
+	for (unsigned spins = 1;; spins++) {
+		uint32_t end = bell_load(&b->gen_end);
+		if ((int32_t)(end - first) >= 0 && bell_load(&b->complete) == end) {
+			seen = gen_deliver(s, seen, tokens, on_token, ctx, &stop);
+			if (seen != end - first + 1) {
+				s->dead = 1;
+				return ark_error("generation: %u tokens stored for %u steps", seen, end - first + 1);
+			}
+			s->iter = end;
+			break;
+		}
+		uint32_t was = seen;
+		seen = gen_deliver(s, seen, tokens, on_token, ctx, &stop);
+		if (stop)
+			return gen_stop(s, seen);
+		if (seen != was)
+			last_progress = now_ms();
+		if (spins % 1024)
+			continue;
+		double t = now_ms();
+		uint32_t iter = first + seen; /* the step it is in */
+		if (t - last_query > 20) {
+			last_query = t;
+			char why[400];
+			cudaError_t e = cudaStreamQuery(G->loop);
+			int by = device_abort(s);
+			if (by >= 0) {
+				s->iter = iter;
+				device_abort_why(s, by, iter, why, sizeof why);
+				return abort_and_diagnose(s, iter, why);
+			}
+			if (e != cudaErrorNotReady) {
+				s->dead = 1;
+				return ark_error("GPU 0: the loop kernel ended during step %u of a generation: %s", seen,
+						 e == cudaSuccess ? "it left (stopped or aborted)" : cudaGetErrorString(e));
+			}
+		}
+		if (t - last_progress > s->opts.timeout_ms) {
+			char why[200];
+			snprintf(why, sizeof why, "generation: step %u (iteration %u) did not complete within %.0f ms", seen,
+				 iter, t - last_progress);
+			s->iter = iter;
+			return abort_and_diagnose(s, iter, why);
+		}
+	}
+	b->gen_steps = 0; /* the next submit is one iteration again */
+	*n_steps = seen;
 	return ARK_OK;
 }
 

@@ -31,6 +31,13 @@ for b in "$D"/gen/embed_views_counters "$D"/gen/embed_views_barrier; do
 		echo "$(basename "$b"): bad ids: FAILED (exit $rc): $(tr '\n' ' ' < "$log" | cut -c1-300)"
 	fi
 done
+echo "== generation (tests/models/tokens.cfg): 10,000 steps from one doorbell, then the same with one doorbell per step"
+if [ -x "$D/gen/tokens_counters" ]; then
+	printf '5 9 2\n' > "$OUT/prompt.txt"
+	timeout 120 "$D/gen/tokens_counters" --generate 10000 --prompt-ids "$OUT/prompt.txt" --doorbell-per-token \
+		--tokens-out "$OUT/tokens.txt" > "$OUT/generate.log" 2>&1; rc=$?
+	echo "tokens: generate exit $rc: $(grep -E '^generate|error' "$OUT/generate.log" | tr '\n' ' ' | cut -c1-400)"
+fi
 echo "== models: --bench 1000"
 for b in "$D"/gen/*_counters "$D"/gen/*_barrier; do
 	case "$b" in *.report) continue ;; esac

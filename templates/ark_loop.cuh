@@ -118,8 +118,80 @@ static __device__ int ark_wait_counter(const struct ark_kargs &a, uint32_t c, ui
 	}
 }
 
+/* ---- generation: many iterations from one submit (ark_proto.h) -------------------------------- */
+
+/* SM 0's state of the doorbell and of a generation, thread 0 only. */
+struct ark_gen {
+	uint32_t held;    /* the iteration of the host's last submit: what the doorbell holds while idle */
+	uint32_t active;  /* a generation runs: the next iteration comes from ark_gen_next, not the host */
+	uint32_t first;   /* its first iteration */
+	uint32_t steps;   /* iterations it runs at most */
+	uint32_t prompt;  /* prompt ids in kargs.gen_prompt */
+	uint32_t flags;   /* ARK_GEN_EOS */
+	int32_t eos;
+};
+
+/* A submit that starts a generation (ARK_SUBMIT_GEN; the bell's gen_* fields read after the acquire
+ * of the submit, so after the host's stores before it, and on no other submit: an ordinary
+ * iteration costs no extra read of host memory): the state, and prompt id 0 into the token state
+ * before the first iteration is published. */
+static __device__ void ark_gen_start(const struct ark_kargs &a, uint32_t word, struct ark_gen &gs)
+{
+	gs.active = 0;
+	if (a.token_off == ~0ull)
+		return;
+	const uint32_t steps = ark_ld_relaxed_sys(&a.bell->gen_steps);
+	if (!steps)
+		return;
+	gs.active = 1;
+	gs.first = word & ARK_ITER_MASK;
+	gs.steps = steps < a.gen_cap ? steps : a.gen_cap;
+	gs.prompt = ark_ld_relaxed_sys(&a.bell->gen_prompt);
+	gs.flags = ark_ld_relaxed_sys(&a.bell->gen_flags);
+	gs.eos = (int32_t)ark_ld_relaxed_sys((const uint32_t *)&a.bell->gen_eos);
+	if (gs.prompt)
+		*(int32_t *)(a.arena + a.token_off) = a.gen_prompt[0];
+}
+
+/* Between two iterations of a generation, once the done counter shows that every SM finished
+ * iteration `iter` (step t = iter - first; the acquire of that counter makes every SM's writes of
+ * the step visible here): the token state holds the token step t made; it goes to the host (the
+ * token, then gen_count with a release). The generation ends after its last step, or at the EOS
+ * once the prompt is done: gen_end = iter, and 0 is returned (SM 0 then polls the doorbell). Else
+ * the next prompt id goes into the token state (published to the other SMs with the iteration) and
+ * iter + 1 is returned; every ARK_SUBMIT_ABORT_EVERY steps the host's stop (ARK_ITER_STOP) and abort
+ * (ARK_ITER_ABORT) flags are read, the doorbell being unread meanwhile. */
+static __device__ uint32_t ark_gen_next(const struct ark_kargs &a, uint32_t iter, struct ark_gen &gs)
+{
+	int32_t *tok = (int32_t *)(a.arena + a.token_off);
+	const uint32_t t = iter - gs.first;
+	const int32_t v = (int32_t)ark_ld_acquire_gpu(tok);
+	ark_st_relaxed_sys((uint32_t *)&a.gen_tokens[t], (uint32_t)v);
+	ark_st_release_sys(&a.bell->gen_count, t + 1);
+	if (ark_gen_ends(t, gs.steps, gs.prompt, gs.flags, gs.eos, v)) {
+		gs.active = 0;
+		ark_st_release_sys(&a.bell->gen_end, iter);
+		return 0;
+	}
+	if ((t + 1) % ARK_SUBMIT_ABORT_EVERY == 0) {
+		if (ark_ld_acquire_sys_u64(&a.bell->submit) >> 32) { /* stop */
+			gs.active = 0;
+			return ARK_ITER_STOP;
+		}
+		if (ark_ld_relaxed_sys(&a.bell->abort)) {
+			ark_diag(a.bell, 0, ARK_WHERE_SUBMIT, iter, 0, 0, iter + 1, iter);
+			gs.active = 0;
+			return ARK_ITER_ABORT;
+		}
+	}
+	if (t + 1 < gs.prompt)
+		*tok = a.gen_prompt[t + 1];
+	return iter + 1;
+}
+
 /* SM 0: waits until every SM finished iteration `iter`, then for the host's next submit (or stop, or
- * abort), and publishes it to the other SMs. Returns the published word.
+ * abort), and publishes it to the other SMs. Returns the published word. During a generation the
+ * next iteration comes from ark_gen_next instead of the host.
  *
  * The wait on the done counter is what keeps iterations apart on the GPU: a host that rings i + 1
  * before i completed (a host bug) gets i + 1 started only once every SM left i, never a mix of the
@@ -131,9 +203,15 @@ static __device__ int ark_wait_counter(const struct ark_kargs &a, uint32_t c, ui
  * once the word is read. */
 static __device__ uint32_t ark_wait_submit(const struct ark_kargs &a, uint32_t iter)
 {
+	__shared__ struct ark_gen gs; /* SM 0's thread 0 only; set on its first call */
+	if (iter == 0)
+		gs.held = 0, gs.active = 0;
 	uint32_t out = 0;
 	if (ark_wait_counter(a, ARK_CTR_DONE, a.ctr_base + iter * (uint32_t)gridDim.x, ARK_WHERE_DONE, iter, 0))
 		out = ARK_ITER_ABORT;
+	const bool gen = !out && gs.active;
+	if (gen)
+		out = ark_gen_next(a, iter, gs); /* 0: the generation ended, the host is next */
 	for (uint32_t spins = 1; !out; spins++) {
 		uint64_t w = ark_ld_acquire_sys_u64(&a.bell->submit); /* submit | stop << 32 */
 		uint32_t sub = (uint32_t)w, stop = (uint32_t)(w >> 32);
@@ -141,13 +219,20 @@ static __device__ uint32_t ark_wait_submit(const struct ark_kargs &a, uint32_t i
 			out = ARK_ITER_STOP;
 		else if ((sub & ARK_ITER_MASK) == iter + 1)
 			out = sub;
-		else if ((sub & ARK_ITER_MASK) != iter) {
+		else if ((sub & ARK_ITER_MASK) != gs.held) { /* after a generation the doorbell holds its first */
 			ark_diag(a.bell, 0, ARK_WHERE_BAD_SUBMIT, iter, 0, 0, iter + 1, sub & ARK_ITER_MASK);
 			ark_st_release_sys(&a.bell->abort, 1);
 			out = ARK_ITER_ABORT;
 		} else if (spins % ARK_SUBMIT_ABORT_EVERY == 0 && ark_ld_relaxed_sys(&a.bell->abort)) {
 			ark_diag(a.bell, 0, ARK_WHERE_SUBMIT, iter, 0, 0, iter + 1, sub);
 			out = ARK_ITER_ABORT;
+		}
+	}
+	if (!(gen && gs.active) && out != ARK_ITER_STOP && out != ARK_ITER_ABORT) { /* a submit from the host */
+		gs.held = out & ARK_ITER_MASK;
+		if ((out & ARK_SUBMIT_GEN) == ARK_SUBMIT_GEN) { /* a generation starts: its steps are plain iterations */
+			out &= ARK_ITER_MASK;
+			ark_gen_start(a, out, gs);
 		}
 	}
 	ark_st_release_gpu(a.counters + ARK_CTR_ITER, out);

@@ -10,6 +10,7 @@
 #include "op_matmul.cuh"
 #include "op_reduce.cuh"
 #include "op_rows.cuh"
+#include "op_state.cuh"
 #include "op_view.cuh"
 
 /* Which dtypes get templates: a generated file may set the ones its model does not use to 0 (each

@@ -150,13 +150,62 @@ static void check_arrived(struct emu *e, int v, const struct region *r)
 	}
 }
 
+/* The tiles of graph ops the emulator knows (opp < n_ops): a copy within a GPU and the updates of
+ * state (assign, advance, kv_append), from the graph, the tiling and the memory plan. */
+static void run_op_task(struct emu *e, int v)
+{
+	const struct tiling *s = &e->r->tiling;
+	const struct vcta *t = &s->v[v];
+	const struct op *o = &s->g->ops[t->op];
+	char *a = e->arena[t->gpu];
+	const uint64_t *off = s->offset;
+	uint64_t es = (uint64_t)ark_dtype_size(s->g->tensors[o->in[0]].dtype);
+	switch (t->tmpl) {
+	case ARK_T_COPY:
+		assert_true(o->kind == ARK_OP_COPY && s->g->tensors[o->in[0]].gpu == t->gpu);
+		memcpy(a + off[o->out[0]] + t->k0 * es, a + off[o->in[0]] + t->k0 * es, (t->k1 - t->k0) * es);
+		break;
+	case ARK_T_ASSIGN:
+		if (o->kind == ARK_OP_ADVANCE) {
+			for (uint32_t i = t->k0; i < t->k1; i++) {
+				uint32_t x;
+				memcpy(&x, a + off[o->in[0]] + 4 * i, 4);
+				x += (uint32_t)o->by;
+				memcpy(a + off[o->in[0]] + 4 * i, &x, 4);
+			}
+		} else {
+			memcpy(a + off[o->in[0]] + t->k0 * es, a + off[o->in[1]] + t->k0 * es, (t->k1 - t->k0) * es);
+		}
+		break;
+	case ARK_T_KV_APPEND: {
+		int32_t pos;
+		memcpy(&pos, a + off[o->in[2]], 4);
+		int64_t L = s->rows[o->in[0]], T = s->rows[o->in[1]], D = s->cols[o->in[1]];
+		if (pos < 0 || pos + T > L)
+			emu_fail(e, "vCTA %d (kv_append '%s'): position %d, outside 0 to %lld", v, o->name, pos, (long long)(L - T));
+		for (uint32_t r = t->m0; r < t->m1; r++)
+			memcpy(a + off[o->in[0]] + ((uint64_t)(pos + (int64_t)r) * (uint64_t)D + t->n0) * es,
+			       a + off[o->in[1]] + ((uint64_t)r * (uint64_t)D + t->n0) * es, (t->n1 - t->n0) * es);
+		break;
+	}
+	default:
+		emu_fail(e, "vCTA %d: template %d of op '%s' not emulated", v, t->tmpl, o->name);
+	}
+}
+
 static void run_task(struct emu *e, int v, uint32_t iter)
 {
 	const struct tiling *s = &e->r->tiling;
 	const struct schedule *p = &e->r->schedule[0];
 	const struct vcta *t = &s->v[v];
 	int gpu = t->gpu;
-	assert_true(t->opp >= s->g->n_ops); /* the emulator knows the communication templates only */
+	if (t->opp < s->g->n_ops) { /* a graph op's tile: the few the emulator knows */
+		run_op_task(e, v);
+		int c = p->signal[v];
+		if (c >= 0)
+			e->ctr[p->ctr_gpu[c]][ARK_CTR__FIRST + p->ctr_index[c]]++;
+		return;
+	}
 	const struct ark_opp *o = &e->xp[t->opp - s->g->n_ops];
 	uint64_t es = (uint64_t)ark_dtype_size(o->dtype);
 	char *a = e->arena[gpu];
@@ -242,7 +291,8 @@ static void ref_tables(const struct arkgen_result *r, struct ark_tensor *T, stru
 		const struct op *o = &g->ops[g->order[k]];
 		O[k] = (struct ark_op){o->name, (uint16_t)o->kind, (uint8_t)o->n_in, (uint8_t)o->n_out, (uint8_t)o->gpu, 0,
 				       (uint8_t)o->transport, (int8_t)o->axis, {0}, {0}, 1.0f, 0.0f, o->line,
-				       o->heads, o->kv_heads, o->causal, (float)o->scale, o->start, {o->dims[0], o->dims[1]}};
+				       o->heads, o->kv_heads, o->causal, (float)o->scale,
+				       o->kind == ARK_OP_ADVANCE ? o->by : o->start, {o->dims[0], o->dims[1]}};
 		memcpy(O[k].in, o->in, sizeof O[k].in);
 		memcpy(O[k].out, o->out, sizeof O[k].out);
 	}
@@ -554,6 +604,47 @@ int emu_run_ex(const struct arkgen_result *r, uint64_t seed, int iters, const st
 	emu_free(e, ref);
 	free(e), free(ref);
 	return rc;
+}
+
+int emu_generate(const struct arkgen_result *r, uint64_t seed, const struct emu_gen *q, int32_t *tokens, char *msg,
+		 size_t n)
+{
+	struct emu *e = malloc(sizeof *e);
+	struct ref *ref = calloc(1, sizeof *ref);
+	emu_init(e, ref, r, seed, 0);
+	const int tok = r->graph.token;
+	assert_true(tok >= 0 && r->graph.gpus == 1);
+	char *dev = e->arena[0] + r->tiling.offset[tok];
+	volatile int ran = -1;
+	if (setjmp(e->jb)) {
+		ran = -1;
+		if (msg && n)
+			snprintf(msg, n, "%s", e->msg);
+	} else {
+		for (uint32_t t = 0; t < q->steps; t++) {
+			const uint32_t iter = t + 1;
+			fresh_inputs(e, ref, seed, iter, -1);
+			if (t < q->n_prompt) { /* SM 0, before it publishes the step */
+				memcpy(dev, &q->prompt[t], 4);
+				memcpy(ref->buf[tok], &q->prompt[t], 4);
+			}
+			run_iteration(e, iter);
+			check_gpu_outputs(e, ref, seed, iter, -1);
+			int32_t v, w; /* SM 0, once every SM is done with the step: the token it made */
+			memcpy(&v, dev, 4);
+			memcpy(&w, ref->buf[tok], 4);
+			if (v != w)
+				emu_fail(e, "step %u: token %d, the reference's %d", t, v, w);
+			tokens[t] = v;
+			if (ark_gen_ends(t, q->steps, q->n_prompt, q->flags, q->eos, v)) {
+				ran = (int)t + 1;
+				break;
+			}
+		}
+	}
+	emu_free(e, ref);
+	free(e), free(ref);
+	return ran;
 }
 
 void emu_run(const struct arkgen_result *r, uint64_t seed, int iters)

@@ -1,6 +1,7 @@
 /* emu.h: a CPU emulator of the tables arkgen emits for the communication templates (COPY, DMA,
- * SEND_LL, SUM, SUM_LL, GATHER, NOP) on several GPUs: the waits, counters, packets and DMA chunks
- * of the loop kernels, in random interleavings, checked against the CPU reference. */
+ * SEND_LL, SUM, SUM_LL, GATHER, NOP) on several GPUs, and for copies within a GPU and the updates of
+ * state (ASSIGN, KV_APPEND), which carry across iterations: the waits, counters, packets and DMA
+ * chunks of the loop kernels, in random interleavings, checked against the CPU reference. */
 #ifndef EMU_H
 #define EMU_H
 
@@ -8,7 +9,7 @@
 
 #include "codegen/arkgen.h"
 
-/* Runs `iters` iterations of a compiled model whose vCTAs are all communication vCTAs, interleaved
+/* Runs `iters` iterations of a compiled model whose vCTAs are all of those templates, interleaved
  * by the random seed; fails the test on a deadlock, on a task touching DMA bytes that have not
  * arrived, on a request nobody waits for, and on an output that differs from the CPU reference. */
 void emu_run(const struct arkgen_result *r, uint64_t seed, int iters);
@@ -25,5 +26,21 @@ struct emu_opts {
 };
 /* emu_run with options; instead of failing the test, returns -1 with what went wrong in msg. */
 int emu_run_ex(const struct arkgen_result *r, uint64_t seed, int iters, const struct emu_opts *o, char *msg, size_t n);
+
+/* A generation (abi/ark_proto.h) on a one-GPU model with a token state, as SM 0 of the loop kernel
+ * runs it: prompt id t written into the token state before step t < n_prompt (in the arena and in
+ * the reference), each step's tables run to their end (interleaved by the seed), its outputs and
+ * its token checked against the reference, the token taken once every task of the step ran, and
+ * the end decided by ark_gen_ends. tokens[] gets the token of every step; returns the steps run, or
+ * -1 with what went wrong in msg. */
+struct emu_gen {
+	uint32_t steps;
+	const int32_t *prompt;
+	uint32_t n_prompt;
+	uint32_t flags; /* ARK_GEN_EOS */
+	int32_t eos;
+};
+int emu_generate(const struct arkgen_result *r, uint64_t seed, const struct emu_gen *q, int32_t *tokens, char *msg,
+		 size_t n);
 
 #endif

@@ -119,7 +119,7 @@ static void check_model(const char *path, int fuse, int reuse, int sms)
 static const char *const models[] = {
 	"models/mlp.cfg", "models/branchy.cfg", "models/chain64.cfg", "models/comm2.cfg",
 	"tests/models/chains.cfg", "tests/models/gates.cfg", "tests/models/reuse.cfg",
-	"tests/models/embed_views.cfg", "tests/models/embed_reuse.cfg",
+	"tests/models/embed_views.cfg", "tests/models/embed_reuse.cfg", "tests/models/state.cfg",
 };
 
 static void test_every_hazard_ordered(void **state)
@@ -263,6 +263,104 @@ static void test_view_unaware_schedule_rejected(void **state)
 	arkgen_result_free(&r);
 }
 
+/* Every vCTA of op `reader` that reads bytes op `writer` writes comes before the writer's vCTAs and
+ * reaches each of them through the kept edges (it reads the old value: write after read), and at
+ * least one such pair exists. */
+static void assert_reads_before(const struct arkgen_result *r, const char *reader, const char *writer)
+{
+	const struct tiling *s = &r->tiling;
+	int words = (s->n_vcta + 63) / 64, pairs = 0;
+	uint64_t *kept = reach_sets(s, s->keep, words);
+	const struct op_tiling *pr = &s->per_op[op_of(r, reader)], *pw = &s->per_op[op_of(r, writer)];
+	const struct op_tiling *pc = pr->fused_into >= 0 ? &s->per_op[pr->fused_into] : pr; /* who computes it */
+	for (int u = pc->first_vcta; u < pc->first_vcta + pc->n_vcta; u++)
+		for (int v = pw->first_vcta; v < pw->first_vcta + pw->n_vcta; v++) {
+			struct rows w = rows_of(s, &s->v[v].write, v, 1);
+			int meets = 0;
+			for (int i = 0; i < s->v[u].n_reads && !meets; i++) {
+				struct rows x = rows_of(s, &s->v[u].reads[i], u, 0);
+				meets = share_byte(&x, &w);
+			}
+			if (!meets)
+				continue;
+			pairs++;
+			if (u >= v || !(kept[(size_t)u * words + v / 64] >> (v % 64) & 1))
+				fail_msg("vCTA %d of op '%s' reads the old value of what vCTA %d of op '%s' updates, but is not "
+					 "ordered before it", u, reader, v, writer);
+		}
+	if (!pairs)
+		fail_msg("no vCTA of op '%s' reads what op '%s' updates", reader, writer);
+	free(kept);
+}
+
+/* State: the readers of a state's old value run before its update (an edge from each), the readers
+ * of kv_append's result after it; an op that reads a state is not put into a chain that would run
+ * after the update (ha, whose chain with tail would end after keep2); with and without fusion. */
+static void test_state_readers_before_update(void **state)
+{
+	(void)state;
+	for (int fuse = 0; fuse < 2; fuse++) {
+		struct arkgen_options opt = arkgen_options_default();
+		opt.sms = 16;
+		opt.fuse = fuse;
+		opt.until = ARKGEN_PASS_DEPS;
+		struct arkgen_result r;
+		harness_capture_begin();
+		int rc = arkgen_compile("tests/models/state.cfg", NULL, &opt, &r);
+		harness_capture_end();
+		if (rc < 0)
+			fail_msg("%s", harness_diag());
+		assert_reads_before(&r, "ha", "keep2");
+		assert_reads_before(&r, "read", "keep");
+		assert_reads_before(&r, "half", "keep");
+		assert_reads_before(&r, "old", "append");
+		assert_waits_for(&r, "pool", "append");
+		assert_waits_for(&r, "keep", "next");
+		/* state has bytes of its own; kv_append's result is the cache's */
+		const struct graph *g = &r.graph;
+		const uint64_t *off = r.tiling.offset;
+		assert_int_equal(off[graph_find_tensor(g, "cache2")], off[graph_find_tensor(g, "cache")]);
+		assert_int_equal(r.tiling.per_op[op_of(&r, "ha")].fused_into, -1);
+		arkgen_result_free(&r);
+	}
+}
+
+/* Without the write-after-read edges (old's reads of the cache moved to cache2, a view with the same
+ * bytes, after the regions were put on their bases, so that deps.c sees no hazard) nothing orders
+ * old's reads before append's write: the verifier, which sees bytes, rejects the schedule. */
+static void test_state_unordered_schedule_rejected(void **state)
+{
+	(void)state;
+	struct arkgen_options opt = arkgen_options_default();
+	opt.sms = 16;
+	opt.until = ARKGEN_PASS_TILE;
+	struct arkgen_result r;
+	harness_capture_begin();
+	int rc = arkgen_compile("tests/models/state.cfg", NULL, &opt, &r);
+	harness_capture_end();
+	assert_int_equal(rc, 0);
+	struct tiling *s = &r.tiling;
+	int c = graph_find_tensor(&r.graph, "cache"), c2 = graph_find_tensor(&r.graph, "cache2"), undone = 0;
+	const struct op_tiling *p = &s->per_op[op_of(&r, "old")];
+	for (int v = p->first_vcta; v < p->first_vcta + p->n_vcta; v++)
+		for (int i = 0; i < s->v[v].n_reads; i++)
+			if (s->v[v].reads[i].tensor == c) {
+				s->v[v].reads[i].tensor = c2;
+				undone++;
+			}
+	assert_true(undone > 0);
+	assert_int_equal(mem_plan(s), 0);
+	assert_int_equal(deps_build(s), 0);
+	harness_capture_begin();
+	rc = schedule_build(s, &r.gpu, PART_ROUNDROBIN, 0, &r.schedule[0]);
+	harness_capture_end();
+	r.n_schedules = 1;
+	assert_int_equal(rc, -1);
+	if (!strstr(harness_diag(), "write after read") || !strstr(harness_diag(), "'cache"))
+		fail_msg("the verifier's message names no write after read of the cache: %s", harness_diag());
+	arkgen_result_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -270,6 +368,8 @@ int main(void)
 		cmocka_unit_test(test_reuse_shares),
 		cmocka_unit_test(test_views_wait_for_bases),
 		cmocka_unit_test(test_view_unaware_schedule_rejected),
+		cmocka_unit_test(test_state_readers_before_update),
+		cmocka_unit_test(test_state_unordered_schedule_rejected),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
 	return cmocka_run_group_tests(tests, NULL, NULL);

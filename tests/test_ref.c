@@ -701,6 +701,69 @@ static void test_embedding(void **state)
 	assert_int_equal(ark_ref_op(&op, t, (void *[]){ids, h, ho}), ARK_ERR);
 }
 
+/* State: assign copies the value into the state (int32 too), advance adds `by` (int32, wrapping),
+ * kv_append writes rows at the position and its output is the whole cache after the write. */
+static void test_state(void **state)
+{
+	(void)state;
+	float st[4] = {9, 9, 9, 9};
+	static const float v[4] = {1, -2, 3.5f, 4};
+	struct ark_tensor t[3] = {T32("s", 2, 2), T32("v", 2, 2), T32("o", 2, 2)};
+	struct ark_op op = {.name = "a", .kind = ARK_OP_ASSIGN, .n_in = 2, .n_out = 0, .in = {0, 1}, .out = {0}};
+	assert_int_equal(ark_ref_op(&op, t, (void *[]){st, (void *)v}), ARK_OK);
+	assert_near(st, (const double[]){1, -2, 3.5, 4}, 4, 0);
+	int32_t is[3] = {0, 7, -1}, iv[3] = {2147483647, -5, 12};
+	t[0] = tens("s", ARK_INT32, 1, SHAPE(3));
+	t[1] = tens("v", ARK_INT32, 1, SHAPE(3));
+	assert_int_equal(ark_ref_op(&op, t, (void *[]){is, iv}), ARK_OK);
+	assert_int_equal(is[0], 2147483647);
+	assert_int_equal(is[1], -5);
+	assert_int_equal(is[2], 12);
+	t[1] = T32("v", 3); /* another dtype */
+	assert_int_equal(ark_ref_op(&op, t, (void *[]){is, (void *)v}), ARK_ERR);
+	op.n_out = 1; /* assign has no output */
+	assert_int_equal(ark_ref_op(&op, t, (void *[]){is, iv, is}), ARK_ERR);
+
+	/* advance: by 3, and by 1 across the int32 wrap */
+	struct ark_op adv = {.name = "n", .kind = ARK_OP_ADVANCE, .n_in = 1, .n_out = 0, .in = {0}, .out = {0}, .start = 3};
+	assert_int_equal(ark_ref_op(&adv, t, (void *[]){is}), ARK_OK);
+	assert_int_equal(is[0], INT32_MIN + 2);
+	assert_int_equal(is[1], -2);
+	assert_int_equal(is[2], 15);
+	t[0] = T32("s", 3); /* a float state */
+	assert_int_equal(ark_ref_op(&adv, t, (void *[]){st}), ARK_ERR);
+
+	/* kv_append: cache [5, 2] fp16, x [2, 2] at position 3 (rows 3 and 4, the last that fit) */
+	uint16_t cache[10], x[4], out[10];
+	int32_t pos = 3;
+	for (int i = 0; i < 10; i++)
+		ark_set(cache, ARK_FP16, i, (float)i);
+	for (int i = 0; i < 4; i++)
+		ark_set(x, ARK_FP16, i, -1.0f - (float)i);
+	struct ark_tensor k[4] = {tens("c", ARK_FP16, 2, SHAPE(5, 2)), tens("x", ARK_FP16, 2, SHAPE(2, 2)),
+				  tens("p", ARK_INT32, 1, SHAPE(1)), tens("c2", ARK_FP16, 2, SHAPE(5, 2))};
+	struct ark_op kv = {.name = "k", .kind = ARK_OP_KV_APPEND, .n_in = 3, .n_out = 1, .in = {0, 1, 2}, .out = {3}};
+	assert_int_equal(ark_ref_op(&kv, k, (void *[]){cache, x, &pos, out}), ARK_OK);
+	static const float want[10] = {0, 1, 2, 3, 4, 5, -1, -2, -3, -4};
+	for (int i = 0; i < 10; i++) {
+		assert_true(ark_get(cache, ARK_FP16, i) == want[i]);
+		assert_true(ark_get(out, ARK_FP16, i) == want[i]);
+	}
+	/* position 0; then 4 and -1: the rows would not fit */
+	pos = 0;
+	assert_int_equal(ark_ref_op(&kv, k, (void *[]){cache, x, &pos, out}), ARK_OK);
+	assert_true(ark_get(cache, ARK_FP16, 0) == -1 && ark_get(cache, ARK_FP16, 3) == -4 && ark_get(cache, ARK_FP16, 4) == 4);
+	pos = 4;
+	assert_int_equal(ark_ref_op(&kv, k, (void *[]){cache, x, &pos, out}), ARK_ERR);
+	assert_non_null(strstr(ark_last_error(), "op 'k' (kv_append): position 4: rows 4..5 do not fit in the 5 rows of cache 'c'"));
+	pos = -1;
+	assert_int_equal(ark_ref_op(&kv, k, (void *[]){cache, x, &pos, out}), ARK_ERR);
+	/* x in another dtype */
+	k[1] = T32("x", 2, 2);
+	pos = 0;
+	assert_int_equal(ark_ref_op(&kv, k, (void *[]){cache, x, &pos, out}), ARK_ERR);
+}
+
 static void test_views(void **state)
 {
 	static const float x[6] = {1, 2, 3, 4, 5, 6}; /* [2, 3] */
@@ -871,6 +934,7 @@ int main(void)
 		cmocka_unit_test(test_attention),
 		cmocka_unit_test(test_int32),
 		cmocka_unit_test(test_embedding),
+		cmocka_unit_test(test_state),
 		cmocka_unit_test(test_views),
 		cmocka_unit_test(test_ref_run),
 	};

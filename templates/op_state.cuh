@@ -1,0 +1,62 @@
+// op_state.cuh: the in-place updates of state tensors: ASSIGN tiles (assign copies a value into a state, advance adds to an int32 one) and KV_APPEND tiles (rows written into a cache at a position read on the GPU).
+#ifndef OP_STATE_CUH
+#define OP_STATE_CUH
+
+#include "ark_dtype.cuh"
+#include "op_copy.cuh" /* ark_copy_bytes */
+
+/* ASSIGN: elements k0:k1 of the state at out (= in[0]). assign: out[e] = in[1][e], the bytes as they are (any
+ * dtype, int32 included); advance: out[e] += K (int32, wrapping). The state's readers of this
+ * iteration ran before (the tables order them), and the next iteration reads the new value. */
+__device__ __forceinline__ void ark_assign_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+{
+	const size_t es = p.dtype == ARK_FP32 || p.dtype == ARK_INT32 ? 4 : 2;
+	if (p.kind == ARK_OP_ADVANCE) {
+		int32_t *s = reinterpret_cast<int32_t *>(e.arena + p.out);
+		for (uint64_t i = t.k0 + threadIdx.x; i < t.k1; i += ARK_THREADS)
+			s[i] = (int32_t)((uint32_t)s[i] + (uint32_t)p.K);
+		return;
+	}
+	ark_copy_bytes(e.arena + p.in[1], e.arena + p.out, t.k0 * es, t.k1 * es);
+}
+
+/* KV_APPEND: rows m0:m1, columns n0:n1 of x (in[1], [T, N]) into rows pos + m0 .. pos + m1 - 1 of
+ * the cache at out (= in[0], [M = L, N]), pos the int32 at in[2]. Positions 0 .. K - 1 are valid (K = L - T + 1);
+ * another one writes nothing and records the fault (row 0, the position) for the loop, which aborts
+ * the iteration naming the task and the position. */
+__device__ __forceinline__ void ark_kv_append_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+{
+	const size_t es = (p.dtype == ARK_FP32 || p.dtype == ARK_INT32 ? (size_t)4 : (size_t)2), row = (size_t)p.N * es;
+	const int32_t pos = *reinterpret_cast<const int32_t *>(e.arena + p.in[2]); /* the same for every thread */
+	if (pos < 0 || (int64_t)pos >= p.K) {
+		if (threadIdx.x == 0 && e.fault && atomicCAS(&e.fault[0], 0u, 1u) == 0)
+			e.fault[1] = (uint32_t)pos;
+		return;
+	}
+	const char *x = e.arena + p.in[1];
+	char *cache = e.arena + p.out + (size_t)pos * row;
+	if (t.n0 == 0 && (int64_t)t.n1 == p.N) { /* whole rows: one run of bytes */
+		ark_copy_bytes(x, cache, (size_t)t.m0 * row, (size_t)t.m1 * row);
+		return;
+	}
+	for (uint32_t r = t.m0; r < t.m1; r++)
+		ark_copy_bytes(x + (size_t)r * row, cache + (size_t)r * row, t.n0 * es, t.n1 * es);
+}
+
+/* The templates of this file, as TMPL_CATALOG names them: bytes, not values, so one for every dtype. */
+struct ark_tile_assign {
+	static constexpr bool per_dtype = false;
+	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+	{
+		ark_assign_tile(p, t, e);
+	}
+};
+struct ark_tile_kv_append {
+	static constexpr bool per_dtype = false;
+	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+	{
+		ark_kv_append_tile(p, t, e);
+	}
+};
+
+#endif
