@@ -202,7 +202,8 @@ static int check_basic(struct graph *g)
 		if (t->dtype == ARK_INT32 && t->role != ARK_ROLE_INPUT && t->role != ARK_ROLE_WEIGHT &&
 		    !argmax_output(g, i)) {
 			diag_error(AT(t), "tensor '%s' is int32, but its role is %s", t->name, role_name[t->role]);
-			diag_hint("int32 is for inputs and weights (token ids, masks); ops compute in fp16, bf16 or fp32");
+			diag_hint("int32 is for inputs and weights (token ids, masks, positions) and argmax's output; ops "
+				  "compute in fp16, bf16 or fp32");
 			return -1;
 		}
 		if (!t->shape_given)
@@ -1105,7 +1106,8 @@ static int infer_op(struct graph *g, struct op *o)
 			diag_error(AT(o), "input '%s' of op '%s' (%s) is int32, which %s does not take there", t->name,
 				   o->name, oi->name, oi->name);
 			note_tensor(g, t);
-			diag_hint("int32 tensors are token ids (embedding) and masks; give '%s' a float dtype", t->name);
+			diag_hint("int32 tensors are token ids (embedding), masks and positions (rope, decode_attention); "
+				  "give '%s' a float dtype", t->name);
 			return -1;
 		}
 		if (!own_dtype && t->dtype != a->dtype) {
