@@ -42,6 +42,10 @@ struct ark_op {
 	int64_t start;     /* slice: the first element of axis taken; advance: what it adds, `by` (emitted for
 			    * slice, transpose and advance only) */
 	int32_t dims[2];   /* transpose: the axes swapped */
+	/* rope (emitted for models with rope only): the head size, the rotated part of each head, the
+	 * pairs (0: (i, i + rotary_dim/2), 1: (2i, 2i + 1)), the base of the angles */
+	int32_t head_dim, rotary_dim, style;
+	float base;
 };
 
 /* Size in bytes of one element of a dtype. */

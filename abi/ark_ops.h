@@ -21,7 +21,11 @@
 	X(END, "end", INT)                   \
 	X(DIMS, "dims", INTS)                \
 	X(COPY, "copy", BOOL)                \
-	X(BY, "by", INT)
+	X(BY, "by", INT)                     \
+	X(HEAD_DIM, "head_dim", INT)         \
+	X(BASE, "base", FLOAT)               \
+	X(ROTARY_DIM, "rotary_dim", INT)     \
+	X(STYLE, "style", STRING)
 
 enum ark_attr {
 #define X(id, name, type) ARK_ATTR_##id,
@@ -85,7 +89,11 @@ enum ark_attr {
 	R(X, CONCAT, "concat", 1, ARK_MAX_IO, 1, ARK_A(AXIS) | ARK_A(COPY), ARK_OPF_VIEW, ref_concat)          \
 	R(X, ASSIGN, "assign", 2, 2, ARK_NO_OUT, 0, ARK_OPF_STATE, ref_assign)                                  \
 	R(X, ADVANCE, "advance", 1, 1, ARK_NO_OUT, ARK_A(BY), ARK_OPF_STATE, ref_advance)                       \
-	R(X, KV_APPEND, "kv_append", 3, 3, 1, 0, ARK_OPF_STATE, ref_kv_append)
+	R(X, KV_APPEND, "kv_append", 3, 3, 1, 0, ARK_OPF_STATE, ref_kv_append)                                  \
+	R(X, ROPE, "rope", 2, 2, 1, ARK_A(HEAD_DIM) | ARK_A(BASE) | ARK_A(ROTARY_DIM) | ARK_A(STYLE), 0, ref_rope) \
+	R(X, DECODE_ATTENTION, "decode_attention", 4, 4, 1, ARK_A(HEADS) | ARK_A(KV_HEADS) | ARK_A(SCALE), 0,  \
+	  ref_decode_attention)                                                                                 \
+	R(X, ARGMAX, "argmax", 1, 1, 1, 0, 0, ref_argmax)
 
 #define ARK_OP_ALL_(X, ...) X(__VA_ARGS__)
 #define ARK_OP_NO_REF_(X, id, name, min_in, max_in, n_out, attrs, flags, ref) \
@@ -107,7 +115,7 @@ enum ark_op_kind {
 /* Element types, tensor roles and transports: X(ID, "name"). */
 /* int32 (token ids, masks, positions) only for inputs, weights and state, and only where an op reads
  * ids, masks or positions (codegen/graph.c: int32_ok); every computed tensor has one of the first
- * ARK_FLOAT_DTYPES dtypes. */
+ * ARK_FLOAT_DTYPES dtypes but argmax's output (int32 indices). */
 #define DTYPE_LIST(X) X(FP16, "fp16") X(BF16, "bf16") X(FP32, "fp32") X(INT32, "int32")
 #define ARK_FLOAT_DTYPES 3 /* fp16, bf16, fp32: the dtypes ops compute in (templates, calibration) */
 #define ROLE_LIST(X) \

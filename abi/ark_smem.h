@@ -52,4 +52,13 @@
 #define ARK_ATT_LD (128 + 8)
 #define ARK_SMEM_ATTENTION (128 * ARK_ATT_LD * 2 + 2 * 128 * ARK_ATT_LD * 2 + 128 * 4)
 
+/* DECODE (op_decode.cuh): q of at most ARK_DEC_ROWS rows [ARK_DEC_ROWS][128] fp32, their scores for a
+ * block of ARK_DEC_BK keys [ARK_DEC_ROWS][ARK_DEC_BK], per row its max, sum and rescale, and the key
+ * groups' outputs [ARK_THREADS][ARK_DEC_ROWS] summed at the end. ARGMAX: a value and an index per warp. */
+#define ARK_DEC_ROWS 16
+#define ARK_DEC_BK 128
+#define ARK_SMEM_DECODE (ARK_DEC_ROWS * 128 * 4 + ARK_DEC_ROWS * ARK_DEC_BK * 4 + 3 * ARK_DEC_ROWS * 4 + \
+			 ARK_THREADS * ARK_DEC_ROWS * 4)
+#define ARK_SMEM_ARGMAX (ARK_THREADS / 32 * 8)
+
 #endif

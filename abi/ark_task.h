@@ -71,7 +71,18 @@ enum ark_span {
 	/* elements k0:k1 of the state out: assign's value in[1] copied (any dtype), advance's + K (int32) */    \
 	R(X, ASSIGN, ark_tile_assign, 0, ARK_SPAN_ELEMS, "state update")                                          \
 	/* rows m0:m1, cols n0:n1 of x in[1] -> rows pos + m of the cache out, pos = int32 at in[2] */          \
-	R(X, KV_APPEND, ark_tile_kv_append, 0, ARK_SPAN_TILE, "kv append")
+	R(X, KV_APPEND, ark_tile_kv_append, 0, ARK_SPAN_TILE, "kv append")                                        \
+	/* rope: rows m0:m1 of out viewed as [B*T, H*Dh], each row whole, rotated at its position */              \
+	R(X, ROPE, ark_tile_rope, 0, ARK_SPAN_ROWS, "rope")                                                        \
+	/* decode_attention: query rows m0:m1 x heads n0:n1 of one kv head, keys k0:k1 (split `split`); one     \
+	 * split: out, else fp32 partials into the workspace */                                                   \
+	R(X, DECODE, ark_tile_decode, ARK_SMEM_DECODE, ARK_SPAN_TILE_K, "decode attention")                      \
+	/* decode_attention: query rows m0:m1 x heads n0:n1, the splits' partials merged into out */              \
+	R(X, DECODE_COMBINE, ark_tile_decode_combine, 0, ARK_SPAN_TILE, "decode combine")                        \
+	/* argmax: rows m0:m1 over columns k0:k1 (split `split`); one split: out, else partial (value, index) */  \
+	R(X, ARGMAX, ark_tile_argmax, ARK_SMEM_ARGMAX, ARK_SPAN_TILE_K, "argmax")                                \
+	/* argmax: rows m0:m1, the splits' partial (value, index) pairs merged into out */                      \
+	R(X, ARGMAX_COMBINE, ark_tile_argmax_combine, 0, ARK_SPAN_ROWS, "argmax combine")
 
 #define ARK_TMPL_ALL_(X, ...) X(__VA_ARGS__)
 #define ARK_TMPL_ID_(X, id, tile, smem, span, label) X(id)
@@ -161,6 +172,15 @@ struct ark_opp {
 	int64_t istride[2][4]; /* 0 where an input is broadcast along that dimension */
 	int32_t peer;     /* COPY: GPU holding in[0] (-1: this GPU), or out with ARK_OPP_PUSH; DMA: dst */
 };
+/* ROPE's params in those fields: in = {x, pos}, x and out viewed as [M, N] = [B*T, H*Dh], K = T (row m is at
+ * position pos + m % T), f = base, oshape = {head_dim, rotary_dim, style (0: half, 1: interleaved), 0}.
+ * DECODE_ATTENTION's: in = {q [T, H*Dh], k_cache, v_cache [L, Hkv*Dh]}, istride[0][0] = pos's offset, out
+ * [T, H*Dh], M = T, N = H*Dh, K = L - T + 1 (positions 0..L-T are valid; others abort the iteration), f =
+ * scale, oshape = {L, H, Hkv, Dh}, splits = S, istride[0][1] = keys per split; with S > 1, ws = fp32
+ * [H*T, S*(Dh + 2)]: row kvh*T*G + t*G + g (G = H/Hkv, query head kvh*G + g), columns s*(Dh+2): split s's
+ * unnormalised output, then its running max (base 2) and sum.
+ * ARGMAX's: in = {x [M, N]}, dtype x's, out int32 [M], splits = S column blocks; with S > 1, ws = fp32
+ * [M, 2*S]: per split its largest value and its index (the int32's bits; -1: every value NaN). */
 /* ATTENTION's params in those fields: in = {q [B, Sq, H*Dh], k, v [B, Skv, Hkv*Dh]}, out [B, Sq, H*Dh],
  * M = Sq, N = H*Dh, K = Skv, f = scale, oshape = {B, H, Hkv, Dh}, flags ARK_OPP_CAUSAL and
  * ARK_OPP_MASK; with the mask: ws = its offset ([B, Skv]) and istride[0][0] = its enum ark_dtype.

@@ -13,8 +13,8 @@ usage:
 
 Models are single-GPU graphs over the op catalog of abi/ark_ops.h (matmul with and without bias and
 transpose_b, add, mul, scale, relu, gelu of both forms, silu, sigmoid, tanh, swiglu, softmax, layernorm,
-rmsnorm, l2_normalize, reduce_mean, attention, embedding, reshape, slice, transpose, concat, and the
-state ops assign, advance, kv_append), made of
+rmsnorm, l2_normalize, reduce_mean, attention, embedding, reshape, slice, transpose, concat, rope,
+decode_attention, argmax, and the state ops assign, advance, kv_append), made of
 blocks: elementwise/row-op chains, diamonds, parallel branches joined by adds, MLP blocks (matmul,
 activation, matmul), GLU blocks (two matmuls, swiglu, matmul), residuals with a norm (pre- or
 post-norm), attention blocks (q, k and v transpose_b projections, attention with or without GQA,
@@ -22,7 +22,9 @@ causal and a key padding mask, output projection, residual, layernorm), views (m
 in place, sliced, transposed through a size-1 axis or copied) and token embeddings (int32 ids of the
 activation's leading shape) added to the activation, state blocks (the rows appended to a cache at an
 input position, the cache's mean added, an accumulator updated by assign, a counter by advance),
-and sometimes a pooled output after them
+decode steps (q projection, rope at an int32 position, decode_attention against cache inputs, output
+projection, residual, and the argmax of logits or of the activation as an int32 output), and
+sometimes a pooled output after them
 (reduce_mean, under a mask of any dtype for 3-D activations, then perhaps l2_normalize). Rows
 M from 1 to 512, mostly 1-16 (batch-1 decode); widths from 32 to 4096, drawn as primes, odd numbers,
 multiples of 8, 16 or 64 and powers of two; 2-D [M, H] or 3-D [B, S, H] activations; broadcast
@@ -89,7 +91,7 @@ def is_prime(n):
 DTYPES = ("fp16", "bf16", "fp32")
 DSIZE = {"fp16": 2, "bf16": 2, "fp32": 4}
 WEIGHT_BUDGET = 64 << 20  # bytes of weights per model
-KINDS = ("chain", "diamond", "branches", "mlp", "glu", "resnorm", "attn", "views", "embed", "state")
+KINDS = ("chain", "diamond", "branches", "mlp", "glu", "resnorm", "attn", "views", "embed", "state", "decode")
 ACTS = ("relu", "gelu", "silu", "sigmoid", "tanh")
 FACTORS = ("0.5", "0.125", "0.75", "1.5", "2.0", "-1.0", "0.3333", "1.25", "-0.6")
 
@@ -152,7 +154,8 @@ class Model:
 		self.kinds = []
 		self.matmuls = []  # (K, N, transpose_b, bias)
 		self.shrink = 0  # muls/swiglus since the last norm: values get small in fp16 without norms
-		self.int32 = set()  # int32 inputs (token ids)
+		self.int32 = set()  # int32 inputs (token ids, positions)
+		self.side = []  # outputs a block adds beside the activation (argmax's token ids)
 
 	def fresh(self, prefix):
 		self.count[prefix] = self.count.get(prefix, 0) + 1
@@ -201,6 +204,18 @@ class Model:
 			out = q
 		elif kind in ("embedding", "reshape", "slice", "transpose", "concat", "kv_append"):
 			out = view_shape(kind, s, dict(attrs))
+		elif kind == "rope":
+			assert len(s[0]) in (2, 3) and s[0][-1] % int(dict(attrs)["head_dim"]) == 0 and s[1] == [1], (kind, s)
+			out = s[0]
+		elif kind == "decode_attention":
+			a = dict(attrs)
+			h, hkv = int(a["heads"]), int(a.get("kv_heads", a["heads"]))
+			q, k = s[0], s[1]
+			assert len(q) == 2 and q[-1] % h == 0 and h % hkv == 0 and s[2] == k and s[3] == [1], (kind, s, attrs)
+			assert len(k) == 2 and k[-1] == q[-1] // h * hkv and q[0] <= k[0], (kind, s)
+			out = q
+		elif kind == "argmax":
+			out = s[0][:-1] or [1]
 		else:
 			assert len(ins) == 1
 			out = s[0]
@@ -354,6 +369,50 @@ class Model:
 		"""An op that updates the state ins[0] in place (assign, advance): no output."""
 		self.ops.append({"name": self.fresh(OP_PREFIX[kind]), "op": kind, "in": list(ins), "out": None,
 				 "attrs": list(attrs)})
+
+	def decode(self, x):
+		"""A decode step over x's rows (T = M query rows, viewed [T, H]): q projected (transpose_b) and
+		turned by rope at an int32 position (either pair order, a base, sometimes part of each head),
+		decode_attention against key and value caches (inputs here) of L >= T rows, grouped-query
+		sometimes, the output projection and the residual; and beside it, as an int32 output, the
+		greedy token of every row: argmax over logits of a vocabulary (split across SMs when the rows
+		are few and the vocabulary large) or over the activation itself."""
+		rng, s = self.rng, self.shape[x]
+		t, h = math.prod(s[:-1]), s[-1]
+		x2 = self.op("reshape", [x], [("shape", "[%d, -1]" % t)]) if len(s) > 2 else x
+		dh = rng.weighted([(4, 64), (2, 128), (1, 32), (1, 8 * rng.int(1, 16))])
+		heads = rng.int(1, 16)
+		while heads > 1 and heads * dh * h * 2 * DSIZE[self.dtype] > WEIGHT_BUDGET // 4:
+			heads //= 2
+		kv = rng.pick([d for d in range(1, heads + 1) if heads % d == 0]) if rng.chance(0.6) else heads
+		cache = t + rng.weighted([(1, 0), (3, rng.int(1, 63)), (3, rng.int(64, 2048))])
+		pos = self.leaf("pos", [1], "input")
+		self.int32.add(pos)
+		q = self.matmul(x2, heads * dh, bias=rng.chance(0.3), tb=True)
+		rattrs = [("head_dim", str(dh))]
+		if rng.chance(0.5):
+			rattrs.append(("base", rng.pick(("10000.0", "100000.0", "500000.0"))))
+		if rng.chance(0.3):
+			rattrs.append(("rotary_dim", str(2 * rng.int(1, dh // 2))))
+		if rng.chance(0.6):
+			rattrs.append(("style", rng.pick(('"half"', '"interleaved"'))))
+		qr = self.op("rope", [q, pos], rattrs)
+		kc = self.leaf("kc", [cache, kv * dh], "input")
+		vc = self.leaf("vc", [cache, kv * dh], "input")
+		attrs = [("heads", str(heads))]
+		if kv != heads or rng.chance(0.2):
+			attrs.append(("kv_heads", str(kv)))
+		if rng.chance(0.2):
+			attrs.append(("scale", rng.pick(("0.125", "0.1", "0.25"))))
+		y = self.matmul(self.op("decode_attention", [qr, kc, vc, pos], attrs), h, bias=rng.chance(0.5), tb=True)
+		r = self.op("add", [x2, y] if rng.chance(0.5) else [y, x2])
+		if rng.chance(0.6):  # logits of a vocabulary, its weight under a quarter of the budget
+			v_max = max(2, min(131072, WEIGHT_BUDGET // 4 // (h * DSIZE[self.dtype])))
+			v = rng.int(2, v_max) if rng.chance(0.3) else dim(rng, 2, v_max)
+			self.side.append(self.op("argmax", [self.matmul(r, v, bias=False, tb=True)]))
+		else:
+			self.side.append(self.op("argmax", [r]))
+		return self.op("reshape", [r], [("shape", shape_text(s))]) if self.shape[r] != s else r
 
 	# ---- blocks: each takes the activation x and returns the next one ---------------------------
 
@@ -516,10 +575,10 @@ class Model:
 			blocks.append("pool")
 		self.kinds = blocks
 		outs.append(x)
-		return outs
+		return self.side + outs
 
 
-OP_PREFIX = {"matmul": "mm", "add": "add", "mul": "mul", "scale": "sc", "relu": "relu", "gelu": "gelu",
+OP_PREFIX = {"rope": "rope", "decode_attention": "dec", "argmax": "amax","matmul": "mm", "add": "add", "mul": "mul", "scale": "sc", "relu": "relu", "gelu": "gelu",
 	     "silu": "silu", "sigmoid": "sigm", "swiglu": "swiglu", "softmax": "smax", "layernorm": "ln", "rmsnorm": "rms",
 	     "tanh": "tanh", "reduce_mean": "mean", "l2_normalize": "l2n", "attention": "attn",
 	     "embedding": "emb", "reshape": "rs", "slice": "sl", "transpose": "tr", "concat": "cat",

@@ -32,8 +32,10 @@ ARITY = {
 	"copy": (1, 1), "tanh": (1, 1), "reduce_mean": (1, 2), "l2_normalize": (1, 1), "attention": (3, 4),
 	"embedding": (2, 2), "reshape": (1, 1), "slice": (1, 1), "transpose": (1, 1), "concat": (1, 8),
 	"assign": (2, 2), "advance": (1, 1), "kv_append": (3, 3),
+	"rope": (2, 2), "decode_attention": (4, 4), "argmax": (1, 1),
 }
 STATE_UPDATES = ("assign", "advance")  # ops without an output: they update their state in[0] in place
+ROPE_POS_RANGE = 8192  # positions drawn for a rope alone (runtime/ark.h: ARK_ROPE_POS_RANGE)
 MULTI_GPU_OPS = ("all_reduce", "all_gather")
 DEFAULT_EPS = {"layernorm": 1e-5, "rmsnorm": 1e-6, "l2_normalize": 1e-12}
 VARIANTS = ("eager", "graph", "compile", "compile_ro")
@@ -98,6 +100,8 @@ def _infer(kind, shapes, attrs, where):
 		return [d for i, d in enumerate(a) if i != ax] or [1], False
 	if kind == "attention":
 		return _infer_attention(shapes, attrs, where), False
+	if kind in ("rope", "decode_attention", "argmax"):
+		return _infer_decode(kind, shapes, attrs, where), False
 	if kind in ("layernorm", "rmsnorm"):
 		for s in shapes[1:]:
 			if list(s) != [a[-1]]:
@@ -186,6 +190,78 @@ def _infer_view(kind, shapes, attrs, where):
 	return a[:ax] + [sum(s[ax] for s in shapes)] + a[ax + 1:]
 
 
+def _infer_decode(kind, shapes, attrs, where):
+	"""rope: x [T, E] or [B, T, E], pos [1]; decode_attention: q [T, heads*Dh], caches [L, kv_heads*Dh],
+	pos [1]; argmax: x [..., N] -> [...] ([1] for a 1-D x)."""
+	a = list(shapes[0])
+	if kind == "argmax":
+		return a[:-1] or [1]
+	if list(shapes[-1]) != [1]:
+		raise GraphError("%s: position %s, expected [1]" % (where, _shape_str(shapes[-1])))
+	if kind == "rope":
+		if len(a) not in (2, 3) or a[-1] % int(attrs["head_dim"]):
+			raise GraphError("%s: rope of %s with head_dim %s" % (where, _shape_str(a), attrs["head_dim"]))
+		return a
+	h = int(attrs.get("heads", 0))
+	hkv = int(attrs.get("kv_heads", h))
+	k, v = shapes[1], shapes[2]
+	if len(a) != 2 or h < 1 or hkv < 1 or a[-1] % h or h % hkv or len(k) != 2 or list(v) != list(k) or \
+			k[-1] != a[-1] // h * hkv or a[0] > k[0]:
+		raise GraphError("%s: decode_attention of q %s, caches %s, %s with heads %d, kv_heads %d" %
+				 (where, _shape_str(a), _shape_str(k), _shape_str(v), h, hkv))
+	return a
+
+
+def _rope(torch, a, attrs):
+	"""arkgen's rope: row t of x at position pos + t (pos read on the GPU, no host sync); angles
+	(pos + t) / base^(2i / rotary_dim) in fp32, pairs (i, i + rd/2) ("half") or (2i, 2i + 1)."""
+	x, pos = a[0], a[1]
+	dh = int(attrs["head_dim"])
+	rd = int(attrs.get("rotary_dim", dh))
+	base = float(attrs.get("base", 10000.0))
+	t = x.shape[-2]
+	inv = 1.0 / (base ** (torch.arange(0, rd, 2, device=x.device, dtype=torch.float32) / rd))
+	p = pos.float() + torch.arange(t, device=x.device, dtype=torch.float32)  # [T]
+	ang = p[:, None] * inv[None, :]  # [T, rd/2]
+	c, s = torch.cos(ang)[:, None, :], torch.sin(ang)[:, None, :]  # [T, 1, rd/2]: every head
+	xh = x.float().view(*x.shape[:-1], x.shape[-1] // dh, dh)  # [..., T, H, Dh]
+	rest = xh[..., rd:]
+	if attrs.get("style", "half") == "interleaved":
+		xa, xb = xh[..., 0:rd:2], xh[..., 1:rd:2]
+		rot = torch.stack((xa * c - xb * s, xb * c + xa * s), dim=-1).flatten(-2)
+	else:
+		xa, xb = xh[..., :rd // 2], xh[..., rd // 2:rd]
+		rot = torch.cat((xa * c - xb * s, xb * c + xa * s), dim=-1)
+	return torch.cat((rot, rest), dim=-1).reshape(x.shape)
+
+
+def _decode_sdpa(torch, a, attrs):
+	"""arkgen's decode_attention through SDPA over the whole cache (static shapes, as a CUDA-graph
+	decoder does): row t sees the keys j <= pos + t, a boolean mask made on the GPU from pos."""
+	F = torch.nn.functional
+	q, k, v, pos = a
+	t, e = q.shape
+	L = k.shape[0]
+	h = int(attrs["heads"])
+	hkv = int(attrs.get("kv_heads", h))
+	dh = e // h
+	rows = pos.long() + torch.arange(t, device=q.device)  # [T]: each row's last key
+	mask = (torch.arange(L, device=q.device)[None, :] <= rows[:, None]).view(1, 1, t, L)
+	qh = q.view(1, t, h, dh).transpose(1, 2)
+	kh = k.view(1, L, hkv, dh).transpose(1, 2)
+	vh = v.view(1, L, hkv, dh).transpose(1, 2)
+	kw = {"attn_mask": mask, "scale": float(attrs.get("scale", 1.0 / math.sqrt(dh)))}
+	if hkv != h:
+		try:
+			y = F.scaled_dot_product_attention(qh, kh, vh, enable_gqa=True, **kw)
+		except TypeError:  # torch < 2.5: no enable_gqa
+			kh, vh = kh.repeat_interleave(h // hkv, dim=1), vh.repeat_interleave(h // hkv, dim=1)
+			y = F.scaled_dot_product_attention(qh, kh, vh, **kw)
+	else:
+		y = F.scaled_dot_product_attention(qh, kh, vh, **kw)
+	return y.transpose(1, 2).reshape(t, e)
+
+
 def load_graph(doc):
 	"""Checks the "tensors" and "ops" of a schedule document and returns the graph as a dict:
 	tensors {name: {"shape", "dtype", "role"}}, inputs, weights, outputs (names, in file order) and
@@ -254,15 +330,19 @@ def load_graph(doc):
 			if tensors[out]["shape"] != shape:
 				raise GraphError("%s: output '%s' is declared %s, the op makes %s" %
 						 (where, out, _shape_str(tensors[out]["shape"]), _shape_str(shape)))
-		else:  # not declared: the dtype of the first input (an embedding's: its table's)
-			tensors[out] = {"shape": shape, "dtype": tensors[ins[1 if kind == "embedding" else 0]]["dtype"],
-					"role": "activation"}
+		else:  # not declared: the dtype of the first input (an embedding's: its table's; argmax: int32)
+			tensors[out] = {"shape": shape, "dtype": "int32" if kind == "argmax" else
+					tensors[ins[1 if kind == "embedding" else 0]]["dtype"], "role": "activation"}
 		if kind == "embedding":  # ids are drawn in 0 .. V - 1 (V: the smallest table that reads them)
 			t = tensors[ins[0]]
 			t["int_hi"] = min(t.get("int_hi", have[ins[1]][0]), have[ins[1]][0])
 		if kind == "kv_append":  # positions are drawn where the rows fit: 0 .. L - T
 			t, fit = tensors[ins[2]], have[ins[0]][0] - have[ins[1]][0] + 1
 			t["int_hi"] = min(t.get("int_hi", fit), fit)
+		if kind in ("rope", "decode_attention"):  # positions: pos + T <= L (a rope alone: 0 .. 8191)
+			t = tensors[ins[-1]]
+			hi = have[ins[1]][0] - shape[0] + 1 if kind == "decode_attention" else ROPE_POS_RANGE
+			t["int_hi"] = min(t.get("int_hi", hi), hi)
 		have[out] = shape
 		steps.append((kind, tuple(ins), out, attrs))
 	for o in outputs:
@@ -348,6 +428,13 @@ def build_module(torch, g, device, gen):
 			y = _sdpa(torch, a, attrs)
 		elif kind == "embedding":
 			y = F.embedding(x.long(), a[1])
+		elif kind == "rope":
+			y = _rope(torch, a, attrs)
+		elif kind == "decode_attention":
+			y = _decode_sdpa(torch, a, attrs)
+		elif kind == "argmax":  # (torch takes NaN as the largest; arkgen never picks it)
+			y = torch.argmax(x, dim=-1)
+			y = y.reshape(1) if y.dim() == 0 else y
 		elif kind == "reshape":
 			y = x.reshape([int(d) for d in attrs["shape"]])
 		elif kind == "slice":

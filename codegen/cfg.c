@@ -23,7 +23,7 @@ static const char *const top_keys[] = { "version", "name", "dtype", "gpus", "ten
 static const char *const tensor_keys[] = { "name", "shape", "role", "dtype", "gpu" };
 static const char *const op_keys[] = { "name", "op", "in", "out", "gpu" };
 /* Ops that later format versions will add under these names. */
-static const char *const planned_ops[] = { "rope", "split", "argmax", "conv2d" };
+static const char *const planned_ops[] = { "split", "conv2d" };
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 struct reader {
@@ -534,8 +534,15 @@ static int read_attr(struct reader *r, const config_setting_t *s, struct op *o, 
 			diag_hint("leave 'scale' out for the default, 1/sqrt(head size)");
 			return -1;
 		}
+		if (a == ARK_ATTR_BASE && d <= 0) {
+			diag_error(AT(s), "'base' of op '%s' is %g, expected a positive number", o->name, d);
+			diag_hint("Llama uses base = 10000.0 (Llama 3: 500000.0)");
+			return -1;
+		}
 		if (a == ARK_ATTR_FACTOR)
 			o->factor = d;
+		else if (a == ARK_ATTR_BASE)
+			o->base = d;
 		else if (a == ARK_ATTR_SCALE)
 			o->scale = d;
 		else
@@ -555,6 +562,14 @@ static int read_attr(struct reader *r, const config_setting_t *s, struct op *o, 
 				return -1;
 			}
 			*(a == ARK_ATTR_HEADS ? &o->heads : &o->kv_heads) = (int)iv;
+			break;
+		}
+		if (a == ARK_ATTR_HEAD_DIM || a == ARK_ATTR_ROTARY_DIM) { /* graph_check checks them against x */
+			if (iv < 1 || iv > 65536) {
+				diag_error(AT(s), "%s is %lld, expected a size from 1 to 65536", what, (long long)iv);
+				return -1;
+			}
+			*(a == ARK_ATTR_HEAD_DIM ? &o->head_dim : &o->rotary_dim) = (int)iv;
 			break;
 		}
 		if (a == ARK_ATTR_START || a == ARK_ATTR_END) { /* graph_check checks them against the shape */
@@ -601,6 +616,18 @@ static int read_attr(struct reader *r, const config_setting_t *s, struct op *o, 
 				return -1;
 			}
 			o->kind = fi ? ARK_OP_GELU_TANH : ARK_OP_GELU; /* the catalog's variant row */
+			break;
+		}
+		if (a == ARK_ATTR_STYLE) {
+			static const char *const styles[] = { "half", "interleaved" };
+			int si = key_index(v, styles, COUNT(styles));
+			if (si < 0) {
+				diag_error(AT(s), "'style' of op '%s' is \"%s\", expected \"half\" or \"interleaved\"",
+					   o->name, v);
+				hint_closest(v, styles, COUNT(styles));
+				return -1;
+			}
+			o->style = si;
 			break;
 		}
 		ARK_ASSERT(a == ARK_ATTR_TRANSPORT);
@@ -782,6 +809,18 @@ static int read_op(struct reader *r, const config_setting_t *s, int index)
 		diag_hint("add heads = 12; (the number of query heads; the head size is the last dimension of q / heads)");
 		return -1;
 	}
+	if (o->kind == ARK_OP_DECODE_ATTENTION && !(o->attrs_given & ARK_A(HEADS))) {
+		diag_error(AT(s), "op '%s' (decode_attention) needs attribute 'heads'", o->name);
+		diag_hint("add heads = 32; (the number of query heads; the head size is the last dimension of q / heads)");
+		return -1;
+	}
+	if (o->kind == ARK_OP_ROPE && !(o->attrs_given & ARK_A(HEAD_DIM))) {
+		diag_error(AT(s), "op '%s' (rope) needs attribute 'head_dim'", o->name);
+		diag_hint("add head_dim = 64; (the size of one head; x's last dimension is heads * head_dim)");
+		return -1;
+	}
+	if (o->kind == ARK_OP_ROPE && !(o->attrs_given & ARK_A(BASE)))
+		o->base = 10000.0;
 	if (!(o->attrs_given & ARK_A(EPS)))
 		o->eps = o->kind == ARK_OP_RMSNORM ? 1e-6 : o->kind == ARK_OP_L2_NORMALIZE ? 1e-12 : 1e-5;
 	unsigned need = o->kind == ARK_OP_RESHAPE ? ARK_A(SHAPE)

@@ -166,11 +166,14 @@ static void emit_header(const struct emitter *e)
 	 * mma path only where a 2-byte matmul tile has more rows than the streaming path takes (the choice
 	 * ark_mm_sub makes): its code costs the loop kernel registers and stack in every model that
 	 * includes it. */
-	int used[ARK_DTYPE__COUNT] = {0}, mma = 0, att = 0;
+	int used[ARK_DTYPE__COUNT] = {0}, mma = 0, att = 0, dec = 0;
 	for (int v = 0; v < s->n_vcta; v++) {
 		const struct vcta *x = &s->v[v];
 		att |= x->tmpl == ARK_T_ATTENTION;
-		const int dt = g->tensors[g->ops[x->op].out[0]].dtype;
+		dec |= x->tmpl == ARK_T_ROPE || x->tmpl == ARK_T_DECODE || x->tmpl == ARK_T_DECODE_COMBINE ||
+		       x->tmpl == ARK_T_ARGMAX || x->tmpl == ARK_T_ARGMAX_COMBINE;
+		const struct op *xo = &g->ops[x->op]; /* argmax computes in its input's dtype */
+		const int dt = g->tensors[xo->kind == ARK_OP_ARGMAX ? xo->in[0] : xo->out[0]].dtype;
 		used[dt] = 1;
 		mma |= (x->tmpl == ARK_T_MATMUL || x->tmpl == ARK_T_MATMUL_PARTIAL) && x->m1 - x->m0 > ARK_MM_SMALL_M &&
 		       ark_dtype_size(dt) == 2;
@@ -180,6 +183,8 @@ static void emit_header(const struct emitter *e)
 	out(f, "#define ARK_TILES_MMA %d\n", mma);
 	if (att) /* off by default (op_attention.cuh): said only where used, other files unchanged */
 		out(f, "#define ARK_TILES_ATTENTION 1\n");
+	if (dec) /* the same for rope, decode_attention and argmax (op_decode.cuh) */
+		out(f, "#define ARK_TILES_DECODE 1\n");
 	out(f, "\n#include \"ark_tiles.cuh\"\n#include \"ark_loop.cuh\"\n#include \"ark.h\"\n\n");
 }
 
@@ -260,14 +265,17 @@ static void emit_ops(const struct emitter *e)
 	const struct graph *g = e->g;
 	static const char *const head[] = {"name", "kind", "n_in", "n_out", "GPU", "transpose_b", "transport",
 					   "axis", "in", "out", "factor", "eps", "line", "heads", "kv_heads",
-					   "causal", "scale", "start, dims"};
+					   "causal", "scale", "start, dims", "head_dim, rotary_dim, style, base"};
 	/* the attention columns only where the model has an attention op (struct ark_op leaves them 0) */
-	int att = 0, vw = 0; /* and the views' columns where it has a slice, a transpose or an advance (by) */
+	int att = 0, vw = 0, rope = 0; /* and the views' columns where it has a slice, a transpose or an advance
+					* (by), rope's */
 	for (int k = 0; k < g->n_ops; k++) {
-		att |= g->ops[k].kind == ARK_OP_ATTENTION;
+		att |= g->ops[k].kind == ARK_OP_ATTENTION || g->ops[k].kind == ARK_OP_DECODE_ATTENTION;
 		vw |= g->ops[k].kind == ARK_OP_SLICE || g->ops[k].kind == ARK_OP_TRANSPOSE || g->ops[k].kind == ARK_OP_ADVANCE;
+		rope |= g->ops[k].kind == ARK_OP_ROPE;
 	}
-	struct tab t = {.cols = vw ? 18 : att ? 17 : 13, .head = head, .align = "llrrrrlrllllrrrrll"};
+	vw |= rope;
+	struct tab t = {.cols = rope ? 19 : vw ? 18 : att ? 17 : 13, .head = head, .align = "llrrrrlrllllrrrrlll"};
 	out(e->f, "/* Ops in a topological order, inputs and outputs by tensor index. */\n");
 	out(e->f, "static const struct ark_op ops[%d] = {\n", g->n_ops);
 	for (int k = 0; k < g->n_ops; k++) {
@@ -303,6 +311,8 @@ static void emit_ops(const struct emitter *e)
 		if (vw)
 			tab_cell(&t, "%lld, {%d, %d}", (long long)(o->kind == ARK_OP_ADVANCE ? o->by : o->start), o->dims[0],
 				 o->dims[1]);
+		if (rope)
+			tab_cell(&t, "%d, %d, %d, %s", o->head_dim, o->rotary_dim, o->style, c_float(fa, sizeof fa, o->base));
 		tab_end(&t, "%d: %s: %s", k, c_comment_text(c, sizeof c, o->name), op_formula(formula, sizeof formula, g, o));
 		free(name.s);
 		free(in.s);
@@ -405,6 +415,25 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 		K = strided_params(g, o, oshape, ist[0]);
 		nd = T->ndim;
 	}
+	int dtype = T->dtype;
+	char posf[160] = ""; /* rope, decode_attention: istride[0] = {pos's offset, ...} */
+	if (o->kind == ARK_OP_ROPE) {
+		const struct tensor *x = &g->tensors[o->in[0]];
+		K = x->shape[x->ndim - 2];
+		fval = o->base;
+		oshape[0] = o->head_dim, oshape[1] = o->rotary_dim, oshape[2] = o->style;
+		snprintf(posf, sizeof posf, "{%s, 0, 0, 0}", offset_of(e, o->in[1]));
+	} else if (o->kind == ARK_OP_DECODE_ATTENTION) {
+		const int64_t L = s->rows[o->in[1]];
+		M = s->rows[o->in[0]];
+		K = L - M + 1; /* positions 0..L-T */
+		fval = o->scale;
+		oshape[0] = L, oshape[1] = o->heads, oshape[2] = o->kv_heads, oshape[3] = N / o->heads;
+		snprintf(posf, sizeof posf, "{%s, %" PRId64 ", 0, 0}", offset_of(e, o->in[3]), pl->kchunk);
+	} else if (o->kind == ARK_OP_ARGMAX) {
+		M = s->rows[o->in[0]], N = s->cols[o->in[0]];
+		dtype = g->tensors[o->in[0]].dtype; /* the templates' type: x's (out is int32) */
+	}
 	int64_t rview[4] = {0}; /* reduce_mean: in[0] as [P, S, Q, D], out as [P * Q, D] */
 	if (o->kind == ARK_OP_REDUCE_MEAN) {
 		tile_reduce_view(g, o, rview);
@@ -431,7 +460,7 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 	const int mask = o->kind == ARK_OP_REDUCE_MEAN && o->n_in > 1 ? o->in[1]
 		       : o->kind == ARK_OP_ATTENTION && o->n_in > 3 ? o->in[3]
 								   : -1;
-	opp_head(&in, o->kind, T->dtype, flags, pl->act, mask >= 0 ? (int)g->tensors[mask].dtype : -1,
+	opp_head(&in, o->kind, dtype, flags, pl->act, mask >= 0 ? (int)g->tensors[mask].dtype : -1,
 		 (uint32_t)pl->splits);
 	for (int i = 0; i < o->n_in && i < 3; i++)
 		sb_printf(&ins, "%s%s", i ? ", " : "", offset_of(e, o->in[i]));
@@ -447,6 +476,10 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 		init_field(&in, ".K = %" PRId64, K);
 	if (fval != 0)
 		init_field(&in, ".f = %s", c_float(c1, sizeof c1, fval));
+	if (o->kind == ARK_OP_ROPE || o->kind == ARK_OP_DECODE_ATTENTION) {
+		init_field(&in, ".oshape = %s", i64_list(c1, sizeof c1, oshape, 4));
+		init_field(&in, ".istride = {%s}", posf);
+	}
 	if (o->kind == ARK_OP_ATTENTION) {
 		init_field(&in, ".oshape = %s", i64_list(c1, sizeof c1, oshape, 4));
 		if (o->n_in > 3)
@@ -910,8 +943,10 @@ static void json_graph(const struct graph *g, FILE *f)
 		if (a & ARK_A(APPROXIMATE))
 			out(f, "%s\"approximate\": \"%s\"", sep, o->kind == ARK_OP_GELU_TANH ? "tanh" : "none"), sep = ", ";
 		if (a & ARK_A(HEADS))
-			out(f, "%s\"heads\": %d, \"kv_heads\": %d, \"scale\": %.17g, \"causal\": %s", sep, o->heads,
-			    o->kv_heads, o->scale, o->causal ? "true" : "false"), sep = ", ";
+			out(f, "%s\"heads\": %d, \"kv_heads\": %d, \"scale\": %.17g", sep, o->heads, o->kv_heads,
+			    o->scale), sep = ", ";
+		if (a & ARK_A(CAUSAL))
+			out(f, "%s\"causal\": %s", sep, o->causal ? "true" : "false"), sep = ", ";
 		if (a & ARK_A(SHAPE)) {
 			out(f, "%s\"shape\": [", sep), sep = ", ";
 			for (int d = 0; d < o->n_shape; d++)
@@ -926,6 +961,9 @@ static void json_graph(const struct graph *g, FILE *f)
 			out(f, "%s\"copy\": %s", sep, o->copy ? "true" : "false"), sep = ", ";
 		if (a & ARK_A(BY))
 			out(f, "%s\"by\": %lld", sep, (long long)o->by), sep = ", ";
+		if (a & ARK_A(HEAD_DIM))
+			out(f, "%s\"head_dim\": %d, \"rotary_dim\": %d, \"base\": %.17g, \"style\": \"%s\"", sep,
+			    o->head_dim, o->rotary_dim, o->base, o->style ? "interleaved" : "half"), sep = ", ";
 		out(f, "}}%s\n", k + 1 < g->n_ops ? "," : "");
 	}
 	out(f, "  ],\n");

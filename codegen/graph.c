@@ -177,6 +177,15 @@ static int check_gpu(const struct graph *g, int gpu, const char *file, int line,
 	return -1;
 }
 
+/* Whether tensor t is the output of an argmax (int32 indices, the one computed int32 tensor). */
+static int argmax_output(const struct graph *g, int t)
+{
+	for (int i = 0; i < g->n_ops; i++)
+		if (g->ops[i].kind == ARK_OP_ARGMAX && g->ops[i].n_out == 1 && g->ops[i].out[0] == t)
+			return 1;
+	return 0;
+}
+
 static int check_basic(struct graph *g)
 {
 	if (g->gpus < 1 || g->gpus > ARK_MAX_GPUS) {
@@ -192,10 +201,10 @@ static int check_basic(struct graph *g)
 		if (t->declared && check_gpu(g, t->gpu, t->file, t->line, "tensor", t->name))
 			return -1;
 		if (t->dtype == ARK_INT32 && t->role != ARK_ROLE_INPUT && t->role != ARK_ROLE_WEIGHT &&
-		    t->role != ARK_ROLE_STATE) {
+		    t->role != ARK_ROLE_STATE && !argmax_output(g, i)) {
 			diag_error(AT(t), "tensor '%s' is int32, but its role is %s", t->name, role_name[t->role]);
-			diag_hint("int32 is for inputs, weights and state (token ids, masks, positions); ops compute in "
-				  "fp16, bf16 or fp32");
+			diag_hint("int32 is for inputs, weights and state (token ids, masks, positions) and argmax's "
+				  "output; ops compute in fp16, bf16 or fp32");
 			return -1;
 		}
 		if (t->role == ARK_ROLE_STATE && g->gpus > 1) {
@@ -1073,11 +1082,11 @@ static int infer_assign(struct graph *g, struct op *o)
 	return 0;
 }
 
-/* A position: an int32 tensor of one element. */
+/* A position (rope in[1], decode_attention in[3], kv_append in[2]): int32 [1]. */
 static int check_pos(struct graph *g, struct op *o, int j)
 {
 	const struct tensor *p = &g->tensors[o->in[j]];
-	if (p->dtype != ARK_INT32 || tensor_elems(p) != 1) {
+	if (p->dtype != ARK_INT32 || p->ndim != 1 || p->shape[0] != 1) {
 		diag_error(AT(o), "position '%s' of op '%s' (%s) is %s %s, expected int32 [1]", p->name, o->name,
 			   op_info[o->kind].name, dtype_name[p->dtype], shp(p));
 		note_tensor(g, p);
@@ -1105,6 +1114,122 @@ static int infer_kv_append(struct graph *g, struct op *o)
 		return -1;
 	}
 	return check_pos(g, o, 2);
+}
+
+/* rope: x [T, E] or [B, T, E] with E = heads * head_dim, pos int32 [1]; out has x's shape. Resolves
+ * rotary_dim to its default (head_dim). */
+static int infer_rope(struct graph *g, struct op *o, int *nd, int64_t *shape)
+{
+	const struct tensor *x = &g->tensors[o->in[0]];
+	if (x->ndim != 2 && x->ndim != 3) {
+		diag_error(AT(o), "input '%s' of op '%s' (rope) has shape %s, expected [T, heads * head_dim] or "
+			   "[B, T, heads * head_dim]", x->name, o->name, shp(x));
+		note_tensor(g, x);
+		return -1;
+	}
+	int64_t E = x->shape[x->ndim - 1];
+	if (E % o->head_dim) {
+		diag_error(AT(o), "input '%s' of op '%s' (rope) has rows of %" PRId64 ", not a multiple of head_dim = %d",
+			   x->name, o->name, E, o->head_dim);
+		note_tensor(g, x);
+		diag_hint("the last dimension of x is heads * head_dim");
+		return -1;
+	}
+	if (!(o->attrs_given & ARK_A(ROTARY_DIM)))
+		o->rotary_dim = o->head_dim;
+	if (o->rotary_dim % 2 || o->rotary_dim > o->head_dim) {
+		diag_error(AT(o), "op '%s' (rope) has rotary_dim = %d, expected an even number up to head_dim = %d",
+			   o->name, o->rotary_dim, o->head_dim);
+		diag_hint("rotary_dim is the part of each head that is rotated, in pairs");
+		return -1;
+	}
+	if (check_pos(g, o, 1))
+		return -1;
+	set_shape(shape, nd, x->ndim, x->shape);
+	return 0;
+}
+
+/* The largest head size of the decode_attention template (templates/op_decode.cuh). */
+#define DEC_MAX_DH 128
+
+/* decode_attention: q [T, H*Dh], caches [L, Hkv*Dh], pos int32 [1]; out [T, H*Dh]. Resolves kv_heads and
+ * scale to their defaults. */
+static int infer_decode_attention(struct graph *g, struct op *o, int *nd, int64_t *shape)
+{
+	const struct tensor *q = &g->tensors[o->in[0]], *k = &g->tensors[o->in[1]], *v = &g->tensors[o->in[2]];
+	if (q->ndim != 2) {
+		diag_error(AT(o), "query '%s' of op '%s' (decode_attention) has shape %s, expected [T, heads * head size]",
+			   q->name, o->name, shp(q));
+		note_tensor(g, q);
+		return -1;
+	}
+	int64_t T = q->shape[0], E = q->shape[1];
+	int H = o->heads;
+	if (!(o->attrs_given & ARK_A(KV_HEADS)))
+		o->kv_heads = H;
+	int Hkv = o->kv_heads;
+	if (E % H) {
+		diag_error(AT(o), "query '%s' of op '%s' (decode_attention) has rows of %" PRId64 ", not a multiple of "
+			   "heads = %d", q->name, o->name, E, H);
+		note_tensor(g, q);
+		diag_hint("the last dimension of the query is heads * head size");
+		return -1;
+	}
+	int64_t Dh = E / H;
+	if (Dh % 8 || Dh > DEC_MAX_DH) {
+		diag_error(AT(o), "op '%s' (decode_attention) has a head size of %" PRId64 " (%" PRId64 " / %d heads), "
+			   "expected a multiple of 8 up to %d", o->name, Dh, E, H, DEC_MAX_DH);
+		note_tensor(g, q);
+		return -1;
+	}
+	if (H % Hkv) {
+		diag_error(AT(o), "op '%s' (decode_attention) has heads = %d and kv_heads = %d: kv_heads must divide "
+			   "heads", o->name, H, Hkv);
+		diag_hint("grouped-query attention shares each kv head among heads / kv_heads query heads");
+		return -1;
+	}
+	for (int j = 1; j <= 2; j++) {
+		const struct tensor *t = &g->tensors[o->in[j]];
+		if (t->ndim != 2 || t->shape[1] != Hkv * Dh) {
+			diag_error(AT(o), "%s cache '%s' of op '%s' (decode_attention) has shape %s, expected [*, %" PRId64
+				   "] ([L, kv_heads * head size])", j == 1 ? "key" : "value", t->name, o->name, shp(t),
+				   Hkv * Dh);
+			note_tensor(g, t);
+			return -1;
+		}
+	}
+	if (!same_shape(k, v)) {
+		diag_error(AT(o), "value cache '%s' of op '%s' (decode_attention) has shape %s, expected %s like the "
+			   "key cache '%s'", v->name, o->name, shp(v), shp(k), k->name);
+		note_tensor(g, v);
+		return -1;
+	}
+	if (T > k->shape[0]) {
+		diag_error(AT(o), "query '%s' of op '%s' (decode_attention) has %" PRId64 " rows, more than the %" PRId64
+			   " of the cache '%s'", q->name, o->name, T, k->shape[0], k->name);
+		note_tensor(g, q);
+		diag_hint("the T query rows are at positions pos..pos+T-1, which the cache must hold");
+		return -1;
+	}
+	if (check_pos(g, o, 3))
+		return -1;
+	if (!(o->attrs_given & ARK_A(SCALE)))
+		o->scale = 1.0 / sqrt((double)Dh);
+	set_shape(shape, nd, 2, q->shape);
+	return 0;
+}
+
+/* argmax: x [..., N] -> int32 [...] (x 1-D: [1]) */
+static int infer_argmax(struct graph *g, struct op *o, int *nd, int64_t *shape)
+{
+	const struct tensor *x = &g->tensors[o->in[0]];
+	if (x->ndim == 1) {
+		*nd = 1;
+		shape[0] = 1;
+		return 0;
+	}
+	set_shape(shape, nd, x->ndim - 1, x->shape);
+	return 0;
 }
 
 /* Output shapes of o, all equal (per-GPU outputs of collectives have one shape too). */
@@ -1182,6 +1307,12 @@ static int infer_shape(struct graph *g, struct op *o, int *nd, int64_t *shape)
 		if (infer_kv_append(g, o))
 			return -1;
 		break;
+	case ARK_OP_ROPE:
+		return infer_rope(g, o, nd, shape);
+	case ARK_OP_DECODE_ATTENTION:
+		return infer_decode_attention(g, o, nd, shape);
+	case ARK_OP_ARGMAX:
+		return infer_argmax(g, o, nd, shape);
 	default: /* unary: out has the shape of in[0] (scale, activations, softmax, copy) */
 		break;
 	}
@@ -1196,7 +1327,8 @@ static int infer_shape(struct graph *g, struct op *o, int *nd, int64_t *shape)
 static int int32_ok(enum ark_op_kind k, int j)
 {
 	return (k == ARK_OP_EMBEDDING && j == 0) || (k == ARK_OP_ATTENTION && j == 3) || (k == ARK_OP_REDUCE_MEAN && j == 1) ||
-	       k == ARK_OP_ASSIGN || k == ARK_OP_ADVANCE || (k == ARK_OP_KV_APPEND && j == 2);
+	       k == ARK_OP_ASSIGN || k == ARK_OP_ADVANCE || (k == ARK_OP_KV_APPEND && j == 2) ||
+	       (k == ARK_OP_ROPE && j == 1) || (k == ARK_OP_DECODE_ATTENTION && j == 3);
 }
 
 static int infer_op(struct graph *g, struct op *o)
@@ -1215,7 +1347,8 @@ static int infer_op(struct graph *g, struct op *o)
 			diag_error(AT(o), "input '%s' of op '%s' (%s) is int32, which %s does not take there", t->name,
 				   o->name, oi->name, oi->name);
 			note_tensor(g, t);
-			diag_hint("int32 tensors are token ids (embedding) and masks; give '%s' a float dtype", t->name);
+			diag_hint("int32 tensors are token ids (embedding), masks and positions (rope, decode_attention); "
+				  "give '%s' a float dtype", t->name);
 			return -1;
 		}
 		if (!own_dtype && t->dtype != a->dtype) {
@@ -1246,6 +1379,8 @@ static int infer_op(struct graph *g, struct op *o)
 	int64_t shape[ARK_MAX_DIMS];
 	if (infer_shape(g, o, &nd, shape))
 		return -1;
+	/* the dtype of the outputs: the inputs', but argmax's indices */
+	const enum ark_dtype odt = o->kind == ARK_OP_ARGMAX ? ARK_INT32 : a->dtype;
 	for (int j = 0; j < o->n_out; j++) {
 		struct tensor *t = &g->tensors[o->out[j]];
 		int gpu = oi->n_out == 0 ? g->tensors[o->in[j]].gpu : o->gpu;
@@ -1256,13 +1391,13 @@ static int infer_op(struct graph *g, struct op *o)
 			return -1;
 		}
 		t->gpu = gpu;
-		if (t->dtype_given && t->dtype != a->dtype) {
+		if (t->dtype_given && t->dtype != odt) {
 			diag_error(AT(t), "tensor '%s' is declared as %s, but op '%s' (%s) produces %s", t->name,
-				   dtype_name[t->dtype], o->name, oi->name, dtype_name[a->dtype]);
+				   dtype_name[t->dtype], o->name, oi->name, dtype_name[odt]);
 			diag_note(AT(o), "op '%s' is defined here", o->name);
 			return -1;
 		}
-		t->dtype = a->dtype;
+		t->dtype = odt;
 		if (t->shape_given) {
 			char want[SHAPE_BUF];
 			shape_str(want, sizeof want, nd, shape);
@@ -1563,6 +1698,10 @@ static void dump_attrs(const struct op *o, FILE *f)
 		case ARK_ATTR_DIMS: fprintf(f, "[%d, %d]", o->dims[0], o->dims[1]); break;
 		case ARK_ATTR_COPY: fprintf(f, "%s", o->copy ? "true" : "false"); break;
 		case ARK_ATTR_BY: fprintf(f, "%lld", (long long)o->by); break;
+		case ARK_ATTR_HEAD_DIM: fprintf(f, "%d", o->head_dim); break;
+		case ARK_ATTR_BASE: fprintf(f, "%g", o->base); break;
+		case ARK_ATTR_ROTARY_DIM: fprintf(f, "%d", o->rotary_dim); break;
+		case ARK_ATTR_STYLE: fprintf(f, "\"%s\"", o->style ? "interleaved" : "half"); break;
 		default: ARK_ASSERT(!"attribute without a dump");
 		}
 		fprintf(f, "%s\n", o->attrs_given & (1u << a) ? "" : "  (default)");

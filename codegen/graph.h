@@ -62,6 +62,9 @@ struct op {
 	int copy;              /* views: copy when the result cannot alias its input */
 	int copied;            /* a view op that copies (graph_check: copy = true and no view possible) */
 	int64_t by;            /* advance: added to the state (default 1) */
+	int head_dim, rotary_dim; /* rope: rotary_dim 0 until inference sets its default (head_dim) */
+	int style;             /* rope: 0 "half" (rotate_half), 1 "interleaved" */
+	double base;           /* rope: 10000 unless given */
 	unsigned attrs_given;  /* mask of ARK_A(...) */
 	const char *file;      /* file of `line` when it is not the model file (an @include'd one) */
 };

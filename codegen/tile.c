@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ark_smem.h" /* ARK_DEC_ROWS */
 #include "diag.h"
 #include "lower.h"
 
@@ -689,6 +690,154 @@ static void tile_kv_append(struct tiling *s, int oi)
 	}
 }
 
+/* rope: ranges of whole rows of x [B*T, E], about one per SM; each reads its rows and the position. */
+static void tile_rope(struct tiling *s, int oi)
+{
+	struct graph *g = s->g;
+	struct op *o = &g->ops[oi];
+	struct op_tiling *pl = &s->per_op[oi];
+	int x = o->in[0], pos = o->in[1], out = o->out[0];
+	int64_t R = s->rows[out], C = s->cols[out], es = esize(s, out);
+	int64_t tr = cdiv(R, imin(R, s->opt.sms));
+	pl->tm = (int)imin(tr, INT32_MAX);
+	pl->tn = (int)imin(C, INT32_MAX);
+	for (int64_t r0 = 0; r0 < R; r0 += tr) {
+		int64_t r1 = imin(R, r0 + tr);
+		struct vcta *v = tiling_new_vcta(s, oi, oi, ARK_T_ROPE);
+		v->m0 = (uint32_t)r0, v->m1 = (uint32_t)r1, v->n0 = 0, v->n1 = (uint32_t)C;
+		vcta_add_read(v, x, r0, r1, 0, C);
+		vcta_add_read(v, pos, 0, 1, 0, 1);
+		v->write = (struct region){out, r0, r1, 0, C};
+		/* a sincos per pair and 6 operations per element */
+		v->flops = (double)((r1 - r0) * C * 16);
+		v->bytes = (double)(2 * es * (r1 - r0) * C + 4);
+	}
+}
+
+/* decode_attention's work units: a kv head's G query heads for all T rows make G*T query rows that
+ * share the kv head's keys; blocks of at most ARK_DEC_ROWS of them, whole rows of out: tb rows t of
+ * every query head of the group (G <= ARK_DEC_ROWS), else gb query heads of one row t. */
+static void decode_blocks(int64_t T, int64_t G, int64_t *tb, int64_t *gb)
+{
+	*tb = G <= ARK_DEC_ROWS ? imax(1, imin(T, ARK_DEC_ROWS / G)) : 1;
+	*gb = G <= ARK_DEC_ROWS ? G : ARK_DEC_ROWS;
+}
+
+/* decode_attention (flash-decoding): one vCTA per (kv head, block of query rows, split of the cache's
+ * L rows). S splits when the blocks alone leave SMs idle: as many as fill the SMs, each of at least
+ * 64 keys (a split reads 2 * keys * Dh elements; fewer would cost more in the combine and the
+ * dispatch than they save). A split whose keys all lie past pos + T does nothing at run time (the
+ * tiler only knows L, the bound). With S > 1 every split writes its unnormalised output, max and
+ * sum to the fp32 workspace, and one combine vCTA per block merges the splits that hold keys. */
+static void tile_decode_attention(struct tiling *s, int oi)
+{
+	struct graph *g = s->g;
+	struct op *o = &g->ops[oi];
+	struct op_tiling *pl = &s->per_op[oi];
+	int q = o->in[0], kc = o->in[1], vc = o->in[2], pos = o->in[3], out = o->out[0];
+	int64_t T = s->rows[q], E = s->cols[q], L = s->rows[kc], H = o->heads, Hkv = o->kv_heads;
+	int64_t Dh = E / H, G = H / Hkv, es = esize(s, out), W = Dh + 2;
+	int64_t tb, gb;
+	decode_blocks(T, G, &tb, &gb);
+	int64_t blocks = Hkv * cdiv(T, tb) * cdiv(G, gb);
+	int64_t S = imax(1, imin(cdiv(s->opt.sms, blocks), L / 64));
+	int64_t chunk = cdiv(L, S);
+	S = cdiv(L, chunk);
+	pl->splits = (int)S;
+	pl->kchunk = chunk;
+	pl->tm = (int)tb;
+	pl->tn = (int)(gb * Dh);
+	if (S > 1)
+		pl->ws_tensor = tiling_add_tensor(s, g->tensors[out].name, "__ws", o->gpu, H * T, S * W, ARK_FP32);
+	for (int pass = 0; pass < (S > 1 ? 2 : 1); pass++)
+		for (int64_t kvh = 0; kvh < Hkv; kvh++)
+			for (int64_t t0 = 0; t0 < T; t0 += tb)
+				for (int64_t g0 = 0; g0 < G; g0 += gb) {
+					int64_t t1 = imin(T, t0 + tb), g1 = imin(G, g0 + gb);
+					int64_t h0 = kvh * G + g0, h1 = kvh * G + g1, rows = (t1 - t0) * (g1 - g0);
+					/* the block's rows of the workspace (row kvh*T*G + t*G + g): contiguous, as
+					 * the block is whole rows t or a range of g within one t */
+					int64_t w0 = kvh * T * G + t0 * G + g0, w1 = w0 + rows;
+					for (int64_t sp = 0; sp < (pass ? 1 : S); sp++) {
+						struct vcta *v = tiling_new_vcta(s, oi, oi, pass ? ARK_T_DECODE_COMBINE : ARK_T_DECODE);
+						v->m0 = (uint32_t)t0, v->m1 = (uint32_t)t1;
+						v->n0 = (uint32_t)(h0 * Dh), v->n1 = (uint32_t)(h1 * Dh);
+						vcta_add_read(v, pos, 0, 1, 0, 1);
+						if (pass) { /* combine: every split's partials of the block's rows */
+							v->k0 = 0, v->k1 = (uint32_t)L;
+							vcta_add_read(v, pl->ws_tensor, w0, w1, 0, S * W);
+							v->write = (struct region){out, t0, t1, h0 * Dh, h1 * Dh};
+							v->flops = (double)(rows * S * (Dh + 8));
+							v->bytes = (double)(rows * (4 * S * W + es * Dh));
+							continue;
+						}
+						int64_t k0 = sp * chunk, k1 = imin(L, k0 + chunk);
+						v->k0 = (uint32_t)k0, v->k1 = (uint32_t)k1, v->split = (uint32_t)sp;
+						vcta_add_read(v, q, t0, t1, h0 * Dh, h1 * Dh);
+						vcta_add_read(v, kc, k0, k1, kvh * Dh, (kvh + 1) * Dh);
+						vcta_add_read(v, vc, k0, k1, kvh * Dh, (kvh + 1) * Dh);
+						if (S > 1)
+							v->write = (struct region){pl->ws_tensor, w0, w1, sp * W, (sp + 1) * W};
+						else
+							v->write = (struct region){out, t0, t1, h0 * Dh, h1 * Dh};
+						/* q.k and p.v per row and key, the softmax's few operations per score */
+						v->flops = (double)(rows * (k1 - k0)) * (4.0 * (double)Dh + 8.0);
+						v->bytes = (double)(es * (2 * (k1 - k0) * Dh + 2 * rows * Dh));
+					}
+				}
+}
+
+/* argmax over the last axis of x [M, N]: row blocks, about one per SM, each row whole; with few rows
+ * of many columns (a vocabulary's logits for one token) the columns too, in S blocks of at least
+ * 2048 so that the rows' column blocks fill the SMs, each writing its (value, index) to the fp32
+ * workspace [M, 2*S], and combine vCTAs of up to 64 rows merge them. */
+#define ARGMAX_MIN_COLS 2048
+static void tile_argmax(struct tiling *s, int oi)
+{
+	struct graph *g = s->g;
+	struct op *o = &g->ops[oi];
+	struct op_tiling *pl = &s->per_op[oi];
+	int x = o->in[0], out = o->out[0];
+	int64_t M = s->rows[x], N = s->cols[x], es = esize(s, x), Co = s->cols[out];
+	int64_t S = M >= s->opt.sms ? 1 : imax(1, imin(s->opt.sms / M, N / ARGMAX_MIN_COLS));
+	int64_t chunk = cdiv(N, S);
+	chunk = imin(N, cdiv(chunk, 8) * 8); /* whole 16-byte vectors of 16-bit values per split */
+	S = cdiv(N, chunk);
+	int64_t tr = S > 1 ? 1 : cdiv(M, imin(M, s->opt.sms));
+	pl->splits = (int)S;
+	pl->tm = (int)imin(tr, INT32_MAX);
+	pl->tn = (int)imin(chunk, INT32_MAX);
+	if (S > 1)
+		pl->ws_tensor = tiling_add_tensor(s, g->tensors[out].name, "__ws", o->gpu, M, 2 * S, ARK_FP32);
+	for (int64_t r0 = 0; r0 < M; r0 += tr) {
+		int64_t r1 = imin(M, r0 + tr);
+		for (int64_t sp = 0; sp < S; sp++) {
+			int64_t c0 = sp * chunk, c1 = imin(N, c0 + chunk);
+			struct vcta *v = tiling_new_vcta(s, oi, oi, ARK_T_ARGMAX);
+			v->m0 = (uint32_t)r0, v->m1 = (uint32_t)r1, v->n0 = 0, v->n1 = 1;
+			v->k0 = (uint32_t)c0, v->k1 = (uint32_t)c1, v->split = (uint32_t)sp;
+			vcta_add_read(v, x, r0, r1, c0, c1);
+			if (S > 1)
+				v->write = (struct region){pl->ws_tensor, r0, r1, 2 * sp, 2 * sp + 2};
+			else
+				v->write = range_box(out, r0, r1, Co);
+			v->flops = (double)((r1 - r0) * (c1 - c0) * 2);
+			v->bytes = (double)(es * (r1 - r0) * (c1 - c0) + 8 * (r1 - r0));
+		}
+	}
+	if (S > 1)
+		for (int64_t r0 = 0; r0 < M; r0 += 64) {
+			int64_t r1 = imin(M, r0 + 64);
+			struct vcta *v = tiling_new_vcta(s, oi, oi, ARK_T_ARGMAX_COMBINE);
+			v->m0 = (uint32_t)r0, v->m1 = (uint32_t)r1, v->n0 = 0, v->n1 = 1;
+			v->k0 = 0, v->k1 = (uint32_t)N;
+			vcta_add_read(v, pl->ws_tensor, r0, r1, 0, 2 * S);
+			v->write = range_box(out, r0, r1, Co);
+			v->flops = (double)((r1 - r0) * S * 2);
+			v->bytes = (double)((r1 - r0) * (8 * S + 4));
+		}
+}
+
 /* The tiler of every op kind, named once per entry of OP_LIST: an op added to the catalog without a
  * line here does not compile ('TILER_<ID>' undeclared). */
 #define TILER_MATMUL tile_matmul
@@ -719,6 +868,9 @@ static void tile_kv_append(struct tiling *s, int oi)
 #define TILER_ASSIGN tile_assign
 #define TILER_ADVANCE tile_assign
 #define TILER_KV_APPEND tile_kv_append
+#define TILER_ROPE tile_rope
+#define TILER_DECODE_ATTENTION tile_decode_attention
+#define TILER_ARGMAX tile_argmax
 
 typedef void tiler_fn(struct tiling *s, int oi);
 static tiler_fn *const tilers[] = {

@@ -41,6 +41,7 @@ struct op_tiling {
 	int out_tensor;       /* tensor the op's vCTAs write (the fused activation's output) */
 	int splits;           /* matmul split-K */
 	int ws_tensor;        /* matmul split-K workspace tensor, -1 */
+	int64_t kchunk;       /* decode_attention: keys per split */
 	int tm, tn;           /* tile shape of out */
 	int first_vcta, n_vcta;
 	int chain_next;       /* elementwise chain: the next op of the chain, -1 */

@@ -35,8 +35,10 @@ void ark_fill_random(void *buf, int dtype, int64_t n, uint64_t seed, float scale
 /* int32 values uniform in [0, hi). */
 void ark_fill_random_ints(int32_t *buf, int64_t n, uint64_t seed, int32_t hi);
 /* The values int32 tensor t of m may hold are 0 .. ark_int_range(m, t) - 1: the rows of the smallest
- * table of the embeddings that read it as ids, or of the positions where kv_append's rows fit in its
- * cache (L - T + 1), else 2 (a mask: 0 or 1). */
+ * table of the embeddings that read it as ids, of the positions where kv_append's rows fit in its
+ * cache (L - T + 1), for a position L - T + 1 of the decode_attentions that read it (pos + T <= L) or
+ * ARK_ROPE_POS_RANGE for rope alone, the smallest of these; else 2 (a mask: 0 or 1). */
+#define ARK_ROPE_POS_RANGE 8192
 int32_t ark_int_range(const struct ark_model *m, int t);
 
 /* ---- CPU reference -------------------------------------------------------------------------- */

@@ -1,5 +1,6 @@
 /* random.c: deterministic seeded random fill of host buffers (xoshiro256**, seeded by splitmix64), and
- * the valid range of an int32 input (ids of an embedding, else a 0/1 mask). */
+ * the valid range of an int32 input (ids of an embedding, a position of rope or decode_attention, else
+ * a 0/1 mask). */
 #include <math.h>
 
 #include "ark.h"
@@ -68,20 +69,31 @@ void ark_fill_random_ints(int32_t *buf, int64_t n, uint64_t seed, int32_t hi)
 int32_t ark_int_range(const struct ark_model *m, int t)
 {
 	int64_t hi = -1;
+	int pos = 0;
 	for (int i = 0; i < m->n_ops; i++) {
 		const struct ark_op *o = &m->ops[i];
 		int64_t v;
-		if (o->kind == ARK_OP_KV_APPEND && o->n_in == 3 && o->in[2] == t && o->in[0] >= 0 && o->in[1] >= 0 &&
-		    o->in[0] < m->n_tensors && o->in[1] < m->n_tensors) /* a position: rows that fit in the cache */
-			v = m->tensors[o->in[0]].shape[0] - m->tensors[o->in[1]].shape[0] + 1;
-		else if (o->kind == ARK_OP_EMBEDDING && o->in[0] == t && o->in[1] >= 0 && o->in[1] < m->n_tensors)
+		if (o->kind == ARK_OP_EMBEDDING && o->in[0] == t && o->in[1] >= 0 && o->in[1] < m->n_tensors) {
 			v = m->tensors[o->in[1]].shape[0];
-		else
+		} else if (o->kind == ARK_OP_KV_APPEND && o->n_in == 3 && o->in[2] == t && o->in[0] >= 0 &&
+			   o->in[1] >= 0 && o->in[0] < m->n_tensors && o->in[1] < m->n_tensors) {
+			/* a position: the rows of x fit in the cache */
+			v = m->tensors[o->in[0]].shape[0] - m->tensors[o->in[1]].shape[0] + 1;
+			pos = 1;
+		} else if (o->kind == ARK_OP_DECODE_ATTENTION && o->in[3] == t) {
+			/* a position: pos + T <= L, the rows the cache holds */
+			v = m->tensors[o->in[1]].shape[0] - m->tensors[o->in[0]].shape[0] + 1;
+			pos = 1;
+		} else if (o->kind == ARK_OP_ROPE && o->in[1] == t) {
+			v = ARK_ROPE_POS_RANGE; /* any position is valid for rope alone */
+			pos = 1;
+		} else {
 			continue;
+		}
 		if (hi < 0 || v < hi)
 			hi = v;
 	}
-	if (hi < 0)
-		return 2;
+	if (hi < 1)
+		return pos ? 1 : 2;
 	return hi > INT32_MAX ? INT32_MAX : (int32_t)hi;
 }

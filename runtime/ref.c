@@ -768,6 +768,128 @@ static int ref_kv_append(const struct ref_ctx *c)
 	return ARK_OK;
 }
 
+/* ---- decoding: rope, decode_attention, argmax ---------------------------------------------------- */
+
+/* The position operand: int32 [1]. */
+static int ref_pos(const struct ref_ctx *c, int j, int64_t *pos)
+{
+	const struct ark_tensor *p = in_t(c, j);
+	if (p->dtype != ARK_INT32 || ark_tensor_elems(p) != 1)
+		return REF_ERR(c, "position '%s' is %s with %lld elements, expected int32 [1]", tname(p),
+			       ark_dtype_name(p->dtype), (long long)ark_tensor_elems(p));
+	*pos = ((const int32_t *)in_b(c, j))[0];
+	return ARK_OK;
+}
+
+/* rope: x [T, H*Dh] or [B, T, H*Dh]; row t of a batch is at position pos + t; in every head the pairs
+ * (i, i + rd/2) ("half") or (2i, 2i + 1) ("interleaved"), i < rd/2, turn by (pos + t) * base^(-2i/rd);
+ * the columns from rd on are copied. */
+static int ref_rope(const struct ref_ctx *c)
+{
+	const struct ark_tensor *x = in_t(c, 0), *o = out_t(c, 0);
+	int64_t Dh = c->op->head_dim, rd = c->op->rotary_dim, pos;
+	int style = c->op->style;
+	double base = c->op->base;
+	char s1[96];
+	if (x->ndim < 2 || Dh < 1 || rd < 2 || rd % 2 || rd > Dh || last_dim(x) % Dh || !(base > 0))
+		return REF_ERR(c, "x %s does not fit head_dim %lld, rotary_dim %lld, base %g", shape_str(s1, sizeof s1, x),
+			       (long long)Dh, (long long)rd, base);
+	if (same_elems(c, x, o) || ref_pos(c, 1, &pos))
+		return ARK_ERR;
+	const void *xb = in_b(c, 0);
+	void *ob = out_b(c, 0);
+	int64_t E = last_dim(x), T = x->shape[x->ndim - 2], rows = ark_tensor_elems(x) / E, half = rd / 2;
+	for (int64_t r = 0; r < rows; r++) {
+		double p = (double)(pos + r % T);
+		for (int64_t h0 = r * E; h0 < (r + 1) * E; h0 += Dh) {
+			for (int64_t i = 0; i < half; i++) {
+				double ang = p * pow(base, -2.0 * (double)i / (double)rd);
+				int64_t a = style ? 2 * i : i, b = style ? 2 * i + 1 : i + half;
+				double xa = ark_get(xb, x->dtype, h0 + a), xb2 = ark_get(xb, x->dtype, h0 + b);
+				ark_set(ob, o->dtype, h0 + a, (float)(xa * cos(ang) - xb2 * sin(ang)));
+				ark_set(ob, o->dtype, h0 + b, (float)(xb2 * cos(ang) + xa * sin(ang)));
+			}
+			copy_elems(ob, o->dtype, h0 + rd, xb, x->dtype, h0 + rd, Dh - rd);
+		}
+	}
+	return ARK_OK;
+}
+
+/* decode_attention: out [T, H*Dh]; query row t of head h attends keys 0..pos+t of kv head
+ * h / (H/Hkv) of the caches [L, Hkv*Dh]: softmax(q.k * scale) v, in double. pos + T > L or pos < 0 is
+ * an error naming the position (the GPU aborts its iteration on it). */
+static int ref_decode_attention(const struct ref_ctx *c)
+{
+	const struct ark_tensor *q = in_t(c, 0), *k = in_t(c, 1), *v = in_t(c, 2), *o = out_t(c, 0);
+	int H = c->op->heads, Hkv = c->op->kv_heads;
+	double scale = c->op->scale;
+	int64_t pos;
+	char s1[96], s2[96];
+	if (q->ndim != 2 || k->ndim != 2 || v->ndim != 2 || H < 1 || Hkv < 1 || H % Hkv || q->shape[1] % H ||
+	    k->shape[1] != q->shape[1] / H * Hkv || ark_tensor_elems(v) != ark_tensor_elems(k))
+		return REF_ERR(c, "heads %d, kv_heads %d do not fit q %s and the caches %s", H, Hkv,
+			       shape_str(s1, sizeof s1, q), shape_str(s2, sizeof s2, k));
+	if (same_elems(c, q, o) || ref_pos(c, 3, &pos))
+		return ARK_ERR;
+	int64_t T = q->shape[0], E = q->shape[1], L = k->shape[0], Ekv = k->shape[1], Dh = E / H, G = H / Hkv;
+	if (pos < 0 || pos + T > L)
+		return REF_ERR(c, "position '%s' is %lld: rows pos..pos+%lld are outside the %lld rows of the cache '%s'",
+			       tname(in_t(c, 3)), (long long)pos, (long long)(T - 1), (long long)L, tname(k));
+	const void *qb = in_b(c, 0), *kb = in_b(c, 1), *vb = in_b(c, 2);
+	void *ob = out_b(c, 0);
+	double *p = malloc((size_t)L * sizeof *p);
+	if (!p)
+		return REF_ERR(c, "out of memory");
+	for (int64_t t = 0; t < T; t++)
+		for (int64_t h = 0; h < H; h++) {
+			int64_t kvh = h / G, n = pos + t + 1, qrow = t * E + h * Dh;
+			double mx = -INFINITY, sum = 0;
+			for (int64_t j = 0; j < n; j++) {
+				double d = 0;
+				for (int64_t x = 0; x < Dh; x++)
+					d += (double)ark_get(qb, q->dtype, qrow + x) * ark_get(kb, k->dtype, j * Ekv + kvh * Dh + x);
+				p[j] = d * scale;
+				mx = p[j] > mx ? p[j] : mx;
+			}
+			for (int64_t j = 0; j < n; j++) {
+				p[j] = exp(p[j] - mx);
+				sum += p[j];
+			}
+			for (int64_t x = 0; x < Dh; x++) {
+				double acc = 0;
+				for (int64_t j = 0; j < n; j++)
+					acc += p[j] * ark_get(vb, v->dtype, j * Ekv + kvh * Dh + x);
+				ark_set(ob, o->dtype, qrow + x, (float)(acc / sum));
+			}
+		}
+	free(p);
+	return ARK_OK;
+}
+
+/* argmax over the last axis: out int32 [...], the index of the largest value, the smallest index on
+ * ties; NaN never wins (a row of NaN only: 0). */
+static int ref_argmax(const struct ref_ctx *c)
+{
+	const struct ark_tensor *x = in_t(c, 0), *o = out_t(c, 0);
+	int64_t N = last_dim(x), M = N ? ark_tensor_elems(x) / N : 0;
+	if (o->dtype != ARK_INT32 || ark_tensor_elems(o) != M || N < 1 || N > INT32_MAX)
+		return REF_ERR(c, "output '%s' is %s with %lld elements, expected int32 with %lld", tname(o),
+			       ark_dtype_name(o->dtype), (long long)ark_tensor_elems(o), (long long)M);
+	const void *xb = in_b(c, 0);
+	int32_t *ob = out_b(c, 0);
+	for (int64_t r = 0; r < M; r++) {
+		int64_t best = -1;
+		float bv = 0;
+		for (int64_t j = 0; j < N; j++) {
+			float y = ark_get(xb, x->dtype, r * N + j);
+			if (!isnan(y) && (best < 0 || y > bv))
+				best = j, bv = y;
+		}
+		ob[r] = (int32_t)(best < 0 ? 0 : best);
+	}
+	return ARK_OK;
+}
+
 /* The reference of every op, from OP_CATALOG: an op without one does not compile. */
 static int (*const ref_of[ARK_OP__COUNT])(const struct ref_ctx *c) = {
 #define X(id, name, min_in, max_in, n_out, attrs, flags, ref) [ARK_OP_##id] = ref,

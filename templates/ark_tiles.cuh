@@ -6,6 +6,7 @@
 #include "op_attention.cuh"
 #include "op_comm.cuh"
 #include "op_copy.cuh"
+#include "op_decode.cuh"
 #include "op_elementwise.cuh"
 #include "op_matmul.cuh"
 #include "op_reduce.cuh"

@@ -292,7 +292,8 @@ static void ref_tables(const struct arkgen_result *r, struct ark_tensor *T, stru
 		O[k] = (struct ark_op){o->name, (uint16_t)o->kind, (uint8_t)o->n_in, (uint8_t)o->n_out, (uint8_t)o->gpu, 0,
 				       (uint8_t)o->transport, (int8_t)o->axis, {0}, {0}, 1.0f, 0.0f, o->line,
 				       o->heads, o->kv_heads, o->causal, (float)o->scale,
-				       o->kind == ARK_OP_ADVANCE ? o->by : o->start, {o->dims[0], o->dims[1]}};
+				       o->kind == ARK_OP_ADVANCE ? o->by : o->start, {o->dims[0], o->dims[1]},
+				       o->head_dim, o->rotary_dim, o->style, (float)o->base};
 		memcpy(O[k].in, o->in, sizeof O[k].in);
 		memcpy(O[k].out, o->out, sizeof O[k].out);
 	}

@@ -14,6 +14,7 @@
 
 #include "ark.h"
 #define ARK_TILES_ATTENTION 1 /* every template, attention included (off unless asked for) */
+#define ARK_TILES_DECODE 1    /* and rope, decode attention, argmax */
 #include "ark_tiles.cuh"
 
 #define CUDA_CHECK(call) cuda_check((call), #call, __FILE__, __LINE__)
@@ -901,6 +902,201 @@ static void case_attention(int dt, int64_t B, int64_t Sq, int64_t Skv, int H, in
 	verdict(c, io, want.data(), dt == ARK_FP32 ? 1e-4 : dt == ARK_BF16 ? 2e-2 : 1e-2, guards, why);
 }
 
+/* ---- rope, decode attention, argmax ------------------------------------------------------------- */
+
+/* Writes the int32 position of tensor ip (after upload, which drew a 0/1 there). */
+static void set_pos(tcase &c, int ip, int32_t pos)
+{
+	memcpy(c.host[ip].data(), &pos, 4);
+	CUDA_CHECK(cudaMemcpy(g_arena + c.t[ip].offset, &pos, 4, cudaMemcpyHostToDevice));
+}
+
+/* out = rope(x, pos): x [B, T, H*Dh] (B = 0: [T, H*Dh]), rows_per rows a task. */
+static void case_rope(int dt, int64_t B, int64_t T, int64_t H, int Dh, int rd, int style, float base, int32_t pos,
+		      int64_t rows_per)
+{
+	char d[256];
+	snprintf(d, sizeof d, "rope %s x [%s%lld, %lld x %d], rotary_dim %d, %s, base %g, pos %d, %lld rows a task",
+		 dt_name[dt], B ? (std::to_string(B) + ", ").c_str() : "", (long long)T, (long long)H, Dh, rd,
+		 style ? "interleaved" : "half", base, pos, (long long)rows_per);
+	tcase c;
+	c.desc = d;
+	std::vector<int64_t> xs = B ? std::vector<int64_t>{B, T, H * Dh} : std::vector<int64_t>{T, H * Dh};
+	const int ix = c.add("x", dt, xs, false), ip = c.add("pos", ARK_INT32, {1}, false);
+	const int io = c.add("out", dt, xs, true);
+	upload(c, 2.0f);
+	set_pos(c, ip, pos);
+	const int64_t M = (B ? B : 1) * T, E = H * Dh;
+	ark_opp p = opp_base(ARK_OP_ROPE, dt);
+	p.in[0] = c.t[ix].offset, p.in[1] = c.t[ip].offset, p.out = c.t[io].offset;
+	p.M = M, p.N = E, p.K = T, p.f = base;
+	p.oshape[0] = Dh, p.oshape[1] = rd, p.oshape[2] = style;
+	p.istride[0][0] = (int64_t)c.t[ip].offset;
+	std::vector<ark_task> tasks;
+	for (int64_t r0 = 0; r0 < M; r0 += rows_per)
+		tasks.push_back(task(ARK_T_ROPE, r0, r0 + rows_per < M ? r0 + rows_per : M, 0, E, 0, 0));
+	launch(p, tasks, d);
+	std::string why;
+	const bool guards = download(c, why);
+	std::vector<unsigned char> want(c.t[io].bytes);
+	std::vector<void *> bufs;
+	for (auto &h : c.host)
+		bufs.push_back(h.data());
+	bufs[io] = want.data();
+	ark_op op = op_base(ARK_OP_ROPE, {ix, ip}, io);
+	op.head_dim = Dh, op.rotary_dim = rd, op.style = style, op.base = base;
+	ref_or_bail(op, c, bufs);
+	/* the angles are fp32 as the contract says (position times 1 / base^(2i/rd), both rounded): an
+	 * error of a few ulps of the position in radians, which the double reference does not make */
+	const double angle = 6.0 * (double)(pos + T) / (double)(1 << 24);
+	verdict(c, io, want.data(), dt == ARK_FP32 ? 1e-4 + angle : dt == ARK_BF16 ? 2e-2 : 1e-2 + angle, guards, why);
+}
+
+/* out [T, H*Dh] = decode_attention(q, caches [L, Hkv*Dh], pos) with S splits of the cache rows, the
+ * tasks as codegen/tile.c cuts them (a kv head's query rows in blocks of at most ARK_DEC_ROWS), then
+ * the combine in a second launch. pos past L - T: every task records the fault and out is zeros. */
+static void case_decode(int dt, int64_t T, int64_t H, int64_t Hkv, int64_t Dh, int64_t L, int32_t pos, int64_t S)
+{
+	const bool bad = pos < 0 || pos > L - T;
+	char d[256];
+	snprintf(d, sizeof d, "decode_attention %s T=%lld heads %lld/%lld Dh=%lld L=%lld pos=%d, %lld split%s%s", dt_name[dt],
+		 (long long)T, (long long)H, (long long)Hkv, (long long)Dh, (long long)L, pos, (long long)S, S > 1 ? "s" : "",
+		 bad ? " (position outside the cache)" : "");
+	tcase c;
+	c.desc = d;
+	const int iq = c.add("q", dt, {T, H * Dh}, false), ik = c.add("kc", dt, {L, Hkv * Dh}, false);
+	const int iv = c.add("vc", dt, {L, Hkv * Dh}, false), ip = c.add("pos", ARK_INT32, {1}, false);
+	const int io = c.add("out", dt, {T, H * Dh}, true);
+	const int64_t G = H / Hkv, W = Dh + 2, chunk = (L + S - 1) / S;
+	S = (L + chunk - 1) / chunk;
+	const uint64_t ws = S > 1 ? c.reserve((uint64_t)(H * T * S * W) * 4) : 0;
+	upload(c, 2.0f);
+	set_pos(c, ip, pos);
+	const float scale = (float)(1.0 / sqrt((double)Dh)) * 1.5f;
+	ark_opp p = opp_base(ARK_OP_DECODE_ATTENTION, dt);
+	p.in[0] = c.t[iq].offset, p.in[1] = c.t[ik].offset, p.in[2] = c.t[iv].offset, p.out = c.t[io].offset;
+	p.ws = ws;
+	p.M = T, p.N = H * Dh, p.K = L - T + 1, p.f = scale, p.splits = (uint32_t)S;
+	p.oshape[0] = L, p.oshape[1] = H, p.oshape[2] = Hkv, p.oshape[3] = Dh;
+	p.istride[0][0] = (int64_t)c.t[ip].offset, p.istride[0][1] = chunk;
+	const int64_t tb = G <= ARK_DEC_ROWS ? std::max<int64_t>(1, std::min<int64_t>(T, ARK_DEC_ROWS / G)) : 1;
+	const int64_t gb = G <= ARK_DEC_ROWS ? G : ARK_DEC_ROWS;
+	std::vector<ark_task> split, comb;
+	for (int64_t kvh = 0; kvh < Hkv; kvh++)
+		for (int64_t t0 = 0; t0 < T; t0 += tb)
+			for (int64_t g0 = 0; g0 < G; g0 += gb) {
+				const int64_t t1 = std::min(T, t0 + tb), h0 = kvh * G + g0, h1 = kvh * G + std::min(G, g0 + gb);
+				for (int64_t s = 0; s < S; s++)
+					split.push_back(task(ARK_T_DECODE, t0, t1, h0 * Dh, h1 * Dh, s * chunk,
+							     std::min(L, (s + 1) * chunk), (uint32_t)s));
+				comb.push_back(task(ARK_T_DECODE_COMBINE, t0, t1, h0 * Dh, h1 * Dh, 0, L));
+			}
+	launch(p, split, d);
+	std::vector<std::vector<uint32_t>> faults = faults_of(split.size());
+	size_t n_faults = faults.size();
+	if (S > 1) {
+		launch(p, comb);
+		std::vector<std::vector<uint32_t>> f2 = faults_of(comb.size());
+		n_faults += f2.size();
+		faults.insert(faults.end(), f2.begin(), f2.end());
+	}
+	std::string why;
+	bool guards = download(c, why);
+	std::vector<unsigned char> want(c.t[io].bytes);
+	if (bad) { /* every task records (row 0, pos); out is zeros where one split writes it, or the combine */
+		const size_t want_faults = split.size() + (S > 1 ? comb.size() : 0);
+		bool right = n_faults == want_faults;
+		for (auto &f : faults)
+			right = right && f[1] == 0 && f[2] == (uint32_t)pos;
+		if (!right)
+			why += "faults: " + std::to_string(n_faults) + " recorded, expected " + std::to_string(want_faults) +
+			       " of (row 0, the position) ",
+				guards = false;
+		memset(want.data(), 0, want.size());
+		verdict(c, io, want.data(), 0.0, guards, why);
+		return;
+	}
+	if (n_faults)
+		why += "a fault recorded for a valid position ", guards = false;
+	std::vector<void *> bufs;
+	for (auto &h : c.host)
+		bufs.push_back(h.data());
+	bufs[io] = want.data();
+	ark_op op = op_base(ARK_OP_DECODE_ATTENTION, {iq, ik, iv, ip}, io);
+	op.heads = (int)H, op.kv_heads = (int)Hkv, op.scale = scale;
+	ref_or_bail(op, c, bufs);
+	verdict(c, io, want.data(), dt == ARK_FP32 ? 1e-4 : dt == ARK_BF16 ? 2e-2 : 1e-2, guards, why);
+}
+
+/* out int32 [M] = argmax over x [M, N]'s rows: S column splits (tasks per row and split, then the
+ * combine over blocks of 64 rows) or, with S = 1, blocks of rows_per rows. Fresh random rows, then:
+ * every third row has its largest value twice (a tie: the first must win), every fifth row its
+ * largest in the last column, NaN at a few columns of every row (never the answer), and the last
+ * row NaN only when nan_row (0). */
+static void case_argmax(int dt, int64_t M, int64_t N, int64_t S, int64_t rows_per, bool nan_row)
+{
+	char d[256];
+	snprintf(d, sizeof d, "argmax %s x [%lld, %lld], %lld split%s, ties, the max in the last column, NaN%s", dt_name[dt],
+		 (long long)M, (long long)N, (long long)S, S > 1 ? "s" : "", nan_row ? ", a row of NaN" : "");
+	tcase c;
+	c.desc = d;
+	const int ix = c.add("x", dt, {M, N}, false), io = c.add("out", ARK_INT32, {M}, true);
+	int64_t chunk = (N + S - 1) / S;
+	chunk = std::min(N, (chunk + 7) / 8 * 8);
+	S = (N + chunk - 1) / chunk;
+	const uint64_t ws = S > 1 ? c.reserve((uint64_t)(M * 2 * S) * 4) : 0;
+	upload(c, 1.0f);
+	void *x = c.host[ix].data();
+	uint64_t rnd = g_seed * 6364136223846793005ull + 1;
+	for (int64_t r = 0; r < M; r++) {
+		int64_t best = 0;
+		for (int64_t j = 1; j < N; j++)
+			if (ark_get(x, dt, r * N + j) > ark_get(x, dt, r * N + best))
+				best = j;
+		rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+		if (r % 3 == 0 && N > 1) { /* the largest again at an earlier column (or a later one) */
+			const int64_t j = (int64_t)((rnd >> 33) % (uint64_t)N);
+			ark_set(x, dt, r * N + j, ark_get(x, dt, r * N + best));
+		}
+		if (r % 5 == 0)
+			ark_set(x, dt, r * N + N - 1, 4.0f);
+		for (int k = 0; k < 3 && N > 2; k++) { /* NaN at three columns, the last one's neighbour among them */
+			rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+			const int64_t j = k == 0 ? N - 2 : (int64_t)((rnd >> 33) % (uint64_t)(N - 1));
+			ark_set(x, dt, r * N + j, NAN);
+		}
+		if (nan_row && r == M - 1)
+			for (int64_t j = 0; j < N; j++)
+				ark_set(x, dt, r * N + j, NAN);
+	}
+	CUDA_CHECK(cudaMemcpy(g_arena + c.t[ix].offset, x, c.t[ix].bytes, cudaMemcpyHostToDevice));
+	ark_opp p = opp_base(ARK_OP_ARGMAX, dt);
+	p.in[0] = c.t[ix].offset, p.out = c.t[io].offset, p.ws = ws;
+	p.M = M, p.N = N, p.splits = (uint32_t)S;
+	std::vector<ark_task> tasks, comb;
+	if (S == 1)
+		for (int64_t r0 = 0; r0 < M; r0 += rows_per)
+			tasks.push_back(task(ARK_T_ARGMAX, r0, std::min(M, r0 + rows_per), 0, 1, 0, N));
+	else {
+		for (int64_t r = 0; r < M; r++)
+			for (int64_t s = 0; s < S; s++)
+				tasks.push_back(task(ARK_T_ARGMAX, r, r + 1, 0, 1, s * chunk, std::min(N, (s + 1) * chunk), (uint32_t)s));
+		for (int64_t r0 = 0; r0 < M; r0 += 64)
+			comb.push_back(task(ARK_T_ARGMAX_COMBINE, r0, std::min(M, r0 + 64), 0, 1, 0, N));
+	}
+	launch(p, tasks, d);
+	launch(p, comb);
+	std::string why;
+	const bool guards = download(c, why);
+	std::vector<unsigned char> want(c.t[io].bytes);
+	std::vector<void *> bufs;
+	for (auto &h : c.host)
+		bufs.push_back(h.data());
+	bufs[io] = want.data();
+	ref_or_bail(op_base(ARK_OP_ARGMAX, {ix}, io), c, bufs);
+	verdict(c, io, want.data(), 0.0, guards, why);
+}
+
 /* ---- main ------------------------------------------------------------------------------------- */
 
 int main(void)
@@ -1095,6 +1291,39 @@ int main(void)
 		case_concat_copy(dt, {5, 1, 7}, 2, {7, 3, 11}, 13);
 		case_concat_copy(dt, {3, 4, 33}, 1, {4, 1}, 4096);
 		case_concat_copy(dt, {2, 3, 5, 6}, 0, {2, 1, 3, 2}, 50);
+		/* rope: both pair orders, part of each head, 2-D and 3-D, positions 0 to 2047 */
+		case_rope(dt, 0, 1, 9, 64, 64, 0, 100000.0f, 0, 1);
+		case_rope(dt, 0, 3, 32, 64, 64, 1, 500000.0f, 2045, 2);
+		case_rope(dt, 0, 7, 4, 128, 32, 0, 10000.0f, 511, 3);
+		case_rope(dt, 0, 5, 3, 96, 40, 1, 10000.0f, 17, 5);
+		case_rope(dt, 2, 3, 2, 128, 128, 0, 10000.0f, 1000, 4);
+		/* decode attention: cache lengths 1, 7, 511, 2048; pos at 0, mid and L - T; head groups 1, 3,
+		 * 4 and 32 (query heads in two blocks); head sizes 64 and 128; T = 1 and 3; one split and
+		 * several (splits past the position do nothing; the combine reads the others) */
+		for (int64_t T : {1, 3})
+			for (int64_t L : {1, 7, 511, 2048}) {
+				if (T > L)
+					continue;
+				const int32_t last = (int32_t)(L - T), mid = (int32_t)((L - T) / 2);
+				const int64_t S = L >= 256 ? 8 : L >= 7 ? 3 : 1;
+				case_decode(dt, T, 9, 3, 64, L, 0, S);
+				case_decode(dt, T, 8, 2, 128, L, mid, S);
+				case_decode(dt, T, 4, 4, 64, L, last, S);
+				case_decode(dt, T, 4, 1, 128, L, last, 1);
+			}
+		case_decode(dt, 1, 32, 8, 64, 512, 300, 8);
+		case_decode(dt, 3, 32, 1, 64, 300, 100, 5);
+		case_decode(dt, 1, 6, 2, 8, 100, 99, 4);
+		case_decode(dt, 3, 9, 3, 64, 2048, 2046, 16); /* past L - T: faults and zeros */
+		case_decode(dt, 1, 9, 3, 64, 64, -1, 1);
+		/* argmax: N = 1, 7, 49152, 128256; ties, the max in the last column, NaN */
+		case_argmax(dt, 1, 1, 1, 1, false);
+		case_argmax(dt, 5, 7, 1, 2, true);
+		case_argmax(dt, 1, 49152, 24, 1, false);
+		case_argmax(dt, 1, 128256, 62, 1, false);
+		case_argmax(dt, 3, 128256, 40, 1, true);
+		case_argmax(dt, 130, 49152, 1, 1, false);
+		case_argmax(dt, 200, 1000, 1, 3, true);
 	}
 	for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++)
 		for (bool tb : {false, true})

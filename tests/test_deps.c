@@ -120,6 +120,7 @@ static const char *const models[] = {
 	"models/mlp.cfg", "models/branchy.cfg", "models/chain64.cfg", "models/comm2.cfg",
 	"tests/models/chains.cfg", "tests/models/gates.cfg", "tests/models/reuse.cfg",
 	"tests/models/embed_views.cfg", "tests/models/embed_reuse.cfg", "tests/models/state.cfg",
+	"tests/models/decode.cfg",
 };
 
 static void test_every_hazard_ordered(void **state)

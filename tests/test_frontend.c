@@ -1056,6 +1056,45 @@ static void test_attention_shapes(void **state)
 	graph_free(&g);
 }
 
+/* rope, decode_attention and argmax: shapes, the defaults the front end resolves, argmax's int32 output
+ * (declared as an output too), the position an int32 [1] input read by both */
+static void test_decode_ops(void **state)
+{
+	struct graph g;
+	assert_int_equal(load(&g, HEAD "dtype = \"fp16\";\n"
+				  "tensors = ( { name = \"q\"; shape = [3, 512]; role = \"input\"; },\n"
+				  "  { name = \"kc\"; shape = [40, 128]; role = \"input\"; },\n"
+				  "  { name = \"vc\"; shape = [40, 128]; role = \"input\"; },\n"
+				  "  { name = \"pos\"; shape = [1]; role = \"input\"; dtype = \"int32\"; },\n"
+				  "  { name = \"x3\"; shape = [2, 3, 256]; role = \"input\"; },\n"
+				  "  { name = \"tok\"; role = \"output\"; dtype = \"int32\"; },\n"
+				  "  { name = \"y3\"; role = \"output\"; }, { name = \"i3\"; role = \"output\"; } );\n"
+				  "ops = ( { name = \"r\"; op = \"rope\"; in = [\"q\", \"pos\"]; out = \"qr\"; head_dim = 64; },\n"
+				  "  { name = \"d\"; op = \"decode_attention\"; in = [\"qr\", \"kc\", \"vc\", \"pos\"]; out = \"o\"; heads = 8;"
+				  " kv_heads = 2; },\n"
+				  "  { name = \"a\"; op = \"argmax\"; in = [\"o\"]; out = \"tok\"; },\n"
+				  "  { name = \"r3\"; op = \"rope\"; in = [\"x3\", \"pos\"]; out = \"y3\"; head_dim = 128; rotary_dim = 32;"
+				  " style = \"interleaved\"; base = 500000; },\n"
+				  "  { name = \"a3\"; op = \"argmax\"; in = [\"y3\"]; out = \"i3\"; } );\n"),
+			 0);
+	SHAPE(T(&g, "qr"), 3, 512);
+	assert_int_equal(O(&g, "r")->rotary_dim, 64);
+	assert_true(O(&g, "r")->base == 10000.0);
+	assert_int_equal(O(&g, "r")->style, 0);
+	SHAPE(T(&g, "o"), 3, 512);
+	assert_int_equal(T(&g, "o")->dtype, ARK_FP16);
+	assert_int_equal(O(&g, "d")->kv_heads, 2);
+	assert_true(O(&g, "d")->scale == 0.125);
+	SHAPE(T(&g, "tok"), 3);
+	assert_int_equal(T(&g, "tok")->dtype, ARK_INT32);
+	assert_int_equal(O(&g, "r3")->rotary_dim, 32);
+	assert_int_equal(O(&g, "r3")->style, 1);
+	assert_true(O(&g, "r3")->base == 500000.0);
+	SHAPE(T(&g, "i3"), 2, 3);
+	assert_int_equal(T(&g, "i3")->dtype, ARK_INT32);
+	graph_free(&g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1066,6 +1105,7 @@ int main(void)
 		cmocka_unit_test(test_unary_and_norm_shapes),
 		cmocka_unit_test(test_collectives),
 		cmocka_unit_test(test_attention_shapes),
+		cmocka_unit_test(test_decode_ops),
 		cmocka_unit_test(test_topological_order),
 		cmocka_unit_test(test_cycle),
 		cmocka_unit_test(test_dtype_and_gpu_inheritance),

@@ -903,6 +903,102 @@ static void test_attention(void **state)
 	assert_non_null(strstr(ark_last_error(), "heads 3, kv_heads 1 do not fit"));
 }
 
+/* rope by hand: cos and sin of the angles computed apart (python's math module) */
+static void test_rope(void **state)
+{
+	int32_t pos = 1;
+	float o[8];
+	/* half, head_dim = rotary_dim = 4, base 10000: pairs (0, 2) at angle p and (1, 3) at p / 100; two
+	 * rows of one head, at positions 1 and 2 */
+	static const float x[8] = {1, 2, 3, 4, -1, 0.5f, 2, 1};
+	struct ark_tensor t[3] = {T32("x", 2, 4), tens("pos", ARK_INT32, 1, SHAPE(1)), T32("o", 2, 4)};
+	struct ark_op op = {.name = "r", .kind = ARK_OP_ROPE, .n_in = 2, .n_out = 1, .in = {0, 1}, .out = {2},
+			    .head_dim = 4, .rotary_dim = 4, .style = 0, .base = 10000};
+	assert_int_equal(ark_ref_op(&op, t, (void *[]){(void *)x, &pos, o}), ARK_OK);
+	assert_near(o, (const double[]){-1.9841106485555495, 1.959900667496664, 2.4623779024123156, 4.019799668334994,
+					-1.402448017104221, 0.4799013366399558, -1.7415910999199666, 1.0097993400132443},
+		    8, 1e-6);
+	/* [B = 2, T = 1, 4]: every batch's row 0 is at pos */
+	struct ark_tensor t3[3] = {T32("x", 2, 1, 4), tens("pos", ARK_INT32, 1, SHAPE(1)), T32("o", 2, 1, 4)};
+	assert_int_equal(ark_ref_op(&op, t3, (void *[]){(void *)x, &pos, o}), ARK_OK);
+	assert_near(o + 4, (const double[]){-2.2232442754839328, 0.489975166874166, 0.23913362692838303, 1.0049499170837486},
+		    4, 1e-6);
+	/* interleaved, rotary_dim 2 of head_dim 4, base 100, position 3: the pair (0, 1) turns by 3 rad,
+	 * columns 2 and 3 are copied */
+	pos = 3;
+	op.head_dim = 4, op.rotary_dim = 2, op.style = 1, op.base = 100;
+	assert_int_equal(ark_ref_op(&op, t, (void *[]){(void *)x, &pos, o}), ARK_OK);
+	assert_near(o, (const double[]){-1.27223251272018, -1.8388649851410237, 3, 4}, 4, 1e-6);
+	/* an odd rotary_dim, a position that is not int32 [1] */
+	op.rotary_dim = 3;
+	assert_int_equal(ark_ref_op(&op, t, (void *[]){(void *)x, &pos, o}), ARK_ERR);
+	op.rotary_dim = 2;
+	t[1] = tens("pos", ARK_INT32, 1, SHAPE(2));
+	assert_int_equal(ark_ref_op(&op, t, (void *[]){(void *)x, &pos, o}), ARK_ERR);
+	assert_non_null(strstr(ark_last_error(), "expected int32 [1]"));
+}
+
+/* decode attention by hand: 2 query heads of size 1 on one kv head, T = 2 rows, a cache of 3 keys
+ * [0, 1, 5] with values [10, 20, 1000], scale 1; row t sees keys 0..pos+t. */
+static void test_decode_attention(void **state)
+{
+	static const float q[4] = {1, -1, 1, 2}, k[3] = {0, 1, 5}, v[3] = {10, 20, 1000};
+	int32_t pos = 0;
+	float o[4];
+	struct ark_tensor t[5] = {T32("q", 2, 2), T32("kc", 3, 1), T32("vc", 3, 1), tens("pos", ARK_INT32, 1, SHAPE(1)),
+				  T32("o", 2, 2)};
+	struct ark_op op = {.name = "d", .kind = ARK_OP_DECODE_ATTENTION, .n_in = 4, .n_out = 1, .in = {0, 1, 2, 3},
+			    .out = {4}, .heads = 2, .kv_heads = 1, .scale = 1};
+	void *bufs[5] = {(void *)q, (void *)k, (void *)v, &pos, o};
+	/* pos 0: row 0 sees key 0 (10); row 1 keys 0 and 1: 10 + 10 e^s / (1 + e^s), s = q */
+	assert_int_equal(ark_ref_op(&op, t, bufs), ARK_OK);
+	assert_near(o, (const double[]){10, 10, 17.31058578630005, 18.807970779778827}, 4, 1e-5);
+	/* pos 1: row 0 keys 0, 1; row 1 keys 0..2 (the value 1000 counts at last) */
+	pos = 1;
+	assert_int_equal(ark_ref_op(&op, t, bufs), ARK_OK);
+	assert_near(o, (const double[]){17.31058578630005, 12.689414213699951, 975.9818472136457, 999.6264429680774}, 4,
+		    1e-4);
+	/* pos + T > L: an error naming the position */
+	pos = 2;
+	assert_int_equal(ark_ref_op(&op, t, bufs), ARK_ERR);
+	assert_non_null(strstr(ark_last_error(), "position 'pos' is 2"));
+	pos = -1;
+	assert_int_equal(ark_ref_op(&op, t, bufs), ARK_ERR);
+	/* two kv heads, one query head each (kv_heads = heads): head 1 reads column 1 of the caches */
+	static const float k2[6] = {0, 0, 0, 1, 0, 5}, v2[6] = {1, 10, 2, 20, 3, 1000};
+	pos = 1;
+	op.kv_heads = 2;
+	struct ark_tensor t2[5] = {T32("q", 2, 2), T32("kc", 3, 2), T32("vc", 3, 2), tens("pos", ARK_INT32, 1, SHAPE(1)),
+				   T32("o", 2, 2)};
+	assert_int_equal(ark_ref_op(&op, t2, (void *[]){(void *)q, (void *)k2, (void *)v2, &pos, o}), ARK_OK);
+	/* head 0: keys all 0, mean of its values seen (1.5, then 2); head 1 as before */
+	assert_near(o, (const double[]){1.5, 12.689414213699951, 2, 999.6264429680774}, 4, 1e-4);
+	op.heads = 3; /* does not divide the rows */
+	assert_int_equal(ark_ref_op(&op, t2, (void *[]){(void *)q, (void *)k2, (void *)v2, &pos, o}), ARK_ERR);
+}
+
+/* argmax: the first of equal values, NaN never wins, a row of NaN gives 0, the last column can win */
+static void test_argmax(void **state)
+{
+	const float x[12] = {1, 3, 3, 2, NAN, -1, NAN, -0.5f, NAN, NAN, NAN, NAN};
+	int32_t o[3] = {-7, -7, -7};
+	struct ark_tensor t[2] = {T32("x", 3, 4), tens("o", ARK_INT32, 1, SHAPE(3))};
+	struct ark_op op = {.name = "a", .kind = ARK_OP_ARGMAX, .n_in = 1, .n_out = 1, .in = {0}, .out = {1}};
+	assert_int_equal(ark_ref_op(&op, t, (void *[]){(void *)x, o}), ARK_OK);
+	assert_int_equal(o[0], 1);
+	assert_int_equal(o[1], 3);
+	assert_int_equal(o[2], 0);
+	/* -inf can win over NaN; bf16 input */
+	uint16_t xb[3] = {0x7fc0 /* NaN */, 0xff80 /* -inf */, 0x7fc0};
+	int32_t o1 = -7;
+	struct ark_tensor tb[2] = {tens("x", ARK_BF16, 1, SHAPE(3)), tens("o", ARK_INT32, 1, SHAPE(1))};
+	assert_int_equal(ark_ref_op(&op, tb, (void *[]){xb, &o1}), ARK_OK);
+	assert_int_equal(o1, 1);
+	/* a float output */
+	t[1] = T32("o", 3);
+	assert_int_equal(ark_ref_op(&op, t, (void *[]){(void *)x, o}), ARK_ERR);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -937,6 +1033,9 @@ int main(void)
 		cmocka_unit_test(test_state),
 		cmocka_unit_test(test_views),
 		cmocka_unit_test(test_ref_run),
+		cmocka_unit_test(test_rope),
+		cmocka_unit_test(test_decode_attention),
+		cmocka_unit_test(test_argmax),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
 	return cmocka_run_group_tests(tests, NULL, NULL);

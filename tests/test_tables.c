@@ -704,7 +704,8 @@ static void test_model_files(void **state)
 	(void)state;
 	static const char *const files[] = {"models/comm2.cfg", "models/chain64.cfg", "tests/models/chains.cfg",
 					    "tests/models/gates.cfg", "tests/models/embed_views.cfg",
-					    "tests/models/state.cfg" /* writes after reads of the state */};
+					    "tests/models/state.cfg" /* writes after reads of the state */,
+					    "tests/models/decode.cfg"};
 	struct tally tl = {0};
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
 		for (int sms = 3; sms <= 4; sms++) {
@@ -721,7 +722,7 @@ static void test_model_files(void **state)
 			free(text);
 		}
 	report("models/comm2, models/chain64, tests/models/chains, tests/models/gates, tests/models/embed_views, "
-	       "tests/models/state on 3 and 4 SMs", &tl);
+	       "tests/models/state, tests/models/decode on 3 and 4 SMs", &tl);
 	assert_true(tl.unsafe > 0);
 	add(&total, &tl);
 }

@@ -317,6 +317,78 @@ static void test_attention_tiles(void **state)
 	done();
 }
 
+/* decode_attention: Llama-3.2-1B's step (32 heads on 8 kv heads of 64, T = 1, L = 512) on 132 SMs: 8
+ * blocks of 4 query rows, 8 splits of 64 keys each (at least 64), then a combine per block; argmax of
+ * one row of 128256 logits: 62 column blocks of 2072 (132 / 1 rows, at least 2048 columns, whole
+ * 16-byte vectors), one combine. */
+static void test_decode_tiles(void **state)
+{
+	(void)state;
+	tile_text("{ name = \"q\"; shape = [1, 2048]; role = \"input\"; },"
+		  "{ name = \"kc\"; shape = [512, 512]; role = \"input\"; },"
+		  "{ name = \"vc\"; shape = [512, 512]; role = \"input\"; },"
+		  "{ name = \"pos\"; shape = [1]; role = \"input\"; dtype = \"int32\"; }, { name = \"o\"; role = \"output\"; }",
+		  "{ name = \"a\"; op = \"decode_attention\"; in = [\"q\", \"kc\", \"vc\", \"pos\"]; out = \"o\"; heads = 32;"
+		  " kv_heads = 8; }");
+	const struct op_tiling *pl = &s->per_op[op("a")];
+	assert_int_equal(pl->splits, 8);
+	assert_int_equal(pl->kchunk, 64);
+	assert_int_equal(pl->n_vcta, 8 * 8 + 8);
+	assert_true(pl->ws_tensor >= 0);
+	assert_int_equal(s->rows[pl->ws_tensor], 32);
+	assert_int_equal(s->cols[pl->ws_tensor], 8 * 66);
+	/* kv head 2, split 3: heads 8:12 (columns 512:768), keys 192:256 of the caches' columns 128:192 */
+	const struct vcta *v = &s->v[pl->first_vcta + 2 * 8 + 3];
+	assert_int_equal(v->tmpl, ARK_T_DECODE);
+	assert_int_equal(v->split, 3);
+	assert_int_equal(v->n0, 512);
+	assert_int_equal(v->n1, 768);
+	assert_int_equal(v->k0, 192);
+	assert_int_equal(v->k1, 256);
+	assert_int_equal(v->reads[0].tensor, tensor("pos"));
+	assert_int_equal(v->reads[2].tensor, tensor("kc"));
+	assert_int_equal(v->reads[2].r0, 192);
+	assert_int_equal(v->reads[2].c0, 128);
+	assert_int_equal(v->reads[2].c1, 192);
+	assert_int_equal(v->write.tensor, pl->ws_tensor);
+	assert_int_equal(v->write.r0, 8);
+	assert_int_equal(v->write.r1, 12);
+	assert_int_equal(v->write.c0, 3 * 66);
+	/* the combine of kv head 2: every split's columns of its 4 rows, out's columns 512:768 */
+	v = &s->v[pl->first_vcta + 64 + 2];
+	assert_int_equal(v->tmpl, ARK_T_DECODE_COMBINE);
+	assert_int_equal(v->reads[1].r0, 8);
+	assert_int_equal(v->reads[1].c1, 8 * 66);
+	assert_int_equal(v->write.tensor, tensor("o"));
+	assert_int_equal(v->write.c0, 512);
+	done();
+	/* a short cache: no split (L / 64 = 0), the tiles write out */
+	tile_text("{ name = \"q\"; shape = [3, 576]; role = \"input\"; },"
+		  "{ name = \"kc\"; shape = [7, 192]; role = \"input\"; },"
+		  "{ name = \"vc\"; shape = [7, 192]; role = \"input\"; },"
+		  "{ name = \"pos\"; shape = [1]; role = \"input\"; dtype = \"int32\"; }, { name = \"o\"; role = \"output\"; }",
+		  "{ name = \"a\"; op = \"decode_attention\"; in = [\"q\", \"kc\", \"vc\", \"pos\"]; out = \"o\"; heads = 9;"
+		  " kv_heads = 3; }");
+	pl = &s->per_op[op("a")];
+	assert_int_equal(pl->splits, 1);
+	assert_int_equal(pl->n_vcta, 3); /* 3 kv heads, their 3 heads x 3 rows (9 <= 16) in one block */
+	assert_int_equal(s->v[pl->first_vcta].write.tensor, tensor("o"));
+	done();
+	tile_text("{ name = \"l\"; shape = [1, 128256]; role = \"input\"; }, { name = \"o\"; role = \"output\"; }",
+		  "{ name = \"a\"; op = \"argmax\"; in = [\"l\"]; out = \"o\"; }");
+	pl = &s->per_op[op("a")];
+	assert_int_equal(pl->splits, 62);
+	assert_int_equal(pl->tn, 2072);
+	assert_int_equal(pl->n_vcta, 63);
+	v = &s->v[pl->first_vcta + 61];
+	assert_int_equal(v->tmpl, ARK_T_ARGMAX);
+	assert_int_equal(v->k0, 61 * 2072);
+	assert_int_equal(v->k1, 128256);
+	assert_int_equal(s->v[pl->first_vcta + 62].tmpl, ARK_T_ARGMAX_COMBINE);
+	assert_int_equal(s->g->tensors[tensor("o")].dtype, ARK_INT32);
+	done();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -327,6 +399,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_costed),
 		cmocka_unit_test(test_matmul_costed_analytic),
 		cmocka_unit_test(test_attention_tiles),
+		cmocka_unit_test(test_decode_tiles),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
 	return cmocka_run_group_tests(tests, NULL, NULL);

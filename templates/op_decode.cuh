@@ -1,0 +1,422 @@
+// op_decode.cuh: the decoding tiles: ROPE (rotary embedding at a position read on the GPU), DECODE and DECODE_COMBINE (a few query rows against a KV cache, split over the cache's rows: flash-decoding), ARGMAX and ARGMAX_COMBINE (the index of a row's largest value, across SMs for a vocabulary).
+#ifndef OP_DECODE_CUH
+#define OP_DECODE_CUH
+
+#include "ark_dtype.cuh"
+#include "ark_smem.h" /* ARK_SMEM_DECODE, ARK_DEC_ROWS, ARK_DEC_BK */
+
+/* ARK_TILES_DECODE 1: these tiles are built. Off unless asked for, like the attention tiles: a
+ * generated file whose model has rope, decode_attention or argmax says 1, the others stay
+ * byte-identical and their loop kernels carry none of this code; a build without it traps on such
+ * a task (ark_tile: false). */
+#ifndef ARK_TILES_DECODE
+#define ARK_TILES_DECODE 0
+#endif
+
+#if ARK_TILES_DECODE
+#define ARK_DEC_LOG2E 1.4426950408889634f
+
+/* The position operand (int32 [1]) at istride[0][0], written by earlier tasks of the iteration (or the
+ * host): the loop's waits order it before this tile. */
+__device__ __forceinline__ int32_t ark_dec_pos(const ark_opp &p, const ark_tile_env &e)
+{
+	return *reinterpret_cast<const int32_t *>(e.arena + p.istride[0][0]);
+}
+
+/* Records a position outside 0..K-1 for the loop, which aborts the iteration after the tile naming
+ * the task and the position (as for an embedding's id). */
+__device__ __forceinline__ void ark_dec_fault(const ark_tile_env &e, int32_t pos)
+{
+	if (threadIdx.x == 0 && e.fault && atomicCAS(&e.fault[0], 0u, 1u) == 0)
+		e.fault[1] = (uint32_t)pos;
+}
+
+/* ---- rope --------------------------------------------------------------------------------------
+ * Rows m0:m1 of x [M, N] (N = heads * Dh); row r is at position pos + r % K (K = T). In every head the
+ * pairs (i, i + rd/2) (style 0, rotate_half) or (2i, 2i + 1) (style 1, interleaved), i < rd/2, turn
+ * by the angle (pos + t) * inv_i, inv_i = 1 / base^(2i/rd), both in fp32 as Hugging Face computes
+ * them; columns rd..Dh-1 of each head are copied. A thread per pair. */
+template <typename T>
+__device__ __forceinline__ void ark_rope_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+{
+	const T *x = reinterpret_cast<const T *>(e.arena + p.in[0]);
+	T *out = reinterpret_cast<T *>(e.arena + p.out);
+	const int32_t pos = ark_dec_pos(p, e);
+	const int Dh = (int)p.oshape[0], rd = (int)p.oshape[1], half = rd / 2, rest = Dh - rd;
+	const bool inter = p.oshape[2] != 0;
+	const int64_t E = p.N, heads = E / Dh;
+	for (uint32_t r = t.m0; r < t.m1; r++) {
+		const float ps = (float)((int64_t)pos + (int64_t)(r % (uint64_t)p.K));
+		const T *xr = x + (int64_t)r * E;
+		T *orow = out + (int64_t)r * E;
+		for (int64_t k = threadIdx.x; k < heads * half; k += ARK_THREADS) {
+			const int64_t h = k / half;
+			const int i = (int)(k % half);
+			const float inv = 1.0f / powf(p.f, (float)(2 * i) / (float)rd);
+			float s, c;
+			sincosf(ps * inv, &s, &c);
+			const int64_t a = h * Dh + (inter ? 2 * i : i), b = h * Dh + (inter ? 2 * i + 1 : i + half);
+			const float xa = ark_to_f(xr[a]), xb = ark_to_f(xr[b]);
+			orow[a] = ark_from_f<T>(xa * c - xb * s);
+			orow[b] = ark_from_f<T>(xb * c + xa * s);
+		}
+		for (int64_t k = threadIdx.x; rest && k < heads * rest; k += ARK_THREADS) {
+			const int64_t j = (k / rest) * Dh + rd + k % rest;
+			orow[j] = xr[j];
+		}
+	}
+}
+
+/* ---- decode attention ------------------------------------------------------------------------
+ * A task: query rows t = m0:m1 of q [T, E] and query heads h = n0/Dh : n1/Dh (all of one kv head kvh),
+ * R = rows x heads <= ARK_DEC_ROWS query rows that share kvh's keys; keys k0:k1 of the caches [L, Ekv]
+ * (split `split` of S). Query row (t, h) sees keys 0..pos+t. Keys past pos + T - 1 do nothing: a split
+ * that starts there returns at once.
+ *   scores  a key per group of LK lanes (LK: the power of 2 that covers Dh / 8; each lane 8 elements of
+ *           the key, as 16-byte loads), dotted with the R rows of q (fp32 in smem, scaled by scale *
+ *           log2(e)), summed over the group by shuffles, into sc [R][BK];
+ *   softmax a warp per row: the block's max, p = exp2(s - m), the running max m, sum l and the factor
+ *           alpha that rescales the earlier blocks (the online softmax, fp32);
+ *   P.V     thread (kg, d): column d of V for keys kg, kg + KG, ... of the block (KG = ARK_THREADS / Dh
+ *           key groups), R fp32 sums in registers; the key groups are summed through smem at the end.
+ * One split (S = 1): out = o / l. Several: the unnormalised o, m and l of every row to the workspace
+ * (ark_task.h: DECODE_ATTENTION's params), which DECODE_COMBINE merges. */
+
+/* 8 elements of a row from src (16-byte loads where aligned) as fp32. */
+template <typename T> __device__ __forceinline__ void ark_dec_load8(const T *src, float *f)
+{
+	if (ark_aligned16(src)) {
+		ark_unpack<T>(*reinterpret_cast<const uint4 *>(src), f);
+		if (ark_dt<T>::vec == 4)
+			ark_unpack<T>(*reinterpret_cast<const uint4 *>(src + 4), f + 4);
+	} else {
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			f[i] = ark_to_f(src[i]);
+	}
+}
+
+/* The geometry every decode tile of an op shares. */
+struct ark_dec {
+	int64_t L, E, Ekv, TT; /* cache rows, q and cache row widths, query rows T */
+	int H, Hkv, G, Dh, S;  /* heads, kv heads, heads per kv head, head size, splits */
+	int t0, nh, h0, R;     /* the task's first row t, heads, first head, query rows */
+	int32_t pos;
+	bool bad;              /* pos outside 0..L-T: fault, zeros */
+};
+
+__device__ __forceinline__ ark_dec ark_dec_geom(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+{
+	ark_dec d;
+	d.L = p.oshape[0], d.H = (int)p.oshape[1], d.Hkv = (int)p.oshape[2], d.Dh = (int)p.oshape[3];
+	d.G = d.H / d.Hkv, d.E = p.N, d.Ekv = (int64_t)d.Hkv * d.Dh, d.TT = p.M, d.S = (int)p.splits;
+	d.t0 = (int)t.m0, d.h0 = (int)(t.n0 / (uint32_t)d.Dh), d.nh = (int)((t.n1 - t.n0) / (uint32_t)d.Dh);
+	d.R = (int)(t.m1 - t.m0) * d.nh;
+	d.pos = ark_dec_pos(p, e);
+	d.bad = d.pos < 0 || (int64_t)d.pos > d.L - d.TT;
+	return d;
+}
+
+/* Zeros into the task's block of out (a position outside the cache). */
+template <typename T> __device__ __forceinline__ void ark_dec_zero(const ark_dec &d, T *out)
+{
+	for (int i = threadIdx.x; i < d.R * d.Dh; i += ARK_THREADS) {
+		const int r = i / d.Dh, c = i % d.Dh;
+		out[(int64_t)(d.t0 + r / d.nh) * d.E + (int64_t)(d.h0 + r % d.nh) * d.Dh + c] = ark_from_f<T>(0.0f);
+	}
+}
+
+template <typename T>
+__device__ __noinline__ void ark_decode_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+{
+	constexpr int RM = ARK_DEC_ROWS, BK = ARK_DEC_BK;
+	const ark_dec d = ark_dec_geom(p, t, e);
+	T *out = reinterpret_cast<T *>(e.arena + p.out);
+	if (d.bad) {
+		ark_dec_fault(e, d.pos);
+		if (d.S <= 1)
+			ark_dec_zero<T>(d, out);
+		return;
+	}
+	const int64_t k0 = t.k0, kend = min((int64_t)t.k1, (int64_t)d.pos + d.TT); /* keys this split may use */
+	if (k0 >= kend)
+		return; /* past the position: no work (the combine reads no split from here on) */
+	const T *q = reinterpret_cast<const T *>(e.arena + p.in[0]);
+	const int kvh = d.h0 / d.G, Dh = d.Dh, R = d.R;
+	const T *kc = reinterpret_cast<const T *>(e.arena + p.in[1]) + (int64_t)kvh * Dh;
+	const T *vc = reinterpret_cast<const T *>(e.arena + p.in[2]) + (int64_t)kvh * Dh;
+	float *qs = reinterpret_cast<float *>(e.smem); /* [RM][Dh] */
+	float *sc = qs + RM * 128;                     /* [RM][BK] */
+	float *rm = sc + RM * BK, *rl = rm + RM, *ra = rl + RM;
+	float *red = ra + RM; /* [KG][R][Dh] */
+	const float sc2 = p.f * ARK_DEC_LOG2E;
+	for (int i = threadIdx.x; i < R * Dh; i += ARK_THREADS) {
+		const int r = i / Dh, c = i % Dh;
+		qs[i] = ark_to_f(q[(int64_t)(d.t0 + r / d.nh) * d.E + (int64_t)(d.h0 + r % d.nh) * Dh + c]) * sc2;
+	}
+	if (threadIdx.x < RM)
+		rm[threadIdx.x] = -INFINITY, rl[threadIdx.x] = 0.0f;
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int ch = Dh / 8;                                    /* 8-element chunks of a key */
+	const int LK = ch <= 1 ? 1 : ch <= 2 ? 2 : ch <= 4 ? 4 : ch <= 8 ? 8 : 16; /* lanes per key */
+	const int KPW = 32 / LK, c8 = lane % LK;                  /* keys per warp step, this lane's chunk */
+	const int KG = ARK_THREADS / Dh, kg = threadIdx.x / Dh, dc = threadIdx.x % Dh;
+	float acc[RM];
+#pragma unroll
+	for (int r = 0; r < RM; r++)
+		acc[r] = 0.0f;
+	__syncthreads();
+	for (int64_t kb = k0; kb < kend; kb += BK) {
+		const int nb = (int)min((int64_t)BK, kend - kb);
+		/* scores: every lane of a warp runs the same steps (the shuffles need all 32) */
+		for (int j0 = warp * KPW; j0 < nb; j0 += ARK_WARPS * KPW) {
+			const int j = j0 + lane / LK;
+			const bool on = j < nb && c8 < ch;
+			float kf[8];
+			if (on)
+				ark_dec_load8<T>(kc + (kb + j) * d.Ekv + c8 * 8, kf);
+#pragma unroll
+			for (int r = 0; r < RM; r++) {
+				if (r >= R)
+					break;
+				float s = 0.0f;
+				if (on) {
+					const float *qr = qs + r * Dh + c8 * 8;
+#pragma unroll
+					for (int i = 0; i < 8; i++)
+						s = fmaf(qr[i], kf[i], s);
+				}
+				for (int o = LK / 2; o > 0; o >>= 1)
+					s += __shfl_xor_sync(0xffffffffu, s, o);
+				const int64_t last = (int64_t)d.pos + d.t0 + r / d.nh; /* the row's last key */
+				if (c8 == 0 && j < nb)
+					sc[r * BK + j] = kb + j <= last ? s : -INFINITY;
+			}
+		}
+		__syncthreads();
+		/* the online softmax, a warp per row */
+		for (int r = warp; r < R; r += ARK_WARPS) {
+			float mb = -INFINITY;
+			for (int j = lane; j < nb; j += 32)
+				mb = fmaxf(mb, sc[r * BK + j]);
+			mb = ark_warp_max(mb);
+			const float mo = rm[r], mn = fmaxf(mo, mb);
+			float sum = 0.0f;
+			for (int j = lane; j < nb; j += 32) {
+				const float pj = mn == -INFINITY ? 0.0f : exp2f(sc[r * BK + j] - mn);
+				sc[r * BK + j] = pj;
+				sum += pj;
+			}
+			sum = ark_warp_sum(sum);
+			if (lane == 0) {
+				const float al = mn == -INFINITY ? 1.0f : exp2f(mo - mn);
+				ra[r] = al;
+				rl[r] = rl[r] * al + sum;
+				rm[r] = mn;
+			}
+		}
+		__syncthreads();
+		if (kg < KG) {
+#pragma unroll
+			for (int r = 0; r < RM; r++)
+				if (r < R)
+					acc[r] *= ra[r];
+			for (int j = kg; j < nb; j += KG) {
+				const float v = ark_to_f(vc[(kb + j) * d.Ekv + dc]);
+#pragma unroll
+				for (int r = 0; r < RM; r++)
+					if (r < R)
+						acc[r] = fmaf(sc[r * BK + j], v, acc[r]);
+			}
+		}
+		__syncthreads();
+	}
+	if (kg < KG)
+#pragma unroll
+		for (int r = 0; r < RM; r++)
+			if (r < R)
+				red[(kg * R + r) * Dh + dc] = acc[r];
+	__syncthreads();
+	float *ws = reinterpret_cast<float *>(e.arena + p.ws);
+	const int W = Dh + 2;
+	for (int i = threadIdx.x; i < R * Dh; i += ARK_THREADS) {
+		const int r = i / Dh, c = i % Dh, tt = d.t0 + r / d.nh, h = d.h0 + r % d.nh;
+		float o = 0.0f;
+		for (int g = 0; g < KG; g++)
+			o += red[(g * R + r) * Dh + c];
+		if (d.S <= 1) {
+			out[(int64_t)tt * d.E + (int64_t)h * Dh + c] = ark_from_f<T>(rl[r] > 0.0f ? o / rl[r] : 0.0f);
+		} else {
+			float *w = ws + ((int64_t)kvh * d.TT * d.G + (int64_t)tt * d.G + (h - kvh * d.G)) * ((int64_t)d.S * W) +
+				   (int64_t)t.split * W;
+			w[c] = o;
+			if (c == 0)
+				w[Dh] = rm[r], w[Dh + 1] = rl[r];
+		}
+	}
+}
+
+/* DECODE_COMBINE: the task's rows (t, h) merge the splits that hold keys of theirs, s * chunk <= pos + t
+ * (chunk = istride[0][1]): m = max m_s, l = sum l_s 2^(m_s - m), out = sum o_s 2^(m_s - m) / l. */
+template <typename T>
+__device__ __forceinline__ void ark_decode_combine_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+{
+	const ark_dec d = ark_dec_geom(p, t, e);
+	T *out = reinterpret_cast<T *>(e.arena + p.out);
+	if (d.bad) {
+		ark_dec_fault(e, d.pos);
+		ark_dec_zero<T>(d, out);
+		return;
+	}
+	const float *ws = reinterpret_cast<const float *>(e.arena + p.ws);
+	const int Dh = d.Dh, W = Dh + 2, kvh = d.h0 / d.G;
+	const int64_t chunk = p.istride[0][1];
+	for (int i = threadIdx.x; i < d.R * Dh; i += ARK_THREADS) {
+		const int r = i / Dh, c = i % Dh, tt = d.t0 + r / d.nh, h = d.h0 + r % d.nh;
+		const float *w = ws + ((int64_t)kvh * d.TT * d.G + (int64_t)tt * d.G + (h - kvh * d.G)) * ((int64_t)d.S * W);
+		const int ns = (int)min((int64_t)d.S, ((int64_t)d.pos + tt) / chunk + 1);
+		float m = -INFINITY;
+		for (int s = 0; s < ns; s++)
+			m = fmaxf(m, w[s * W + Dh]);
+		float l = 0.0f, o = 0.0f;
+		for (int s = 0; s < ns; s++) {
+			const float f = w[s * W + Dh] == -INFINITY ? 0.0f : exp2f(w[s * W + Dh] - m);
+			l = fmaf(w[s * W + Dh + 1], f, l);
+			o = fmaf(w[s * W + c], f, o);
+		}
+		out[(int64_t)tt * d.E + (int64_t)h * Dh + c] = ark_from_f<T>(l > 0.0f ? o / l : 0.0f);
+	}
+}
+
+/* ---- argmax ------------------------------------------------------------------------------------
+ * Rows m0:m1 of x [M, N], columns k0:k1: every thread its strided columns in order, then the warps'
+ * and the CTA's best (value, index) pairs. A pair wins over another when its value is not NaN and the
+ * other has none, or its value is larger, or equal with a smaller index. One split: the index (0 for a
+ * row of NaN only) into out (int32 [M]); several: the pair into the workspace [M, 2 * S] (index -1:
+ * none), which ARGMAX_COMBINE merges. */
+__device__ __forceinline__ bool ark_am_better(float v, int32_t i, float bv, int32_t bi)
+{
+	return i >= 0 && (bi < 0 || v > bv || (v == bv && i < bi));
+}
+
+template <typename T>
+__device__ __forceinline__ void ark_argmax_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+{
+	const T *x = reinterpret_cast<const T *>(e.arena + p.in[0]);
+	float *sv = reinterpret_cast<float *>(e.smem);                   /* [WARPS] */
+	int32_t *si = reinterpret_cast<int32_t *>(e.smem) + ARK_WARPS;   /* [WARPS] */
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	for (uint32_t r = t.m0; r < t.m1; r++) {
+		const T *xr = x + (int64_t)r * p.N;
+		float bv = 0.0f;
+		int32_t bi = -1;
+		for (uint32_t j = t.k0 + threadIdx.x; j < t.k1; j += ARK_THREADS) {
+			const float v = ark_to_f(xr[j]);
+			if (v == v && (bi < 0 || v > bv)) /* in order: a tie keeps the earlier index */
+				bv = v, bi = (int32_t)j;
+		}
+		for (int o = 16; o > 0; o >>= 1) {
+			const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+			const int32_t oi = __shfl_xor_sync(0xffffffffu, bi, o);
+			if (ark_am_better(ov, oi, bv, bi))
+				bv = ov, bi = oi;
+		}
+		if (lane == 0)
+			sv[warp] = bv, si[warp] = bi;
+		__syncthreads();
+		if (threadIdx.x == 0) {
+			for (int w = 1; w < ARK_WARPS; w++)
+				if (ark_am_better(sv[w], si[w], bv, bi))
+					bv = sv[w], bi = si[w];
+			if (p.splits <= 1) {
+				reinterpret_cast<int32_t *>(e.arena + p.out)[r] = bi < 0 ? 0 : bi;
+			} else {
+				float *w = reinterpret_cast<float *>(e.arena + p.ws) + (int64_t)r * 2 * p.splits + 2 * t.split;
+				w[0] = bv;
+				reinterpret_cast<int32_t *>(w)[1] = bi;
+			}
+		}
+		__syncthreads();
+	}
+}
+
+/* ARGMAX_COMBINE: a thread per row of m0:m1, the splits' pairs in order. */
+__device__ __forceinline__ void ark_argmax_combine_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+{
+	const float *ws = reinterpret_cast<const float *>(e.arena + p.ws);
+	int32_t *out = reinterpret_cast<int32_t *>(e.arena + p.out);
+	for (uint32_t r = t.m0 + threadIdx.x; r < t.m1; r += ARK_THREADS) {
+		const float *w = ws + (int64_t)r * 2 * p.splits;
+		float bv = 0.0f;
+		int32_t bi = -1;
+		for (uint32_t s = 0; s < p.splits; s++) {
+			const float v = w[2 * s];
+			const int32_t i = reinterpret_cast<const int32_t *>(w)[2 * s + 1];
+			if (ark_am_better(v, i, bv, bi))
+				bv = v, bi = i;
+		}
+		out[r] = bi < 0 ? 0 : bi;
+	}
+}
+
+/* The templates of this file, as TMPL_CATALOG names them. */
+struct ark_tile_rope {
+	static constexpr bool per_dtype = true;
+	template <typename T>
+	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+	{
+		ark_rope_tile<T>(p, t, e);
+	}
+};
+struct ark_tile_decode {
+	static constexpr bool per_dtype = true;
+	template <typename T>
+	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+	{
+		ark_decode_tile<T>(p, t, e);
+	}
+};
+struct ark_tile_decode_combine {
+	static constexpr bool per_dtype = true;
+	template <typename T>
+	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+	{
+		ark_decode_combine_tile<T>(p, t, e);
+	}
+};
+struct ark_tile_argmax {
+	static constexpr bool per_dtype = true;
+	template <typename T>
+	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+	{
+		ark_argmax_tile<T>(p, t, e);
+	}
+};
+struct ark_tile_argmax_combine {
+	static constexpr bool per_dtype = false;
+	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+	{
+		ark_argmax_combine_tile(p, t, e);
+	}
+};
+
+static_assert(ARK_DEC_ROWS * 128 * 4 + ARK_DEC_ROWS * ARK_DEC_BK * 4 + 3 * ARK_DEC_ROWS * 4 +
+			      ARK_THREADS * ARK_DEC_ROWS * 4 <= ARK_SMEM_DECODE,
+	      "decode: no room for q, the scores and the key groups' sums");
+
+#else
+#define ARK_DEC_LEFT_OUT_(name)                                                                                \
+	struct name {                                                                                          \
+		static constexpr bool per_dtype = false;                                                       \
+		static __device__ __forceinline__ void run(const ark_opp &, const ark_task &, const ark_tile_env &) {} \
+	};                                                                                                     \
+	template <> constexpr bool ark_tile_left_out<name> = true;
+ARK_DEC_LEFT_OUT_(ark_tile_rope)
+ARK_DEC_LEFT_OUT_(ark_tile_decode)
+ARK_DEC_LEFT_OUT_(ark_tile_decode_combine)
+ARK_DEC_LEFT_OUT_(ark_tile_argmax)
+ARK_DEC_LEFT_OUT_(ark_tile_argmax_combine)
+#undef ARK_DEC_LEFT_OUT_
+#endif
+
+#endif
