@@ -81,6 +81,26 @@ static int query_of(const struct tiling *s, const struct vcta *v, struct calib_q
 	return q->m > 0 && q->n > 0 && q->k > 0 ? 0 : -1;
 }
 
+/* A matmul tile whose b is block-quantized (q4_1, q8_0): the table has no points for those dtypes
+ * (bench/calibrate measures fp16, bf16 and fp32 tiles), so the tile is looked up as its activation
+ * dtype's and its times are scaled by the bytes it reads (a, b's blocks, out) over the bytes of that
+ * tile with b in a's dtype: an extrapolation, on the grounds that the small-M tiles that read such
+ * weights stream them (their time is their bytes). A q4_1 tile of [1, 4096] x [4096, 4096] in bf16
+ * reads 0.31 of the bf16 tile's bytes. 1 for every other vCTA. */
+static double quant_scale(const struct tiling *s, const struct vcta *v)
+{
+	const struct graph *g = s->g;
+	if ((v->tmpl != ARK_T_MATMUL && v->tmpl != ARK_T_MATMUL_PARTIAL) || v->opp >= g->n_ops)
+		return 1;
+	const struct op *o = &g->ops[v->op];
+	const int bdt = g->tensors[o->in[1]].dtype;
+	if (!ark_dtype_quantized(bdt))
+		return 1;
+	const double m = v->m1 - v->m0, n = v->n1 - v->n0, k = v->k1 - v->k0, es = esize(s, o->in[0]);
+	const double os = v->tmpl == ARK_T_MATMUL ? es : 4;
+	return (es * m * k + (double)ark_row_bytes(bdt, (int64_t)k) * n + os * m * n) / (es * (m * k + k * n) + os * m * n);
+}
+
 void cost_calibrate(struct tiling *s, const struct calib_table *t, const struct part_gpu *gpu)
 {
 	s->n_calibrated = 0;
@@ -97,6 +117,8 @@ void cost_calibrate(struct tiling *s, const struct calib_table *t, const struct 
 				s->calib_missing |= 1u << s->v[i].tmpl;
 			continue;
 		}
+		const double qs = quant_scale(s, &s->v[i]);
+		us[CALIB_ALONE] *= qs, us[CALIB_BUSY] *= qs;
 		s->flops[i] = 0;
 		s->lat_us[i] = us[CALIB_ALONE];
 		s->bytes[i] = us[CALIB_BUSY] * per_sm;
@@ -114,6 +136,8 @@ double cost_vcta_us(const struct tiling *s, const struct vcta *v, const struct c
 		return gpu->task_us;
 	if (!t || calib_lookup(t, &q, us) < 0)
 		calib_analytic(gpu, &q, us);
+	const double qs = quant_scale(s, v);
+	us[CALIB_ALONE] *= qs, us[CALIB_BUSY] *= qs;
 	double sms = t && t->sms > 0 ? t->sms : gpu->sms;
 	return gpu->task_us + fmax(us[CALIB_ALONE], us[CALIB_BUSY] * streaming / sms);
 }
