@@ -86,8 +86,11 @@ template <int QT> __device__ __forceinline__ void ark_q_decode(uint32_t o, float
  * go by 16-byte cp.async from the 16-byte boundary below them into a per-warp ring of S slots
  * (S - 1 steps in flight), then lane l dequantises block l of the step from shared memory and
  * takes it against the MB rows of a: sum_e a[e] (d q[e] + m) = d sum_e a[e] q[e] + m sum_e a[e].
- * A warp walks a contiguous range of the chunk's steps (columns x block groups), summing its lanes
- * into sacc [MB][tn] when the column changes. Needs b 16-byte aligned (every arena tensor is). */
+ * A warp walks a contiguous range of the chunk's steps, summing its lanes into sacc [MB][tn] when the
+ * column changes: up to 2 rows in the order (block group, column), the lanes keeping their blocks of
+ * a in registers while the group stays (each step's sum is one column's), more rows in the order
+ * (column, block group), a read from shared memory. The dot product of a block runs in 4 partial
+ * sums (4 independent FMA chains). Needs b 16-byte aligned (every arena tensor is). */
 template <typename T, int MB, int QT>
 __device__ __noinline__ void ark_mmq_stream(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
@@ -99,6 +102,10 @@ __device__ __noinline__ void ark_mmq_stream(const ark_mm g, int m0, int m1, int 
 	static_assert(S >= 3, "ARK_MM_RING_BYTES too small for the quantized stream");
 	static_assert(NBC >= 1, "ARK_MM_A_BYTES too small for the quantized stream");
 	static_assert(MB * 128 * 4 <= ARK_MM_SACC_BYTES, "sacc");
+	/* up to 2 rows the steps go block group by block group (each warp's lanes keep their blocks of a
+	 * in registers across the columns, and sum per step); more rows go column by column (a read from
+	 * shared memory, sums per column) */
+	constexpr bool REG = MB <= 2;
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const int tn = n1 - n0, rows = m1 - m0;
 	const int64_t R = g.K / 32 * BB; /* bytes of a row of b */
@@ -123,8 +130,13 @@ __device__ __noinline__ void ark_mmq_stream(const ark_mm g, int m0, int m1, int 
 
 		/* step f: column f / spc, blocks [j0, j1) of the row (chunk-relative jc0) */
 		auto span = [&](int f, int &c, int &jc0, int &jn, int64_t &off0) {
-			c = f / spc;
-			jc0 = (f - c * spc) * 32;
+			if constexpr (REG) { /* block group by block group, every column in each */
+				const int g = f / tn;
+				c = f - g * tn, jc0 = g * 32;
+			} else { /* column by column, every block group of it */
+				c = f / spc;
+				jc0 = (f - c * spc) * 32;
+			}
 			jn = min(32, nb - jc0);
 			off0 = (int64_t)(n0 + c) * R + (int64_t)(kc0 / 32 + jc0) * BB;
 		};
@@ -196,6 +208,10 @@ __device__ __noinline__ void ark_mmq_stream(const ark_mm g, int m0, int m1, int 
 					atomicAdd(&sacc[m * tn + cur], x);
 			}
 		};
+		/* REG: the lane's block of a (and its sum) kept in registers while the block group stays */
+		float ar[REG ? MB : 1][REG ? 33 : 1];
+		int ar_s = -1; /* the block group ar holds */
+		(void)ar, (void)ar_s;
 #pragma unroll 1
 		for (int f = f0; f < f1; f++) { /* uniform within the warp */
 			ark_cp_wait<S - 2>(); /* this lane's copies of step f have landed */
@@ -212,24 +228,53 @@ __device__ __noinline__ void ark_mmq_stream(const ark_mm g, int m0, int m1, int 
 			if (lane < jn) {
 				float q[32], d, mn;
 				ark_q_decode<QT>(ring_s + (uint32_t)((f % S) * SLOT + (int)(off0 & 15) + lane * BB), q, d, mn);
+				if constexpr (REG) {
+					if (jc0 != ar_s) { /* the same for every lane below jn */
+#pragma unroll
+						for (int m = 0; m < MB; m++) {
+							const uint32_t ab = a_ss + 4u * (uint32_t)((m * NBC + jc0 + lane) * LDB);
+#pragma unroll
+							for (int e = 0; e < 32; e += 4) {
+								const float4 x = ark_q_lds128(ab + 4u * e);
+								ar[REG ? m : 0][REG ? e : 0] = x.x, ar[REG ? m : 0][REG ? e + 1 : 0] = x.y;
+								ar[REG ? m : 0][REG ? e + 2 : 0] = x.z, ar[REG ? m : 0][REG ? e + 3 : 0] = x.w;
+							}
+							if constexpr (QT == ARK_Q4_1)
+								ar[REG ? m : 0][REG ? 32 : 0] = ark_q_lds128(ab + 4u * 32).x;
+						}
+					}
+				}
 #pragma unroll
 				for (int m = 0; m < MB; m++) {
 					const uint32_t ab = a_ss + 4u * (uint32_t)((m * NBC + jc0 + lane) * LDB);
-					float dot = 0.0f;
+					float dot[4] = {0.0f, 0.0f, 0.0f, 0.0f}, asum;
 #pragma unroll
 					for (int e = 0; e < 32; e += 4) {
-						const float4 x = ark_q_lds128(ab + 4u * e);
-						dot = fmaf(x.x, q[e], dot);
-						dot = fmaf(x.y, q[e + 1], dot);
-						dot = fmaf(x.z, q[e + 2], dot);
-						dot = fmaf(x.w, q[e + 3], dot);
+						float4 x;
+						if constexpr (REG)
+							x = make_float4(ar[REG ? m : 0][REG ? e : 0], ar[REG ? m : 0][REG ? e + 1 : 0],
+									ar[REG ? m : 0][REG ? e + 2 : 0], ar[REG ? m : 0][REG ? e + 3 : 0]);
+						else
+							x = ark_q_lds128(ab + 4u * e);
+						dot[0] = fmaf(x.x, q[e], dot[0]);
+						dot[1] = fmaf(x.y, q[e + 1], dot[1]);
+						dot[2] = fmaf(x.z, q[e + 2], dot[2]);
+						dot[3] = fmaf(x.w, q[e + 3], dot[3]);
 					}
-					if constexpr (QT == ARK_Q4_1)
-						acc[m] = fmaf(d, dot, fmaf(mn, ark_q_lds128(ab + 4u * 32).x, acc[m]));
-					else
-						acc[m] = fmaf(d, dot, acc[m]);
+					const float dt = (dot[0] + dot[1]) + (dot[2] + dot[3]);
+					if constexpr (QT == ARK_Q4_1) {
+						if constexpr (REG)
+							asum = ar[REG ? m : 0][REG ? 32 : 0];
+						else
+							asum = ark_q_lds128(ab + 4u * 32).x;
+						acc[m] = fmaf(d, dt, fmaf(mn, asum, acc[m]));
+					} else {
+						(void)asum;
+						acc[m] = fmaf(d, dt, acc[m]);
+					}
 				}
 			}
+			ar_s = jc0;
 		}
 		if (cur >= 0)
 			flush();
