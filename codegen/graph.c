@@ -189,7 +189,7 @@ static int check_quantized(const struct graph *g, const struct tensor *t)
 			  "fp16, bf16 or fp32");
 		return -1;
 	}
-	if (t->shape_given && t->ndim >= 1 && t->shape[t->ndim - 1] % ARK_QBLOCK) {
+	if (t->shape_given && t->ndim >= 1 && t->ndim <= ARK_MAX_DIMS && t->shape[t->ndim - 1] % ARK_QBLOCK) {
 		diag_error(AT(t), "tensor '%s' is %s with shape %s: its last dimension, %" PRId64 ", is not a multiple of %d",
 			   t->name, dtype_name[t->dtype], shp(t), t->shape[t->ndim - 1], ARK_QBLOCK);
 		diag_hint("%s stores blocks of %d elements along the last dimension", dtype_name[t->dtype], ARK_QBLOCK);
