@@ -175,7 +175,7 @@ static void emit_header(const struct emitter *e)
 		const int dt = g->tensors[g->ops[x->op].out[0]].dtype;
 		used[dt] = 1;
 		mma |= (x->tmpl == ARK_T_MATMUL || x->tmpl == ARK_T_MATMUL_PARTIAL) && x->m1 - x->m0 > ARK_MM_SMALL_M &&
-		       ark_dtype_size(dt) == 2;
+		       ark_dtype_size(dt) == 2 && !ark_dtype_quantized(g->tensors[g->ops[x->op].in[1]].dtype);
 	}
 	for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++) /* int32 is never computed in */
 		out(f, "#define ARK_TILES_%s %d\n", dtype_enum[dt] + 4, used[dt]);
