@@ -48,8 +48,26 @@ struct ark_op {
 	float base;
 };
 
-/* Size in bytes of one element of a dtype. */
-static inline int ark_dtype_size(int dt) { return dt == ARK_FP32 || dt == ARK_INT32 ? 4 : 2; }
+/* Size in bytes of one element of a dtype; of a quantized dtype, 1: its tensors are handled as rows
+ * of bytes (the blocks as they are), [rows, last / 32 * block bytes] (ark_row_bytes). */
+static inline int ark_dtype_size(int dt)
+{
+	return dt == ARK_FP32 || dt == ARK_INT32 ? 4 : dt == ARK_Q4_1 || dt == ARK_Q8_0 ? 1 : 2;
+}
+
+/* Block-quantized weights, exactly GGUF's blocks of 32 elements along the last axis:
+ *   q4_1: fp16 d, fp16 m, 16 bytes q (byte j: element j in its low nibble, j + 16 in its high one);
+ *         value = d * q + m; 20 bytes
+ *   q8_0: fp16 d, 32 int8 q; value = d * q; 34 bytes */
+#define ARK_QBLOCK 32
+static inline int ark_dtype_quantized(int dt) { return dt == ARK_Q4_1 || dt == ARK_Q8_0; }
+/* Bytes of one block of 32 elements (0: not quantized). */
+static inline int ark_qblock_bytes(int dt) { return dt == ARK_Q4_1 ? 20 : dt == ARK_Q8_0 ? 34 : 0; }
+/* Bytes of a row of `last` elements (last % 32 == 0 for a quantized dtype). */
+static inline int64_t ark_row_bytes(int dt, int64_t last)
+{
+	return ark_dtype_quantized(dt) ? last / ARK_QBLOCK * ark_qblock_bytes(dt) : last * ark_dtype_size(dt);
+}
 
 static inline int64_t ark_tensor_elems(const struct ark_tensor *t)
 {
@@ -59,6 +77,14 @@ static inline int64_t ark_tensor_elems(const struct ark_tensor *t)
 	return n;
 }
 
+/* Bytes of a tensor's data (the blocks of a quantized one). */
+static inline uint64_t ark_tensor_bytes(const struct ark_tensor *t)
+{
+	if (t->ndim < 1)
+		return 0;
+	const int64_t last = t->shape[t->ndim - 1];
+	return (uint64_t)(ark_tensor_elems(t) / last) * (uint64_t)ark_row_bytes(t->dtype, last);
+}
 
 #include "ark_task.h"
 

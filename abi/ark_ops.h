@@ -115,8 +115,10 @@ enum ark_op_kind {
 /* Element types, tensor roles and transports: X(ID, "name"). */
 /* int32 (token ids, masks, positions) only for inputs, weights and state, and only where an op reads
  * ids, masks or positions (codegen/graph.c: int32_ok); every computed tensor has one of the first
- * ARK_FLOAT_DTYPES dtypes but argmax's output (int32 indices). */
-#define DTYPE_LIST(X) X(FP16, "fp16") X(BF16, "bf16") X(FP32, "fp32") X(INT32, "int32")
+ * ARK_FLOAT_DTYPES dtypes but argmax's output (int32 indices). q4_1 and q8_0: GGUF's block-quantized
+ * weights (blocks of 32 along the last axis; ark_model.h has their layouts), for weights only, read by
+ * matmul (b, transpose_b) and embedding (the table). */
+#define DTYPE_LIST(X) X(FP16, "fp16") X(BF16, "bf16") X(FP32, "fp32") X(INT32, "int32") X(Q4_1, "q4_1") X(Q8_0, "q8_0")
 #define ARK_FLOAT_DTYPES 3 /* fp16, bf16, fp32: the dtypes ops compute in (templates, calibration) */
 #define ROLE_LIST(X) \
 	X(ACTIVATION, "activation") X(INPUT, "input") X(WEIGHT, "weight") X(OUTPUT, "output") X(INTERNAL, "internal") \

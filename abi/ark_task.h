@@ -158,7 +158,8 @@ struct ark_opp {
 	uint8_t flags;    /* ARK_OPP_* */
 	uint16_t act;     /* matmul, all_reduce: an op flagged ARK_OPF_ACTIVATION, applied after the bias; ARK_ACT_NONE: none */
 	uint8_t mask_dtype; /* ARK_OPP_MASK: enum ark_dtype of the mask in[1] (it may differ from dtype) */
-	uint8_t pad_;
+	uint8_t wdtype;   /* matmul: b's enum ark_dtype, embedding: the table's, when it is quantized (q4_1,
+			   * q8_0; dtype is then a's, or the output's); 0 (fp16) otherwise */
 	uint32_t splits;  /* matmul split-K slices (1: none); EW_CHAIN: number of steps, which are the
 			   * params of the chain's ops, in order, in the entries right after this one */
 	uint64_t in[3];   /* inputs: matmul a, b, bias; elementwise a, b; norms a, gamma, beta */

@@ -29,7 +29,8 @@ sometimes a pooled output after them
 M from 1 to 512, mostly 1-16 (batch-1 decode); widths from 32 to 4096, drawn as primes, odd numbers,
 multiples of 8, 16 or 64 and powers of two; 2-D [M, H] or 3-D [B, S, H] activations; broadcast
 operands [H] (bias-like), per-row [M, 1] / [B, S, 1] / [S, 1] / [B, 1, 1] and [1]; fp16, bf16 or fp32;
-at most 64 MiB of weights per model. Python 3 standard library only.
+at most 64 MiB of weights per model; transpose_b weights and embedding tables whose last dimension is
+a multiple of 32 are sometimes block-quantized (q4_1 or q8_0). Python 3 standard library only.
 """
 
 import argparse
@@ -90,6 +91,8 @@ def is_prime(n):
 
 DTYPES = ("fp16", "bf16", "fp32")
 DSIZE = {"fp16": 2, "bf16": 2, "fp32": 4}
+QDTYPES = ("q4_1", "q8_0")  # block-quantized weights: a transpose_b matmul's b, an embedding table
+QBLOCK = {"q4_1": 20, "q8_0": 34}  # bytes per block of 32 elements
 WEIGHT_BUDGET = 64 << 20  # bytes of weights per model
 KINDS = ("chain", "diamond", "branches", "mlp", "glu", "resnorm", "attn", "views", "embed", "state", "decode")
 ACTS = ("relu", "gelu", "silu", "sigmoid", "tanh")
@@ -172,6 +175,16 @@ class Model:
 	def weight(self, prefix, shape):
 		return self.leaf(prefix, shape, "weight")
 
+	def quantize(self, w):
+		"""Sometimes stores weight w (last dimension a multiple of 32) as q4_1 or q8_0 blocks: a
+		transpose_b matmul's b or an embedding table, the two places that take them."""
+		s = self.shape[w]
+		if s[-1] % 32 or not self.rng.chance(0.4):
+			return
+		q = self.rng.pick(QDTYPES)
+		self.tdtype[w] = q
+		self.weight_bytes -= math.prod(s) * DSIZE[self.dtype] - math.prod(s) // 32 * QBLOCK[q]
+
 	def op(self, kind, ins, attrs=()):
 		s = [self.shape[i] for i in ins]
 		if kind == "matmul":
@@ -231,6 +244,8 @@ class Model:
 		k = self.shape[x][-1]
 		tb = self.rng.chance(0.5) if tb is None else tb
 		w = self.weight("w", [n, k] if tb else [k, n])
+		if tb:
+			self.quantize(w)
 		ins = [x, w]
 		if bias if bias is not None else self.rng.chance(0.35):
 			ins.append(self.weight("b", [n]))
@@ -362,7 +377,9 @@ class Model:
 		v = self.rng.int(2, v_max) if self.rng.chance(0.3) else dim(self.rng, 2, v_max)
 		ids = self.leaf("ids", s[:-1], "input")
 		self.int32.add(ids)
-		e = self.op("embedding", [ids, self.weight("tab", [v, s[-1]])])
+		tab = self.weight("tab", [v, s[-1]])
+		self.quantize(tab)
+		e = self.op("embedding", [ids, tab])
 		return self.op("add", [x, e] if self.rng.chance(0.5) else [e, x])
 
 	def update(self, kind, ins, attrs=()):
@@ -635,6 +652,9 @@ def render(m, outs, seed, index):
 	if mm:
 		summ += ", %d matmul (%d transpose_b, %d bias) over %s" % (
 			len(mm), sum(1 for t in mm if t[2]), sum(1 for t in mm if t[3]), ",".join(str(w) for w in widths))
+	nq = sum(1 for n, _, r in m.tensors if m.tdtype.get(n) in QDTYPES)
+	if nq:
+		summ += ", %d of them q4_1/q8_0" % nq if mm else ", %d q4_1/q8_0 table%s" % (nq, "s" if nq > 1 else "")
 	wb = m.weight_bytes
 	summ += ", %s of weights" % ("%.1f MiB" % (wb / (1 << 20)) if wb >= 1 << 20 else "%.1f KiB" % (wb / 1024))
 	lines = ["# sweep seed %d, index %d: %s" % (seed, index, summ),

@@ -15,6 +15,11 @@ arkgen binary's --bench measures it), --pipelined leaves the forwards queued bac
 Every variant is checked against eager on freshly drawn inputs (relative error of the outputs).
 --plan checks the graph and prints it with the inferred shapes, without torch or a GPU.
 
+Weights of the block-quantized dtypes q4_1 and q8_0 (GGUF's blocks of 32) are drawn, quantised and
+dequantised once when the model is built, to the dtype their op computes in (a matmul's a, an
+embedding's output): PyTorch has no kernel for those blocks, so it runs those matmuls on the
+dequantised weight (which reads 3.2x (q4_1) or 1.9x (q8_0) the bytes from bf16), and says so.
+
 Exit status: 0 ok, 1 bad schedule or a failure of the eager run, 2 usage error, 77 no CUDA device.
 """
 
@@ -25,6 +30,7 @@ import sys
 import time
 
 DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "int32": "int32"}
+QDTYPES = ("q4_1", "q8_0")  # block-quantized weights: dequantised at build time (quantized_weights)
 # op kind -> (fewest inputs, most inputs)
 ARITY = {
 	"matmul": (2, 3), "add": (2, 2), "mul": (2, 2), "scale": (1, 1), "relu": (1, 1), "gelu": (1, 1),
@@ -277,8 +283,9 @@ def load_graph(doc):
 		if role == "internal":
 			continue
 		name = t["name"]
-		if t.get("dtype", "fp16") not in DTYPES:
-			raise GraphError("tensor '%s': dtype '%s' is not one of %s" % (name, t.get("dtype"), ", ".join(DTYPES)))
+		if t.get("dtype", "fp16") not in DTYPES and not (t.get("dtype") in QDTYPES and role == "weight"):
+			raise GraphError("tensor '%s': dtype '%s' is not one of %s (or, for a weight, %s)" %
+					 (name, t.get("dtype"), ", ".join(DTYPES), ", ".join(QDTYPES)))
 		if int(t.get("gpu", 0)) != 0:
 			raise GraphError("tensor '%s' lives on GPU %s: this baseline times single-GPU models only" %
 					 (name, t.get("gpu")))
@@ -348,8 +355,46 @@ def load_graph(doc):
 	for o in outputs:
 		if o not in have:
 			raise GraphError("output '%s' is made by no op" % o)
+	quantized_weights(tensors, steps)
 	return {"model": doc.get("model", "?"), "tensors": tensors, "inputs": inputs, "weights": weights,
 		"states": states, "outputs": outputs, "steps": steps}
+
+
+def quantized_weights(tensors, steps):
+	"""A q4_1 or q8_0 weight gets "qdtype" (its blocks) and, as "dtype", the dtype it is dequantised
+	to: that of the op reading it (a matmul's a, an embedding's output); only those two read one."""
+	for kind, ins, out, attrs in steps:
+		for j, n in enumerate(ins):
+			t = tensors[n]
+			if t.get("qdtype", t["dtype"]) not in QDTYPES:
+				continue
+			if not (j == 1 and (kind == "embedding" or (kind == "matmul" and attrs.get("transpose_b")))):
+				raise GraphError("op %s reads the %s weight '%s' as input %d" % (kind, t.get("qdtype", t["dtype"]), n, j))
+			if "qdtype" not in t:
+				t["qdtype"] = t["dtype"]
+				t["dtype"] = tensors[out if kind == "embedding" else ins[0]]["dtype"]
+	for n, t in tensors.items():
+		if t["dtype"] in QDTYPES:  # read by no op: dequantised to fp32
+			t["qdtype"], t["dtype"] = t["dtype"], "fp32"
+
+
+def quant_dequant(torch, x, qdtype):
+	"""x (fp32, last dimension a multiple of 32) through GGUF's blocks and back, as arkgen's binaries
+	draw such weights (runtime/quant.c): q4_1 d = (max - min) / 15 and m = min per block, q8_0
+	d = max |x| / 127, d and m rounded to fp16, q to nearest."""
+	shape = x.shape
+	b = x.reshape(-1, 32)
+	if qdtype == "q4_1":
+		lo, hi = b.min(dim=1, keepdim=True).values, b.max(dim=1, keepdim=True).values
+		d = (hi - lo) / 15
+		inv = torch.where(d > 0, 1 / d, torch.zeros_like(d))
+		q = torch.round((b - lo) * inv).clamp(0, 15)
+		y = d.half().float() * q + lo.half().float()
+	else:
+		d = b.abs().max(dim=1, keepdim=True).values / 127
+		inv = torch.where(d > 0, 1 / d, torch.zeros_like(d))
+		y = d.half().float() * torch.round(b * inv).clamp(-127, 127)
+	return y.reshape(shape)
 
 
 def print_plan(g):
@@ -358,6 +403,9 @@ def print_plan(g):
 	for kind, ins, out, attrs in g["steps"]:
 		t = g["tensors"][out if out is not None else ins[0]]
 		extra = "".join(" %s=%s" % (k, v) for k, v in sorted(attrs.items()))
+		for n in ins:
+			if "qdtype" in g["tensors"][n]:
+				extra += " (%s %s dequantised to %s)" % (n, g["tensors"][n]["qdtype"], g["tensors"][n]["dtype"])
 		print("  %-9s %s -> %s %s %s%s" % (kind, ", ".join(ins), out if out is not None else "(%s in place)" % ins[0],
 						 _shape_str(t["shape"]), t["dtype"], extra))
 
@@ -492,6 +540,8 @@ def random_tensor(torch, t, device, gen, is_weight):
 	x = torch.rand(shape, generator=gen, device=device, dtype=torch.float32) * 2 - 1
 	if is_weight and len(shape) >= 2:
 		x *= 1.0 / math.sqrt(shape[0])
+	if "qdtype" in t:  # a q4_1 / q8_0 weight: its blocks' values, in the dtype its op computes in
+		x = quant_dequant(torch, x, t["qdtype"])
 	x = x.to(getattr(torch, DTYPES[t["dtype"]]))
 	if x.numel() and not bool(x.abs().max() > 0):
 		raise GraphError("random tensor of shape %s came out all zeros" % _shape_str(shape))
@@ -603,6 +653,10 @@ def main(argv):
 	      (g["model"], len(g["steps"]), gpu, torch.__version__, a.iters, a.warmup,
 	       "queued back to back" if a.pipelined else "each waited for"))
 
+	q = ["%s (%s)" % (n, g["tensors"][n]["qdtype"]) for n in g["weights"] if "qdtype" in g["tensors"][n]]
+	if q:
+		print("torch_baseline: quantized weights %s dequantised once to their op's dtype: PyTorch runs those "
+		      "matmuls and embeddings on the dequantised weights" % ", ".join(q))
 	tol = max(TOLERANCE[g["tensors"][o]["dtype"]] for o in g["outputs"])
 	results = {"meta": {"model": g["model"], "gpu": gpu, "torch": torch.__version__, "iters": a.iters,
 			    "warmup": a.warmup, "seed": a.seed, "pipelined": a.pipelined, "ops": len(g["steps"])}}

@@ -221,11 +221,16 @@ static int get_dtype(struct reader *r, const config_setting_t *s, const char *wh
 			return 0;
 		}
 	if (allow_int) {
-		diag_error(AT(s), "%s is \"%s\", expected \"fp16\", \"bf16\", \"fp32\" or \"int32\"", what, v);
+		diag_error(AT(s), "%s is \"%s\", expected \"fp16\", \"bf16\", \"fp32\", \"int32\", \"q4_1\" or \"q8_0\"",
+			   what, v);
 	} else {
 		diag_error(AT(s), "%s is \"%s\", expected \"fp16\", \"bf16\" or \"fp32\"", what, v);
 		if (!strcmp(v, "int32")) {
 			diag_hint("int32 is for tensors of role input or weight (token ids, masks): give it their 'dtype'");
+			return -1;
+		}
+		if (!strcmp(v, "q4_1") || !strcmp(v, "q8_0")) {
+			diag_hint("%s is for weights (matmul's b with transpose_b, embedding tables): give it their 'dtype'", v);
 			return -1;
 		}
 	}

@@ -81,6 +81,30 @@ static int query_of(const struct tiling *s, const struct vcta *v, struct calib_q
 	return q->m > 0 && q->n > 0 && q->k > 0 ? 0 : -1;
 }
 
+/* A matmul tile whose b is block-quantized (q4_1, q8_0): the table has no points for those dtypes
+ * (bench/calibrate measures fp16, bf16 and fp32 tiles), so this extrapolates from the bytes read. The
+ * quantized path streams b for every 16 rows of the tile (templates/op_quant.cuh), so the tile is
+ * looked up as its activation dtype's streaming tile of min(m, 16) rows (q->m changed here), and its
+ * times are scaled by ceil(m / 16) passes, each by the bytes it reads (a, b's blocks, out) over the
+ * bytes of that tile with b in a's dtype: streaming tiles take about their bytes' time. A q4_1 tile
+ * of [1, 4096] x [32, 4096]^T in bf16 reads 0.31 of the bf16 tile's bytes. 1, q untouched, for every
+ * other vCTA. */
+static double quant_scale(const struct tiling *s, const struct vcta *v, struct calib_query *q)
+{
+	const struct graph *g = s->g;
+	if ((v->tmpl != ARK_T_MATMUL && v->tmpl != ARK_T_MATMUL_PARTIAL) || v->opp >= g->n_ops)
+		return 1;
+	const struct op *o = &g->ops[v->op];
+	const int bdt = g->tensors[o->in[1]].dtype;
+	if (!ark_dtype_quantized(bdt))
+		return 1;
+	const double m = v->m1 - v->m0, n = v->n1 - v->n0, k = v->k1 - v->k0, es = esize(s, o->in[0]);
+	const double os = v->tmpl == ARK_T_MATMUL ? es : 4, mp = fmin(m, 16), passes = ceil(m / 16);
+	q->m = mp;
+	return passes * (es * mp * k + (double)ark_row_bytes(bdt, (int64_t)k) * n + os * mp * n) /
+	       (es * (mp * k + k * n) + os * mp * n);
+}
+
 void cost_calibrate(struct tiling *s, const struct calib_table *t, const struct part_gpu *gpu)
 {
 	s->n_calibrated = 0;
@@ -92,11 +116,13 @@ void cost_calibrate(struct tiling *s, const struct calib_table *t, const struct 
 	for (int i = 0; i < s->n_vcta; i++) {
 		struct calib_query q;
 		double us[2];
-		if (query_of(s, &s->v[i], &q) < 0 || calib_lookup(t, &q, us) < 0) {
+		double qs = 1;
+		if (query_of(s, &s->v[i], &q) < 0 || (qs = quant_scale(s, &s->v[i], &q), calib_lookup(t, &q, us) < 0)) {
 			if (calib_tmpl_name(s->v[i].tmpl) && s->v[i].opp < s->g->n_ops)
 				s->calib_missing |= 1u << s->v[i].tmpl;
 			continue;
 		}
+		us[CALIB_ALONE] *= qs, us[CALIB_BUSY] *= qs;
 		s->flops[i] = 0;
 		s->lat_us[i] = us[CALIB_ALONE];
 		s->bytes[i] = us[CALIB_BUSY] * per_sm;
@@ -112,8 +138,10 @@ double cost_vcta_us(const struct tiling *s, const struct vcta *v, const struct c
 	double us[2];
 	if (query_of(s, v, &q) < 0)
 		return gpu->task_us;
+	const double qs = quant_scale(s, v, &q);
 	if (!t || calib_lookup(t, &q, us) < 0)
 		calib_analytic(gpu, &q, us);
+	us[CALIB_ALONE] *= qs, us[CALIB_BUSY] *= qs;
 	double sms = t && t->sms > 0 ? t->sms : gpu->sms;
 	return gpu->task_us + fmax(us[CALIB_ALONE], us[CALIB_BUSY] * streaming / sms);
 }

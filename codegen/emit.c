@@ -166,17 +166,18 @@ static void emit_header(const struct emitter *e)
 	 * mma path only where a 2-byte matmul tile has more rows than the streaming path takes (the choice
 	 * ark_mm_sub makes): its code costs the loop kernel registers and stack in every model that
 	 * includes it. */
-	int used[ARK_DTYPE__COUNT] = {0}, mma = 0, att = 0, dec = 0;
+	int used[ARK_DTYPE__COUNT] = {0}, mma = 0, att = 0, dec = 0, quant = 0;
 	for (int v = 0; v < s->n_vcta; v++) {
 		const struct vcta *x = &s->v[v];
 		att |= x->tmpl == ARK_T_ATTENTION;
 		dec |= x->tmpl == ARK_T_ROPE || x->tmpl == ARK_T_DECODE || x->tmpl == ARK_T_DECODE_COMBINE ||
 		       x->tmpl == ARK_T_ARGMAX || x->tmpl == ARK_T_ARGMAX_COMBINE;
 		const struct op *xo = &g->ops[x->op]; /* argmax computes in its input's dtype */
+		quant |= xo->n_in > 1 && ark_dtype_quantized(g->tensors[xo->in[1]].dtype);
 		const int dt = g->tensors[xo->kind == ARK_OP_ARGMAX ? xo->in[0] : xo->out[0]].dtype;
 		used[dt] = 1;
 		mma |= (x->tmpl == ARK_T_MATMUL || x->tmpl == ARK_T_MATMUL_PARTIAL) && x->m1 - x->m0 > ARK_MM_SMALL_M &&
-		       ark_dtype_size(dt) == 2;
+		       ark_dtype_size(dt) == 2 && !ark_dtype_quantized(g->tensors[g->ops[x->op].in[1]].dtype);
 	}
 	for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++) /* int32 is never computed in */
 		out(f, "#define ARK_TILES_%s %d\n", dtype_enum[dt] + 4, used[dt]);
@@ -185,6 +186,8 @@ static void emit_header(const struct emitter *e)
 		out(f, "#define ARK_TILES_ATTENTION 1\n");
 	if (dec) /* the same for rope, decode_attention and argmax (op_decode.cuh) */
 		out(f, "#define ARK_TILES_DECODE 1\n");
+	if (quant) /* the same: q4_1 / q8_0 weights (op_quant.cuh) */
+		out(f, "#define ARK_TILES_QUANT 1\n");
 	out(f, "\n#include \"ark_tiles.cuh\"\n#include \"ark_loop.cuh\"\n#include \"ark.h\"\n\n");
 }
 
@@ -325,8 +328,9 @@ static void emit_ops(const struct emitter *e)
 /* ---- op params ---- */
 
 /* The fields of an op's params that are not zero, as emit_opp and the comm ones share them (mask_dtype
- * -1: none). */
-static void opp_head(struct init *in, int kind, int dtype, unsigned flags, int act, int mask_dtype, uint32_t splits)
+ * -1: none; wdtype -1: none, else a quantized b or table's dtype). */
+static void opp_head(struct init *in, int kind, int dtype, unsigned flags, int act, int mask_dtype, int wdtype,
+		     uint32_t splits)
 {
 	char fl[160];
 	init_field(in, ".kind = %s", op_enum[kind]);
@@ -336,6 +340,8 @@ static void opp_head(struct init *in, int kind, int dtype, unsigned flags, int a
 	init_field(in, ".act = %s", act == ARK_ACT_NONE ? "ARK_ACT_NONE" : op_enum[act]);
 	if (mask_dtype >= 0)
 		init_field(in, ".mask_dtype = %s", dtype_enum[mask_dtype]);
+	if (wdtype >= 0)
+		init_field(in, ".wdtype = %s", dtype_enum[wdtype]);
 	if (splits)
 		init_field(in, ".splits = %u", splits);
 }
@@ -460,7 +466,11 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 	const int mask = o->kind == ARK_OP_REDUCE_MEAN && o->n_in > 1 ? o->in[1]
 		       : o->kind == ARK_OP_ATTENTION && o->n_in > 3 ? o->in[3]
 								   : -1;
-	opp_head(&in, o->kind, dtype, flags, pl->act, mask >= 0 ? (int)g->tensors[mask].dtype : -1,
+	const int wdt = (o->kind == ARK_OP_MATMUL || o->kind == ARK_OP_EMBEDDING) &&
+				ark_dtype_quantized(g->tensors[o->in[1]].dtype)
+			? (int)g->tensors[o->in[1]].dtype
+			: -1;
+	opp_head(&in, o->kind, dtype, flags, pl->act, mask >= 0 ? (int)g->tensors[mask].dtype : -1, wdt,
 		 (uint32_t)pl->splits);
 	for (int i = 0; i < o->n_in && i < 3; i++)
 		sb_printf(&ins, "%s%s", i ? ", " : "", offset_of(e, o->in[i]));
@@ -518,7 +528,7 @@ static void emit_chain_opp(const struct emitter *e, int head, int index)
 	    c_comment_text(c5, sizeof c5, g->tensors[outt].name));
 	struct init in;
 	init_begin(&in, e->f, 1);
-	opp_head(&in, h->kind, g->tensors[outt].dtype, 0, ARK_ACT_NONE, -1, (uint32_t)pl->chain_len);
+	opp_head(&in, h->kind, g->tensors[outt].dtype, 0, ARK_ACT_NONE, -1, -1, (uint32_t)pl->chain_len);
 	init_field(&in, ".in = {%s}", offset_of(e, h->in[0]));
 	init_field(&in, ".out = %s", offset_of(e, outt));
 	init_field(&in, ".M = %" PRId64, s->rows[outt]);
@@ -574,7 +584,7 @@ static void emit_comm_opp(const struct emitter *e, int x, int index)
 	struct init in;
 	struct strbuf ins = {0};
 	init_begin(&in, e->f, 1);
-	opp_head(&in, p.kind, p.dtype, p.flags, p.act, -1, p.splits);
+	opp_head(&in, p.kind, p.dtype, p.flags, p.act, -1, -1, p.splits);
 	sb_printf(&ins, "%s", offset_of(e, X->in0));
 	if (X->in1 >= 0 || X->in2)
 		sb_printf(&ins, ", %s", offset_of(e, X->in1));
@@ -619,7 +629,7 @@ static void emit_concat_copy_opp(const struct emitter *e, int oi, int index)
 		    c_comment_text(c2, sizeof c2, g->file), o->line, j, c_comment_text(c3, sizeof c3, X->name));
 		struct init in;
 		init_begin(&in, e->f, 1);
-		opp_head(&in, o->kind, T->dtype, 0, ARK_ACT_NONE, -1, (uint32_t)e->s->per_op[oi].splits);
+		opp_head(&in, o->kind, T->dtype, 0, ARK_ACT_NONE, -1, -1, (uint32_t)e->s->per_op[oi].splits);
 		init_field(&in, ".in = {%s}", offset_of(e, o->in[j]));
 		if (at)
 			init_field(&in, ".out = %s + %" PRIu64 "u", offset_of(e, o->out[0]),

@@ -95,9 +95,10 @@ int graph_find_op(const struct graph *g, const char *name)
 	return -1;
 }
 
+/* Bytes per element; of a quantized dtype an upper bound (q8_0: 34 bytes per 32), for check_size. */
 static int dtype_size(enum ark_dtype d)
 {
-	return ark_dtype_size(d);
+	return ark_dtype_quantized(d) ? 2 : ark_dtype_size(d);
 }
 
 uint64_t tensor_elems(const struct tensor *t)
@@ -110,6 +111,9 @@ uint64_t tensor_elems(const struct tensor *t)
 
 uint64_t tensor_bytes(const struct tensor *t)
 {
+	if (ark_dtype_quantized(t->dtype) && t->ndim > 0) /* rows of blocks */
+		return tensor_elems(t) / (uint64_t)t->shape[t->ndim - 1] *
+		       (uint64_t)ark_row_bytes(t->dtype, t->shape[t->ndim - 1]);
 	return tensor_elems(t) * (uint64_t)dtype_size(t->dtype);
 }
 
@@ -186,6 +190,24 @@ static int argmax_output(const struct graph *g, int t)
 	return 0;
 }
 
+/* A block-quantized tensor (q4_1, q8_0): a weight whose last dimension is whole blocks of 32. */
+static int check_quantized(const struct graph *g, const struct tensor *t)
+{
+	if (t->role != ARK_ROLE_WEIGHT) {
+		diag_error(AT(t), "tensor '%s' is %s, but its role is %s", t->name, dtype_name[t->dtype], role_name[t->role]);
+		diag_hint("q4_1 and q8_0 are for weights (matmul's b with transpose_b, embedding tables); ops compute in "
+			  "fp16, bf16 or fp32");
+		return -1;
+	}
+	if (t->shape_given && t->ndim >= 1 && t->ndim <= ARK_MAX_DIMS && t->shape[t->ndim - 1] % ARK_QBLOCK) {
+		diag_error(AT(t), "tensor '%s' is %s with shape %s: its last dimension, %" PRId64 ", is not a multiple of %d",
+			   t->name, dtype_name[t->dtype], shp(t), t->shape[t->ndim - 1], ARK_QBLOCK);
+		diag_hint("%s stores blocks of %d elements along the last dimension", dtype_name[t->dtype], ARK_QBLOCK);
+		return -1;
+	}
+	return 0;
+}
+
 static int check_basic(struct graph *g)
 {
 	if (g->gpus < 1 || g->gpus > ARK_MAX_GPUS) {
@@ -213,6 +235,8 @@ static int check_basic(struct graph *g)
 			diag_hint("a model with state tensors has gpus = 1");
 			return -1;
 		}
+		if (ark_dtype_quantized(t->dtype) && check_quantized(g, t))
+			return -1;
 		if (!t->shape_given)
 			continue;
 		if (t->ndim < 1 || t->ndim > ARK_MAX_DIMS) {
@@ -1331,6 +1355,30 @@ static int int32_ok(enum ark_op_kind k, int j)
 	       (k == ARK_OP_ROPE && j == 1) || (k == ARK_OP_DECODE_ATTENTION && j == 3);
 }
 
+/* Block-quantized inputs (q4_1, q8_0): matmul's b with transpose_b, embedding's table; any other
+ * input of any op is an error at the op's line. */
+static int check_quantized_input(const struct graph *g, const struct op *o, int j)
+{
+	const struct tensor *t = &g->tensors[o->in[j]];
+	const char *k = op_info[o->kind].name;
+	if (o->kind == ARK_OP_MATMUL && j == 1) {
+		if (o->transpose_b)
+			return 0;
+		diag_error(AT(o), "b '%s' of op '%s' (matmul) is %s, which needs transpose_b = true", t->name, o->name,
+			   dtype_name[t->dtype]);
+		note_tensor(g, t);
+		diag_hint("store the weight as [N, K] (blocks of 32 along K, as GGUF does) and set transpose_b = true");
+		return -1;
+	}
+	if (o->kind == ARK_OP_EMBEDDING && j == 1)
+		return 0;
+	diag_error(AT(o), "input '%s' of op '%s' (%s) is %s, which %s does not take there", t->name, o->name, k,
+		   dtype_name[t->dtype], k);
+	note_tensor(g, t);
+	diag_hint("q4_1 and q8_0 weights are read by matmul (b, with transpose_b = true) and embedding (the table) only");
+	return -1;
+}
+
 static int infer_op(struct graph *g, struct op *o)
 {
 	const struct op_info *oi = &op_info[o->kind];
@@ -1339,10 +1387,20 @@ static int infer_op(struct graph *g, struct op *o)
 	while (first + 1 < o->n_in && int32_ok(o->kind, first))
 		first++;
 	const struct tensor *a = &g->tensors[o->in[first]];
+	for (int j = 0; j < o->n_in; j++)
+		if (ark_dtype_quantized(g->tensors[o->in[j]].dtype) && check_quantized_input(g, o, j))
+			return -1;
+	/* the dtype of the output: a's, except argmax's indices (int32) and an embedding of a quantized
+	 * table: the output's declared dtype, else the model's */
+	enum ark_dtype odt = o->kind == ARK_OP_ARGMAX ? ARK_INT32 : a->dtype;
+	if (ark_dtype_quantized(a->dtype)) {
+		const struct tensor *ot = &g->tensors[o->out[0]];
+		odt = ot->dtype_given ? ot->dtype : g->dtype;
+	}
 	for (int j = 0; j < o->n_in; j++) {
 		const struct tensor *t = &g->tensors[o->in[j]];
 		ARK_ASSERT(t->ndim > 0);
-		const int own_dtype = int32_ok(o->kind, j);
+		const int own_dtype = int32_ok(o->kind, j) || ark_dtype_quantized(t->dtype);
 		if (!own_dtype && t->dtype == ARK_INT32) {
 			diag_error(AT(o), "input '%s' of op '%s' (%s) is int32, which %s does not take there", t->name,
 				   o->name, oi->name, oi->name);
@@ -1379,8 +1437,6 @@ static int infer_op(struct graph *g, struct op *o)
 	int64_t shape[ARK_MAX_DIMS];
 	if (infer_shape(g, o, &nd, shape))
 		return -1;
-	/* the dtype of the outputs: the inputs', but argmax's indices */
-	const enum ark_dtype odt = o->kind == ARK_OP_ARGMAX ? ARK_INT32 : a->dtype;
 	for (int j = 0; j < o->n_out; j++) {
 		struct tensor *t = &g->tensors[o->out[j]];
 		int gpu = oi->n_out == 0 ? g->tensors[o->in[j]].gpu : o->gpu;

@@ -19,6 +19,8 @@ const char *const dtype_name[ARK_DTYPE__COUNT] = {
 	[ARK_BF16] = "bf16",
 	[ARK_FP32] = "fp32",
 	[ARK_INT32] = "int32",
+	[ARK_Q4_1] = "q4_1",
+	[ARK_Q8_0] = "q8_0",
 };
 
 const char *const role_name[ARK_ROLE__COUNT] = {
@@ -45,7 +47,7 @@ _Static_assert(ARK_ATTR__COUNT <= 32, "attribute masks are 32-bit");
 #undef X
 _Static_assert(ARK_ROLE__COUNT == sizeof role_name / sizeof role_name[0], "one name per role");
 _Static_assert(ARK_TR_P2P + 1 == sizeof transport_name / sizeof transport_name[0], "one name per transport");
-_Static_assert(ARK_DTYPE__COUNT == 4, "one name per dtype");
+_Static_assert(ARK_DTYPE__COUNT == 6, "one name per dtype");
 #define X(id, nm, mn, mx, no, at, fl) && (mn) >= 1 && (mn) <= (mx) && (mx) <= ARK_MAX_IO
 _Static_assert(1 OP_LIST(X), "op arity must be within 1..ARK_MAX_IO");
 #undef X

@@ -195,6 +195,7 @@ static void tile_matmul(struct tiling *s, int oi)
 	int a = o->in[0], b = o->in[1], bias = o->n_in > 2 ? o->in[2] : -1, out = pl->out_tensor;
 	int64_t M = s->rows[a], K = s->cols[a], N = s->cols[out];
 	int64_t es = esize(s, a);
+	const enum ark_dtype bdt = g->tensors[b].dtype; /* q4_1 or q8_0: b [N, K] in blocks of 32 along K */
 	int tm, tn;
 	int64_t splits;
 	pick_matmul(s, oi, M, N, K, es, &tm, &tn, &splits);
@@ -214,7 +215,9 @@ static void tile_matmul(struct tiling *s, int oi)
 				v->m0 = (uint32_t)m0, v->m1 = (uint32_t)m1, v->n0 = (uint32_t)n0, v->n1 = (uint32_t)n1;
 				v->k0 = (uint32_t)k0, v->k1 = (uint32_t)k1, v->split = (uint32_t)sp;
 				vcta_add_read(v, a, m0, m1, k0, k1);
-				if (o->transpose_b)
+				if (o->transpose_b && ark_dtype_quantized(bdt)) /* its view is bytes; k0, k1: multiples of 32 */
+					vcta_add_read(v, b, n0, n1, ark_row_bytes(bdt, k0), ark_row_bytes(bdt, k1));
+				else if (o->transpose_b)
 					vcta_add_read(v, b, n0, n1, k0, k1);
 				else
 					vcta_add_read(v, b, k0, k1, n0, n1);
@@ -226,9 +229,9 @@ static void tile_matmul(struct tiling *s, int oi)
 					v->write = (struct region){out, m0, m1, n0, n1};
 				}
 				v->flops = 2.0 * (double)((m1 - m0) * (n1 - n0) * (k1 - k0));
-				v->bytes = (double)(es * ((m1 - m0) * (k1 - k0) + (k1 - k0) * (n1 - n0)) +
+				v->bytes = (double)(es * (m1 - m0) * (k1 - k0) + ark_row_bytes(bdt, k1 - k0) * (n1 - n0) +
 						    (splits > 1 ? 4 : es) * (m1 - m0) * (n1 - n0));
-				v->tc = es == 2;
+				v->tc = es == 2 && !ark_dtype_quantized(bdt); /* quantized b: FMA after dequantising */
 			}
 		}
 	if (splits > 1)
@@ -557,9 +560,9 @@ static void tile_embedding(struct tiling *s, int oi)
 		v->m0 = (uint32_t)r0, v->m1 = (uint32_t)r1, v->n0 = 0, v->n1 = (uint32_t)D;
 		const struct region idr = range_box(ids, r0, r1, Ci); /* id of out row r: element r of ids */
 		vcta_add_read(v, ids, idr.r0, idr.r1, idr.c0, idr.c1);
-		vcta_add_read(v, tab, 0, s->rows[tab], 0, D); /* any row: a weight, written by nobody */
+		vcta_add_read(v, tab, 0, s->rows[tab], 0, s->cols[tab]); /* any row: a weight, written by nobody */
 		v->write = (struct region){out, r0, r1, 0, D};
-		v->bytes = (double)((r1 - r0) * (2 * es * D + 4));
+		v->bytes = (double)((r1 - r0) * (es * D + s->cols[tab] * esize(s, tab) + 4));
 	}
 }
 

@@ -70,6 +70,8 @@ void tiling_init(struct tiling *s, struct graph *g, const struct tile_opts *opt)
 	for (int t = 0; t < g->n_tensors; t++) {
 		const struct tensor *T = &g->tensors[t];
 		s->cols[t] = T->shape[T->ndim - 1];
+		if (ark_dtype_quantized(T->dtype)) /* handled as rows of bytes: the blocks */
+			s->cols[t] = ark_row_bytes(T->dtype, s->cols[t]);
 		s->rows[t] = 1;
 		for (int d = 0; d < T->ndim - 1; d++)
 			s->rows[t] *= T->shape[d];

@@ -41,6 +41,16 @@ void ark_fill_random_ints(int32_t *buf, int64_t n, uint64_t seed, int32_t hi);
 #define ARK_ROPE_POS_RANGE 8192
 int32_t ark_int_range(const struct ark_model *m, int t);
 
+/* ---- block-quantized weights (quant.c) ------------------------------------------------------- */
+/* A row of n elements (n % 32 == 0) of q4_1 or q8_0 blocks to fp32, and back (round to nearest:
+ * q4_1 with d = (max - min) / 15 and m = min per block, q8_0 with d = max |x| / 127; d and m in
+ * fp16). ARK_ERR for another dtype or n. */
+int ark_dequant_row(const void *blocks, int dtype, int64_t n, float *out);
+int ark_quantize_row(const float *x, int dtype, int64_t n, void *blocks);
+/* Valid random blocks for `rows` rows of `last` elements: each block the quantisation of values
+ * uniform in [-scale, scale) (finite d and m, q over its whole range), seeded. */
+void ark_fill_random_quant(void *buf, int dtype, int64_t rows, int64_t last, uint64_t seed, float scale);
+
 /* ---- CPU reference -------------------------------------------------------------------------- */
 /* Computes one op on host buffers (bufs[t] holds tensor t), accumulating in fp32 or wider and
  * rounding the output to its dtype, as the GPU does. */

@@ -332,7 +332,10 @@ static void fill_random(struct drv *d, int round)
 				scale = 1.0f / sqrtf((float)T->shape[0]);
 		} else if (T->role != ARK_ROLE_INPUT)
 			continue;
-		if (T->dtype == ARK_INT32) /* ids of a table, a position, or a 0/1 mask: valid values only */
+		if (ark_dtype_quantized(T->dtype)) /* valid blocks: finite d and m */
+			ark_fill_random_quant(d->buf[t], T->dtype, ark_tensor_elems(T) / T->shape[T->ndim - 1],
+					      T->shape[T->ndim - 1], tensor_seed(d->a.seed, round, t), scale);
+		else if (T->dtype == ARK_INT32) /* ids of a table, a position, or a 0/1 mask: valid values only */
 			ark_fill_random_ints(d->buf[t], ark_tensor_elems(T), tensor_seed(d->a.seed, round, t),
 					     ark_int_range(m, t));
 		else

@@ -131,6 +131,9 @@ static int ref_matmul(const struct ref_ctx *c)
 		return REF_ERR(c, "b '%s' has %d dimensions, expected 2", tname(b), b->ndim);
 	N = c->op->transpose_b ? b->shape[0] : b->shape[1];
 	bk = c->op->transpose_b ? b->shape[1] : b->shape[0];
+	if (ark_dtype_quantized(b->dtype) && (!c->op->transpose_b || K % ARK_QBLOCK))
+		return REF_ERR(c, "b '%s' is %s: it needs transpose_b and K a multiple of 32", tname(b),
+			       ark_dtype_name(b->dtype));
 	if (bk != K)
 		return REF_ERR(c, "a '%s' %s and b '%s' %s%s do not agree on K", tname(a),
 			       shape_str(s1, sizeof s1, a), tname(b), shape_str(s2, sizeof s2, b),
@@ -162,8 +165,15 @@ static int ref_matmul(const struct ref_ctx *c)
 		/* b [N, K]: out[m][n] += dot(a[m][:], b[n][:]) over blocks of n */
 		for (int64_t n0 = 0; n0 < N; n0 += rows) {
 			int64_t n1 = n0 + rows < N ? n0 + rows : N;
-			for (int64_t e = n0 * K; e < n1 * K; e++)
-				fb[e - n0 * K] = ark_get(in_b(c, 1), b->dtype, e);
+			if (ark_dtype_quantized(b->dtype)) { /* blocks of 32 along K, dequantised row by row */
+				const size_t rb = (size_t)ark_row_bytes(b->dtype, K);
+				for (int64_t n = n0; n < n1; n++)
+					if (ark_dequant_row((const char *)in_b(c, 1) + (size_t)n * rb, b->dtype, K, fb + (n - n0) * K))
+						goto out;
+			} else {
+				for (int64_t e = n0 * K; e < n1 * K; e++)
+					fb[e - n0 * K] = ark_get(in_b(c, 1), b->dtype, e);
+			}
 			for (int64_t m = 0; m < M; m++)
 				for (int64_t n = n0; n < n1; n++) {
 					const float *ar = fa + m * K, *br = fb + (n - n0) * K;
@@ -603,7 +613,9 @@ static int ref_embedding(const struct ref_ctx *c)
 {
 	const struct ark_tensor *ids = in_t(c, 0), *tab = in_t(c, 1), *o = out_t(c, 0);
 	char s1[96];
-	if (ids->dtype != ARK_INT32 || tab->ndim != 2 || o->dtype != tab->dtype || o->ndim != ids->ndim + 1 ||
+	const int quant = ark_dtype_quantized(tab->dtype);
+	if (ids->dtype != ARK_INT32 || tab->ndim != 2 || (quant ? tab->shape[1] % ARK_QBLOCK : o->dtype != tab->dtype) ||
+	    o->ndim != ids->ndim + 1 ||
 	    last_dim(o) != tab->shape[1] || ark_tensor_elems(o) != ark_tensor_elems(ids) * tab->shape[1])
 		return REF_ERR(c, "ids '%s' (%s), table '%s' %s and output '%s' do not fit", tname(ids),
 			       ark_dtype_name(ids->dtype), tname(tab), shape_str(s1, sizeof s1, tab), tname(o));
@@ -613,6 +625,19 @@ static int ref_embedding(const struct ref_ctx *c)
 		if (id[r] < 0 || id[r] >= V)
 			return REF_ERR(c, "element %lld of ids '%s' is %d, outside the %lld rows of '%s'", (long long)r,
 				       tname(ids), id[r], (long long)V, tname(tab));
+		if (quant) { /* the row's blocks dequantised, rounded once to the output's dtype */
+			float *row = malloc((size_t)D * sizeof *row);
+			if (!row)
+				return REF_ERR(c, "out of memory");
+			int rc = ark_dequant_row((const char *)in_b(c, 1) + (size_t)id[r] * (size_t)ark_row_bytes(tab->dtype, D),
+						 tab->dtype, D, row);
+			for (int64_t e = 0; e < D && !rc; e++)
+				ark_set(out_b(c, 0), o->dtype, r * D + e, row[e]);
+			free(row);
+			if (rc)
+				return ARK_ERR;
+			continue;
+		}
 		copy_elems(out_b(c, 0), o->dtype, r * D, in_b(c, 1), tab->dtype, id[r] * D, D);
 	}
 	return ARK_OK;
@@ -916,6 +941,11 @@ int ark_ref_op(const struct ark_op *op, const struct ark_tensor *tensors, void *
 		if (tensors[t].ndim < 1 || tensors[t].ndim > ARK_MAX_DIMS || tensors[t].dtype >= ARK_DTYPE__COUNT)
 			return REF_ERR(&c, "tensor '%s' has %d dimensions and dtype %d", tname(&tensors[t]),
 				       tensors[t].ndim, tensors[t].dtype);
+		/* block-quantized: only matmul's b and embedding's table */
+		if (ark_dtype_quantized(tensors[t].dtype) &&
+		    !(i == 1 && (op->kind == ARK_OP_MATMUL || op->kind == ARK_OP_EMBEDDING)))
+			return REF_ERR(&c, "tensor '%s' is %s, which only b of a matmul and the table of an embedding may be",
+				       tname(&tensors[t]), ark_dtype_name(tensors[t].dtype));
 	}
 	return ref_of[op->kind](&c);
 }

@@ -35,7 +35,16 @@ static const struct {
 
 static const char *st_dtype_str(int dt)
 {
-	return dt == ARK_FP16 ? "F16" : dt == ARK_BF16 ? "BF16" : dt == ARK_INT32 ? "I32" : "F32";
+	return dt == ARK_FP16 ? "F16" : dt == ARK_BF16 ? "BF16" : dt == ARK_INT32 ? "I32" : ark_dtype_quantized(dt) ? "U8" : "F32";
+}
+
+/* The shape a file stores a tensor of the model with: its own, or for a quantized one (q4_1, q8_0) the
+ * GGUF blocks as U8 bytes, [rows..., last / 32 * block bytes]. */
+static void st_shape_of(const struct ark_tensor *t, int64_t *shape)
+{
+	memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
+	if (ark_dtype_quantized(t->dtype))
+		shape[t->ndim - 1] = ark_row_bytes(t->dtype, t->shape[t->ndim - 1]);
 }
 
 static const char *st_base(const char *path)
@@ -487,7 +496,7 @@ int ark_st_load(const char *path, const struct ark_model *m, unsigned role_mask,
 {
 	struct ark_st st;
 	const char *base = st_base(path);
-	char s1[160], s2[160];
+	char s1[160], s2[160], s3[160];
 	int *idx = NULL, n_named = 0;
 	const struct ark_tensor **by_name = NULL;
 
@@ -520,14 +529,25 @@ int ark_st_load(const char *path, const struct ark_model *m, unsigned role_mask,
 				  article(role_name(t->role)), role_name(t->role), roles_str(s1, sizeof s1, role_mask));
 			goto fail;
 		}
-		if (e->dtype != t->dtype) {
-			ark_error("tensor '%s' of file %s has dtype %s, the model's is %s (%s)", e->name, base,
-				  e->dtype_str, ark_dtype_name(t->dtype), st_dtype_str(t->dtype));
+		const int quant = ark_dtype_quantized(t->dtype);
+		if (quant ? strcmp(e->dtype_str, "U8") != 0 : e->dtype != t->dtype) {
+			ark_error("tensor '%s' of file %s has dtype %s, the model's is %s (%s%s)", e->name, base,
+				  e->dtype_str, ark_dtype_name(t->dtype), st_dtype_str(t->dtype),
+				  quant ? ": its GGUF blocks as bytes" : "");
 			goto fail;
 		}
-		if (e->ndim != t->ndim || memcmp(e->shape, t->shape, sizeof(int64_t) * (size_t)t->ndim)) {
-			ark_error("tensor '%s' of file %s has shape %s, the model's is %s", e->name, base,
-				  dims_str(s1, sizeof s1, e->ndim, e->shape), dims_str(s2, sizeof s2, t->ndim, t->shape));
+		int64_t want[ARK_MAX_DIMS];
+		st_shape_of(t, want);
+		if (e->ndim != t->ndim || memcmp(e->shape, want, sizeof(int64_t) * (size_t)t->ndim)) {
+			if (quant)
+				ark_error("tensor '%s' of file %s has shape %s, the model's %s %s is stored as U8 %s "
+					  "(%d bytes per block of 32 elements along the last axis)", e->name, base,
+					  dims_str(s1, sizeof s1, e->ndim, e->shape), ark_dtype_name(t->dtype),
+					  dims_str(s2, sizeof s2, t->ndim, t->shape), dims_str(s3, sizeof s3, t->ndim, want),
+					  ark_qblock_bytes(t->dtype));
+			else
+				ark_error("tensor '%s' of file %s has shape %s, the model's is %s", e->name, base,
+					  dims_str(s1, sizeof s1, e->ndim, e->shape), dims_str(s2, sizeof s2, t->ndim, t->shape));
 			goto fail;
 		}
 		if (!bufs[ti]) {
@@ -636,12 +656,14 @@ int ark_st_write(const char *path, const struct ark_model *m, unsigned role_mask
 			ark_error("%s: no host buffer for tensor '%s'", path, x->name);
 			goto fail;
 		}
-		uint64_t bytes = (uint64_t)ark_tensor_elems(x) * (uint64_t)ark_dtype_size(x->dtype);
+		uint64_t bytes = ark_tensor_bytes(x);
+		int64_t shape[ARK_MAX_DIMS];
+		st_shape_of(x, shape);
 		sb_printf(&h, ",");
 		sb_json_str(&h, x->name);
 		sb_printf(&h, ":{\"dtype\":\"%s\",\"shape\":[", st_dtype_str(x->dtype));
 		for (int d = 0; d < x->ndim; d++)
-			sb_printf(&h, "%s%lld", d ? "," : "", (long long)x->shape[d]);
+			sb_printf(&h, "%s%lld", d ? "," : "", (long long)shape[d]);
 		sb_printf(&h, "],\"data_offsets\":[%llu,%llu]}", (unsigned long long)off,
 			  (unsigned long long)(off + bytes));
 		off += bytes;
@@ -671,7 +693,7 @@ int ark_st_write(const char *path, const struct ark_model *m, unsigned role_mask
 	for (int t = 0; t < m->n_tensors; t++) {
 		const struct ark_tensor *x = &m->tensors[t];
 		if (x->role < 32 && (role_mask & (1u << x->role)))
-			if (write_all(fd, bufs[t], (size_t)ark_tensor_elems(x) * (size_t)ark_dtype_size(x->dtype)))
+			if (write_all(fd, bufs[t], (size_t)ark_tensor_bytes(x)))
 				goto io_fail;
 	}
 	if (fsync(fd) < 0)

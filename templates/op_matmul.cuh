@@ -44,6 +44,7 @@ struct ark_mm {
 	int64_t M, N, K;
 	int act;
 	bool tb;
+	int qdt;            /* b's dtype when it is block-quantized (ARK_Q4_1, ARK_Q8_0; op_quant.cuh), else 0 */
 };
 
 /* Epilogue of one output element (global m, n): partial store, or bias + activation + convert. The
@@ -898,6 +899,8 @@ __device__ void ark_mm_simt(const ark_mm &g, int m0, int m1, int n0, int n1, int
 		__trap();
 }
 
+#include "op_quant.cuh" /* ark_mmq_sub: b in q4_1 or q8_0 blocks */
+
 /* ---- dispatch ----------------------------------------------------------------------------------- */
 template <typename T, int MB>
 __device__ void ark_mm_stream(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
@@ -916,6 +919,10 @@ __device__ void ark_mm_sub(const ark_mm &g, int m0, int m1, int n0, int n1, int 
 	const int rows = m1 - m0;
 	if (rows <= 0 || n1 <= n0)
 		return;
+	if (g.qdt == ARK_Q4_1 || g.qdt == ARK_Q8_0) {
+		ark_mmq_sub<T>(g, m0, m1, n0, n1, k0, k1, smem);
+		return;
+	}
 	if (rows <= ARK_MM_SMALL_M) {
 		const bool ok = ark_aligned16(g.b) &&
 				(g.tb ? g.K % VEC == 0 && k0 % VEC == 0 && ark_aligned16(g.a) : g.N % VEC == 0 && n0 % VEC == 0);
@@ -969,6 +976,7 @@ __device__ __noinline__ void ark_matmul_tile(const ark_opp &p, int m0, int m1, i
 	g.M = p.M, g.N = p.N, g.K = p.K;
 	g.act = partial ? ARK_ACT_NONE : p.act;
 	g.tb = (p.flags & ARK_OPP_TRANSPOSE_B) != 0;
+	g.qdt = p.wdtype == ARK_Q4_1 || p.wdtype == ARK_Q8_0 ? p.wdtype : 0;
 	if (!partial)
 		k0 = 0, k1 = (int)p.K;
 	for (int mb = m0; mb < m1; mb += 128)

@@ -4,6 +4,7 @@
 
 #include "ark_dtype.cuh"
 #include "op_copy.cuh" /* ark_copy_bytes */
+#include "op_matmul.cuh" /* op_quant.cuh: ark_embedding_q_tile */
 
 /* Bytes of an element of dtype dt (ark_dtype_size, for the device). */
 __device__ __forceinline__ size_t ark_view_es(int dt) { return dt == ARK_FP32 || dt == ARK_INT32 ? 4 : 2; }
@@ -14,6 +15,10 @@ __device__ __forceinline__ size_t ark_view_es(int dt) { return dt == ARK_FP32 ||
  * iteration naming the task, the row and the id. */
 __device__ __forceinline__ void ark_embedding_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
 {
+	if (p.wdtype == ARK_Q4_1 || p.wdtype == ARK_Q8_0) { /* a quantized table, dequantised into p.dtype */
+		ark_embedding_q_tile(p, t, e);
+		return;
+	}
 	const size_t es = ark_view_es(p.dtype), row = (size_t)p.N * es;
 	const int32_t *ids = reinterpret_cast<const int32_t *>(e.arena + p.in[0]);
 	const char *tab = e.arena + p.in[1];

@@ -15,6 +15,7 @@
 #include "ark.h"
 #define ARK_TILES_ATTENTION 1 /* every template, attention included (off unless asked for) */
 #define ARK_TILES_DECODE 1    /* and rope, decode attention, argmax */
+#define ARK_TILES_QUANT 1     /* and the q4_1 / q8_0 paths */
 #include "ark_tiles.cuh"
 
 #define CUDA_CHECK(call) cuda_check((call), #call, __FILE__, __LINE__)
@@ -92,7 +93,7 @@ struct tcase {
 		x.ndim = (uint8_t)shape.size();
 		for (size_t d = 0; d < shape.size(); d++)
 			x.shape[d] = shape[d];
-		x.bytes = (uint64_t)ark_tensor_elems(&x) * ark_dtype_size(dtype);
+		x.bytes = ark_tensor_bytes(&x); /* a quantized tensor: its blocks */
 		x.offset = (cursor + GUARD + 255) / 256 * 256 + skew;
 		cursor = x.offset + x.bytes + GUARD;
 		t.push_back(x);
@@ -137,7 +138,12 @@ static void upload(tcase &c, float scale)
 	for (size_t i = 0; i < c.t.size(); i++) {
 		if (c.is_out[i])
 			continue;
-		ark_fill_random(c.host[i].data(), c.t[i].dtype, ark_tensor_elems(&c.t[i]), ++g_seed, scale);
+		const int64_t last = c.t[i].shape[c.t[i].ndim - 1];
+		if (ark_dtype_quantized(c.t[i].dtype)) /* valid blocks of values in [-scale, scale) */
+			ark_fill_random_quant(c.host[i].data(), c.t[i].dtype, ark_tensor_elems(&c.t[i]) / last, last, ++g_seed,
+					      scale);
+		else
+			ark_fill_random(c.host[i].data(), c.t[i].dtype, ark_tensor_elems(&c.t[i]), ++g_seed, scale);
 		CUDA_CHECK(cudaMemcpy(g_arena + c.t[i].offset, c.host[i].data(), c.t[i].bytes, cudaMemcpyHostToDevice));
 	}
 }
@@ -633,6 +639,163 @@ static void case_embedding(int dt, int64_t n, int64_t V, int64_t D, int64_t rows
 	verdict(c, io, want.data(), 0.0, guards && same, why);
 }
 
+/* ---- block-quantized weights (q4_1, q8_0) ------------------------------------------------------ */
+
+static const char *qname(int qdt) { return qdt == ARK_Q4_1 ? "q4_1" : "q8_0"; }
+
+/* out [M, N] = act(a [M, K] (dt) . b^T + bias) with b [N, K] in qdt blocks (fresh random valid blocks),
+ * tiles (tm, tn); splits > 1: MATMUL_PARTIAL over K ranges of a multiple of 64, then REDUCE. Against
+ * the reference on the dequantised b, outputs poisoned. */
+static void case_matmul_q(int dt, int qdt, int64_t M, int64_t N, int64_t K, bool bias, int act, int tm, int tn,
+			  int splits = 1, int skew = 0)
+{
+	char d[256];
+	snprintf(d, sizeof d, "matmul %s x %s M=%lld N=%lld K=%lld transpose_b%s act=%s tile %dx%d%s%s", dt_name[dt],
+		 qname(qdt), (long long)M, (long long)N, (long long)K, bias ? " bias" : "", act_name(act), tm, tn,
+		 splits > 1 ? " split-K" : "", skew ? " misaligned a" : "");
+	tcase c;
+	c.desc = d;
+	const int ia = c.add("a", dt, {M, K}, false, skew);
+	const int ib = c.add("b", qdt, {N, K}, false);
+	const int ibias = bias ? c.add("bias", dt, {N}, false) : -1;
+	const int io = c.add("out", dt, {M, N}, true);
+	const uint64_t ws = splits > 1 ? c.reserve((uint64_t)splits * M * N * 4) : 0;
+	upload(c, 1.0f);
+
+	ark_opp p = opp_base(ARK_OP_MATMUL, dt);
+	p.wdtype = (uint8_t)qdt;
+	p.flags = ARK_OPP_TRANSPOSE_B | (bias ? ARK_OPP_BIAS : 0);
+	p.act = (uint16_t)act;
+	p.splits = (uint32_t)splits;
+	p.in[0] = c.t[ia].offset, p.in[1] = c.t[ib].offset, p.in[2] = bias ? c.t[ibias].offset : 0;
+	p.out = c.t[io].offset;
+	p.ws = ws;
+	p.M = M, p.N = N, p.K = K;
+	std::vector<ark_task> tasks, red;
+	const int64_t kstep = splits > 1 ? ((K + splits - 1) / splits + 63) / 64 * 64 : K;
+	for (int64_t m0 = 0; m0 < M; m0 += tm)
+		for (int64_t n0 = 0; n0 < N; n0 += tn) {
+			const int64_t m1 = m0 + tm < M ? m0 + tm : M, n1 = n0 + tn < N ? n0 + tn : N;
+			if (splits == 1) {
+				tasks.push_back(task(ARK_T_MATMUL, m0, m1, n0, n1, 0, K));
+				continue;
+			}
+			for (int s = 0; s < splits; s++) {
+				const int64_t k0 = s * kstep < K ? s * kstep : K;
+				const int64_t k1 = k0 + kstep < K ? k0 + kstep : K;
+				tasks.push_back(task(ARK_T_MATMUL_PARTIAL, m0, m1, n0, n1, k0, k1, (uint32_t)s));
+			}
+			red.push_back(task(ARK_T_REDUCE, m0, m1, n0, n1, 0, K));
+		}
+	launch(p, tasks, d);
+	launch(p, red, splits > 1 ? "  reduce" : "");
+	std::string why;
+	bool guards = download(c, why);
+
+	std::vector<unsigned char> want(c.t[io].bytes), want2(c.t[io].bytes);
+	const int itmp = c.add("act_out", dt, {M, N}, true);
+	std::vector<void *> bufs;
+	for (auto &h : c.host)
+		bufs.push_back(h.data());
+	bufs[io] = want.data();
+	bufs[itmp] = want2.data();
+	std::vector<int> ins = {ia, ib};
+	if (bias)
+		ins.push_back(ibias);
+	ark_op op = op_base(ARK_OP_MATMUL, ins, io);
+	op.transpose_b = 1;
+	ref_or_bail(op, c, bufs);
+	const void *w = want.data();
+	if (act != ARK_ACT_NONE) {
+		ref_or_bail(op_base(act, {io}, itmp), c, bufs);
+		w = want2.data();
+	}
+	verdict(c, io, w, dt == ARK_FP32 ? 1e-5 : 1e-2, guards, why);
+}
+
+/* out [n, D] (dt) = the rows ids[n] of a qdt table [V, D], dequantised; ids 0 and V - 1 always drawn;
+ * bad >= 0: id `bad` at row n / 2, which must come out as zeros with the fault recorded. */
+static void case_embedding_q(int dt, int qdt, int64_t n, int64_t V, int64_t D, int64_t rows_per, int64_t bad = -1)
+{
+	char d[200];
+	snprintf(d, sizeof d, "embedding %s table [%lld, %lld] -> %s, %lld ids, %lld rows a task%s", qname(qdt),
+		 (long long)V, (long long)D, dt_name[dt], (long long)n, (long long)rows_per,
+		 bad >= 0 ? ", one id out of range" : "");
+	tcase c;
+	c.desc = d;
+	const int ii = c.add("ids", ARK_INT32, {n}, false);
+	const int it = c.add("table", qdt, {V, D}, false);
+	const int io = c.add("out", dt, {n, D}, true);
+	upload(c, 1.0f);
+	int32_t *ids = reinterpret_cast<int32_t *>(c.host[ii].data());
+	ark_fill_random_ints(ids, n, ++g_seed, (int32_t)V);
+	ids[0] = 0;
+	ids[n - 1] = (int32_t)(V - 1);
+	if (bad >= 0)
+		ids[n / 2] = (int32_t)bad;
+	CUDA_CHECK(cudaMemcpy(g_arena + c.t[ii].offset, ids, c.t[ii].bytes, cudaMemcpyHostToDevice));
+	ark_opp p = opp_base(ARK_OP_EMBEDDING, dt);
+	p.wdtype = (uint8_t)qdt;
+	p.in[0] = c.t[ii].offset, p.in[1] = c.t[it].offset, p.out = c.t[io].offset;
+	p.M = n, p.N = D, p.K = V;
+	std::vector<ark_task> tasks;
+	for (int64_t r0 = 0; r0 < n; r0 += rows_per)
+		tasks.push_back(task(ARK_T_EMBEDDING, r0, r0 + rows_per < n ? r0 + rows_per : n, 0, D, 0, 0));
+	launch(p, tasks, d);
+	std::string why;
+	bool guards = download(c, why);
+	std::vector<std::vector<uint32_t>> faults = faults_of(tasks.size());
+	if (bad >= 0) {
+		const uint32_t want[3] = {(uint32_t)(n / 2 / rows_per), (uint32_t)(n / 2), (uint32_t)bad};
+		if (faults.size() != 1 || faults[0] != std::vector<uint32_t>(want, want + 3))
+			why += "fault not recorded as (task, row, id) ", guards = false;
+		ids[n / 2] = 0;
+	} else if (!faults.empty()) {
+		why += "a fault recorded for valid ids ", guards = false;
+	}
+	std::vector<unsigned char> want(c.t[io].bytes);
+	std::vector<void *> bufs;
+	for (auto &h : c.host)
+		bufs.push_back(h.data());
+	bufs[io] = want.data();
+	ref_or_bail(op_base(ARK_OP_EMBEDDING, {ii, it}, io), c, bufs);
+	if (bad >= 0)
+		memset(want.data() + (size_t)(n / 2) * D * ark_dtype_size(dt), 0, (size_t)D * ark_dtype_size(dt));
+	verdict(c, io, want.data(), dt == ARK_FP32 ? 1e-6 : 1e-2, guards, why);
+}
+
+/* Every quantized case: matmul M = 1, 3, 16, 40 x N = 1, 7, 576, 1536 x K = 32, 576, 1536, 8192 for
+ * both dtypes, the activation dtype, bias, activation and tile width drawn in turn; split-K; a
+ * misaligned a (a view); embeddings. */
+static void cases_quant(void)
+{
+	int i = 0;
+	for (int qdt : {ARK_Q4_1, ARK_Q8_0})
+		for (int64_t M : {1, 3, 16, 40})
+			for (int64_t N : {1, 7, 576, 1536})
+				for (int64_t K : {32, 576, 1536, 8192}) {
+					const int dt = i % ARK_FLOAT_DTYPES;
+					const int act = i % 5 == 1 ? ARK_OP_SILU : i % 5 == 3 ? ARK_OP_GELU : ARK_ACT_NONE;
+					const int tm = M <= 16 ? (int)M : i % 2 ? 40 : 16;
+					const int tn = i % 3 == 0 ? 128 : i % 3 == 1 ? 16 : 100;
+					case_matmul_q(dt, qdt, M, N, K, i % 2 == 0, act, tm, tn);
+					i++;
+				}
+	for (int qdt : {ARK_Q4_1, ARK_Q8_0})
+		for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++) {
+			case_matmul_q(dt, qdt, 1, 576, 8192, true, ARK_ACT_NONE, 1, 64, 4);
+			case_matmul_q(dt, qdt, 3, 1536, 1536, false, ARK_OP_SILU, 3, 128, 3);
+			case_matmul_q(dt, qdt, 40, 7, 8192, true, ARK_ACT_NONE, 40, 7, 5);
+			case_matmul_q(dt, qdt, 2, 100, 576, true, ARK_ACT_NONE, 2, 100, 1, dt == ARK_FP32 ? 4 : 2);
+			case_matmul_q(dt, qdt, 128, 96, 4096, false, ARK_OP_GELU, 128, 96);
+			case_embedding_q(dt, qdt, 37, 500, 96, 4);
+			case_embedding_q(dt, qdt, 9, 3, 32, 2);
+			case_embedding_q(dt, qdt, 64, 49152, 576, 16);
+			case_embedding_q(dt, qdt, 33, 50, 64, 5, 50);
+			case_embedding_q(dt, qdt, 33, 50, 64, 4, -7);
+		}
+}
+
 /* A slice (axis, start, len) or a transpose (dims a, b) of x [shape] that has to copy: STRIDED over
  * out's elements in chunks, against the reference op. */
 static void case_strided(int dt, std::vector<int64_t> shape, int kind, int a, int64_t b, int64_t len, int64_t chunk)
@@ -788,16 +951,18 @@ static void case_copy(int dt, int64_t n, int64_t chunk, int peer, int skew_in, i
 /* ---- streaming rate (diagnostic, not a test) ---------------------------------------------------- */
 
 /* Batch 1: one task per SM, each streaming a (K x 128) tile of b; prints the median per-SM rate. */
-static void stream_rate(int dt, bool tb, int64_t K)
+static void stream_rate(int dt, bool tb, int64_t K, int qdt = -1)
 {
 	int sms = 0;
 	CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
 	const int64_t N = 128 * (int64_t)sms, es = ark_dtype_size(dt);
-	const uint64_t boff = 1u << 20, bbytes = (uint64_t)N * K * es;
+	const int64_t rowb = qdt >= 0 ? ark_row_bytes(qdt, K) : K * es; /* bytes of a row of b (zeros: valid blocks) */
+	const uint64_t boff = 1u << 20, bbytes = (uint64_t)N * rowb;
 	if (boff + bbytes + (1u << 20) > ARENA_BYTES)
 		return;
 	ark_opp p = opp_base(ARK_OP_MATMUL, dt);
 	p.flags = tb ? ARK_OPP_TRANSPOSE_B : 0;
+	p.wdtype = (uint8_t)(qdt >= 0 ? qdt : 0);
 	p.in[0] = 0;                   /* a [1, K] */
 	p.in[1] = boff;                /* b */
 	p.out = boff + bbytes;         /* out [1, N] */
@@ -819,11 +984,11 @@ static void stream_rate(int dt, bool tb, int64_t K)
 	CUDA_CHECK(cudaMemcpy(h.data(), ns, sms * sizeof *ns, cudaMemcpyDeviceToHost));
 	CUDA_CHECK(cudaFree(ns));
 	std::sort(h.begin(), h.end());
-	const double tile = (double)K * 128 * es, med = (double)h[sms / 2], worst = (double)h[sms - 1];
-	printf("# stream %s %s M=1, tile 1x128, K=%lld (%.0f KiB per SM): median %.1f us = %.1f GB/s per SM, "
+	const double tile = (double)rowb * 128, med = (double)h[sms / 2], worst = (double)h[sms - 1];
+	printf("# stream %s %s%s%s M=1, tile 1x128, K=%lld (%.0f KiB per SM): median %.1f us = %.1f GB/s per SM, "
 	       "slowest %.1f us: %.2f TB/s over %d SMs\n",
-	       dt_name[dt], tb ? "[N,K]" : "[K,N]", (long long)K, tile / 1024, med / 1e3, tile / med, worst / 1e3,
-	       tile * sms / worst / 1e3, sms);
+	       dt_name[dt], tb ? "[N,K]" : "[K,N]", qdt >= 0 ? " of " : "", qdt >= 0 ? qname(qdt) : "", (long long)K,
+	       tile / 1024, med / 1e3, tile / med, worst / 1e3, tile * sms / worst / 1e3, sms);
 }
 
 /* ---- attention -------------------------------------------------------------------------------- */
@@ -1236,7 +1401,7 @@ int main(void)
 
 		/* reduce_mean: mean pooling [B, S, D] axis 1 with masks of every dtype, odd sizes; the last
 		 * axis (contiguous); a middle axis with Q > 1; the first axis */
-		for (int mdt = 0; mdt < ARK_DTYPE__COUNT; mdt++)
+		for (int mdt = 0; mdt <= ARK_INT32; mdt++) /* every dtype a mask may have */
 			case_reduce_mean(dt, {3, 37, 200}, 1, mdt, 1, 32);
 		case_reduce_mean(dt, {1, 128, 768}, 1, ARK_FP32, 1, 32);
 		case_reduce_mean(dt, {2, 5, 1000}, 1, dt, 2, 1000, skew);
@@ -1325,6 +1490,9 @@ int main(void)
 		case_argmax(dt, 130, 49152, 1, 1, false);
 		case_argmax(dt, 200, 1000, 1, 3, true);
 	}
+	cases_quant();
+	for (int qdt : {ARK_Q4_1, ARK_Q8_0}) /* the quantized stream's rate in bytes of blocks */
+		stream_rate(ARK_BF16, true, 4096, qdt);
 	for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++)
 		for (bool tb : {false, true})
 			stream_rate(dt, tb, dt == ARK_FP32 ? 2048 : 4096);

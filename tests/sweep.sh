@@ -3,7 +3,7 @@
 # a seed from the clock (printed; SWEEP_SEED=S replays it): arkgen accepts each one without a warning
 # and predicts its latency, its weights stay under 64 MiB, bench/torch_baseline.py can read its
 # schedule; the same seed gives the same bytes, --index replays one model, and the fixed draw covers
-# the whole single-GPU op catalog, every dtype, transpose_b, biases, 3-D and broadcast operands,
+# the whole single-GPU op catalog, every dtype (q4_1 and q8_0 weights too), transpose_b, biases, 3-D and broadcast operands,
 # M <= 16 and M > 128, and widths that are primes and not multiples of 8. No nvcc, no GPU.
 ARKGEN=${ARKGEN:-build/arkgen}
 PYTHON=${PYTHON:-python3}
@@ -73,7 +73,7 @@ usage_error() { "$PYTHON" bench/sweep.py gen --count 3 --out "$tmp/e" 2>/dev/nul
 
 # the single-GPU ops of the catalog (abi/ark_ops.h: every row not flagged ARK_OPF_COMM)
 ops=$(sh scripts/catalog-names.sh OP_ROWS ARK_OPF_COMM | tr '\n' ' ')
-echo "1..$((8 + 2 * (NFIX + NCLK) + 3 + $(echo $ops | wc -w) + 9))"
+echo "1..$((8 + 2 * (NFIX + NCLK) + 3 + $(echo $ops | wc -w) + 11))"
 echo "# fixed seed $FIXED, clock seed $CLOCK (replay: SWEEP_SEED=$CLOCK tests/sweep.sh, or"
 echo "#   bench/sweep.py gen --seed $CLOCK --count $NCLK --out DIR)"
 
@@ -116,3 +116,6 @@ for dt in fp16 bf16 fp32; do
 done
 check "fixed draw: a matmul width that is prime" widths "d > 100 && prime(d)"
 check "fixed draw: a matmul width that is not a multiple of 8" widths "d % 8 != 0"
+for dt in q4_1 q8_0; do
+	check "fixed draw: a $dt weight" have "a $dt weight" "role = \"weight\"; dtype = \"$dt\";"
+done

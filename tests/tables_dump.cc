@@ -58,8 +58,9 @@ static void dump_gpu(const struct ark_model *m, int g)
 	       p->arena_bytes, p->n_tasks, p->n_waits, p->n_opp, p->n_counters, p->n_done);
 	for (int i = 0; i < p->n_opp; i++) {
 		const struct ark_opp *o = &p->opp[i];
+		/* "pad=": the byte was padding when the goldens were made; it is wdtype now (0 in them) */
 		printf("opp %d.%d kind=%u dtype=%u flags=%u act=%u pad=%u splits=%u", g, i, o->kind, o->dtype, o->flags,
-		       o->act, o->pad_, o->splits);
+		       o->act, o->wdtype, o->splits);
 		u64s("in", o->in, 3);
 		printf(" out=%" PRIu64 " ws=%" PRIu64 " M=%" PRId64 " N=%" PRId64 " K=%" PRId64 " f=%.9g ndim=%d", o->out,
 		       o->ws, o->M, o->N, o->K, (double)o->f, o->ndim);

@@ -627,6 +627,36 @@ static void test_int_literals(void **state)
 	graph_free(&g);
 }
 
+/* q4_1 / q8_0 weights: their sizes in blocks, the dtypes of what reads them (a matmul: a's; an
+ * embedding: the output's declared dtype, else the model's). */
+static void test_quantized(void **state)
+{
+	struct graph g;
+	assert_int_equal(load(&g, HEAD "dtype = \"bf16\";\n"
+				  "tensors = ( { name = \"ids\"; shape = [3]; role = \"input\"; dtype = \"int32\"; },\n"
+				  "  { name = \"tab\"; shape = [100, 64]; role = \"weight\"; dtype = \"q8_0\"; },\n"
+				  "  { name = \"tab4\"; shape = [100, 64]; role = \"weight\"; dtype = \"q4_1\"; },\n"
+				  "  { name = \"w\"; shape = [32, 64]; role = \"weight\"; dtype = \"q4_1\"; },\n"
+				  "  { name = \"x32\"; shape = [2, 64]; role = \"input\"; dtype = \"fp32\"; },\n"
+				  "  { name = \"e32\"; role = \"output\"; dtype = \"fp32\"; } );\n"
+				  "ops = ( { name = \"e\"; op = \"embedding\"; in = [\"ids\", \"tab\"]; out = \"x\"; },\n"
+				  "  { name = \"e4\"; op = \"embedding\"; in = [\"ids\", \"tab4\"]; out = \"e32\"; },\n"
+				  "  { name = \"m\"; op = \"matmul\"; in = [\"x\", \"w\"]; transpose_b = true; out = \"y\"; },\n"
+				  "  { name = \"m32\"; op = \"matmul\"; in = [\"x32\", \"w\"]; transpose_b = true; out = \"y32\"; } );\n"),
+			 0);
+	assert_int_equal(T(&g, "tab")->dtype, ARK_Q8_0);
+	assert_int_equal(tensor_bytes(T(&g, "tab")), 100 * 2 * 34);
+	assert_int_equal(tensor_bytes(T(&g, "tab4")), 100 * 2 * 20);
+	assert_int_equal(tensor_bytes(T(&g, "w")), 32 * 2 * 20);
+	SHAPE(T(&g, "x"), 3, 64);
+	assert_int_equal(T(&g, "x")->dtype, ARK_BF16);  /* the model's */
+	assert_int_equal(T(&g, "e32")->dtype, ARK_FP32); /* declared */
+	SHAPE(T(&g, "y"), 3, 32);
+	assert_int_equal(T(&g, "y")->dtype, ARK_BF16);
+	assert_int_equal(T(&g, "y32")->dtype, ARK_FP32);
+	graph_free(&g);
+}
+
 /* eps and factor reach the kernels as floats: checked as the floats they become. */
 static void test_float_attributes(void **state)
 {
@@ -1118,6 +1148,7 @@ int main(void)
 		cmocka_unit_test(test_text_lines),
 		cmocka_unit_test(test_dumps),
 		cmocka_unit_test(test_embedding_and_views),
+		cmocka_unit_test(test_quantized),
 		cmocka_unit_test(test_models_load),
 		cmocka_unit_test(test_issue12_ops),
 		cmocka_unit_test(test_issue12_tiling),

@@ -19,7 +19,7 @@ static struct ark_tensor tens(const char *name, int dtype, int ndim, const int64
 	struct ark_tensor t = {.name = name, .dtype = (uint8_t)dtype, .ndim = (uint8_t)ndim};
 	for (int i = 0; i < ndim; i++)
 		t.shape[i] = shape[i];
-	t.bytes = (uint64_t)ark_tensor_elems(&t) * (uint64_t)ark_dtype_size(dtype);
+	t.bytes = ark_tensor_bytes(&t);
 	return t;
 }
 #define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
@@ -673,6 +673,162 @@ static void test_int32(void **state)
 }
 
 /* ids [2, 2] into a table [3, 2]: rows picked by hand; an id outside the table is an error */
+/* ---- block-quantized weights (q4_1, q8_0) ------------------------------------------------------- */
+
+/* Hand-made blocks. q4_1: d = 0.5, m = -2, element j < 16 has q = j, element j + 16 has q = 15 - j.
+ * q8_0: d = 0.25, element e has q = e - 16, except q = -128 at 0 and 127 at 31. */
+static void q41_block(unsigned char *b)
+{
+	b[0] = 0x00, b[1] = 0x38; /* fp16 0.5 */
+	b[2] = 0x00, b[3] = 0xc0; /* fp16 -2 */
+	for (int j = 0; j < 16; j++)
+		b[4 + j] = (unsigned char)(j | (15 - j) << 4);
+}
+static double q41_value(int e) { return 0.5 * (e < 16 ? e : 15 - (e - 16)) - 2; }
+static void q80_block(unsigned char *b)
+{
+	b[0] = 0x00, b[1] = 0x34; /* fp16 0.25 */
+	for (int e = 0; e < 32; e++)
+		b[2 + e] = (unsigned char)(signed char)(e == 0 ? -128 : e == 31 ? 127 : e - 16);
+}
+static double q80_value(int e) { return 0.25 * (e == 0 ? -128 : e == 31 ? 127 : e - 16); }
+
+static void test_quant_blocks(void **state)
+{
+	assert_int_equal(ark_qblock_bytes(ARK_Q4_1), 20);
+	assert_int_equal(ark_qblock_bytes(ARK_Q8_0), 34);
+	assert_int_equal(ark_row_bytes(ARK_Q4_1, 4096), 2560);
+	assert_int_equal(ark_row_bytes(ARK_Q8_0, 96), 102);
+	assert_int_equal(ark_row_bytes(ARK_BF16, 96), 192);
+	assert_string_equal(ark_dtype_name(ARK_Q4_1), "q4_1");
+	assert_string_equal(ark_dtype_name(ARK_Q8_0), "q8_0");
+	struct ark_tensor t = tens("w", ARK_Q4_1, 2, SHAPE(3, 64));
+	assert_int_equal(ark_tensor_bytes(&t), 3 * 2 * 20);
+	/* two blocks a row: the second block's bytes follow the first's */
+	unsigned char b[2 * 34];
+	float f[64];
+	double want[64];
+	q41_block(b), q41_block(b + 20);
+	b[20 + 1] = 0x3c; /* second block: d = 1 */
+	assert_int_equal(ark_dequant_row(b, ARK_Q4_1, 64, f), ARK_OK);
+	for (int e = 0; e < 64; e++)
+		want[e] = e < 32 ? q41_value(e) : 2 * (q41_value(e - 32) + 2) - 2;
+	assert_near(f, want, 64, 0);
+	q80_block(b), q80_block(b + 34);
+	b[34 + 1] = 0xbc; /* second block: d = -1 */
+	assert_int_equal(ark_dequant_row(b, ARK_Q8_0, 64, f), ARK_OK);
+	for (int e = 0; e < 64; e++)
+		want[e] = e < 32 ? q80_value(e) : -4 * q80_value(e - 32);
+	assert_near(f, want, 64, 0);
+	assert_true(f[0] == -32.0f && f[31] == 31.75f);
+	/* rows that are not whole blocks, and dtypes that have none */
+	assert_int_equal(ark_dequant_row(b, ARK_Q8_0, 33, f), ARK_ERR);
+	assert_int_equal(ark_dequant_row(b, ARK_FP16, 32, f), ARK_ERR);
+	assert_int_equal(ark_quantize_row(f, ARK_INT32, 32, b), ARK_ERR);
+	/* quantising values a block can hold gives them back exactly */
+	for (int e = 0; e < 32; e++)
+		f[e] = (float)q41_value(e);
+	assert_int_equal(ark_quantize_row(f, ARK_Q4_1, 32, b), ARK_OK);
+	unsigned char hand[34];
+	q41_block(hand);
+	assert_memory_equal(b, hand, 20);
+	for (int e = 0; e < 32; e++)
+		f[e] = (float)(e == 0 ? -127 * 0.25 : q80_value(e)); /* max |x| = 127 d */
+	assert_int_equal(ark_quantize_row(f, ARK_Q8_0, 32, b), ARK_OK);
+	q80_block(hand);
+	hand[2] = (unsigned char)(signed char)-127;
+	assert_memory_equal(b, hand, 34);
+}
+
+static void test_quant_random(void **state)
+{
+	enum { R = 7, K = 96 };
+	for (int dt = ARK_Q4_1; dt <= ARK_Q8_0; dt++) {
+		unsigned char b1[R * 3 * 34], b2[R * 3 * 34];
+		float f[K];
+		ark_fill_random_quant(b1, dt, R, K, 99, 0.5f);
+		ark_fill_random_quant(b2, dt, R, K, 99, 0.5f);
+		assert_memory_equal(b1, b2, (size_t)ark_row_bytes(dt, K) * R); /* seeded */
+		ark_fill_random_quant(b2, dt, R, K, 100, 0.5f);
+		assert_memory_not_equal(b1, b2, (size_t)ark_row_bytes(dt, K) * R);
+		double lo = 1, hi = -1;
+		for (int r = 0; r < R; r++) {
+			assert_int_equal(ark_dequant_row(b1 + r * ark_row_bytes(dt, K), dt, K, f), ARK_OK);
+			for (int e = 0; e < K; e++) {
+				assert_true(isfinite(f[e]));
+				assert_true(fabsf(f[e]) <= 0.51f); /* the values' range, d and m rounded to fp16 */
+				lo = fmin(lo, f[e]), hi = fmax(hi, f[e]);
+			}
+		}
+		assert_true(lo < -0.3 && hi > 0.3); /* spread over the range, not constant */
+	}
+}
+
+static void test_quant_ops(void **state)
+{
+	/* out [2, 2] = a [2, 64] . b^T, b [2, 64] in blocks: row 0 the hand-made block twice, row 1 the
+	 * same with d doubled in its second block */
+	for (int dt = ARK_Q4_1; dt <= ARK_Q8_0; dt++) {
+		const int bb = ark_qblock_bytes(dt);
+		unsigned char b[2 * 2 * 34];
+		for (int k = 0; k < 4; k++)
+			dt == ARK_Q4_1 ? q41_block(b + k * bb) : q80_block(b + k * bb);
+		b[3 * bb + 1] += 4; /* fp16 exponent + 1: d doubled */
+		float a[2 * 64], out[4];
+		double want[4] = {0};
+		for (int i = 0; i < 128; i++)
+			a[i] = (float)((i * 37) % 11 - 5) / 4;
+		for (int m = 0; m < 2; m++)
+			for (int n = 0; n < 2; n++)
+				for (int k = 0; k < 64; k++) {
+					double v = dt == ARK_Q4_1 ? q41_value(k % 32) : q80_value(k % 32);
+					if (n == 1 && k >= 32)
+						v = dt == ARK_Q4_1 ? 2 * (v + 2) - 2 : 2 * v;
+					want[m * 2 + n] += a[m * 64 + k] * v;
+				}
+		struct ark_tensor t[3] = {T32("a", 2, 64), tens("b", dt, 2, SHAPE(2, 64)), T32("out", 2, 2)};
+		struct ark_op op = {.name = "mm", .kind = ARK_OP_MATMUL, .n_in = 2, .n_out = 1, .in = {0, 1}, .out = {2},
+				    .transpose_b = 1};
+		assert_int_equal(ark_ref_op(&op, t, (void *[]){a, b, out}), ARK_OK);
+		assert_near(out, want, 4, 1e-6);
+		op.transpose_b = 0; /* [K, N] blocks are not a layout */
+		assert_int_equal(ark_ref_op(&op, t, (void *[]){a, b, out}), ARK_ERR);
+		assert_non_null(strstr(ark_last_error(), "needs transpose_b"));
+		/* a quantized a, or a quantized input of another op */
+		op.transpose_b = 1;
+		struct ark_tensor t2[3] = {tens("a", dt, 2, SHAPE(2, 64)), tens("b", dt, 2, SHAPE(2, 64)), T32("out", 2, 2)};
+		assert_int_equal(ark_ref_op(&op, t2, (void *[]){b, b, out}), ARK_ERR);
+		struct ark_op add = {.name = "s", .kind = ARK_OP_ADD, .n_in = 2, .n_out = 1, .in = {0, 1}, .out = {2}};
+		struct ark_tensor t3[3] = {tens("x", dt, 1, SHAPE(64)), T32("y", 64), T32("z", 64)};
+		assert_int_equal(ark_ref_op(&add, t3, (void *[]){b, a, a + 64}), ARK_ERR);
+		assert_non_null(strstr(ark_last_error(), "only b of a matmul and the table of an embedding"));
+
+		/* embedding of the table [2, 64] into fp32 and bf16: rows dequantised, rounded once */
+		int32_t ids[3] = {1, 0, 1};
+		float e32[3 * 64];
+		uint16_t e16[3 * 64];
+		struct ark_tensor te[3] = {tens("ids", ARK_INT32, 1, SHAPE(3)), tens("tab", dt, 2, SHAPE(2, 64)),
+					   T32("out", 3, 64)};
+		struct ark_op emb = {.name = "emb", .kind = ARK_OP_EMBEDDING, .n_in = 2, .n_out = 1, .in = {0, 1}, .out = {2}};
+		assert_int_equal(ark_ref_op(&emb, te, (void *[]){ids, b, e32}), ARK_OK);
+		double row[2][64];
+		for (int r = 0; r < 2; r++)
+			for (int k = 0; k < 64; k++) {
+				double v = dt == ARK_Q4_1 ? q41_value(k % 32) : q80_value(k % 32);
+				row[r][k] = r == 1 && k >= 32 ? (dt == ARK_Q4_1 ? 2 * (v + 2) - 2 : 2 * v) : v;
+			}
+		assert_near(e32, row[1], 64, 0);
+		assert_near(e32 + 64, row[0], 64, 0);
+		assert_near(e32 + 128, row[1], 64, 0);
+		te[2] = tens("out", ARK_BF16, 2, SHAPE(3, 64));
+		assert_int_equal(ark_ref_op(&emb, te, (void *[]){ids, b, e16}), ARK_OK);
+		for (int k = 0; k < 64; k++)
+			assert_true(e16[64 + k] == ark_float_to_bf16((float)row[0][k]));
+		ids[2] = 2;
+		assert_int_equal(ark_ref_op(&emb, te, (void *[]){ids, b, e16}), ARK_ERR);
+	}
+}
+
 static void test_embedding(void **state)
 {
 	int32_t ids[4] = {2, 0, 2, 1};
@@ -1031,6 +1187,9 @@ int main(void)
 		cmocka_unit_test(test_int32),
 		cmocka_unit_test(test_embedding),
 		cmocka_unit_test(test_state),
+		cmocka_unit_test(test_quant_blocks),
+		cmocka_unit_test(test_quant_random),
+		cmocka_unit_test(test_quant_ops),
 		cmocka_unit_test(test_views),
 		cmocka_unit_test(test_ref_run),
 		cmocka_unit_test(test_rope),

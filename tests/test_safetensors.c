@@ -455,6 +455,85 @@ static void test_large_header(void **state)
 
 /* ---- files that do not fit the model ---------------------------------------------------------- */
 
+/* ---- block-quantized weights: U8 bytes of the blocks, [rows, last / 32 * block bytes] ---------- */
+
+static void test_quantized(void **state)
+{
+	struct ark_tensor t[3] = {
+		{.name = "w4", .dtype = ARK_Q4_1, .role = ARK_ROLE_WEIGHT, .ndim = 2, .shape = {3, 64}},  /* U8 [3, 40] */
+		{.name = "w8", .dtype = ARK_Q8_0, .role = ARK_ROLE_WEIGHT, .ndim = 2, .shape = {2, 96}},  /* U8 [2, 102] */
+		{.name = "tab", .dtype = ARK_Q8_0, .role = ARK_ROLE_WEIGHT, .ndim = 1, .shape = {32}},    /* U8 [34] */
+	};
+	struct ark_model m = {.name = "qm", .n_tensors = 3, .tensors = t};
+	unsigned char src[3][204], dst[3][204];
+	void *sb[3] = {src[0], src[1], src[2]}, *db[3] = {dst[0], dst[1], dst[2]};
+	const size_t bytes[3] = {120, 204, 34};
+	int loaded = -1;
+	struct ark_st st;
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(ark_tensor_bytes(&t[i]), bytes[i]);
+		ark_fill_random_quant(src[i], t[i].dtype, i == 2 ? 1 : t[i].shape[0], t[i].shape[t[i].ndim - 1], 7 + i, 1.0f);
+	}
+	memset(dst, 0, sizeof dst);
+	const char *p = path_of("q.safetensors");
+	assert_int_equal(ark_st_write(p, &m, M_W, sb), ARK_OK);
+	assert_int_equal(ark_st_open(&st, p), ARK_OK);
+	const struct ark_st_entry *e = ark_st_find(&st, "w4");
+	assert_string_equal(e->dtype_str, "U8");
+	assert_int_equal(e->ndim, 2);
+	assert_true(e->shape[0] == 3 && e->shape[1] == 40);
+	e = ark_st_find(&st, "w8");
+	assert_true(e->shape[0] == 2 && e->shape[1] == 102 && e->end - e->begin == 204);
+	e = ark_st_find(&st, "tab");
+	assert_true(e->ndim == 1 && e->shape[0] == 34);
+	ark_st_close(&st);
+	assert_int_equal(ark_st_load(p, &m, M_W, db, &loaded), ARK_OK);
+	assert_int_equal(loaded, 3);
+	for (int i = 0; i < 3; i++)
+		assert_memory_equal(src[i], dst[i], bytes[i]);
+	unlink(p);
+
+	/* the blocks as written by hand, as a converter from GGUF writes them */
+	p = write_raw("q.safetensors", "{\"w4\":{\"dtype\":\"U8\",\"shape\":[3,40],\"data_offsets\":[0,120]}}", -1,
+		      src[0], 120);
+	memset(dst, 0, sizeof dst);
+	assert_int_equal(ark_st_load(p, &m, M_W, db, &loaded), ARK_OK);
+	assert_memory_equal(src[0], dst[0], 120);
+
+	/* another dtype than U8: the elements' own (F16), or bytes of another kind (I8) */
+	p = write_raw("q.safetensors", "{\"w4\":{\"dtype\":\"F16\",\"shape\":[3,64],\"data_offsets\":[0,384]}}", -1,
+		      (unsigned char[384]){0}, 384);
+	assert_int_equal(ark_st_load(p, &m, M_W, db, &loaded), ARK_ERR);
+	assert_string_equal(ark_last_error(),
+			    "tensor 'w4' of file q.safetensors has dtype F16, the model's is q4_1 (U8: its GGUF blocks as bytes)");
+	p = write_raw("q.safetensors", "{\"w8\":{\"dtype\":\"I8\",\"shape\":[2,102],\"data_offsets\":[0,204]}}", -1,
+		      src[1], 204);
+	assert_int_equal(ark_st_load(p, &m, M_W, db, &loaded), ARK_ERR);
+	assert_error_has("has dtype I8, the model's is q8_0 (U8");
+
+	/* U8 in the model's element shape, a byte count that is not whole blocks, other rows */
+	p = write_raw("q.safetensors", "{\"w4\":{\"dtype\":\"U8\",\"shape\":[3,64],\"data_offsets\":[0,192]}}", -1,
+		      (unsigned char[192]){0}, 192);
+	assert_int_equal(ark_st_load(p, &m, M_W, db, &loaded), ARK_ERR);
+	assert_string_equal(ark_last_error(), "tensor 'w4' of file q.safetensors has shape [3, 64], the model's q4_1 [3, 64] "
+					      "is stored as U8 [3, 40] (20 bytes per block of 32 elements along the last axis)");
+	p = write_raw("q.safetensors", "{\"w8\":{\"dtype\":\"U8\",\"shape\":[2,100],\"data_offsets\":[0,200]}}", -1,
+		      src[1], 200);
+	assert_int_equal(ark_st_load(p, &m, M_W, db, &loaded), ARK_ERR);
+	assert_error_has("is stored as U8 [2, 102] (34 bytes per block");
+	p = write_raw("q.safetensors", "{\"w8\":{\"dtype\":\"U8\",\"shape\":[1,102],\"data_offsets\":[0,102]}}", -1,
+		      src[1], 102);
+	assert_int_equal(ark_st_load(p, &m, M_W, db, &loaded), ARK_ERR);
+	assert_error_has("has shape [1, 102], the model's q8_0 [2, 96] is stored as U8 [2, 102]");
+	/* the bytes of the entry must be those of its shape (the file itself is refused) */
+	p = write_raw("q.safetensors", "{\"w4\":{\"dtype\":\"U8\",\"shape\":[3,40],\"data_offsets\":[0,119]}}", -1,
+		      src[0], 119);
+	assert_int_equal(ark_st_load(p, &m, M_W, db, &loaded), ARK_ERR);
+	assert_error_has("hold 119 bytes, but dtype U8 and shape of 120 elements need 120");
+	assert_true(dst[1][0] == 0 && dst[1][1] == 0); /* nothing loaded on a failure */
+	unlink(p);
+}
+
 static void test_model_mismatch(void **state)
 {
 	uint16_t x[6] = {0x3c00, 0xc000, 0x3800, 0x4200, 0xb400, 0x2e66}; /* fp16 [2, 3] */
@@ -524,6 +603,7 @@ int main(void)
 		cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_large_header),
 		cmocka_unit_test(test_model_mismatch),
+		cmocka_unit_test(test_quantized),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
 	return cmocka_run_group_tests(tests, setup, teardown);

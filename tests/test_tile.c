@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,6 +272,51 @@ static void test_matmul_costed_analytic(void **state)
 	done();
 }
 
+/* A matmul whose b is q4_1 or q8_0: the same tiles as bf16, b's regions in bytes of blocks, the bytes
+ * counted as blocks, no tensor cores, and a tile's cost (the bf16 tile's from the table, scaled by
+ * the bytes) below the bf16 one's by about the bytes' ratio. */
+static void test_matmul_quant(void **state)
+{
+	(void)state;
+	static const char *const dts[3] = {"bf16", "q4_1", "q8_0"};
+	double us[3], bytes[3];
+	int tn[3];
+	for (int d = 0; d < 3; d++) {
+		char t[512];
+		snprintf(t, sizeof t,
+			 "{ name = \"x\"; shape = [1, 4096]; role = \"input\"; dtype = \"bf16\"; },"
+			 "{ name = \"w\"; shape = [4096, 4096]; role = \"weight\"; dtype = \"%s\"; },"
+			 "{ name = \"y\"; role = \"output\"; dtype = \"bf16\"; }", dts[d]);
+		tile_text(t, "{ name = \"m\"; op = \"matmul\"; in = [\"x\", \"w\"]; out = \"y\"; transpose_b = true; }");
+		const struct op_tiling *pl = &s->per_op[op("m")];
+		const struct vcta *v = &s->v[pl->first_vcta];
+		const int64_t rb = d == 0 ? 4096 : 4096 / 32 * (d == 1 ? 20 : 34); /* b's row: elements, or bytes */
+		assert_int_equal(s->cols[tensor("w")], rb);
+		assert_true(reads(v, "w"));
+		for (int i = 0; i < v->n_reads; i++)
+			if (v->reads[i].tensor == tensor("w")) {
+				assert_int_equal(v->reads[i].r0, v->n0);
+				assert_int_equal(v->reads[i].r1, v->n1);
+				assert_int_equal(v->reads[i].c1 - v->reads[i].c0, d == 0 ? (int64_t)(v->k1 - v->k0) : rb * (v->k1 - v->k0) / 4096);
+			}
+		assert_int_equal(v->tc, d == 0); /* quantized: FMA after dequantising */
+		tn[d] = pl->tn;
+		bytes[d] = v->bytes;
+		us[d] = cost_vcta_us(s, v, s->opt.calib, s->opt.gpu, 1);
+		done();
+	}
+	assert_int_equal(tn[1], tn[0]);
+	assert_int_equal(tn[2], tn[0]);
+	/* 1 x 4096 of a, tn x 4096 of b, tn of out: bf16 2 bytes an element, q4_1 0.625, q8_0 1.0625 */
+	assert_true(fabs(bytes[0] - (2.0 * 4096 + 2.0 * 4096 * tn[0] + 2.0 * tn[0])) < 1);
+	assert_true(fabs(bytes[1] - (2.0 * 4096 + 0.625 * 4096 * tn[0] + 2.0 * tn[0])) < 1);
+	assert_true(fabs(bytes[2] - (2.0 * 4096 + 1.0625 * 4096 * tn[0] + 2.0 * tn[0])) < 1);
+	assert_true(us[1] < us[2] && us[2] < us[0]);
+	print_message("# tile 1 x %d x 4096: bf16 %.2f us, q4_1 %.2f us, q8_0 %.2f us (dispatch included)\n", tn[0], us[0],
+		      us[1], us[2]);
+	assert_true(us[1] / us[0] < 0.5);
+}
+
 /* attention: one vCTA per (batch, head, block of query rows), the block the smallest of 32, 64, 128
  * rows that fits the SMs in one wave; causal blocks read only the keys their last row sees. */
 static void test_attention_tiles(void **state)
@@ -398,6 +444,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_share),
 		cmocka_unit_test(test_matmul_costed),
 		cmocka_unit_test(test_matmul_costed_analytic),
+		cmocka_unit_test(test_matmul_quant),
 		cmocka_unit_test(test_attention_tiles),
 		cmocka_unit_test(test_decode_tiles),
 	};

@@ -1,0 +1,380 @@
+// op_quant.cuh: block-quantized weights (q4_1, q8_0) on the device: matmul tiles that dequantise b inside the weight-streaming loop, and embedding rows of a quantized table.
+#ifndef OP_QUANT_CUH
+#define OP_QUANT_CUH
+
+#include "ark_dtype.cuh"
+#include "ark_smem.h"
+
+/* ARK_TILES_QUANT 1: the quantized paths are built. Off unless asked for, as attention is: arkgen
+ * says it only in the files of models with a q4_1 or q8_0 weight, so that every other model's loop
+ * kernel keeps the code (and registers) it had. A task that needs them in a build without them traps. */
+#ifndef ARK_TILES_QUANT
+#define ARK_TILES_QUANT 0
+#endif
+
+/* The blocks (ark_model.h): 32 elements along K each.
+ *   q4_1: fp16 d, fp16 m, 16 bytes (byte j: element j low nibble, j + 16 high nibble): 20 bytes
+ *   q8_0: fp16 d, 32 int8: 34 bytes
+ * Element values: q4_1 d * q + m, q8_0 d * q. */
+template <int QT> struct ark_qblk;
+template <> struct ark_qblk<ARK_Q4_1> {
+	static constexpr int bytes = 20;
+};
+template <> struct ark_qblk<ARK_Q8_0> {
+	static constexpr int bytes = 34;
+};
+
+#if ARK_TILES_QUANT
+
+__device__ __forceinline__ uint32_t ark_q_lds32(uint32_t a)
+{
+	uint32_t v;
+	asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(a) : "memory");
+	return v;
+}
+__device__ __forceinline__ float4 ark_q_lds128(uint32_t a)
+{
+	float4 v;
+	asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a) : "memory");
+	return v;
+}
+__device__ __forceinline__ float ark_q_h2f(uint32_t h) { return __half2float(__ushort_as_half((unsigned short)(h & 0xffffu))); }
+
+/* The four bytes of w as floats, exactly: 0x4B0000xx is 2^23 + xx, so one byte permute and one
+ * subtraction per element (no integer-to-float conversion, which runs at a quarter of the rate). */
+__device__ __forceinline__ void ark_q_bytes_f(uint32_t w, float bias, float *f)
+{
+	f[0] = __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7440)) - bias;
+	f[1] = __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7441)) - bias;
+	f[2] = __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7442)) - bias;
+	f[3] = __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7443)) - bias;
+}
+
+/* One block at shared-window address o (q4_1: o % 4 == 0; q8_0: o % 2 == 0) as 32 floats q[e] and
+ * its scale d and minimum mn (0 for q8_0): element e is d * q[e] + mn. */
+template <int QT> __device__ __forceinline__ void ark_q_decode(uint32_t o, float (&q)[32], float &d, float &mn)
+{
+	if constexpr (QT == ARK_Q4_1) {
+		const uint32_t w0 = ark_q_lds32(o);
+		d = ark_q_h2f(w0), mn = ark_q_h2f(w0 >> 16);
+#pragma unroll
+		for (int i = 0; i < 4; i++) {
+			const uint32_t w = ark_q_lds32(o + 4 + 4 * i);
+			ark_q_bytes_f(w & 0x0f0f0f0fu, 8388608.0f, &q[4 * i]);
+			ark_q_bytes_f((w >> 4) & 0x0f0f0f0fu, 8388608.0f, &q[16 + 4 * i]);
+		}
+	} else {
+		/* the 9 words that hold the block: d is the low half of the first (o % 4 == 0) or its high
+		 * half (o % 4 == 2); the 32 int8 follow d, the word boundaries 2 or 0 bytes into them */
+		const uint32_t base = o & ~3u, hi = (o & 2u) * 8u; /* 0 or 16 */
+		uint32_t w[9];
+#pragma unroll
+		for (int i = 0; i < 9; i++)
+			w[i] = ark_q_lds32(base + 4 * i);
+		d = ark_q_h2f(w[0] >> hi), mn = 0.0f;
+#pragma unroll
+		for (int i = 0; i < 8; i++) /* bytes 2 + 4i .. 5 + 4i of the block, each q + 128 */
+			ark_q_bytes_f(__funnelshift_rc(w[i], w[i + 1], 16u + hi) ^ 0x80808080u, 8388736.0f, &q[4 * i]);
+	}
+}
+
+/* ---- streaming with dequantisation: b [N, K] in blocks ----------------------------------------
+ * tile (m1-m0 <= MB, n1-n0 <= 128) of out over k0:k1 (multiples of 32). K is cut into chunks of a,
+ * staged as fp32 [MB][NBC][36] (a block of 32 elements, its sum at 32, padded so that lanes 36
+ * floats apart read 16-byte vectors without bank conflicts). A step of a warp is one row of b
+ * (column of out) and up to 32 consecutive blocks of it: the bytes of those blocks, contiguous,
+ * go by 16-byte cp.async from the 16-byte boundary below them into a per-warp ring of S slots
+ * (S - 1 steps in flight), then lane l dequantises block l of the step from shared memory and
+ * takes it against the MB rows of a: sum_e a[e] (d q[e] + m) = d sum_e a[e] q[e] + m sum_e a[e].
+ * A warp walks a contiguous range of the chunk's steps, summing its lanes into sacc [MB][tn] when the
+ * column changes: up to 2 rows in the order (block group, column), the lanes keeping their blocks of
+ * a in registers while the group stays (each step's sum is one column's), more rows in the order
+ * (column, block group), a read from shared memory. The dot product of a block runs in 4 partial
+ * sums (4 independent FMA chains). Needs b 16-byte aligned (every arena tensor is). */
+template <typename T, int MB, int QT>
+__device__ __noinline__ void ark_mmq_stream(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+{
+	constexpr int BB = ark_qblk<QT>::bytes, VEC = ark_dt<T>::vec;
+	constexpr int SLOT = ((32 * BB + 15) / 16 + 1) * 16;            /* bytes of 32 blocks + alignment */
+	constexpr int S = ARK_MM_RING_BYTES / ARK_WARPS / SLOT;         /* ring slots per warp */
+	constexpr int LDB = 36;                                         /* floats per staged block of a */
+	constexpr int NBC = ARK_MM_A_BYTES / (MB * LDB * 4);            /* blocks of a per chunk */
+	static_assert(S >= 3, "ARK_MM_RING_BYTES too small for the quantized stream");
+	static_assert(NBC >= 1, "ARK_MM_A_BYTES too small for the quantized stream");
+	static_assert(MB * 128 * 4 <= ARK_MM_SACC_BYTES, "sacc");
+	/* up to 2 rows the steps go block group by block group (each warp's lanes keep their blocks of a
+	 * in registers across the columns, and sum per step); more rows go column by column (a read from
+	 * shared memory, sums per column) */
+	constexpr bool REG = MB <= 2;
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const int tn = n1 - n0, rows = m1 - m0;
+	const int64_t R = g.K / 32 * BB; /* bytes of a row of b */
+	const char *b = g.b;
+	const T *a = reinterpret_cast<const T *>(g.a);
+	char *ring = smem + warp * S * SLOT;                                     /* [S][SLOT] per warp */
+	float *a_s = reinterpret_cast<float *>(smem + ARK_MM_RING_BYTES);        /* [MB][NBC][LDB] */
+	float *sacc = reinterpret_cast<float *>(smem + ARK_MM_RING_BYTES + ARK_MM_A_BYTES); /* [MB][tn] */
+	const uint32_t ring_s = (uint32_t)__cvta_generic_to_shared(ring);
+	const uint32_t a_ss = (uint32_t)__cvta_generic_to_shared(a_s);
+	const bool avec = ark_aligned16(g.a);
+
+	for (int e = tid; e < MB * tn; e += ARK_THREADS)
+		sacc[e] = 0.0f;
+	for (int kc0 = k0; kc0 < k1; kc0 += NBC * 32) { /* uniform */
+		const int kce = min(kc0 + NBC * 32, k1);
+		const int nb = (kce - kc0) / 32;   /* blocks in this chunk */
+		const int spc = (nb + 31) / 32;    /* steps per column */
+		const int total = tn * spc;
+		const int f0 = (int)((int64_t)total * warp / ARK_WARPS), f1 = (int)((int64_t)total * (warp + 1) / ARK_WARPS);
+		__syncthreads(); /* a_s of the previous chunk read by all */
+
+		/* step f: column f / spc, blocks [j0, j1) of the row (chunk-relative jc0) */
+		auto span = [&](int f, int &c, int &jc0, int &jn, int64_t &off0) {
+			if constexpr (REG) { /* block group by block group, every column in each */
+				const int g = f / tn;
+				c = f - g * tn, jc0 = g * 32;
+			} else { /* column by column, every block group of it */
+				c = f / spc;
+				jc0 = (f - c * spc) * 32;
+			}
+			jn = min(32, nb - jc0);
+			off0 = (int64_t)(n0 + c) * R + (int64_t)(kc0 / 32 + jc0) * BB;
+		};
+		auto issue = [&](int f) {
+			if (f < f1) {
+				int c, jc0, jn;
+				int64_t off0;
+				span(f, c, jc0, jn, off0);
+				const int64_t a0 = off0 & ~(int64_t)15, end = off0 + (int64_t)jn * BB;
+				const int nv = (int)((end - a0 + 15) / 16);
+				char *slot = ring + (f % S) * SLOT;
+				for (int v = lane; v < nv; v += 32) {
+					const int64_t at = a0 + 16 * (int64_t)v;
+					ark_cp_async16(slot + 16 * v, b + at, (int)min((int64_t)16, end - at));
+				}
+			}
+			ark_cp_commit();
+		};
+#pragma unroll 1
+		for (int s = 0; s < S - 1; s++)
+			issue(f0 + s);
+
+		/* stage a[m0:m1, kc0:kce] as fp32 blocks (rows past m1 zero) while b is in flight: 16-byte
+		 * vectors where a is 16-byte aligned (K and kc0 are multiples of 32) */
+		for (int u = tid; u < MB * nb * (32 / VEC); u += ARK_THREADS) {
+			const int m = u / (nb * (32 / VEC)), r = u - m * (nb * (32 / VEC)), j = r / (32 / VEC), v = r - j * (32 / VEC);
+			float x[VEC];
+			const T *src = a + (size_t)(m0 + m) * g.K + kc0 + j * 32 + v * VEC;
+			if (m < rows && avec) {
+				ark_unpack<T>(ark_ld16(src), x);
+			} else if (m < rows) { /* a view of a that starts off a 16-byte boundary */
+#pragma unroll
+				for (int i = 0; i < VEC; i++)
+					x[i] = ark_to_f(src[i]);
+			} else {
+#pragma unroll
+				for (int i = 0; i < VEC; i++)
+					x[i] = 0.0f;
+			}
+			float *dst = a_s + (m * NBC + j) * LDB + v * VEC;
+#pragma unroll
+			for (int i = 0; i < VEC; i++)
+				dst[i] = x[i];
+		}
+		__syncthreads();
+		if constexpr (QT == ARK_Q4_1) { /* each block's sum, for the minimum's term */
+			for (int u = tid; u < MB * nb; u += ARK_THREADS) {
+				const int m = u / nb, j = u - m * nb;
+				float *blk = a_s + (m * NBC + j) * LDB, s = 0.0f;
+#pragma unroll
+				for (int e = 0; e < 32; e++)
+					s += blk[e];
+				blk[32] = s;
+			}
+			__syncthreads();
+		}
+
+		float acc[MB];
+#pragma unroll
+		for (int m = 0; m < MB; m++)
+			acc[m] = 0.0f;
+		int cur = -1; /* the column acc holds */
+		auto flush = [&]() {
+#pragma unroll
+			for (int m = 0; m < MB; m++) {
+				const float x = ark_warp_sum(acc[m]);
+				acc[m] = 0.0f;
+				if (lane == (m & 31) && m < rows && cur >= 0)
+					atomicAdd(&sacc[m * tn + cur], x);
+			}
+		};
+		/* REG: the lane's block of a (and its sum) kept in registers while the block group stays */
+		float ar[REG ? MB : 1][REG ? 33 : 1];
+		int ar_s = -1; /* the block group ar holds */
+		(void)ar, (void)ar_s;
+#pragma unroll 1
+		for (int f = f0; f < f1; f++) { /* uniform within the warp */
+			ark_cp_wait<S - 2>(); /* this lane's copies of step f have landed */
+			__syncwarp();         /* ... and every lane's; every lane is done with step f - 1's slot */
+			issue(f + S - 1);
+			int c, jc0, jn;
+			int64_t off0;
+			span(f, c, jc0, jn, off0);
+			if (c != cur) {
+				if (cur >= 0)
+					flush();
+				cur = c;
+			}
+			if (lane < jn) {
+				float q[32], d, mn;
+				ark_q_decode<QT>(ring_s + (uint32_t)((f % S) * SLOT + (int)(off0 & 15) + lane * BB), q, d, mn);
+				if constexpr (REG) {
+					if (jc0 != ar_s) { /* the same for every lane below jn */
+#pragma unroll
+						for (int m = 0; m < MB; m++) {
+							const uint32_t ab = a_ss + 4u * (uint32_t)((m * NBC + jc0 + lane) * LDB);
+#pragma unroll
+							for (int e = 0; e < 32; e += 4) {
+								const float4 x = ark_q_lds128(ab + 4u * e);
+								ar[REG ? m : 0][REG ? e : 0] = x.x, ar[REG ? m : 0][REG ? e + 1 : 0] = x.y;
+								ar[REG ? m : 0][REG ? e + 2 : 0] = x.z, ar[REG ? m : 0][REG ? e + 3 : 0] = x.w;
+							}
+							if constexpr (QT == ARK_Q4_1)
+								ar[REG ? m : 0][REG ? 32 : 0] = ark_q_lds128(ab + 4u * 32).x;
+						}
+					}
+				}
+#pragma unroll
+				for (int m = 0; m < MB; m++) {
+					const uint32_t ab = a_ss + 4u * (uint32_t)((m * NBC + jc0 + lane) * LDB);
+					float dot[4] = {0.0f, 0.0f, 0.0f, 0.0f}, asum;
+#pragma unroll
+					for (int e = 0; e < 32; e += 4) {
+						float4 x;
+						if constexpr (REG)
+							x = make_float4(ar[REG ? m : 0][REG ? e : 0], ar[REG ? m : 0][REG ? e + 1 : 0],
+									ar[REG ? m : 0][REG ? e + 2 : 0], ar[REG ? m : 0][REG ? e + 3 : 0]);
+						else
+							x = ark_q_lds128(ab + 4u * e);
+						dot[0] = fmaf(x.x, q[e], dot[0]);
+						dot[1] = fmaf(x.y, q[e + 1], dot[1]);
+						dot[2] = fmaf(x.z, q[e + 2], dot[2]);
+						dot[3] = fmaf(x.w, q[e + 3], dot[3]);
+					}
+					const float dt = (dot[0] + dot[1]) + (dot[2] + dot[3]);
+					if constexpr (QT == ARK_Q4_1) {
+						if constexpr (REG)
+							asum = ar[REG ? m : 0][REG ? 32 : 0];
+						else
+							asum = ark_q_lds128(ab + 4u * 32).x;
+						acc[m] = fmaf(d, dt, fmaf(mn, asum, acc[m]));
+					} else {
+						(void)asum;
+						acc[m] = fmaf(d, dt, acc[m]);
+					}
+				}
+			}
+			ar_s = jc0;
+		}
+		if (cur >= 0)
+			flush();
+		ark_cp_wait<0>(); /* no copy may land in the ring after the next chunk's */
+	}
+	__syncthreads();
+	for (int o = tid; o < rows * tn; o += ARK_THREADS) {
+		const int m = o / tn, c = o - m * tn;
+		ark_mm_store<T>(g, m0 + m, n0 + c, sacc[o]);
+	}
+	__syncthreads();
+}
+
+template <typename T, int QT>
+__device__ void ark_mmq_rows(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+{
+	const int rows = m1 - m0;
+	if (rows <= 1)
+		ark_mmq_stream<T, 1, QT>(g, m0, m1, n0, n1, k0, k1, smem);
+	else if (rows <= 2)
+		ark_mmq_stream<T, 2, QT>(g, m0, m1, n0, n1, k0, k1, smem);
+	else if (rows <= 4)
+		ark_mmq_stream<T, 4, QT>(g, m0, m1, n0, n1, k0, k1, smem);
+	else if (rows <= 8)
+		ark_mmq_stream<T, 8, QT>(g, m0, m1, n0, n1, k0, k1, smem);
+	else
+		ark_mmq_stream<T, 16, QT>(g, m0, m1, n0, n1, k0, k1, smem);
+}
+
+/* A sub-tile (at most 128 x 128) of a matmul whose b is quantized: the streaming tile above for
+ * every 16 rows. More rows (prefill) read b once per 16 rows, mostly from L2: right, not tuned. */
+template <typename T>
+__device__ void ark_mmq_sub(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+{
+	if (!ark_aligned16(g.b) || (k0 | k1 | (int)g.K) % 32)
+		__trap(); /* b is a weight, never a view: arkgen places it 256-byte aligned; it cuts K at multiples of 64 */
+	for (int mb = m0; mb < m1; mb += 16) {
+		const int me = min(mb + 16, m1);
+		if (g.qdt == ARK_Q4_1)
+			ark_mmq_rows<T, ARK_Q4_1>(g, mb, me, n0, n1, k0, k1, smem);
+		else
+			ark_mmq_rows<T, ARK_Q8_0>(g, mb, me, n0, n1, k0, k1, smem);
+	}
+}
+
+/* EMBEDDING of a quantized table: rows m0:m1 of out [M, N] (p.dtype); row r is row ids[r] of the
+ * table [K, N] in blocks, dequantised element by element (an embedding reads one row per id). */
+template <typename T>
+__device__ void ark_embedding_q_rows(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+{
+	const int bb = p.wdtype == ARK_Q4_1 ? 20 : 34;
+	const size_t row = (size_t)p.N / 32 * bb;
+	const int32_t *ids = reinterpret_cast<const int32_t *>(e.arena + p.in[0]);
+	const unsigned char *tab = reinterpret_cast<const unsigned char *>(e.arena + p.in[1]);
+	T *out = reinterpret_cast<T *>(e.arena + p.out);
+	for (uint32_t r = t.m0; r < t.m1; r++) {
+		const int32_t id = ids[r]; /* the same for every thread */
+		T *dst = out + (size_t)r * p.N;
+		if (id < 0 || (int64_t)id >= p.K) {
+			for (int64_t i = threadIdx.x; i < p.N; i += ARK_THREADS)
+				dst[i] = ark_from_f<T>(0.0f);
+			if (threadIdx.x == 0 && e.fault && atomicCAS(&e.fault[0], 0u, r + 1) == 0)
+				e.fault[1] = (uint32_t)id;
+			continue;
+		}
+		const unsigned char *src = tab + (size_t)id * row;
+		for (int64_t i = threadIdx.x; i < p.N; i += ARK_THREADS) {
+			const unsigned char *blk = src + (size_t)(i / 32) * bb;
+			const int j = (int)(i % 32);
+			const float d = ark_q_h2f(blk[0] | blk[1] << 8);
+			float v;
+			if (p.wdtype == ARK_Q4_1)
+				v = d * (float)(j < 16 ? blk[4 + j] & 15 : blk[4 + j - 16] >> 4) + ark_q_h2f(blk[2] | blk[3] << 8);
+			else
+				v = d * (float)(signed char)blk[2 + j];
+			dst[i] = ark_from_f<T>(v);
+		}
+	}
+}
+
+__device__ __forceinline__ void ark_embedding_q_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+{
+	switch (p.dtype) {
+	case ARK_FP16: ark_embedding_q_rows<__half>(p, t, e); break;
+	case ARK_BF16: ark_embedding_q_rows<__nv_bfloat16>(p, t, e); break;
+	default: ark_embedding_q_rows<float>(p, t, e); break;
+	}
+}
+
+#else /* !ARK_TILES_QUANT */
+
+template <typename T>
+__device__ void ark_mmq_sub(const ark_mm &, int, int, int, int, int, int, char *)
+{
+	__trap(); /* a quantized weight in a build without ARK_TILES_QUANT: arkgen never emits one */
+}
+__device__ __forceinline__ void ark_embedding_q_tile(const ark_opp &, const ark_task &, const ark_tile_env &)
+{
+	__trap();
+}
+
+#endif
+#endif
