@@ -146,7 +146,7 @@ class GGUF:
 		at = self.pos
 		n = self._u64(what + " (length)")
 		if n > self.size - self.pos:
-			raise self.error(at, "%s has length %d, past the end of the file (%d bytes left)" %
+			raise self.error(at, "truncated: %s has length %d, more than the %d bytes left in the file" %
 					 (what, n, self.size - self.pos))
 		raw = self._take(n, what)
 		try:
@@ -176,7 +176,8 @@ class GGUF:
 				raise self.error(et_at, "%s: an array of arrays (not supported)" % what)
 			least = struct.calcsize(SCALAR[et]) if et in SCALAR else 8
 			if n * least > self.size - self.pos:
-				raise self.error(n_at, "%s: array of %d %s runs past the end of the file" % (what, n, VALUE_NAME[et]))
+				raise self.error(n_at, "truncated: %s: an array of %d %s needs at least %d bytes, %d are left" %
+						 (what, n, VALUE_NAME[et], n * least, self.size - self.pos))
 			if et in SCALAR and et != BOOL:
 				fmt = SCALAR[et]
 				raw = self._take(n * struct.calcsize(fmt), what)
@@ -198,9 +199,10 @@ class GGUF:
 			raise self.error(v_at, "GGUF version %d: versions 2 and 3 are read" % self.version)
 		n_tensors = self._u64("the tensor count")
 		n_kv = self._u64("the metadata count")
-		if n_tensors > self.size // 24 or n_kv > self.size // 12:
-			raise self.error(8, "counts of %d tensors and %d metadata keys cannot fit in a file of %d bytes" %
-					 (n_tensors, n_kv, self.size))
+		least = 13 * n_kv + 32 * n_tensors  # a key and a one-byte value; a name, one dimension, type, offset
+		if least > self.size - self.pos:
+			raise self.error(8, "truncated: %d metadata keys and %d tensors need at least %d bytes after the header, "
+					 "the file has %d (or the counts are wrong)" % (n_kv, n_tensors, least, self.size - self.pos))
 		for i in range(n_kv):
 			at = self.pos
 			key = self._string("metadata key %d" % i)
