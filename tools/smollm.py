@@ -23,6 +23,10 @@ each runs where its tools are:
       max|a - r| / max|r|. Exit 1 when a fp32 generation differs from the reference, or its logits are
       more than 1e-2 away (bf16 is reported, not required).
 
+  smollm.py generate DIR [--dtype bf16] [--prompt N | --text MESSAGE] [--tokens N]
+      (the GPU machine) one prompt through the binary's --generate: the text it generates and the
+      binary's tokens/s
+
 DIR is self-contained after prepare: carry its small files and its parts to the GPU machine with the
 repository, then build and run there.
 """
@@ -366,6 +370,39 @@ def run(a):
 	return 0 if ok else 1
 
 
+# ---- generate: one prompt, text out ----------------------------------------------------------------
+
+def generate(a):
+	"""The binary's --generate on one prompt: its ids (DIR/prompt_N.ids, or --text tokenized with the
+	GGUF's tokenizer), the generated text as it comes, then the binary's tokens/s lines."""
+	meta = load_meta(a.dir)
+	with open(os.path.join(a.dir, "vocab.json")) as f:
+		vocab = json.load(f)
+	base = os.path.join(a.dir, "smollm2_%s" % a.dtype)
+	ids_path = os.path.join(a.dir, "prompt_%d.ids" % a.prompt)
+	if a.text is not None:
+		tk = tokenizer(join(os.path.join(a.dir, "smollm2.gguf")))
+		ids = tk.encode(CHAT % a.text).ids
+		ids_path = os.path.join(a.dir, "text.ids")
+		with open(ids_path, "w") as f:
+			f.write(" ".join(str(t) for t in ids) + "\n")
+	prompt = read_ids(ids_path)
+	steps = min(len(prompt) + a.tokens - 1, meta["max_len"])
+	out = base + ".generate.tokens"
+	cmd = [base, "--weights", base + ".safetensors", "--generate", str(steps), "--prompt-ids", ids_path,
+	       "--eos", str(vocab["eos"]), "--tokens-out", out]
+	r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+	if r.returncode != 0 or not os.path.exists(out):
+		sys.exit("smollm: %s failed (exit %d):\n%s" % (" ".join(cmd), r.returncode, r.stdout[-2000:]))
+	got, _ = generated(read_ids(out), prompt, steps)
+	print("prompt:    %s" % json.dumps(detokenize(vocab, prompt)))
+	print("generated: %s" % json.dumps(detokenize(vocab, got)))
+	for line in r.stdout.splitlines():
+		if "tokens/s" in line or "us/token" in line:
+			print(line.strip())
+	return 0
+
+
 def main(argv):
 	ap = argparse.ArgumentParser(description="SmolLM2-135M-Instruct by arkgen's token loop against the PyTorch reference")
 	sub = ap.add_subparsers(dest="cmd", required=True)
@@ -384,14 +421,20 @@ def main(argv):
 	b.add_argument("--arkgen", default=os.path.join(ROOT, "build", "arkgen"))
 	b.add_argument("--nvcc", default=os.environ.get("NVCC", "nvcc"))
 	sub.choices["run"].add_argument("--no-logits", action="store_true", help="skip the last-step logits")
+	gen = sub.add_parser("generate", help="one prompt through the binary: text out, tokens/s (GPU machine)")
+	gen.add_argument("dir")
+	gen.add_argument("--dtype", default="bf16", choices=DTYPES)
+	gen.add_argument("--prompt", type=int, default=0, help="DIR/prompt_N.ids (default 0)")
+	gen.add_argument("--text", help="a user message instead, tokenized here (needs tokenizers)")
+	gen.add_argument("--tokens", type=int, default=128, help="tokens to generate at most (default 128)")
 	a = ap.parse_args(argv)
-	if a.cmd != "prepare":
+	if a.cmd in ("build", "run"):
 		a.dtypes = [x for x in a.dtypes.split(",") if x]
 		if not a.dtypes or any(x not in DTYPES for x in a.dtypes):
 			ap.error("--dtypes: a comma-separated list of %s" % ", ".join(DTYPES))
-	elif a.new_tokens < 1 or a.max_len < 2:
+	elif a.cmd == "prepare" and (a.new_tokens < 1 or a.max_len < 2):
 		ap.error("--new-tokens and --max-len must be positive")
-	return {"prepare": prepare, "build": build, "run": run}[a.cmd](a)
+	return {"prepare": prepare, "build": build, "run": run, "generate": generate}[a.cmd](a)
 
 
 if __name__ == "__main__":

@@ -542,7 +542,7 @@ def cmd_shapes(a):
 	for o in outputs:
 		if o not in T:
 			fail("output %s never made" % o)
-	print("logits %s %s, next_token %s %s" % (T["logits"][0], T["logits"][1], T["next_token"][0], T["next_token"][1]))
+	print("# logits %s %s, next_token %s %s" % (T["logits"][0], T["logits"][1], T["next_token"][0], T["next_token"][1]))
 	return 0
 
 
