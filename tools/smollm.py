@@ -16,12 +16,13 @@ each runs where its tools are:
       embedding kept as they are; the norms in the model's dtype), then arkgen and nvcc on both
   smollm.py run DIR [--dtypes fp32,bf16] [--no-logits]
       (the GPU machine; torch) per prompt and dtype: the binary's --generate (prompt steps included)
-      with --prompt-ids and --eos, its tokens and tokens/s; the reference (tools/llama_ref.py, fp32,
-      on the GGUF's dequantised weights) on the same ids; the texts side by side and the first
-      differing token. Then the last step's logits: --generate N --state-out, one more iteration
-      from that state (--state-in, --outputs) against the reference's step N + 1, relative error
-      max|a - r| / max|r|. Exit 1 when a fp32 generation differs from the reference, or its logits are
-      more than 1e-2 away (bf16 is reported, not required).
+      with --prompt-ids, its tokens and tokens/s; the reference (tools/llama_ref.py, fp32, on the
+      GGUF's dequantised weights) on the same ids; the texts side by side and the first differing
+      token (every new token is compared, past the end of the turn too); then with --eos, which
+      must stop where the reference's first end-of-turn token is. Then the last step's logits:
+      --generate N --state-out, one more iteration from that state (--state-in, --outputs) against
+      the reference's step N + 1, relative error max|a - r| / max|r|. Exit 1 when a fp32 generation differs from the reference, or its logits are
+      more than 1e-2 away, or --eos stops elsewhere (bf16 is reported, not required).
 
   smollm.py generate DIR [--dtype bf16] [--prompt N | --text MESSAGE] [--tokens N]
       (the GPU machine) one prompt through the binary's --generate: the text it generates and the
@@ -281,6 +282,25 @@ def rel_err(torch, got, ref):
 	return float((got.float() - ref.float()).abs().max() / ref.float().abs().max().clamp(min=1e-30))
 
 
+def run_binary(base, steps, ids_path, prompt, out, eos=None):
+	"""The binary's --generate: (generated tokens, how its list read, tokens/s lines, error text)."""
+	if os.path.exists(out):
+		os.remove(out)
+	cmd = [base, "--weights", base + ".safetensors", "--generate", str(steps), "--prompt-ids", ids_path,
+	       "--tokens-out", out] + (["--eos", str(eos)] if eos is not None else [])
+	r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+	speed = [x.strip() for x in r.stdout.splitlines() if "tokens/s" in x or "us/token" in x]
+	if r.returncode != 0 or not os.path.exists(out):
+		return None, None, speed, "%s: exit %d\n%s" % (" ".join(cmd), r.returncode,
+							   "\n".join("  " + x for x in r.stdout.splitlines()[-8:]))
+	got, reading = generated(read_ids(out), prompt, steps)
+	return got, reading, speed, None
+
+
+def until_eos(toks, eos):
+	return toks[:toks.index(eos) + 1] if eos in toks else toks
+
+
 def run(a):
 	import torch
 	sys.path.insert(0, HERE)
@@ -294,52 +314,43 @@ def run(a):
 	dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 	gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
 	h, w = llama_ref.load(torch, gguf, dev)
-	ok, rows, speed = True, [], {}
+	ok, speed = True, {}
+	print("SmolLM2-135M-Instruct (Q4_1 weights), greedy, %s: arkgen's tokens against the reference (PyTorch "
+	      "fp32 on the dequantised weights), %d new tokens per prompt without --eos, then with --eos %d\n" %
+	      (gpu, meta["new_tokens"], eos))
 	for i, p in enumerate(meta["prompts"]):
 		ids_path = os.path.join(a.dir, "prompt_%d.ids" % i)
 		prompt = read_ids(ids_path)
 		steps = p["steps"]
-		ref, _ = llama_ref.generate(torch, h, w, prompt, steps, eos)
+		ref, _ = llama_ref.generate(torch, h, w, prompt, steps, None)
 		ref_gen = ref[len(prompt) - 1:]
+		print("## prompt %d: %s" % (i, p["text"]))
+		print("   reference: %s" % json.dumps(detokenize(vocab, until_eos(ref_gen, eos))))
 		for dt in a.dtypes:
 			base = os.path.join(a.dir, "smollm2_%s" % dt)
-			out = base + ".tokens.%d" % i
-			if os.path.exists(out):
-				os.remove(out)
-			cmd = [base, "--weights", base + ".safetensors", "--generate", str(steps), "--prompt-ids", ids_path,
-			       "--eos", str(eos), "--tokens-out", out]
-			r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-			speed.setdefault(dt, []).extend(s for s in r.stdout.splitlines() if "tokens/s" in s or "us/token" in s)
-			if r.returncode != 0 or not os.path.exists(out):
-				print("smollm: %s failed (exit %d):\n%s" % (" ".join(cmd), r.returncode,
-									  "\n".join("  " + s for s in r.stdout.splitlines()[-8:])))
+			got, reading, sp, err = run_binary(base, steps, ids_path, prompt, base + ".tokens.%d" % i)
+			speed.setdefault(dt, []).extend(sp)
+			if err:
+				print("   %s: FAILED: %s" % (dt, err))
 				ok = ok and dt != "fp32"
-				rows.append((i, dt, None, ref_gen, "failed"))
 				continue
-			got, reading = generated(read_ids(out), prompt, len(ref))
 			d = first_diff(got, ref_gen)
-			rows.append((i, dt, got, ref_gen, reading))
-			if d is not None and dt == "fp32":
+			print("   %-9s  %s" % (dt + ":", json.dumps(detokenize(vocab, until_eos(got, eos)))))
+			print("   %s: %d tokens (reference %d), %s (the binary printed %s)" %
+			      (dt, len(got), len(ref_gen), "identical" if d is None else "FIRST DIFFERENCE AT TOKEN %d" % d, reading))
+			ge, _, sp, err = run_binary(base, steps, ids_path, prompt, base + ".eos.%d" % i, eos)
+			want = until_eos(ref_gen, eos)
+			good_eos = not err and ge == want
+			print("   %s --eos %d: %s" % (dt, eos, "stops after %d tokens, as the reference" % len(ge) if good_eos else
+						 "FAILED: %s" % (err or "%d tokens, not the reference's %d up to its end of turn" % (len(ge), len(want)))))
+			if (d is not None or not good_eos) and dt == "fp32":
 				ok = False
-	print("\nSmolLM2-135M-Instruct (Q4_1 weights), greedy, %s: arkgen's tokens against the reference (PyTorch "
-	      "fp32 on the dequantised weights)\n" % gpu)
-	for i, dt, got, ref_gen, reading in rows:
-		p = meta["prompts"][i]
-		print("## prompt %d, %s: %s" % (i, dt, p["text"]))
-		if got is None:
-			print("   arkgen: failed\n")
-			continue
-		d = first_diff(got, ref_gen)
-		print("   %d tokens generated (reference %d): %s" %
-		      (len(got), len(ref_gen), "identical" if d is None else "first difference at token %d" % d))
-		print("   (the binary printed %s)" % reading)
-		print("   arkgen:    %s" % json.dumps(detokenize(vocab, got)))
-		print("   reference: %s\n" % json.dumps(detokenize(vocab, ref_gen)))
-		if d is None and len(ref_gen) < MIN_NEW and ref_gen[-1:] != [eos]:
-			print("   note: fewer than %d tokens compared" % MIN_NEW)
+			if len(ref_gen) < MIN_NEW:
+				print("   note: fewer than %d tokens compared" % MIN_NEW)
+		print()
 	for dt in a.dtypes:
-		for s in speed.get(dt, [])[:len(meta["prompts"])]:
-			print("%s: %s" % (dt, s.strip()))
+		for x in speed.get(dt, [])[:2]:
+			print("%s: %s" % (dt, x))
 	if not a.no_logits:
 		i, prompt_path = 0, os.path.join(a.dir, "prompt_0.ids")
 		prompt = read_ids(prompt_path)
