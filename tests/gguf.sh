@@ -60,7 +60,7 @@ arkgen_reads() {
 	fi
 }
 
-echo "1..72"
+echo "1..75"
 # ---- the reader ----------------------------------------------------------------------------------
 check "a tiny Llama GGUF v3" "$PYTHON" $T make "$tmp/t.gguf"
 check "read back: every metadata key, value and type, every tensor's shape, type and bytes" "$PYTHON" $T read "$tmp/t.gguf"
@@ -114,10 +114,14 @@ check "untied: output.weight" sh -c "'$PYTHON' $T make '$tmp/u.gguf' --untied &&
 	grep -q 'in = \[\"output_norm\", \"output.weight\"\]; out = \"logits\"' '$tmp/u.cfg' &&
 	grep -q '{ name = \"output.weight\"; shape = \[40, 256\]; role = \"weight\"; dtype = \"q4_1\"; }' '$tmp/u.cfg' &&
 	'$PYTHON' $T weights '$tmp/u.gguf' '$tmp/u.cfg' '$tmp/u.st' bf16 && '$PYTHON' $T shapes '$tmp/u.cfg' >/dev/null"
-check "mixed: Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, BF16 dequantised to bf16 in an fp32 model" sh -c \
+check "mixed: Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, BF16 dequantised into an fp32 model's dtype" sh -c \
 	"'$PYTHON' tools/gguf2ark.py convert '$tmp/mixed.gguf' -o '$tmp/m.cfg' -w '$tmp/m.st' --max-len 8 --dtype fp32 >/dev/null &&
 	 '$PYTHON' $T weights '$tmp/mixed.gguf' '$tmp/m.cfg' '$tmp/m.st' fp32 &&
-	 grep -q '{ name = \"blk.1.ffn_up.weight\"; shape = \[512, 256\]; role = \"weight\"; dtype = \"bf16\"; }' '$tmp/m.cfg'"
+	 grep -q '{ name = \"blk.1.ffn_up.weight\"; shape = \[512, 256\]; role = \"weight\"; }' '$tmp/m.cfg' &&
+	 '$PYTHON' $T shapes '$tmp/m.cfg' >/dev/null"
+check "mixed: the same into bf16" sh -c \
+	"'$PYTHON' tools/gguf2ark.py convert '$tmp/mixed.gguf' -o '$tmp/m16.cfg' -w '$tmp/m16.st' --max-len 8 >/dev/null &&
+	 '$PYTHON' $T weights '$tmp/mixed.gguf' '$tmp/m16.cfg' '$tmp/m16.st' bf16"
 check "--dequant bf16: every quantized weight dequantised and rounded to bf16" sh -c \
 	"'$PYTHON' tools/gguf2ark.py convert '$tmp/t.gguf' -o '$tmp/d.cfg' -w '$tmp/d.st' --max-len 8 --dequant bf16 >/dev/null &&
 	 '$PYTHON' $T weights '$tmp/t.gguf' '$tmp/d.cfg' '$tmp/d.st' bf16 --dequant && ! grep -q 'q4_1\|q8_0' '$tmp/d.cfg'"
@@ -192,6 +196,17 @@ check "a hyper-parameter missing" fails 1 "no metadata 'llama.block_count'" conv
 "$PYTHON" $T make "$tmp/iq.gguf" --type blk.0.attn_q.weight=IQ2_XXS
 check "a type it cannot read" fails 1 "tensor 'blk.0.attn_q.weight' has GGML type IQ2_XXS: not supported" convert "$tmp/iq.gguf" -o "$tmp/x.cfg" --max-len 8
 check "--max-len past the context" fails 1 "max-len 2048 is longer than the model's context_length 256" convert "$tmp/t.gguf" -o "$tmp/x.cfg"
+check "--dequant bf16 in an fp32 model: usage error" fails 2 "needs --dtype bf16, not fp32" convert "$tmp/t.gguf" -o "$tmp/x.cfg" --max-len 8 --dequant bf16 --dtype fp32
+check "llama.vocab_size against token_embd.weight" sh -c \
+	"'$PYTHON' -c \"
+import sys; sys.path.insert(0, 'tools'); import gguf2ark as G
+g = G.GGUF('$tmp/t.gguf'); g.metadata['llama.vocab_size'] = 41
+try:
+    G.hparams(g)
+except G.GGUFError as e:
+    assert 'llama.vocab_size is 41, token_embd.weight has 40 rows' in str(e), e
+else:
+    sys.exit('accepted')\""
 check "--name not an identifier: usage error" fails 2 "is not an identifier" convert "$tmp/t.gguf" -o "$tmp/x.cfg" --max-len 8 --name 1x
 
 # ---- SmolLM2-135M-Instruct, the real file ----------------------------------------------------------

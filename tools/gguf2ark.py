@@ -27,8 +27,8 @@ rope.freq_base, rope.dimension_count, attention.layer_norm_rms_epsilon, context_
 Weights keep the GGUF's tensor names. Q4_1 and Q8_0 tensors are kept as they are (arkgen dtypes
 "q4_1", "q8_0": safetensors U8 [rows, row_bytes], the GGUF's blocks byte for byte); F32, F16 and BF16
 tensors are converted to the model's dtype (rounded to nearest even); every other GGML type is
-dequantised to bf16 (a tensor dtype of its own in the model file); --dequant bf16 dequantises the
-quantized ones too. --vocab writes {"tokens": [...], "eos": ID, "bos": ID, "model": ...}.
+dequantised into the model's dtype too (bf16 by default; an op reads one dtype, so an fp32 model gets
+fp32 weights); --dequant bf16 dequantises Q4_1 and Q8_0 as well (into a bf16 model). --vocab writes {"tokens": [...], "eos": ID, "bos": ID, "model": ...}.
 
 RoPE style: llama.cpp's converter permutes the rows of Llama's Q and K projections (each head's
 rows reordered from Hugging Face's two halves to interleaved pairs) and llama.cpp runs Llama with its
@@ -546,6 +546,9 @@ def hparams(g):
 	if isinstance(toks, list) and len(toks) != h["vocab"]:
 		raise GGUFError("%s: %d tokens in tokenizer.ggml.tokens, token_embd.weight has %d rows" %
 				(g.path, len(toks), h["vocab"]))
+	if g.get("llama.vocab_size", h["vocab"]) != h["vocab"]:
+		raise GGUFError("%s: llama.vocab_size is %s, token_embd.weight has %d rows" %
+				(g.path, g.get("llama.vocab_size"), h["vocab"]))
 	h["tied"] = "output.weight" not in g.by_name
 	return h
 
@@ -744,7 +747,7 @@ def plan_weights(g, h, a):
 		elif t.type_name in KEPT and a.dequant == "none":
 			wdtype[name] = KEPT[t.type_name]
 		elif t.type_name in DEQUANT:
-			wdtype[name] = "bf16" if a.dtype != "bf16" else None
+			wdtype[name] = None
 		else:
 			raise GGUFError("%s:%d: tensor '%s' has GGML type %s: not supported (kept: %s; dequantised: %s)" %
 					(g.path, t.info_at, name, t.type_name, ", ".join(sorted(KEPT)),
@@ -851,12 +854,15 @@ def parse_args(argv):
 	c.add_argument("-w", "--weights", metavar="OUT.safetensors", help="the weights file to write")
 	c.add_argument("--vocab", metavar="OUT.json", help="the vocabulary to write (tokens, eos, bos)")
 	c.add_argument("--dequant", default="none", choices=("none", "bf16"),
-		       help="none: Q4_1 / Q8_0 kept as they are (default); bf16: every quantized tensor dequantised")
+		       help="none: Q4_1 / Q8_0 kept as they are (default); bf16: every quantized tensor dequantised "
+			    "(needs --dtype bf16)")
 	s = sub.choices["shape"]
 	s.add_argument("preset", choices=sorted(PRESETS))
 	s.add_argument("--quant", default="none", choices=("none", "q4_1"),
 		       help="q4_1: projections in q4_1, the embedding (and tied lm head) in q8_0")
 	a = ap.parse_args(argv)
+	if a.cmd == "convert" and a.dequant == "bf16" and a.dtype != "bf16":
+		ap.error("--dequant bf16 dequantises into the model's dtype: it needs --dtype bf16, not %s" % a.dtype)
 	if a.cmd in ("convert", "shape"):
 		if a.max_len < 1:
 			ap.error("--max-len must be at least 1")

@@ -12,8 +12,8 @@ tools/gguf2ark.py against it. Standard library, plus numpy for the dequantisatio
       shape, type and bytes, as make wrote them
   tinygguf.py weights GGUF CFG ST DTYPE [--dequant]
       ST holds exactly CFG's weights: Q4_1 / Q8_0 as U8 [rows, row bytes] equal to the GGUF's bytes
-      (bf16 with --dequant: each value the dequantised one rounded), floats in DTYPE rounded to
-      nearest even, other types bf16; and CFG declares each weight's dtype accordingly
+      (with --dequant: each value the dequantised one rounded), floats and other types in DTYPE
+      rounded to nearest even; and CFG declares each weight's dtype accordingly
   tinygguf.py deq
       q4_1, q8_0 and q4_0 blocks against values computed by hand; the other types' vectorised
       dequantisation against a loop over elements written from the block layouts
@@ -255,10 +255,7 @@ def cmd_weights(a):
 				fail("%s: %s %s (declared %s), want U8 %s the GGUF's bytes" % (name, dt, shape, decl_dt, want))
 			continue
 		f32 = struct.unpack("<%df" % t.n_elements, G.dequantize(t.type_name, src, name))
-		if t.type_name in ("F32", "F16", "BF16"):
-			want_dt = dtype
-		else:
-			want_dt = "bf16"
+		want_dt = dtype               # floats and dequantised types alike: the model's dtype
 		if (decl_dt or dtype) != want_dt or dt != stdt[want_dt] or shape != t.shape:
 			fail("%s: %s %s declared %s, want %s" % (name, dt, shape, decl_dt, want_dt))
 		if want_dt == "fp32":
