@@ -121,7 +121,7 @@ class GGUF:
 		self.f = open(path, "rb")
 		self.size = os.fstat(self.f.fileno()).st_size
 		self.pos = 0
-		self.metadata, self.types, self.tensors = {}, {}, []
+		self.metadata, self.types, self.key_at, self.tensors = {}, {}, {}, []
 		self._parse()
 
 	# -- low-level reads, each checked against the end of the file --
@@ -141,6 +141,13 @@ class GGUF:
 
 	def _u64(self, what):
 		return struct.unpack("<Q", self._take(8, what))[0]
+
+	def _peek_u32(self, at):
+		here = self.f.tell()
+		self.f.seek(at)
+		v = struct.unpack("<I", self.f.read(4))[0]
+		self.f.seek(here)
+		return v
 
 	def _string(self, what):
 		at = self.pos
@@ -214,9 +221,10 @@ class GGUF:
 			t = self._u32("the type of '%s'" % key)
 			if t not in VALUE_NAME:
 				raise self.error(t_at, "metadata '%s' has unknown value type %d" % (key, t))
+			v_at = self.pos
 			self.metadata[key] = self._value(t, "metadata '%s'" % key, t_at)
-			self.types[key] = t if t != ARRAY else (ARRAY, None)
-			self.key_at = getattr(self, "key_at", {})
+			# an array's type: (ARRAY, element type), the element type read back from the file
+			self.types[key] = t if t != ARRAY else (ARRAY, self._peek_u32(v_at))
 			self.key_at[key] = at
 		self.alignment = DEFAULT_ALIGNMENT
 		if "general.alignment" in self.metadata:
@@ -685,12 +693,12 @@ def info(a):
 					  or k in ("tokenizer.ggml.model", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.bos_token_id")]
 	for k in keys:
 		t = g.types[k]
-		tn = "array" if isinstance(t, tuple) else VALUE_NAME[t]
-		print("  %-44s %-8s %s" % (k, tn, _short(g.metadata[k])))
+		tn = "[%s]" % VALUE_NAME[t[1]] if isinstance(t, tuple) else VALUE_NAME[t]
+		print("  %-44s %-9s %s" % (k, tn, _short(g.metadata[k])))
 	if not a.keys:
 		for k in g.metadata:
 			if k.startswith("tokenizer.ggml.") and isinstance(g.metadata[k], list):
-				print("  %-44s array    (%d entries; --keys shows them)" % (k, len(g.metadata[k])))
+				print("  %-44s [%s] (%d entries; --keys shows them)" % (k, VALUE_NAME[g.types[k][1]], len(g.metadata[k])))
 	count = {}
 	for t in g.tensors:
 		c = count.setdefault(t.type_name, [0, 0, 0])

@@ -205,7 +205,7 @@ def cmd_read(a):
 			v = struct.unpack("<f", struct.pack("<f", v))[0]
 		if got != v or type(got) is not type(v):
 			fail("%s: %r, wrote %r" % (k, got, v))
-		want_t = (ARR, None) if isinstance(t, tuple) else t
+		want_t = t
 		if g.types[k] != want_t:
 			fail("%s: type %r, wrote %r" % (k, g.types[k], want_t))
 	if [t.name for t in g.tensors] != [n for n, _, _, _ in ts]:
