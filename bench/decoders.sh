@@ -3,11 +3,11 @@
 # (Llama-3.2-1B's shape, bf16, KV 512, random weights) and models/llama1b_decode_q4.cfg (q4_1
 # projections, q8_0 embedding), and SmolLM2-135M from SMOLLM_DIR when set (a folder that
 # `tools/smollm.py prepare` and `build` made), then on a GPU: --check; --bench N (one doorbell per
-# decode step: µs per token with a host round trip each); --generate G (G steps from one doorbell:
-# the binary's tokens/s and µs/token); PyTorch's decode step with static caches, eager and one CUDA
-# graph per step (tools/llama_ref.py --bench: bf16 weights, PyTorch has no 4-bit matmul of its own,
-# on the same shape with random weights, or on SmolLM2's dequantised weights); one markdown table with
-# the ratios and the GPU's name. Logs and results.json go to OUT_DIR.
+# decode step: µs per token with a host round trip each); --generate G --doorbell-per-token (G steps
+# from one doorbell, then the same steps with one doorbell each: µs/step of both, the same tokens);
+# PyTorch's decode step with static caches, eager and one CUDA graph per step (tools/llama_ref.py
+# --bench: bf16 weights, as PyTorch has no 4-bit matmul of its own; the same shape with random
+# weights, or SmolLM2's dequantised weights); one markdown table with the ratios and the GPU's name. Logs and results.json go to OUT_DIR.
 #
 # BUILD_DIR defaults to build, OUT_DIR to BUILD_DIR/bench-decoders. Environment:
 #   ARKGEN      arkgen binary (default BUILD_DIR/arkgen)
@@ -83,8 +83,10 @@ for bin in $runs; do
 	echo "== $x --check: $([ $rc -eq 0 ] && echo ok || echo "FAILED (exit $rc)")"
 	limit 300 "$bin" "${w[@]}" --bench "$BENCH_N" >"$OUT/$x.bench.log" 2>&1
 	echo "== $x: $(grep '^bench:' "$OUT/$x.bench.log" || echo "no bench line (exit $?)")"
-	limit 300 "$bin" "${w[@]}" --generate "$GEN_N" --tokens-out "$OUT/$x.tokens" >"$OUT/$x.gen.log" 2>&1
-	echo "== $x --generate $GEN_N: $(grep -E 'tokens/s|us/token' "$OUT/$x.gen.log" | head -n 2 | tr '\n' ' ')"
+	limit 300 "$bin" "${w[@]}" --generate "$GEN_N" --doorbell-per-token --tokens-out "$OUT/$x.tokens" \
+		>"$OUT/$x.gen.log" 2>&1
+	echo "== $x --generate $GEN_N --doorbell-per-token (exit $?):"
+	grep '^generate:' "$OUT/$x.gen.log" | sed 's/^/   /'
 done
 if command -v nvidia-smi >/dev/null 2>&1; then
 	nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 >"$OUT/gpu.txt"
@@ -109,7 +111,7 @@ out, runs = sys.argv[1], sys.argv[2].split()
 NUM = r"([0-9.]+)"
 def grab(path, pat):
 	try:
-		m = re.search(pat, open(path).read())
+		m = re.search(pat, open(path).read(), re.M)
 	except OSError:
 		return None
 	return float(m.group(1)) if m else None
@@ -123,18 +125,20 @@ rows, res = [], {}
 for b in runs:
 	x = os.path.basename(b)
 	bench = grab(os.path.join(out, x + ".bench.log"), r"^bench: \d+ iterations after \d+ warm-up: median %s us" % NUM)
-	gen = grab(os.path.join(out, x + ".gen.log"), r"%s us/token" % NUM)
+	gen = grab(os.path.join(out, x + ".gen.log"), r"^generate: .* from one doorbell .*: [0-9.]+ steps/s, %s us/step" % NUM)
+	per = grab(os.path.join(out, x + ".gen.log"), r"^generate: the same \d+ steps with one doorbell each .*: %s us/step" % NUM)
 	ref = "llama1b.torch.json" if x.startswith("llama1b") else "smollm2.torch.json"
 	eager, graph = torch_us(ref, "eager"), torch_us(ref, "cuda graph per step")
-	res[x] = {"doorbell_per_token_us": bench, "generate_us_per_token": gen, "torch_eager_us": eager, "torch_graph_us": graph}
+	res[x] = {"bench_median_us": bench, "generate_us_per_token": gen, "doorbell_per_token_us": per,
+		  "torch_eager_us": eager, "torch_graph_us": graph}
 	f = lambda v: "%.1f" % v if v else "n/a"
 	r = lambda a, b: "%.2fx" % (a / b) if a and b else "n/a"
-	saving = "%.1f us" % (bench - gen) if bench and gen else "n/a"
-	rows.append("| %s | %s | %s | %s | %s | %s | %s |" % (x, f(bench), f(gen), f(eager), f(graph), r(graph, gen), saving))
-print("Decode step, batch 1, %s: us per token (arkgen: --bench median with one doorbell per token, and "
-      "--generate's us/token with one doorbell for all; PyTorch bf16 with static caches)\n" % gpu)
-print("| model | arkgen, doorbell per token | arkgen --generate | PyTorch eager | PyTorch CUDA graph per step | PyTorch graph / arkgen --generate | saved per token by one doorbell |")
-print("|---|---|---|---|---|---|---|")
+	saving = "%.1f us" % (per - gen) if per and gen else "n/a"
+	rows.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (x, f(bench), f(per), f(gen), f(eager), f(graph), r(graph, gen), saving))
+print("Decode step, batch 1, %s: us per token (arkgen: --bench median of single iterations; --generate's "
+      "us/step with one doorbell per step and with one for all; PyTorch bf16 with static caches)\n" % gpu)
+print("| model | arkgen --bench (median) | arkgen, a doorbell per step | arkgen --generate, one doorbell | PyTorch eager | PyTorch CUDA graph per step | PyTorch graph / arkgen --generate | saved per token by one doorbell |")
+print("|---|---|---|---|---|---|---|---|")
 print("\n".join(rows))
 json.dump({"gpu": gpu, "models": res}, open(os.path.join(out, "results.json"), "w"), indent=1)
 EOF

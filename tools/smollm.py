@@ -283,13 +283,14 @@ def rel_err(torch, got, ref):
 
 
 def run_binary(base, steps, ids_path, prompt, out, eos=None):
-	"""The binary's --generate: (generated tokens, how its list read, tokens/s lines, error text)."""
+	"""The binary's --generate: (generated tokens, how its list read, its "generate:" lines (steps/s,
+	us/step), error text)."""
 	if os.path.exists(out):
 		os.remove(out)
 	cmd = [base, "--weights", base + ".safetensors", "--generate", str(steps), "--prompt-ids", ids_path,
 	       "--tokens-out", out] + (["--eos", str(eos)] if eos is not None else [])
 	r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-	speed = [x.strip() for x in r.stdout.splitlines() if "tokens/s" in x or "us/token" in x]
+	speed = [x.strip() for x in r.stdout.splitlines() if x.startswith("generate:")]
 	if r.returncode != 0 or not os.path.exists(out):
 		return None, None, speed, "%s: exit %d\n%s" % (" ".join(cmd), r.returncode,
 							   "\n".join("  " + x for x in r.stdout.splitlines()[-8:]))
@@ -409,7 +410,7 @@ def generate(a):
 	print("prompt:    %s" % json.dumps(detokenize(vocab, prompt)))
 	print("generated: %s" % json.dumps(detokenize(vocab, got)))
 	for line in r.stdout.splitlines():
-		if "tokens/s" in line or "us/token" in line:
+		if line.startswith("generate:"):       # steps/s and us/step of the generation
 			print(line.strip())
 	return 0
 
