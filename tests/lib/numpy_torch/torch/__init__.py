@@ -1,6 +1,6 @@
 """tests/lib/numpy_torch/torch: a numpy stand-in for the few torch calls of tools/llama_ref.py's
-reference path (load, generate, write_logits), so that tests/gguf.sh runs that code where torch is
-not installed (PYTHONPATH=tests/lib/numpy_torch). It follows torch's semantics for these calls only;
+reference path (load, generate, write_logits) and of its timed step (Static, check_static), so
+that tests/gguf.sh runs that code where torch is not installed (PYTHONPATH=tests/lib/numpy_torch). It follows torch's semantics for these calls only;
 where torch is installed the test uses the real one."""
 
 import contextlib
@@ -69,8 +69,35 @@ class Tensor:
 	def tolist(self):
 		return self.a.tolist()
 
-	def mean(self):
-		return Tensor(self.a.mean(dtype=self.a.dtype))
+	def mean(self, dim=None, keepdim=False):
+		return Tensor(self.a.mean(axis=dim, keepdims=keepdim, dtype=self.a.dtype))
+
+	def index_select(self, dim, idx):
+		return Tensor(np.take(self.a, _a(idx), axis=dim))
+
+	def index_copy_(self, dim, idx, src):
+		assert dim == 0
+		self.a[_a(idx)] = _a(src)
+		return self
+
+	def masked_fill(self, mask, v):
+		return Tensor(np.where(_a(mask), np.asarray(v, self.a.dtype), self.a))
+
+	def zero_(self):
+		self.a[...] = 0
+		return self
+
+	def fill_(self, v):
+		self.a[...] = v
+		return self
+
+	def copy_(self, src):
+		self.a[...] = _a(src)
+		return self
+
+	def add_(self, v):
+		self.a += _a(v)
+		return self
 
 	def repeat_interleave(self, n, dim):
 		return Tensor(np.repeat(self.a, n, axis=dim))
@@ -80,7 +107,7 @@ class Tensor:
 		return self.a.shape
 
 	def __int__(self):
-		return int(self.a)
+		return int(self.a.item())
 
 	def __getitem__(self, k):
 		return Tensor(self.a[_a(k)])
@@ -111,6 +138,15 @@ class Tensor:
 	def __neg__(self):
 		return Tensor(-self.a)
 
+	def __rpow__(self, base):
+		return Tensor(np.power(base, self.a))
+
+	def __le__(self, o):
+		return Tensor(self.a <= _a(o))
+
+	def __invert__(self):
+		return Tensor(~self.a)
+
 	def __matmul__(self, o):
 		return Tensor(self.a @ _a(o))
 
@@ -127,6 +163,10 @@ def frombuffer(buf, dtype):
 
 def tensor(x, dtype=None):
 	return Tensor(np.asarray(x, dtype=dtype))
+
+
+def zeros(*shape, dtype=None, device=None):
+	return Tensor(np.zeros(shape, dtype=dtype or float32))
 
 
 def arange(n, dtype=None, device=None):
@@ -168,8 +208,8 @@ def softmax(x, dim):
 	return Tensor(e / e.sum(axis=dim, keepdims=True))
 
 
-def argmax(x):
-	return Tensor(np.argmax(_a(x)))
+def argmax(x, dim=None):
+	return Tensor(np.argmax(_a(x), axis=dim))
 
 
 def no_grad():
@@ -181,6 +221,10 @@ class _F:
 	def silu(x):
 		a = _a(x)
 		return Tensor(a / (1 + np.exp(-a)))
+
+	@staticmethod
+	def linear(x, w):
+		return Tensor(_a(x) @ _a(w).T)
 
 
 class nn:
