@@ -128,9 +128,10 @@ def step(torch, h, w, cache, token, pos, style="interleaved"):
 	return head @ rmsnorm(x, w["output_norm.weight"])                     # (vocab)
 
 
-def generate(torch, h, w, prompt, steps, eos=None, style="interleaved"):
+def generate(torch, h, w, prompt, steps, eos=None, style="interleaved", margins=None):
 	"""(argmax of every step, last step's logits (vocab,)). Step t's token: prompt[t], else the argmax
-	of step t - 1; stops after N steps, or after a step past the prompt whose argmax is eos."""
+	of step t - 1; stops after N steps, or after a step past the prompt whose argmax is eos. margins:
+	a list that gets each step's largest logit less the second (how near the choice was to a tie)."""
 	cache = [([], []) for _ in range(h["layers"])]
 	out, logits, token = [], None, prompt[0]
 	with torch.no_grad():
@@ -138,6 +139,9 @@ def generate(torch, h, w, prompt, steps, eos=None, style="interleaved"):
 			logits = step(torch, h, w, cache, token, t, style)
 			nxt = int(torch.argmax(logits))
 			out.append(nxt)
+			if margins is not None:
+				top = torch.topk(logits, 2).values
+				margins.append(float(top[0] - top[1]))
 			if t + 1 < len(prompt):
 				token = prompt[t + 1]
 			else:
