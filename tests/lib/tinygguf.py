@@ -491,7 +491,7 @@ def cmd_shapes(a):
 		S = [T[x][0] for x in ins]
 		D = [T[x][1] for x in ins]
 		if kind == "embedding":
-			need(D[0] == "int32" and S[1][0] > 0, "ids int32")
+			need(D[0] == "int32" and D[1] in (top_dt, "q4_1", "q8_0"), "ids int32, a table of the model's dtype or quantized")
 			res = (S[0] + [S[1][1]], top_dt)
 		elif kind == "rmsnorm":
 			need(S[1] == [S[0][-1]] and D[0] == D[1] == top_dt, "gamma [N] of the input's dtype")
@@ -499,7 +499,7 @@ def cmd_shapes(a):
 		elif kind == "matmul":
 			need(attr(rest, "transpose_b", str) == "true", "transpose_b")
 			need(S[0][-1] == S[1][1] and D[0] == top_dt, "a [M, K] by b [N, K]: %s %s" % (S[0], S[1]))
-			need(D[1] in (top_dt, "q4_1", "q8_0", "bf16"), "b's dtype %s" % D[1])
+			need(D[1] in (top_dt, "q4_1", "q8_0"), "b's dtype %s: the model's or quantized" % D[1])
 			need(D[1] not in ("q4_1", "q8_0") or S[1][1] % 32 == 0, "quantized K % 32")
 			res = (S[0][:-1] + [S[1][0]], D[0])
 		elif kind == "rope":
