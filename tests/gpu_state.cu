@@ -304,7 +304,7 @@ int main(void)
 	CUDA_CHECK(cudaMalloc(&g_tasks, (size_t)g_max_tasks * sizeof(ark_task)));
 	CUDA_CHECK(cudaMalloc(&g_faults, (size_t)g_max_tasks * 2 * sizeof(uint32_t)));
 
-	for (int dt = 0; dt < ARK_DTYPE__COUNT; dt++) {
+	for (int dt = 0; dt <= ARK_INT32; dt++) { /* the dtypes a state may have (not q4_1, q8_0) */
 		const int skew = ark_dtype_size(dt);
 		/* assign: one element (a token), odd sizes, chunks that do not divide them, misaligned */
 		case_assign(dt, 1, 8, 0, 0);
