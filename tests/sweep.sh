@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.." || exit 1
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/arkgen-sweep.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-FIXED=20240611
+FIXED=42
 CLOCK=${SWEEP_SEED:-$(date +%s)}
 NFIX=30
 NCLK=10
