@@ -462,33 +462,40 @@ static void tile_reduce_mean(struct tiling *s, int oi)
 		}
 }
 
-/* A copy within a GPU: ranges of elements, about one per SM and 4096 elements. From another GPU:
- * a transfer (lower_comm.c). */
-static void tile_copy(struct tiling *s, int oi)
+/* Ranges of dst's elements, about one per SM and at least 4096 elements, as vCTAs of template tmpl
+ * (elements k0:k1) that read the same range of src: a copy within a GPU, assign and advance. */
+static void elem_ranges(struct tiling *s, int oi, int tmpl, int src, int dst)
 {
-	struct graph *g = s->g;
-	struct op *o = &g->ops[oi];
 	struct op_tiling *pl = &s->per_op[oi];
-	int in = o->in[0], out = o->out[0];
-	if (g->tensors[in].gpu != o->gpu) {
-		lower_copy(s, oi);
-		return;
-	}
-	int64_t R = s->rows[out], C = s->cols[out], E = R * C, es = esize(s, out);
+	int64_t C = s->cols[dst], E = s->rows[dst] * C, es = esize(s, dst);
 	int64_t T = imax(1, imin(s->opt.sms, cdiv(E, 4096)));
 	int64_t chunk = cdiv(cdiv(E, T), 8) * 8;
 	pl->tm = 1;
 	pl->tn = (int)imin(chunk, INT32_MAX);
 	for (int64_t e0 = 0; e0 < E; e0 += chunk) {
 		int64_t e1 = imin(E, e0 + chunk);
-		struct vcta *v = tiling_new_vcta(s, oi, oi, ARK_T_COPY);
+		struct vcta *v = tiling_new_vcta(s, oi, oi, tmpl);
 		v->k0 = (uint32_t)e0, v->k1 = (uint32_t)e1;
-		const struct region box = range_box(out, e0, e1, C);
+		const struct region box = range_box(dst, e0, e1, C);
 		v->m0 = (uint32_t)box.r0, v->m1 = (uint32_t)box.r1, v->n0 = (uint32_t)box.c0, v->n1 = (uint32_t)box.c1;
-		vcta_add_read(v, in, box.r0, box.r1, box.c0, box.c1);
+		vcta_add_read(v, src, box.r0, box.r1, box.c0, box.c1);
 		v->write = box;
 		v->bytes = (double)(2 * es * (e1 - e0));
 	}
+}
+
+/* A copy within a GPU: ranges of elements, about one per SM and 4096 elements. From another GPU:
+ * a transfer (lower_comm.c). */
+static void tile_copy(struct tiling *s, int oi)
+{
+	struct graph *g = s->g;
+	struct op *o = &g->ops[oi];
+	int in = o->in[0], out = o->out[0];
+	if (g->tensors[in].gpu != o->gpu) {
+		lower_copy(s, oi);
+		return;
+	}
+	elem_ranges(s, oi, ARK_T_COPY, in, out);
 }
 
 /* Attention: one vCTA per (batch, head, block of BQ query rows), every key of its kv head (the
@@ -648,23 +655,8 @@ static void tile_assign(struct tiling *s, int oi)
 {
 	struct graph *g = s->g;
 	struct op *o = &g->ops[oi];
-	struct op_tiling *pl = &s->per_op[oi];
-	int st = o->in[0], src = o->kind == ARK_OP_ASSIGN ? o->in[1] : st;
-	int64_t C = s->cols[st], E = s->rows[st] * C, es = esize(s, st);
-	int64_t T = imax(1, imin(s->opt.sms, cdiv(E, 4096)));
-	int64_t chunk = cdiv(cdiv(E, T), 8) * 8;
-	pl->tm = 1;
-	pl->tn = (int)imin(chunk, INT32_MAX);
-	for (int64_t e0 = 0; e0 < E; e0 += chunk) {
-		int64_t e1 = imin(E, e0 + chunk);
-		struct vcta *v = tiling_new_vcta(s, oi, oi, ARK_T_ASSIGN);
-		v->k0 = (uint32_t)e0, v->k1 = (uint32_t)e1;
-		const struct region box = range_box(st, e0, e1, C);
-		v->m0 = (uint32_t)box.r0, v->m1 = (uint32_t)box.r1, v->n0 = (uint32_t)box.c0, v->n1 = (uint32_t)box.c1;
-		vcta_add_read(v, src, box.r0, box.r1, box.c0, box.c1);
-		v->write = box;
-		v->bytes = (double)(2 * es * (e1 - e0));
-	}
+	int st = o->in[0];
+	elem_ranges(s, oi, ARK_T_ASSIGN, o->kind == ARK_OP_ASSIGN ? o->in[1] : st, st);
 }
 
 /* kv_append: x [T, D] into rows pos .. pos + T - 1 of the cache [L, D], pos read on the GPU. Blocks
