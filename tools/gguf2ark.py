@@ -474,24 +474,10 @@ def dequantize(type_name, raw, name="tensor"):
 	return DEQUANT[type_name](np, raw).astype("<f4").tobytes()
 
 
-# ---- safetensors ---------------------------------------------------------------------------------
+# ---- safetensors: the writer of tools/hf2ark.py ---------------------------------------------------
 
-def write_safetensors(path, tensors):
-	"""tensors: list of (name, safetensors dtype, shape, bytes), written in that order."""
-	header, off = {}, 0
-	for name, dt, shape, data in tensors:
-		header[name] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + len(data)]}
-		off += len(data)
-	header["__metadata__"] = {"format": "pt"}
-	h = json.dumps(header, separators=(",", ":")).encode()
-	h += b" " * (-len(h) % 8)
-	tmp = path + ".tmp"
-	with open(tmp, "wb") as f:
-		f.write(struct.pack("<Q", len(h)))
-		f.write(h)
-		for _, _, _, data in tensors:
-			f.write(data)
-	os.replace(tmp, path)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf2ark import write_safetensors  # noqa: E402
 
 
 # ---- the Llama hyper-parameters ------------------------------------------------------------------
