@@ -567,12 +567,7 @@ def weight_list(h):
 
 # ---- the model file ------------------------------------------------------------------------------
 
-def _q(s):
-	return '"%s"' % s
-
-
-def _shape(s):
-	return "[" + ", ".join(str(d) for d in s) + "]"
+from hf2ark import _q, _shape, tensor_lines  # noqa: E402
 
 
 def _num(x):
@@ -593,16 +588,7 @@ def model_text(h, a, header, wdtype):
 		rows += [("blk.%d.k_cache" % i, [L, KV], "state", None), ("blk.%d.v_cache" % i, [L, KV], "state", None)]
 	rows += [(n, s, "weight", wdtype.get(n)) for n, s, _ in weight_list(h)]
 	rows += [("logits", None, "output", None), ("next_token", None, "output", None)]
-	body = []
-	for n, s, role, dt in rows:
-		t = "  { name = %s;" % _q(n)
-		if s:
-			t += " shape = %s;" % _shape(s)
-		t += ' role = "%s";' % role
-		if dt:
-			t += ' dtype = "%s";' % dt
-		body.append(t + " }")
-	lines.append(",\n".join(body))
+	lines.append(tensor_lines(rows))
 	lines += [");", "", "ops = ("]
 	body = []
 

@@ -321,16 +321,7 @@ def model_text(c, p, a, argv, out_shape):
 		("attention_mask", [a.batch, a.seq], "input", "int32")]
 	rows += [(n, s, "weight", None) for n, s in weight_shapes(c, p)]
 	rows.append((out_shape[0], None, "output", None))
-	body = []
-	for n, s, role, dt in rows:
-		t = "  { name = %s;" % _q(n)
-		if s:
-			t += " shape = %s;" % _shape(s)
-		t += ' role = "%s";' % role
-		if dt:
-			t += ' dtype = "%s";' % dt
-		body.append(t + " }")
-	lines.append(",\n".join(body))
+	lines.append(tensor_lines(rows))
 	lines += [");", "", "ops = ("]
 	ops, _ = graph_ops(c, p, a)
 	body = []
@@ -356,6 +347,20 @@ def _without_notes(argv):
 
 def _shape(s):
 	return "[" + ", ".join(str(d) for d in s) + "]"
+
+
+def tensor_lines(rows):
+	"""The entries of a model file's tensors list: rows of (name, shape or None, role, dtype or None)."""
+	body = []
+	for n, s, role, dt in rows:
+		t = "  { name = %s;" % _q(n)
+		if s:
+			t += " shape = %s;" % _shape(s)
+		t += ' role = "%s";' % role
+		if dt:
+			t += ' dtype = "%s";' % dt
+		body.append(t + " }")
+	return ",\n".join(body)
 
 
 def _shell(x):
