@@ -36,7 +36,6 @@
 #define ARK_SMS 1 /* unused: the probes launch the loop kernel on every SM themselves */
 #include "ark_loop.cuh"
 #include "bench/calib_grid.h"
-#include "bench/loop_probe.h"
 
 #define CK(call) ck((call), #call, __LINE__)
 static void ck(cudaError_t e, const char *what, int line)
@@ -121,6 +120,7 @@ __global__ void calib_clock(double *ghz)
 
 static int g_sms, g_reps = 5;
 static double g_ghz;
+#include "bench/loop_probe.h" /* after CK and g_sms, which it uses */
 static char *g_arena;                 /* [0, IN_BYTES): random inputs; then outputs */
 static uint64_t g_in_bytes, g_out_bytes;
 static char *g_flush;                 /* twice L2: written before every launch */
