@@ -2,10 +2,11 @@
 # builds $(B)/bench/stream_probe (batch-1 streaming rate of the matmul tile templates under several
 # tilings of a 4096x4096 bf16 layer, against a plain contiguous read) and $(B)/bench/chain_probe (the
 # elementwise-chain template alone, one CTA: latency per step) and $(B)/bench/loop_probe (the loop
-# kernel's protocol costs: dispatch, signal, hop, a small task, barrier).
+# kernel's protocol costs: dispatch, signal, hop, a small task, barrier) and $(B)/bench/mm_probe (the
+# matmul tiles against cuBLAS on the same shapes, side by side; links cuBLAS from the CUDA toolkit).
 
 .PHONY: bench-probe
-bench-probe: $(B)/bench/stream_probe $(B)/bench/chain_probe
+bench-probe: $(B)/bench/stream_probe $(B)/bench/chain_probe $(B)/bench/mm_probe
 
 $(B)/bench/stream_probe: bench/stream_probe.cu bench/bench_cuda.h $(wildcard templates/*.cuh abi/*.h abi/*.cuh)
 	@mkdir -p $(dir $@)
@@ -22,3 +23,8 @@ bench-probe: $(B)/bench/loop_probe
 $(B)/bench/loop_probe: bench/loop_probe.cu bench/loop_probe.h $(wildcard templates/*.cuh abi/*.h abi/*.cuh) $(B)/libarkrt.a
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) $(INC) $< $(B)/libarkrt.a -lcjson -lpthread -o $@
+
+$(B)/bench/mm_probe: bench/mm_probe.cu bench/bench_cuda.h $(wildcard templates/*.cuh abi/*.h abi/*.cuh)
+	@mkdir -p $(dir $@)
+	$(NVCC) -O3 -std=c++17 $(GENCODE) -DARK_TILES_FP16=0 -DARK_TILES_FP32=0 \
+		$(INC) -Ibench $< -lcublas -o $@

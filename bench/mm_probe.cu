@@ -1,0 +1,175 @@
+// mm_probe.cu: the matmul tile templates against cuBLAS on the same shapes, side by side.
+//
+// For each shape (M, N, K, b's layout, dtype) every CTA runs one tile of the output through the tile
+// dispatch the loop kernel calls (ark_mm_sub of templates/op_matmul.cuh: the mma path above 16 rows,
+// the streaming path at or below), over the whole of K, for several tile sizes; cuBLAS (cublasGemmEx,
+// fp32 accumulation) computes the same product from the same operands. Both are timed the same way:
+// events around REPS back-to-back launches after a warm-up, the median of 5 such runs, so launch
+// costs are not part of either figure. Prints us per product, TFLOP/s, the tile path's share of
+// cuBLAS's throughput, and the largest difference from cuBLAS's result relative to its largest value.
+//
+//   build/bench/mm_probe [M,N,K,tb ...]     (make bench-probe; default: the BERT-base and MiniLM shapes)
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <vector>
+
+#define ARK_THREADS 256
+#ifndef ARK_SMEM_BYTES
+#define ARK_SMEM_BYTES 131072
+#endif
+#include "ark_tiles.cuh"
+#include "bench_cuda.h"
+
+#define CKB(call)                                                                                    \
+	do {                                                                                         \
+		cublasStatus_t s_ = (call);                                                          \
+		if (s_ != CUBLAS_STATUS_SUCCESS) {                                                   \
+			fprintf(stderr, "FAIL: %s:%d: %s: cuBLAS status %d\n", __FILE__, __LINE__, #call, \
+				(int)s_);                                                            \
+			exit(1);                                                                     \
+		}                                                                                    \
+	} while (0)
+
+typedef __nv_bfloat16 T;
+
+/* CTA (x, y) computes out[y tm : (y + 1) tm, x tn : (x + 1) tn] over all of K. */
+__global__ void __launch_bounds__(ARK_THREADS, 1) tiles_kernel(ark_mm g, int tm, int tn)
+{
+	extern __shared__ __align__(16) char smem[];
+	const int m0 = blockIdx.y * tm, n0 = blockIdx.x * tn;
+	ark_mm_sub<T>(g, m0, min(m0 + tm, (int)g.M), n0, min(n0 + tn, (int)g.N), 0, (int)g.K, smem);
+}
+
+__global__ void fill_kernel(T *p, size_t n, uint32_t seed)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+		uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+		h ^= h >> 15, h *= 2246822519u, h ^= h >> 13, h *= 3266489917u, h ^= h >> 16;
+		p[i] = __float2bfloat16((float)(h >> 8) * (2.0f / 16777216.0f) - 1.0f);
+	}
+}
+
+enum { REPS = 20 };
+
+template <typename F> static double time_us(F launch)
+{
+	cudaEvent_t e0, e1;
+	CK(cudaEventCreate(&e0));
+	CK(cudaEventCreate(&e1));
+	launch();
+	CK(cudaDeviceSynchronize());
+	std::vector<double> v;
+	for (int r = 0; r < 5; r++) {
+		CK(cudaEventRecord(e0));
+		for (int i = 0; i < REPS; i++)
+			launch();
+		CK(cudaEventRecord(e1));
+		CK(cudaEventSynchronize(e1));
+		float ms;
+		CK(cudaEventElapsedTime(&ms, e0, e1));
+		v.push_back(ms * 1e3 / REPS);
+	}
+	CK(cudaGetLastError());
+	CK(cudaEventDestroy(e0));
+	CK(cudaEventDestroy(e1));
+	return bench_median(v);
+}
+
+static double max_rel_diff(const T *d_x, const T *d_ref, size_t n)
+{
+	std::vector<T> x(n), r(n);
+	CK(cudaMemcpy(x.data(), d_x, n * sizeof(T), cudaMemcpyDeviceToHost));
+	CK(cudaMemcpy(r.data(), d_ref, n * sizeof(T), cudaMemcpyDeviceToHost));
+	double big = 0, diff = 0;
+	for (size_t i = 0; i < n; i++) {
+		const double a = __bfloat162float(x[i]), b = __bfloat162float(r[i]);
+		big = fmax(big, fabs(b));
+		diff = isfinite(a) ? fmax(diff, fabs(a - b)) : INFINITY;
+	}
+	return big > 0 ? diff / big : diff;
+}
+
+struct shape {
+	int M, N, K;
+	bool tb;
+};
+
+int main(int argc, char **argv)
+{
+	std::vector<shape> shapes;
+	for (int i = 1; i < argc; i++) {
+		shape s;
+		int tb = 1;
+		if (sscanf(argv[i], "%d,%d,%d,%d", &s.M, &s.N, &s.K, &tb) < 3 || s.M <= 0 || s.N <= 0 || s.K <= 0) {
+			fprintf(stderr, "usage: mm_probe [M,N,K[,tb] ...]\n");
+			return 2;
+		}
+		s.tb = tb != 0;
+		shapes.push_back(s);
+	}
+	if (shapes.empty())
+		shapes = {{128, 768, 768, true},  {128, 3072, 768, true}, {128, 768, 3072, true}, {128, 384, 384, true},
+			  {128, 1536, 384, true}, {128, 384, 1536, true}, {512, 1024, 1024, true}, {384, 3075, 1672, false},
+			  {397, 1344, 1344, true}};
+	cudaDeviceProp prop;
+	CK(cudaGetDeviceProperties(&prop, 0));
+	CK(cudaFuncSetAttribute(tiles_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, ARK_SMEM_BYTES));
+	cublasHandle_t h;
+	CKB(cublasCreate(&h));
+	printf("# mm_probe on %s (%d SMs): bf16, fp32 sums; us per product (median of 5 x %d launches)\n", prop.name,
+	       prop.multiProcessorCount, REPS);
+	printf("%-22s %-9s %6s %9s %8s %9s %8s %10s\n", "shape (M x N x K, b)", "tile", "ctas", "tile us", "TFLOP/s",
+	       "cuBLAS us", "TFLOP/s", "tile/cuBLAS");
+	const int tiles[][2] = {{128, 128}, {128, 64}, {64, 128}, {64, 64}, {64, 32}, {32, 64}};
+	for (const shape &s : shapes) {
+		const size_t na = (size_t)s.M * s.K, nb = (size_t)s.K * s.N, nc = (size_t)s.M * s.N;
+		T *a, *b, *c, *ref;
+		CK(cudaMalloc(&a, na * sizeof(T)));
+		CK(cudaMalloc(&b, nb * sizeof(T)));
+		CK(cudaMalloc(&c, nc * sizeof(T)));
+		CK(cudaMalloc(&ref, nc * sizeof(T)));
+		fill_kernel<<<256, 256>>>(a, na, 1);
+		fill_kernel<<<256, 256>>>(b, nb, 2);
+		const float one = 1.0f, zero = 0.0f;
+		auto blas = [&] {
+			if (s.tb)
+				CKB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, s.N, s.M, s.K, &one, b, CUDA_R_16BF, s.K, a,
+						 CUDA_R_16BF, s.K, &zero, ref, CUDA_R_16BF, s.N, CUBLAS_COMPUTE_32F,
+						 CUBLAS_GEMM_DEFAULT));
+			else
+				CKB(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, s.N, s.M, s.K, &one, b, CUDA_R_16BF, s.N, a,
+						 CUDA_R_16BF, s.K, &zero, ref, CUDA_R_16BF, s.N, CUBLAS_COMPUTE_32F,
+						 CUBLAS_GEMM_DEFAULT));
+		};
+		const double flop = 2.0 * s.M * s.N * s.K;
+		const double t_blas = time_us(blas);
+		char name[64];
+		snprintf(name, sizeof name, "%dx%dx%d %s", s.M, s.N, s.K, s.tb ? "nk" : "kn");
+		for (const auto &t : tiles) {
+			ark_mm g = {};
+			g.a = (const char *)a, g.b = (const char *)b, g.out = (char *)c;
+			g.M = s.M, g.N = s.N, g.K = s.K, g.tb = s.tb, g.act = ARK_ACT_NONE;
+			const dim3 grid((s.N + t[1] - 1) / t[1], (s.M + t[0] - 1) / t[0]);
+			CK(cudaMemset(c, 0xff, nc * sizeof(T))); /* NaN: a tile that writes nothing shows */
+			auto run = [&] { tiles_kernel<<<grid, ARK_THREADS, ARK_SMEM_BYTES>>>(g, t[0], t[1]); };
+			const double us = time_us(run);
+			const double err = max_rel_diff(c, ref, nc);
+			char tn[16];
+			snprintf(tn, sizeof tn, "%dx%d", t[0], t[1]);
+			printf("%-22s %-9s %6u %9.2f %8.1f %9.2f %8.1f %9.2fx  err %.1e%s\n", name, tn, grid.x * grid.y, us,
+			       flop / us * 1e-6, t_blas, flop / t_blas * 1e-6, t_blas / us, err, err > 2e-2 ? "  WRONG" : "");
+		}
+		CK(cudaFree(a));
+		CK(cudaFree(b));
+		CK(cudaFree(c));
+		CK(cudaFree(ref));
+	}
+	CKB(cublasDestroy(h));
+	return 0;
+}
