@@ -216,13 +216,16 @@ template <typename F> __device__ __forceinline__ void ark_with_act(int act, F &&
 }
 
 /* ---- cp.async (global -> shared, 16 bytes, through L2) -------------------------------------- */
-/* Copies src_bytes (0..16) from src and zero-fills the rest of the 16 bytes at dst. src must be
- * 16-byte aligned and valid even when src_bytes is 0. */
+/* Copies src_bytes (0..16) from src and zero-fills the rest of the 16 bytes at dst (a shared-window
+ * address, __cvta_generic_to_shared). src must be 16-byte aligned and valid even when src_bytes is 0. */
+__device__ __forceinline__ void ark_cp_async16s(uint32_t dst, const void *src, int src_bytes)
+{
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+/* The same with dst a generic pointer into shared memory. */
 __device__ __forceinline__ void ark_cp_async16(void *dst, const void *src, int src_bytes)
 {
-	uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
-	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(src_bytes)
-		     : "memory");
+	ark_cp_async16s((uint32_t)__cvta_generic_to_shared(dst), src, src_bytes);
 }
 __device__ __forceinline__ void ark_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void ark_cp_wait()

@@ -26,6 +26,9 @@
 #ifndef ARK_TILES_MMA
 #define ARK_TILES_MMA 1
 #endif
+#ifndef ARK_MM_KSTEPS
+#define ARK_MM_KSTEPS 2 /* k16 steps each warp takes per stage (more: fewer barriers, larger stages) */
+#endif
 
 static_assert(ARK_THREADS >= 32 * ARK_MM_WARPS, "the matmul templates need at least 256 threads");
 /* the sums of the k-groups, kg x rp x (cp + 4) fp32 with kg = 8 / (ceil(rp / 64) ceil(cp / 32)): at most
@@ -63,52 +66,96 @@ template <typename T> __device__ __forceinline__ void ark_mm_store(const ark_mm 
 
 /* Epilogue of the tile (m0:m1, n0:n1) whose fp32 sums lie in shared memory, t [m1 - m0][ldt] (or the sum
  * of nsl such slices sl floats apart): fp32 into the split-K workspace, or bias + activation +
- * conversion into out. The threads take the elements in row-major order (coalesced stores), four at
- * a time with their loads issued together, t read as shared memory (not through generic loads), and
- * the activation is switched on once for the tile, not per element: with a switch and a generic load
- * per element, one element at a time, the epilogue of a 128 x 16 tile took ~10 us. All threads. */
+ * conversion into out. A warp takes a row at a time, a lane four adjacent columns of it (C <= 128: one
+ * group of four per lane), so a lane's columns, and its bias values, are fixed for the whole tile: no
+ * division per element, 16-byte reads of t where its rows allow, and 8- or 16-byte stores where the
+ * output allows. The activation is switched on once per tile (ark_with_act). All threads. */
+__device__ __forceinline__ float4 ark_lds_f32x4(uint32_t a)
+{
+	float4 v;
+	asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a) : "memory");
+	return v;
+}
+template <typename T>
+__device__ __forceinline__ void ark_mm_store4(T *p, const float (&v)[4], int nc, bool vec)
+{
+	if (vec && nc == 4) {
+		if constexpr (sizeof(T) == 4) {
+			*reinterpret_cast<float4 *>(p) = make_float4(v[0], v[1], v[2], v[3]);
+		} else {
+			T h[4];
+#pragma unroll
+			for (int j = 0; j < 4; j++)
+				h[j] = ark_from_f<T>(v[j]);
+			*reinterpret_cast<uint2 *>(p) = *reinterpret_cast<const uint2 *>(h);
+		}
+		return;
+	}
+#pragma unroll
+	for (int j = 0; j < 4; j++)
+		if (j < nc)
+			p[j] = ark_from_f<T>(v[j]);
+}
 template <typename T>
 __device__ __forceinline__ void ark_mm_epilogue(const ark_mm &g, const float *t, int ldt, int m0, int m1, int n0, int n1,
 						int nsl = 1, int sl = 0)
 {
-	constexpr int U = 4;
-	const int C = n1 - n0, cnt = (m1 - m0) * C;
+	constexpr int NW = ARK_THREADS / 32;
+	const int R = m1 - m0, C = n1 - n0, cw = (C + 3) >> 2;
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const size_t N = (size_t)g.N;
 	const uint32_t ts = (uint32_t)__cvta_generic_to_shared(t);
+	const bool tv = (ldt & 3) == 0 && (sl & 3) == 0 && (ts & 15) == 0; /* t's rows take 16-byte reads */
 	const T *bias = g.bias && !g.ws ? reinterpret_cast<const T *>(g.bias) + n0 : nullptr;
-	/* U elements from e0 on, ARK_THREADS apart: their rows, columns and sums (+ bias) */
-	auto gather = [&](int e0, int (&r)[U], int (&c)[U], float (&v)[U]) {
+	for (int c4 = lane; c4 < cw; c4 += 32) {
+		const int c = 4 * c4, nc = min(4, C - c);
+		float b[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+		if (bias)
 #pragma unroll
-		for (int u = 0; u < U; u++) {
-			const int e = e0 + u * ARK_THREADS;
-			r[u] = e / C, c[u] = e - r[u] * C;
-			v[u] = 0.0f;
-			if (e >= cnt)
-				continue;
-			for (int q = 0; q < nsl; q++)
-				v[u] += ark_lds_f32(ts + 4u * (uint32_t)(q * sl + r[u] * ldt + c[u]));
-			if (bias)
-				v[u] += ark_to_f(bias[c[u]]);
-		}
-	};
-	auto each = [&](auto &&put) { /* put(row, column, sum) of every element */
-		for (int e0 = threadIdx.x; e0 < cnt; e0 += U * ARK_THREADS) {
-			int r[U], c[U];
-			float v[U];
-			gather(e0, r, c, v);
+			for (int j = 0; j < 4; j++)
+				if (j < nc)
+					b[j] = ark_to_f(bias[c + j]);
+		/* the sums of row r, columns c .. c + 3, plus the bias */
+		auto row = [&](int r, float (&v)[4]) {
 #pragma unroll
-			for (int u = 0; u < U; u++)
-				if (e0 + u * ARK_THREADS < cnt)
-					put(r[u], c[u], v[u]);
+			for (int j = 0; j < 4; j++)
+				v[j] = b[j];
+			for (int q = 0; q < nsl; q++) {
+				const uint32_t a = ts + 4u * (uint32_t)(q * sl + r * ldt + c);
+				if (tv) {
+					const float4 x = ark_lds_f32x4(a);
+					v[0] += x.x, v[1] += x.y, v[2] += x.z, v[3] += x.w;
+				} else {
+#pragma unroll
+					for (int j = 0; j < 4; j++)
+						if (j < nc)
+							v[j] += ark_lds_f32(a + 4u * j);
+				}
+			}
+		};
+		if (g.ws) {
+			float *ws = g.ws + (size_t)m0 * N + n0 + c;
+			const bool vec = ((uintptr_t)ws & 15) == 0 && (N & 3) == 0;
+			for (int r = warp; r < R; r += NW) {
+				float v[4];
+				row(r, v);
+				ark_mm_store4<float>(ws + r * N, v, nc, vec);
+			}
+			continue;
 		}
-	};
-	if (g.ws) {
-		float *ws = g.ws + (size_t)m0 * N + n0;
-		each([&](int r, int c, float v) { ws[r * N + c] = v; });
-		return;
+		T *out = reinterpret_cast<T *>(g.out) + (size_t)m0 * N + n0 + c;
+		const bool vec = ((uintptr_t)out & (4 * sizeof(T) - 1)) == 0 && (N & 3) == 0;
+		ark_with_act(g.act, [&](auto f) {
+			for (int r = warp; r < R; r += NW) {
+				float v[4];
+				row(r, v);
+#pragma unroll
+				for (int j = 0; j < 4; j++)
+					v[j] = f(v[j]);
+				ark_mm_store4<T>(out + r * N, v, nc, vec);
+			}
+		});
 	}
-	T *out = reinterpret_cast<T *>(g.out) + (size_t)m0 * N + n0;
-	ark_with_act(g.act, [&](auto f) { each([&](int r, int c, float v) { out[r * N + c] = ark_from_f<T>(f(v)); }); });
 }
 
 /* stream_kn: stages a[m0:m1, kc0:kc0+kcn] into a_s as fp32 [kcn][MB], rows past m1 zero. All threads. */
@@ -445,21 +492,28 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
  * stages shaped to the tile. STG == false: both operands' rows 16-byte aligned (K % 8 == 0, k0 % 8 == 0, and N % 8 == 0,
  * n0 % 8 == 0 if !TB), cp.async only. STG == true: any K, N, k0 and alignment, an operand whose rows are
  * not aligned comes through registers (see fetch below). */
-__device__ __forceinline__ void ark_ldsm_x4(uint32_t *r, const void *p)
+/* ldmatrix x4 (and transposed) at a shared-window address s, or at a generic pointer into shared memory */
+__device__ __forceinline__ void ark_ldsm_x4a(uint32_t *r, uint32_t s)
 {
-	const uint32_t s = (uint32_t)__cvta_generic_to_shared(p);
 	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
 		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
 		     : "r"(s)
 		     : "memory");
 }
-__device__ __forceinline__ void ark_ldsm_x4_t(uint32_t *r, const void *p)
+__device__ __forceinline__ void ark_ldsm_x4a_t(uint32_t *r, uint32_t s)
 {
-	const uint32_t s = (uint32_t)__cvta_generic_to_shared(p);
 	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
 		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
 		     : "r"(s)
 		     : "memory");
+}
+__device__ __forceinline__ void ark_ldsm_x4(uint32_t *r, const void *p)
+{
+	ark_ldsm_x4a(r, (uint32_t)__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void ark_ldsm_x4_t(uint32_t *r, const void *p)
+{
+	ark_ldsm_x4a_t(r, (uint32_t)__cvta_generic_to_shared(p));
 }
 template <typename T> __device__ __forceinline__ void ark_mma16816(float *d, const uint32_t *a, const uint32_t *b);
 template <> __device__ __forceinline__ void ark_mma16816<__half>(float *d, const uint32_t *a, const uint32_t *b)
@@ -478,26 +532,28 @@ __device__ __forceinline__ void ark_mma16816<__nv_bfloat16>(float *d, const uint
 		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-/* One 16-deep step of a warp's tile at (r0, c0) of a stage: as [rp][lda], bs [bk][ldb] or [cp][lda]
- * if TB. Only its first mts 16-row and nts 8-column sub-tiles are inside the tile (warp-uniform). */
-template <typename T, bool TB>
-__device__ __forceinline__ void ark_mm_mma_k16(float (&acc)[4][4][4], const T *as, const T *bs, int lda, int ldb,
-					       int r0, int c0, int mts, int nts, int kk, int lane)
+/* One 16-deep step of a warp's tile: its ldmatrix addresses (shared window) for this stage and step,
+ * a_ld for the first 16-row sub-tile (mt steps of a_mt bytes) and b_ld for the first 16-column pair
+ * (np steps of b_np bytes). FULL: all 4 x 4 sub-tiles inside the tile (no guards), else only the
+ * first mts 16-row and nts 8-column ones (warp-uniform). */
+template <typename T, bool TB, bool FULL>
+__device__ __forceinline__ void ark_mm_mma_k16(float (&acc)[4][4][4], uint32_t a_ld, uint32_t a_mt, uint32_t b_ld,
+					       uint32_t b_np, int mts, int nts)
 {
 	uint32_t af[4][4], bfr[4][2];
 #pragma unroll
 	for (int mt = 0; mt < 4; mt++)
-		if (mt < mts)
-			ark_ldsm_x4(af[mt], as + (r0 + mt * 16 + (lane & 15)) * lda + kk + (lane >> 4) * 8);
+		if (FULL || mt < mts)
+			ark_ldsm_x4a(af[mt], a_ld + mt * a_mt);
 #pragma unroll
 	for (int np = 0; np < 2; np++) {
-		if (2 * np >= nts)
+		if (!FULL && 2 * np >= nts)
 			continue;
 		uint32_t r[4];
 		if (!TB)
-			ark_ldsm_x4_t(r, bs + (kk + (lane & 7) + ((lane >> 3) & 1) * 8) * ldb + c0 + np * 16 + (lane >> 4) * 8);
+			ark_ldsm_x4a_t(r, b_ld + np * b_np);
 		else
-			ark_ldsm_x4(r, bs + (c0 + np * 16 + (lane & 7) + (lane >> 4) * 8) * lda + kk + ((lane >> 3) & 1) * 8);
+			ark_ldsm_x4a(r, b_ld + np * b_np);
 		bfr[2 * np][0] = r[0], bfr[2 * np][1] = r[1];
 		bfr[2 * np + 1][0] = r[2], bfr[2 * np + 1][1] = r[3];
 	}
@@ -505,7 +561,7 @@ __device__ __forceinline__ void ark_mm_mma_k16(float (&acc)[4][4][4], const T *a
 	for (int mt = 0; mt < 4; mt++)
 #pragma unroll
 		for (int nt = 0; nt < 4; nt++)
-			if (mt < mts && nt < nts)
+			if (FULL || (mt < mts && nt < nts))
 				ark_mma16816<T>(acc[mt][nt], af[mt], bfr[nt]);
 }
 
@@ -547,17 +603,104 @@ template <typename T> __device__ __forceinline__ uint4 ark_mm_ld8(const T *p, in
 	return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+/* The 8-element vectors one thread moves into each stage of one operand: vector c is v = tid +
+ * c ARK_THREADS of the stage, c < used (the same count for every thread: ceil(vectors / threads)),
+ * worked out once per tile so that the k loop only steps a pointer. A vector lies along k (a, and b if
+ * TB: rows of the tile, k-runs of 8) or along n (b if !TB: rows of k, n-runs of 8).
+ *   p    its first element at the current stage (advanced by the stage's elements after each); a
+ *        vector outside the tile points at one inside it (valid memory; nothing is read from it);
+ *   s    its byte offset in the operand's stage (-1: v is past the stage);
+ *   nb   the bytes it takes from p while the stage lies inside k0:k1 (16, or 0 outside the tile, or
+ *        the columns left at the tile's right edge);
+ *   rem  the elements of k from its first one at the first stage to k1.
+ * At the last stage, which may reach past k1, kd elements of k past the first: along k
+ * min(nb / 2, rem - kd) elements (>= 0), along n rem - kd > 0 ? nb / 2 : 0. */
+template <typename T> struct ark_mm_vecs {
+	const T *p[ARK_MM_STG_CH];
+	int s[ARK_MM_STG_CH], nb[ARK_MM_STG_CH], rem[ARK_MM_STG_CH];
+	int used;
+	/* the bytes vector c takes at the stage kd elements of k past the first */
+	__device__ __forceinline__ int bytes_at(int c, int kd, bool along_k) const
+	{
+		const int r = rem[c] - kd;
+		return 2 * (along_k ? max(0, min(nb[c] / 2, r)) : r > 0 ? nb[c] / 2 : 0);
+	}
+	/* copies the stage kd elements of k past the first to the stage at shared address sdst, whole
+	 * (inside k0:k1) or clipped at k1; then steps to the next stage (elems further) */
+	__device__ __forceinline__ void copy(uint32_t sdst, int kd, bool inside, bool along_k, int64_t elems)
+	{
+		if (inside) {
+#pragma unroll
+			for (int c = 0; c < ARK_MM_STG_CH; c++)
+				if (c < used && s[c] >= 0)
+					ark_cp_async16s(sdst + s[c], p[c], nb[c]);
+		} else {
+#pragma unroll
+			for (int c = 0; c < ARK_MM_STG_CH; c++)
+				if (c < used && s[c] >= 0)
+					ark_cp_async16s(sdst + s[c], p[c], bytes_at(c, kd, along_k));
+		}
+		step(elems);
+	}
+	__device__ __forceinline__ void step(int64_t elems)
+	{
+#pragma unroll
+		for (int c = 0; c < ARK_MM_STG_CH; c++)
+			if (c < used)
+				p[c] += elems;
+	}
+};
+/* Vectors along k of a [rows][ld] stage (kv8 = bk / 8 vectors a row, a power of two: 4, 8 or 16) from
+ * base (the tile's first row at its first k), rows gstride elements apart, rin of them inside the
+ * tile, kn elements of k in all. */
+template <typename T>
+__device__ __forceinline__ void ark_mm_vecs_k(ark_mm_vecs<T> &q, const T *base, int rows, int kv8, int ld, int64_t gstride,
+					      int rin, int kn)
+{
+	const int lk = __ffs(kv8) - 1, rstep = ARK_THREADS >> lk;
+	const int r0 = threadIdx.x >> lk, kv = (threadIdx.x & (kv8 - 1)) * 8;
+	q.used = (rows * kv8 + ARK_THREADS - 1) / ARK_THREADS;
+#pragma unroll
+	for (int c = 0; c < ARK_MM_STG_CH; c++) {
+		const int r = r0 + c * rstep;
+		q.p[c] = base + (r < rin ? r * gstride : 0) + kv;
+		q.s[c] = r < rows ? 2 * (r * ld + kv) : -1;
+		q.nb[c] = r < rin ? 16 : 0;
+		q.rem[c] = kn - kv;
+	}
+}
+/* Vectors along n of a [bk][ld] stage of cv8 = cp / 8 vectors a row (any count), from base (the
+ * tile's first column at its first k), rows of k gstride elements apart, cin columns inside the
+ * tile, kn elements of k in all. */
+template <typename T>
+__device__ __forceinline__ void ark_mm_vecs_n(ark_mm_vecs<T> &q, const T *base, int bk, int cv8, int ld, int64_t gstride,
+					      int cin, int kn)
+{
+	q.used = (bk * cv8 + ARK_THREADS - 1) / ARK_THREADS;
+#pragma unroll
+	for (int c = 0; c < ARK_MM_STG_CH; c++) {
+		const int v = threadIdx.x + c * ARK_THREADS, r = v / cv8, nv = (v - r * cv8) * 8;
+		q.p[c] = base + r * gstride + (nv < cin ? nv : 0);
+		q.s[c] = r < bk ? 2 * (r * ld + nv) : -1;
+		q.nb[c] = 2 * max(0, min(8, cin - nv));
+		q.rem[c] = kn - r;
+	}
+}
+
 /* The mma tile (R, C) = (m1 - m0, n1 - n0) <= (128, 128) over k0:k1, shaped at run time:
  *  - rows and columns rounded up to rp, cp (multiples of 16); warps of 64 x 32 over them, wm x wn,
  *    and the ARK_MM_WARPS / (wm wn) = kg warps of each place split every stage's 16-deep steps among
  *    them (a 64 x 16 tile keeps all eight warps busy, not one); each group's sums go to shared
  *    memory, added and stored by ark_mm_epilogue;
- *  - a stage is bk = max(32, 16 kg) deep and holds only the tile's own rows and columns, so a small
- *    tile has up to ARK_MM_MAX_STAGES stages in the same shared memory and st - 1 of them in flight:
- *    at the sizes batch-1 encoders give (tiles of 64 x 16 to 128 x 64) a task is bound by the bytes
- *    it moves, not by one global round trip per 32 of K as with fixed 128 x 128 x 32 stages.
- * Operands whose rows are 16-byte aligned come by cp.async; others (STG) are staged through
- * registers one stage ahead. */
+ *  - a stage is bk = 16 kg ARK_MM_KSTEPS deep (32 to 128; 64 at most for tiles of more than 64 rows
+ *    or columns) and holds only the tile's own rows and columns, so a small tile has up to
+ *    ARK_MM_MAX_STAGES stages in the same shared memory and st - 1 of them in flight; each warp takes
+ *    ARK_MM_KSTEPS 16-deep steps of a stage between barriers (one step per barrier cost more than
+ *    the steps: bench/NOTES.md).
+ * The k loop does only what each stage needs: the vectors every thread copies are worked out once
+ * (ark_mm_vecs), the ldmatrix addresses once per warp, and a warp whose 64 x 32 tile is whole runs
+ * the mma steps without guards. Operands whose rows are 16-byte aligned come by cp.async; others (STG)
+ * are staged through registers one stage ahead. */
 template <typename T, bool TB, bool STG>
 __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
@@ -567,85 +710,81 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 	const int rp = (m1 - m0 + 15) & ~15, cp = (n1 - n0 + 15) & ~15;
 	const int nwm = (rp + 63) / 64, nwn = (cp + 31) / 32, wmn = nwm * nwn;
 	const int kg = ARK_MM_WARPS / wmn;
-	const int bk = kg * 16 > 32 ? kg * 16 : 32, lda = bk + 8, ldb = cp + 8;
+	/* 16 kg ARK_MM_KSTEPS deep, 32 to 128, at most 8192 elements of either operand (ARK_MM_STG_CH vectors a thread) */
+	const int bk = min(max(rp, cp) > 64 ? 64 : 128, max(32, kg * 16 * ARK_MM_KSTEPS)), lda = bk + 8, ldb = cp + 8;
 	const int a_stage = rp * lda * 2, stage = a_stage + (TB ? cp * lda : bk * ldb) * 2;
 	const int st = ARK_SMEM_MATMUL / stage > ARK_MM_MAX_STAGES ? ARK_MM_MAX_STAGES : ARK_SMEM_MATMUL / stage;
 	const int wk = warp / wmn, wi = warp % wmn, wm = wi / nwn, wn = wi % nwn;
 	const bool computes = warp < wmn * kg;
 	const int mts = min(4, (rp - wm * 64) / 16), nts = min(4, (cp - wn * 32) / 8);
-	const int ktiles = (k1 - k0 + bk - 1) / bk, kv8 = bk / 8; /* 8-element vectors per row of k */
-	const int nva = rp * kv8, nvb = cp * kv8, cv8 = cp / 8;
+	const int ktiles = (k1 - k0 + bk - 1) / bk;
+	const int64_t K = g.K, N = g.N;
 
-	auto as_of = [&](int s) { return reinterpret_cast<T *>(smem + s * stage); };
-	auto bs_of = [&](int s) { return reinterpret_cast<T *>(smem + s * stage + a_stage); };
+	/* the vectors of both operands, and the elements of each per stage */
+	ark_mm_vecs<T> va, vb;
+	ark_mm_vecs_k(va, a + (size_t)m0 * K + k0, rp, bk / 8, lda, K, m1 - m0, k1 - k0);
+	int64_t b_kstep;
+	if (TB) {
+		ark_mm_vecs_k(vb, b + (size_t)n0 * K + k0, cp, bk / 8, lda, K, n1 - n0, k1 - k0);
+		b_kstep = bk;
+	} else {
+		ark_mm_vecs_n(vb, b + (size_t)k0 * N + n0, bk, cp / 8, ldb, N, n1 - n0, k1 - k0);
+		b_kstep = (int64_t)bk * N;
+	}
 	const bool avec = !STG || (ark_aligned16(g.a) && g.K % 8 == 0 && k0 % 8 == 0);
 	const bool bvec = !STG || (ark_aligned16(g.b) && (TB ? g.K % 8 == 0 && k0 % 8 == 0 : g.N % 8 == 0 && n0 % 8 == 0));
-	/* a vector v of b's stage: (row, 8-column) of [bk][cp] (!TB) or of [cp][bk] (TB) */
-	auto b_at = [&](int v, int kb, int &sm_off, int &k, int &n) {
-		if (!TB) {
-			const int r = v / cv8, nv = (v - r * cv8) * 8;
-			sm_off = r * ldb + nv, k = kb + r, n = n0 + nv;
-		} else {
-			const int r = v / kv8, kv = (v - r * kv8) * 8;
-			sm_off = r * lda + kv, k = kb + kv, n = n0 + r;
-		}
-	};
+	const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem);
 
-	auto load = [&](int s, int kb) { /* stage s <- k-tile kb:kb+bk of the cp.async operands */
-		T *as = as_of(s), *bs = bs_of(s);
+	/* stage s <- k-tile kt of the cp.async operands; their vectors step to the next */
+	auto load = [&](int s, int kt) {
+		const uint32_t sa = sbase + s * stage;
+		const bool inside = (kt + 1) * bk <= k1 - k0;
 		if (avec)
-			for (int v = tid; v < nva; v += ARK_THREADS) {
-				const int r = v / kv8, kv = (v - r * kv8) * 8;
-				const int m = m0 + r, k = kb + kv;
-				const bool ok = m < m1 && k < k1;
-				ark_cp_async16(as + r * lda + kv, ok ? a + (size_t)m * g.K + k : a, ok ? min(16, (k1 - k) * 2) : 0);
-			}
+			va.copy(sa, kt * bk, inside, true, bk);
 		if (bvec)
-			for (int v = tid; v < nvb; v += ARK_THREADS) {
-				int o, k, n;
-				b_at(v, kb, o, k, n);
-				const bool ok = k < k1 && n < n1;
-				const T *src = TB ? b + (size_t)n * g.K + k : b + (size_t)k * g.N + n;
-				ark_cp_async16(bs + o, ok ? src : b, ok ? min(16, TB ? (k1 - k) * 2 : (n1 - n) * 2) : 0);
-			}
+			vb.copy(sa + a_stage, kt * bk, inside, TB, b_kstep);
 	};
-	/* Staged operands: at most ARK_MM_STG_CH vectors per thread and operand per stage (rp bk and
-	 * cp bk are at most 128 x 64 or 64 x 128 = 8192 elements by the choice of kg above). */
+	/* Staged operands: k-tile kt fetched into registers (one stage ahead of the mma steps), stored
+	 * after them; their vectors step likewise. */
 	uint4 qa[ARK_MM_STG_CH], qb[ARK_MM_STG_CH];
-	auto fetch = [&](int kb) {
+	auto fetch = [&](int kt) {
+		if (!avec) {
 #pragma unroll
-		for (int c = 0; c < ARK_MM_STG_CH; c++) {
-			const int v = c * ARK_THREADS + tid;
-			if (!avec && v < nva) {
-				const int r = v / kv8, kv = (v - r * kv8) * 8;
-				const int m = m0 + r, k = kb + kv;
-				const bool ok = m < m1 && k < k1;
-				qa[c] = ark_mm_ld8(ok ? a + (size_t)m * g.K + k : a, ok ? k1 - k : 0);
-			}
-			if (!bvec && v < nvb) {
-				int o, k, n;
-				b_at(v, kb, o, k, n);
-				const bool ok = k < k1 && n < n1;
-				qb[c] = ark_mm_ld8(ok ? (TB ? b + (size_t)n * g.K + k : b + (size_t)k * g.N + n) : b,
-						   ok ? (TB ? k1 - k : n1 - n) : 0);
-			}
+			for (int c = 0; c < ARK_MM_STG_CH; c++)
+				if (c < va.used && va.s[c] >= 0)
+					qa[c] = ark_mm_ld8(va.p[c], va.bytes_at(c, kt * bk, true) / 2);
+			va.step(bk);
+		}
+		if (!bvec) {
+#pragma unroll
+			for (int c = 0; c < ARK_MM_STG_CH; c++)
+				if (c < vb.used && vb.s[c] >= 0)
+					qb[c] = ark_mm_ld8(vb.p[c], vb.bytes_at(c, kt * bk, TB) / 2);
+			vb.step(b_kstep);
 		}
 	};
 	auto put = [&](int s) {
-		T *as = as_of(s), *bs = bs_of(s);
+		char *sa = smem + s * stage, *sb = sa + a_stage;
 #pragma unroll
 		for (int c = 0; c < ARK_MM_STG_CH; c++) {
-			const int v = c * ARK_THREADS + tid;
-			if (!avec && v < nva)
-				ark_st16(as + (v / kv8) * lda + (v % kv8) * 8, qa[c]);
-			if (!bvec && v < nvb) {
-				int o, k, n;
-				b_at(v, 0, o, k, n);
-				ark_st16(bs + o, qb[c]);
-			}
+			if (!avec && c < va.used && va.s[c] >= 0)
+				ark_st16(sa + va.s[c], qa[c]);
+			if (!bvec && c < vb.used && vb.s[c] >= 0)
+				ark_st16(sb + vb.s[c], qb[c]);
 		}
 	};
 	const bool staged = STG && (!avec || !bvec);
+
+	/* this warp's ldmatrix addresses in stage 0, step 0 (see ark_mm_mma_k16) */
+	const uint32_t a_ld = sbase + 2u * ((wm * 64 + (lane & 15)) * lda + (lane >> 4) * 8), a_mt = 2u * 16 * lda;
+	uint32_t b_ld, b_np, b_kk; /* b_kk: bytes per 16 of k */
+	if (TB)
+		b_ld = sbase + a_stage + 2u * ((wn * 32 + (lane & 7) + (lane >> 4) * 8) * lda + ((lane >> 3) & 1) * 8),
+		b_np = 2u * 16 * lda, b_kk = 32;
+	else
+		b_ld = sbase + a_stage + 2u * (((lane & 7) + ((lane >> 3) & 1) * 8) * ldb + wn * 32 + (lane >> 4) * 8),
+		b_np = 32, b_kk = 2u * 16 * ldb;
+	const bool full = mts == 4 && nts == 4;
 
 	float acc[4][4][4];
 #pragma unroll
@@ -658,12 +797,12 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 
 	if (staged) { /* tile 0 of the staged operands, in order with the first barrier below */
 		__syncthreads(); /* smem free of the previous tile */
-		fetch(k0);
+		fetch(0);
 		put(0);
 	}
 	for (int s = 0; s < st - 1; s++) {
 		if (s < ktiles)
-			load(s, k0 + s * bk);
+			load(s, s);
 		ark_cp_commit();
 	}
 	int cur = 0, nxt = st - 1; /* stages of k-tiles kt and kt + st - 1 */
@@ -671,15 +810,19 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 		ark_cp_wait_n(st - 2);
 		__syncthreads(); /* stage kt landed for all; stage kt - 1 free */
 		if (kt + st - 1 < ktiles)
-			load(nxt, k0 + (kt + st - 1) * bk);
+			load(nxt, kt + st - 1);
 		ark_cp_commit();
 		const bool pre = staged && kt + 1 < ktiles;
 		if (pre)
-			fetch(k0 + (kt + 1) * bk); /* in flight during this tile's mma */
+			fetch(kt + 1); /* in flight during this tile's mma */
 		if (computes) {
-			const T *as = as_of(cur), *bs = bs_of(cur);
-			for (int s = wk; s < bk / 16; s += kg)
-				ark_mm_mma_k16<T, TB>(acc, as, bs, lda, ldb, wm * 64, wn * 32, mts, nts, s * 16, lane);
+			const uint32_t so = (uint32_t)(cur * stage);
+			if (full)
+				for (int s = wk; s < bk / 16; s += kg)
+					ark_mm_mma_k16<T, TB, true>(acc, a_ld + so + 32u * s, a_mt, b_ld + so + b_kk * s, b_np, 4, 4);
+			else
+				for (int s = wk; s < bk / 16; s += kg)
+					ark_mm_mma_k16<T, TB, false>(acc, a_ld + so + 32u * s, a_mt, b_ld + so + b_kk * s, b_np, mts, nts);
 		}
 		if (pre)
 			put(cur + 1 == st ? 0 : cur + 1); /* last read at tile kt + 1 - st, before this barrier */
@@ -701,8 +844,7 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 					if (mt >= mts || nt >= nts)
 						continue;
 					float *q = tw + (wm * 64 + mt * 16 + (lane >> 2) + h * 8) * ldt + wn * 32 + nt * 8 + (lane & 3) * 2;
-					q[0] = acc[mt][nt][2 * h];
-					q[1] = acc[mt][nt][2 * h + 1];
+					*reinterpret_cast<float2 *>(q) = make_float2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
 				}
 	}
 	__syncthreads();
