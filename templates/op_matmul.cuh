@@ -1126,27 +1126,63 @@ __device__ __noinline__ void ark_matmul_tile(const ark_opp &p, int m0, int m1, i
 			ark_mm_sub<T>(g, mb, min(mb + 128, m1), nb, min(nb + 128, n1), k0, k1, smem);
 }
 
-/* REDUCE: tile (m0:m1, n0:n1) of out = act(sum over s < splits of ws[s] + bias). */
+/* REDUCE: tile (m0:m1, n0:n1) of out = act(sum over s < splits of ws[s] + bias). A thread takes four
+ * adjacent columns of a row at a time, and U such groups together, so that the U x splits loads of
+ * the workspace are all in flight before any is added (one group at a time left each thread waiting on
+ * one L2 round trip per split and element: ~6 us for a 64 x 32 tile of two splits). */
 template <typename T>
 __device__ __noinline__ void ark_reduce_tile(const ark_opp &p, int m0, int m1, int n0, int n1, char *arena)
 {
+	constexpr int U = 4;
 	const float *ws = reinterpret_cast<const float *>(arena + p.ws); /* [splits, M, N] */
 	const T *bias = p.flags & ARK_OPP_BIAS ? reinterpret_cast<const T *>(arena + p.in[2]) : nullptr;
 	T *out = reinterpret_cast<T *>(arena + p.out);
 	const size_t mn = (size_t)p.M * p.N, N = p.N;
-	const uint32_t splits = p.splits;
-	const int act = p.act;
-	const int tn = n1 - n0, cnt = (m1 - m0) * tn;
-	for (int o = threadIdx.x; o < cnt; o += ARK_THREADS) {
-		const int m = m0 + o / tn, n = n0 + o % tn;
-		const size_t e = (size_t)m * N + n;
-		float s = 0.0f;
-		for (uint32_t q = 0; q < splits; q++)
-			s += ws[q * mn + e];
-		if (bias)
-			s += ark_to_f(bias[n]);
-		out[e] = ark_from_f<T>(ark_act(s, act));
-	}
+	const int splits = (int)p.splits;
+	const int C = n1 - n0, cw = (C + 3) >> 2, cnt = (m1 - m0) * cw;
+	/* 16-byte workspace reads and 4-element output stores where every row allows them */
+	const bool wv = (N & 3) == 0 && (n0 & 3) == 0 && ((uintptr_t)ws & 15) == 0 && (mn & 3) == 0;
+	const bool ov = (N & 3) == 0 && (n0 & 3) == 0 && ((uintptr_t)out & (4 * sizeof(T) - 1)) == 0;
+	ark_with_act(p.act, [&](auto f) {
+		for (int e0 = threadIdx.x; e0 < cnt; e0 += U * ARK_THREADS) {
+			size_t off[U];
+			int nc[U];
+			float v[U][4];
+#pragma unroll
+			for (int u = 0; u < U; u++) {
+				const int e = e0 + u * ARK_THREADS, r = e / cw, c = 4 * (e - r * cw);
+				nc[u] = e < cnt ? min(4, C - c) : 0;
+				off[u] = (size_t)(m0 + r) * N + n0 + c;
+#pragma unroll
+				for (int j = 0; j < 4; j++)
+					v[u][j] = bias && j < nc[u] ? ark_to_f(bias[n0 + c + j]) : 0.0f;
+			}
+			for (int q = 0; q < splits; q++) {
+				const float *w = ws + q * mn;
+#pragma unroll
+				for (int u = 0; u < U; u++) {
+					if (nc[u] == 4 && wv) {
+						const float4 x = *reinterpret_cast<const float4 *>(w + off[u]);
+						v[u][0] += x.x, v[u][1] += x.y, v[u][2] += x.z, v[u][3] += x.w;
+					} else {
+#pragma unroll
+						for (int j = 0; j < 4; j++)
+							if (j < nc[u])
+								v[u][j] += w[off[u] + j];
+					}
+				}
+			}
+#pragma unroll
+			for (int u = 0; u < U; u++) {
+				if (nc[u] == 0)
+					continue;
+#pragma unroll
+				for (int j = 0; j < 4; j++)
+					v[u][j] = f(v[u][j]);
+				ark_mm_store4<T>(out + off[u], v[u], nc[u], ov);
+			}
+		}
+	});
 }
 
 /* The templates of this file, as TMPL_CATALOG names them. */
