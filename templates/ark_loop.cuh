@@ -324,50 +324,6 @@ static __device__ int ark_dma_send(const struct ark_kargs &a, const struct ark_t
 
 /* ---- the loop --------------------------------------------------------------------------------- */
 
-/* ---- weight prefetch ------------------------------------------------------------------------------
- * A matmul task's b rows n0:n1 (b [N, K] with transpose_b: weights as a Linear layer stores them,
- * quantized or not), k0:k1 of each, are requested into L2 by lanes 1.. of warp 0 while thread 0 waits
- * for the task's inputs: an SM whose task waits on a dependency streams its weights meanwhile, and one
- * whose task is ready starts its tile with all of them already requested. Bulk prefetches
- * (cp.async.bulk.prefetch.L2) are hints: nothing is written, nothing waits for them, and they read no
- * byte the tile would not read (rounded out to 16 bytes, inside the tensor's 256-byte slot). Columns
- * n0:n1 of b [K, N] would need a request per row and are left to the tile. */
-static __device__ __forceinline__ void ark_prefetch_l2(const char *p, uint64_t bytes)
-{
-	asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"((uint32_t)bytes) : "memory");
-}
-/* [b0, b1) of the arena, rounded out to 16 bytes, in pieces of at most 1 MiB */
-static __device__ __forceinline__ void ark_prefetch_range(const char *arena, uint64_t b0, uint64_t b1)
-{
-	b0 &= ~(uint64_t)15, b1 = (b1 + 15) & ~(uint64_t)15;
-	for (uint64_t o = b0; o < b1; o += 1u << 20)
-		ark_prefetch_l2(arena + o, b1 - o < (1u << 20) ? b1 - o : 1u << 20);
-}
-/* Lane `lane` of `lanes`: its share of task t's prefetch (t a MATMUL or MATMUL_PARTIAL). */
-static __device__ __forceinline__ void ark_prefetch_b(const struct ark_opp &p, const struct ark_task &t, const char *arena,
-						      int lane, int lanes)
-{
-	if (!(p.flags & ARK_OPP_TRANSPOSE_B))
-		return;
-	const int64_t K = p.K;
-	const int qb = p.wdtype == ARK_Q4_1 ? 20 : p.wdtype == ARK_Q8_0 ? 34 : 0; /* block bytes */
-	const int es = p.dtype == ARK_FP32 ? 4 : 2;
-	const int64_t row = qb ? K / 32 * qb : K * es;
-	const int64_t k0 = t.tmpl == ARK_T_MATMUL ? 0 : t.k0, k1 = t.tmpl == ARK_T_MATMUL ? K : t.k1;
-	const int64_t c0 = qb ? k0 / 32 * qb : k0 * es, c1 = qb ? (k1 + 31) / 32 * qb : k1 * es;
-	const uint64_t b = p.in[1];
-	if (c0 == 0 && c1 == row) { /* whole rows: one range, cut among the lanes */
-		const uint64_t r0 = b + t.n0 * (uint64_t)row, r1 = b + t.n1 * (uint64_t)row;
-		const uint64_t part = ((r1 - r0) / lanes + 4095) & ~(uint64_t)4095;
-		const uint64_t s = r0 + lane * part;
-		if (s < r1)
-			ark_prefetch_range(arena, s, s + part < r1 ? s + part : r1);
-		return;
-	}
-	for (uint32_t n = t.n0 + lane; n < t.n1; n += lanes) /* a piece of every row */
-		ark_prefetch_range(arena, b + n * (uint64_t)row + c0, b + n * (uint64_t)row + c1);
-}
-
 /* Warp 0 stages what a task needs from the static tables into shared memory with asynchronous copies
  * (cp.async) issued one task ahead, so that neither thread 0's waits nor the tile's first loads wait
  * on the memory system: at the top of task j it waits for the copies it issued at the top of task
@@ -455,8 +411,6 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 				__syncwarp();
 				ark_stage_issue(a, tid, i + 1 < lend ? &s_task[(j + 1) & 3] : NULL, &s_opp[(j + 1) & 1],
 						s_wait[(j + 1) & 1], i + 2 < lend ? &a.tasks[i + 2] : NULL, &s_task[(j + 2) & 3]);
-				if (tid > 0 && (cur.tmpl == ARK_T_MATMUL || cur.tmpl == ARK_T_MATMUL_PARTIAL))
-					ark_prefetch_b(s_opp[j & 1], cur, a.arena, tid - 1, 31);
 				if (tid == 0) {
 					if (cur.tmpl == ARK_T_BARRIER)
 						ark_signal(a, cur.signal);
