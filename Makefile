@@ -100,7 +100,7 @@ $(B)/tests/%: tests/%.c $(B)/libtest.a $(ALL_LIBS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(B)/libtest.a $(ALL_LIBS) $(LDFLAGS) -lcmocka $(HOST_LIBS) -o $@
 
-$(B)/tests/%: tests/%.cu $(B)/libarkrt.a $(wildcard templates/*.cuh abi/*.h abi/*.cuh)
+$(B)/tests/%: tests/%.cu $(B)/libarkrt.a $(wildcard templates/*.cuh abi/*.h abi/*.cuh tests/*.cuh)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) $(INC) $< $(B)/libarkrt.a -lcjson -o $@
 

@@ -360,9 +360,13 @@ static void tile_chain(struct tiling *s, int head)
 	}
 }
 
-/* Row-wise ops (softmax, norms): ranges of whole rows, about one per SM; the other inputs are
- * vectors of a row's length. */
-static void tile_rows(struct tiling *s, int oi, enum ark_tmpl tmpl)
+/* A hook of tile_rows: what one vCTA of rows v->m0..m1 (every column, C) reads besides those rows
+ * of in[0], and its flops and bytes; es is the size of an element of the output. */
+typedef void rows_cost_fn(const struct op *o, struct vcta *v, int64_t C, int64_t es);
+
+/* Ranges of whole rows of the output [R, C], about one per SM, each reading its rows of in[0] and
+ * what cost adds. */
+static void tile_rows(struct tiling *s, int oi, enum ark_tmpl tmpl, rows_cost_fn *cost)
 {
 	struct graph *g = s->g;
 	struct op *o = &g->ops[oi];
@@ -377,18 +381,25 @@ static void tile_rows(struct tiling *s, int oi, enum ark_tmpl tmpl)
 		struct vcta *v = tiling_new_vcta(s, oi, oi, tmpl);
 		v->m0 = (uint32_t)r0, v->m1 = (uint32_t)r1, v->n0 = 0, v->n1 = (uint32_t)C;
 		vcta_add_read(v, o->in[0], r0, r1, 0, C);
-		for (int i = 1; i < o->n_in; i++)
-			vcta_add_read(v, o->in[i], 0, 1, 0, C);
 		v->write = (struct region){out, r0, r1, 0, C};
-		v->flops = (double)((r1 - r0) * C * 6);
-		v->bytes = (double)(2 * es * (r1 - r0) * C);
+		cost(o, v, C, es);
 	}
 }
 
-static void tile_softmax(struct tiling *s, int oi) { tile_rows(s, oi, ARK_T_SOFTMAX); }
-static void tile_l2norm(struct tiling *s, int oi) { tile_rows(s, oi, ARK_T_L2NORM); }
-static void tile_layernorm(struct tiling *s, int oi) { tile_rows(s, oi, ARK_T_LAYERNORM); }
-static void tile_rmsnorm(struct tiling *s, int oi) { tile_rows(s, oi, ARK_T_RMSNORM); }
+/* Row-wise ops (softmax, norms): the other inputs are vectors of a row's length. */
+static void rows_norm_cost(const struct op *o, struct vcta *v, int64_t C, int64_t es)
+{
+	int64_t rows = (int64_t)v->m1 - v->m0;
+	for (int i = 1; i < o->n_in; i++)
+		vcta_add_read(v, o->in[i], 0, 1, 0, C);
+	v->flops = (double)(rows * C * 6);
+	v->bytes = (double)(2 * es * rows * C);
+}
+
+static void tile_softmax(struct tiling *s, int oi) { tile_rows(s, oi, ARK_T_SOFTMAX, rows_norm_cost); }
+static void tile_l2norm(struct tiling *s, int oi) { tile_rows(s, oi, ARK_T_L2NORM, rows_norm_cost); }
+static void tile_layernorm(struct tiling *s, int oi) { tile_rows(s, oi, ARK_T_LAYERNORM, rows_norm_cost); }
+static void tile_rmsnorm(struct tiling *s, int oi) { tile_rows(s, oi, ARK_T_RMSNORM, rows_norm_cost); }
 
 void tile_reduce_view(const struct graph *g, const struct op *o, int64_t v[4])
 {
@@ -685,29 +696,17 @@ static void tile_kv_append(struct tiling *s, int oi)
 	}
 }
 
-/* rope: ranges of whole rows of x [B*T, E], about one per SM; each reads its rows and the position. */
-static void tile_rope(struct tiling *s, int oi)
+/* rope: ranges of whole rows of x [B*T, E] (tile_rows); each reads its rows and the position. */
+static void rope_cost(const struct op *o, struct vcta *v, int64_t C, int64_t es)
 {
-	struct graph *g = s->g;
-	struct op *o = &g->ops[oi];
-	struct op_tiling *pl = &s->per_op[oi];
-	int x = o->in[0], pos = o->in[1], out = o->out[0];
-	int64_t R = s->rows[out], C = s->cols[out], es = esize(s, out);
-	int64_t tr = cdiv(R, imin(R, s->opt.sms));
-	pl->tm = (int)imin(tr, INT32_MAX);
-	pl->tn = (int)imin(C, INT32_MAX);
-	for (int64_t r0 = 0; r0 < R; r0 += tr) {
-		int64_t r1 = imin(R, r0 + tr);
-		struct vcta *v = tiling_new_vcta(s, oi, oi, ARK_T_ROPE);
-		v->m0 = (uint32_t)r0, v->m1 = (uint32_t)r1, v->n0 = 0, v->n1 = (uint32_t)C;
-		vcta_add_read(v, x, r0, r1, 0, C);
-		vcta_add_read(v, pos, 0, 1, 0, 1);
-		v->write = (struct region){out, r0, r1, 0, C};
-		/* a sincos per pair and 6 operations per element */
-		v->flops = (double)((r1 - r0) * C * 16);
-		v->bytes = (double)(2 * es * (r1 - r0) * C + 4);
-	}
+	int64_t rows = (int64_t)v->m1 - v->m0;
+	vcta_add_read(v, o->in[1], 0, 1, 0, 1);
+	/* a sincos per pair and 6 operations per element */
+	v->flops = (double)(rows * C * 16);
+	v->bytes = (double)(2 * es * rows * C + 4);
 }
+
+static void tile_rope(struct tiling *s, int oi) { tile_rows(s, oi, ARK_T_ROPE, rope_cost); }
 
 /* decode_attention's work units: a kv head's G query heads for all T rows make G*T query rows that
  * share the kv head's keys; blocks of at most ARK_DEC_ROWS of them, whole rows of out: tb rows t of

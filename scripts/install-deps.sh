@@ -2,7 +2,8 @@
 # install-deps.sh: installs the Debian packages arkgen needs, when some are missing.
 # Used by `make run`, `make test` and .ci/run. Does nothing when everything is there.
 set -eu
-PKGS="gcc make libconfig-dev libmetis-dev libcmocka-dev libcjson-dev clang perl"
+# python3-numpy: tests/gguf.sh needs numpy (the dequantisation checks) and skips as a whole without it.
+PKGS="gcc make libconfig-dev libmetis-dev libcmocka-dev libcjson-dev clang perl python3-numpy"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"

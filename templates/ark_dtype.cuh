@@ -33,6 +33,17 @@ struct ark_tile_env {
 					      * fault[0] = 1 + its row, fault[1] = the value; the loop
 					      * aborts the iteration after the tile (ark_loop.cuh) */
 };
+
+/* Records a fault for the loop: at = fault[0] (1 + the row, or 1 where the tile has no rows), value =
+ * fault[1] (the id or position it cannot use). Thread 0; the tile's first fault stays. */
+__device__ __forceinline__ void ark_tile_fault(const ark_tile_env &e, uint32_t at, int32_t value)
+{
+	if (threadIdx.x == 0 && e.fault && atomicCAS(&e.fault[0], 0u, at) == 0)
+		e.fault[1] = (uint32_t)value;
+}
+
+/* Bytes of an element of a value dtype (ark_dtype_size, for the device): fp32 and int32 4, else 2. */
+__device__ __forceinline__ size_t ark_elem_bytes(int dt) { return dt == ARK_FP32 || dt == ARK_INT32 ? 4 : 2; }
 /* true for a tile struct this build leaves out (ARK_TILES_ATTENTION 0): ark_tile returns false for
  * its tasks, as for a dtype without templates. */
 template <typename F> constexpr bool ark_tile_left_out = false;

@@ -23,14 +23,6 @@ __device__ __forceinline__ int32_t ark_dec_pos(const ark_opp &p, const ark_tile_
 	return *reinterpret_cast<const int32_t *>(e.arena + p.istride[0][0]);
 }
 
-/* Records a position outside 0..K-1 for the loop, which aborts the iteration after the tile naming
- * the task and the position (as for an embedding's id). */
-__device__ __forceinline__ void ark_dec_fault(const ark_tile_env &e, int32_t pos)
-{
-	if (threadIdx.x == 0 && e.fault && atomicCAS(&e.fault[0], 0u, 1u) == 0)
-		e.fault[1] = (uint32_t)pos;
-}
-
 /* ---- rope --------------------------------------------------------------------------------------
  * Rows m0:m1 of x [M, N] (N = heads * Dh); row r is at position pos + r % K (K = T). In every head the
  * pairs (i, i + rd/2) (style 0, rotate_half) or (2i, 2i + 1) (style 1, interleaved), i < rd/2, turn
@@ -133,7 +125,7 @@ __device__ __noinline__ void ark_decode_tile(const ark_opp &p, const ark_task &t
 	const ark_dec d = ark_dec_geom(p, t, e);
 	T *out = reinterpret_cast<T *>(e.arena + p.out);
 	if (d.bad) {
-		ark_dec_fault(e, d.pos);
+		ark_tile_fault(e, 1, d.pos); /* a position outside 0..K-1 */
 		if (d.S <= 1)
 			ark_dec_zero<T>(d, out);
 		return;
@@ -264,7 +256,7 @@ __device__ __forceinline__ void ark_decode_combine_tile(const ark_opp &p, const 
 	const ark_dec d = ark_dec_geom(p, t, e);
 	T *out = reinterpret_cast<T *>(e.arena + p.out);
 	if (d.bad) {
-		ark_dec_fault(e, d.pos);
+		ark_tile_fault(e, 1, d.pos); /* a position outside 0..K-1 */
 		ark_dec_zero<T>(d, out);
 		return;
 	}

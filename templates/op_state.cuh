@@ -10,7 +10,7 @@
  * iteration ran before (the tables order them), and the next iteration reads the new value. */
 __device__ __forceinline__ void ark_assign_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
 {
-	const size_t es = p.dtype == ARK_FP32 || p.dtype == ARK_INT32 ? 4 : 2;
+	const size_t es = ark_elem_bytes(p.dtype);
 	if (p.kind == ARK_OP_ADVANCE) {
 		int32_t *s = reinterpret_cast<int32_t *>(e.arena + p.out);
 		for (uint64_t i = t.k0 + threadIdx.x; i < t.k1; i += ARK_THREADS)
@@ -26,11 +26,10 @@ __device__ __forceinline__ void ark_assign_tile(const ark_opp &p, const ark_task
  * the iteration naming the task and the position. */
 __device__ __forceinline__ void ark_kv_append_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
 {
-	const size_t es = (p.dtype == ARK_FP32 || p.dtype == ARK_INT32 ? (size_t)4 : (size_t)2), row = (size_t)p.N * es;
+	const size_t es = ark_elem_bytes(p.dtype), row = (size_t)p.N * es;
 	const int32_t pos = *reinterpret_cast<const int32_t *>(e.arena + p.in[2]); /* the same for every thread */
 	if (pos < 0 || (int64_t)pos >= p.K) {
-		if (threadIdx.x == 0 && e.fault && atomicCAS(&e.fault[0], 0u, 1u) == 0)
-			e.fault[1] = (uint32_t)pos;
+		ark_tile_fault(e, 1, pos);
 		return;
 	}
 	const char *x = e.arena + p.in[1];

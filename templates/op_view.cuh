@@ -6,9 +6,6 @@
 #include "op_copy.cuh" /* ark_copy_bytes */
 #include "op_matmul.cuh" /* op_quant.cuh: ark_embedding_q_tile */
 
-/* Bytes of an element of dtype dt (ark_dtype_size, for the device). */
-__device__ __forceinline__ size_t ark_view_es(int dt) { return dt == ARK_FP32 || dt == ARK_INT32 ? 4 : 2; }
-
 /* EMBEDDING: rows m0:m1 of out [M, N]; row r is row ids[r] of the table [K, N] (K = V rows), copied
  * as bytes (16-byte vectors where the rows allow). An id outside 0..K-1 never reads outside the
  * table: its row is written as zeros and the fault is recorded for the loop, which aborts the
@@ -19,7 +16,7 @@ __device__ __forceinline__ void ark_embedding_tile(const ark_opp &p, const ark_t
 		ark_embedding_q_tile(p, t, e);
 		return;
 	}
-	const size_t es = ark_view_es(p.dtype), row = (size_t)p.N * es;
+	const size_t es = ark_elem_bytes(p.dtype), row = (size_t)p.N * es;
 	const int32_t *ids = reinterpret_cast<const int32_t *>(e.arena + p.in[0]);
 	const char *tab = e.arena + p.in[1];
 	char *out = e.arena + p.out;
@@ -29,8 +26,7 @@ __device__ __forceinline__ void ark_embedding_tile(const ark_opp &p, const ark_t
 		if (id < 0 || (int64_t)id >= p.K) {
 			for (size_t b = threadIdx.x; b < row; b += ARK_THREADS)
 				dst[b] = 0;
-			if (threadIdx.x == 0 && e.fault && atomicCAS(&e.fault[0], 0u, r + 1) == 0)
-				e.fault[1] = (uint32_t)id;
+			ark_tile_fault(e, r + 1, id);
 			continue;
 		}
 		/* ark_copy_bytes copies bytes [0, row) of src to the same offsets of dst */
@@ -64,7 +60,7 @@ __device__ __forceinline__ void ark_strided_elems(const ark_opp &p, const ark_ta
 
 __device__ __forceinline__ void ark_strided_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
 {
-	if (ark_view_es(p.dtype) == 4)
+	if (ark_elem_bytes(p.dtype) == 4)
 		ark_strided_elems<uint32_t>(p, t, e.arena + p.in[0], e.arena + p.out);
 	else
 		ark_strided_elems<uint16_t>(p, t, e.arena + p.in[0], e.arena + p.out);

@@ -4,47 +4,19 @@
 # every dtype (each value checked on its own, rounding ties included), its errors, arkgen on the model
 # file, and, where torch is installed, tools/bert_ref.py against a plain-Python forward of the same
 # checkpoint. Python 3 only; torch optional.
-ARKGEN=${ARKGEN:-build/arkgen}
-PYTHON=${PYTHON:-python3}
 cd "$(dirname "$0")/.." || exit 1
-tmp=${TMPDIR:-/tmp}/arkgen-convert.$$
-mkdir -p "$tmp" || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
+. tests/lib/pytool.sh
 
-. tests/lib/tap.sh
-
-if ! command -v "$PYTHON" >/dev/null 2>&1; then
-	echo "1..0 # SKIP no $PYTHON"
-	exit 0
-fi
 T=tests/lib/tinybert.py
-conv() { "$PYTHON" tools/hf2ark.py "$@" >"$tmp/conv.out" 2>"$tmp/conv.err"; }
+conv() { tool tools/hf2ark.py "$@"; }
 # fails with exit status WANT: conv_fails WANT MESSAGE ARGS...
-conv_fails() {
-	want=$1 msg=$2
-	shift 2
-	conv "$@"
-	rc=$?
-	[ $rc -eq "$want" ] || { echo "# exit $rc, expected $want"; sed 's/^/# /' "$tmp/conv.err"; return 1; }
-	has "$msg" "$tmp/conv.err"
-}
-# arkgen on a converted model: ok when it accepts it; a skip while arkgen lacks the ops of the encoder
-# contract (its first error names one of them as unknown, or refuses the int32 dtype of the inputs);
-# any other error fails.
+conv_fails() { tool_fails tools/hf2ark.py "$@"; }
+# arkgen on a converted model: arkgen_accepts FILE DESCRIPTION: ok when it accepts it; a skip while
+# arkgen lacks the ops of the encoder contract (its first error names one of them as unknown, or
+# refuses the int32 dtype of the inputs); any other error fails.
 arkgen_accepts() {
-	i=$((i + 1))
-	"$ARKGEN" "$1" >"$tmp/ark.out" 2>"$tmp/ark.err"
-	rc=$?
-	first=$(head -n 1 "$tmp/ark.err")
-	if [ $rc -eq 0 ]; then
-		echo "ok $i - $2"
-	elif echo "$first" | grep -q -E 'error: unknown op "(embedding|slice|attention|gelu|reduce_mean|l2_normalize)"' ||
-		echo "$first" | grep -q -E "error: 'dtype' of tensor '(input_ids|attention_mask)' is \"int32\", expected"; then
-		echo "ok $i # SKIP $2: this arkgen lacks an op of the encoder contract: $first"
-	else
-		echo "not ok $i - $2"
-		sed 's/^/# /' "$tmp/ark.err" | head -n 5
-	fi
+	arkgen_or_skip "error: unknown op \"(embedding|slice|attention|gelu|reduce_mean|l2_normalize)\"|error: 'dtype' of tensor '(input_ids|attention_mask)' is \"int32\", expected" \
+		"this arkgen lacks an op of the encoder contract" "$2" "$1"
 }
 
 echo "1..53"

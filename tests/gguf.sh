@@ -9,56 +9,28 @@
 # decode of it that only the interleaved RoPE pairs make answer right. Python 3; numpy for the
 # dequantisation of types other than Q4_1, Q8_0 and the floats; torch for tools/llama_ref.py, else a
 # numpy stand-in of the torch calls it makes (tests/lib/numpy_torch).
-ARKGEN=${ARKGEN:-build/arkgen}
-PYTHON=${PYTHON:-python3}
 cd "$(dirname "$0")/.." || exit 1
-tmp=${TMPDIR:-/tmp}/arkgen-gguf.$$
-mkdir -p "$tmp" || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
+. tests/lib/pytool.sh
 
-. tests/lib/tap.sh
-
-if ! command -v "$PYTHON" >/dev/null 2>&1; then
-	echo "1..0 # SKIP no $PYTHON"
-	exit 0
-fi
 if ! "$PYTHON" -c "import numpy" >/dev/null 2>&1; then
 	echo "1..0 # SKIP no numpy in $PYTHON (the dequantisation checks need it)"
 	exit 0
 fi
 T=tests/lib/tinygguf.py
-g2a() { "$PYTHON" tools/gguf2ark.py "$@" >"$tmp/conv.out" 2>"$tmp/conv.err"; }
+g2a() { tool tools/gguf2ark.py "$@"; }
 # fails with exit status WANT and MESSAGE on stderr: fails WANT MESSAGE ARGS...
-fails() {
-	want=$1 msg=$2
-	shift 2
-	g2a "$@"
-	rc=$?
-	[ $rc -eq "$want" ] || { echo "# exit $rc, expected $want"; sed 's/^/# /' "$tmp/conv.err"; return 1; }
-	grep -q 'Traceback' "$tmp/conv.err" && { echo "# a Python traceback:"; sed 's/^/# /' "$tmp/conv.err"; return 1; }
-	has "$msg" "$tmp/conv.err"
-}
+fails() { tool_fails tools/gguf2ark.py "$@"; }
 # bad KIND MESSAGE: the tiny file broken in one way; info must fail naming FILE:OFFSET and MESSAGE
 bad() {
 	at=$("$PYTHON" $T bad "$tmp/t.gguf" "$tmp/bad.gguf" "$1") || return 1
 	fails 1 "$tmp/bad.gguf:$at: .*$2" info "$tmp/bad.gguf"
 }
-# arkgen on a model file: ok when it accepts it; a skip while this arkgen lacks a piece of the decoder
-# contract (its first error names the token setting, the state role, a quantized dtype or a new op);
-# any other error fails.
+# arkgen on a model file: arkgen_reads FILE DESCRIPTION: ok when it accepts it; a skip while this
+# arkgen lacks a piece of the decoder contract (its first error names the token setting, the state
+# role, a quantized dtype or a new op); any other error fails.
 arkgen_reads() {
-	i=$((i + 1))
-	"$ARKGEN" "$1" -o "$tmp/ark.cu" >"$tmp/ark.out" 2>"$tmp/ark.err"
-	rc=$?
-	first=$(head -n 1 "$tmp/ark.err")
-	if [ $rc -eq 0 ]; then
-		echo "ok $i - $2"
-	elif echo "$first" | grep -q -E "error: unknown top-level setting 'token'|role.*\"state\"|\"(q4_1|q8_0)\"|unknown op \"(rope|kv_append|decode_attention|argmax|assign|advance)\""; then
-		echo "ok $i # SKIP $2: this arkgen lacks a piece of the decoder contract: $first"
-	else
-		echo "not ok $i - $2"
-		sed 's/^/# /' "$tmp/ark.err" | head -n 5
-	fi
+	arkgen_or_skip "error: unknown top-level setting 'token'|role.*\"state\"|\"(q4_1|q8_0)\"|unknown op \"(rope|kv_append|decode_attention|argmax|assign|advance)\"" \
+		"this arkgen lacks a piece of the decoder contract" "$2" "$1" -o "$tmp/ark.cu"
 }
 
 echo "1..77"

@@ -1,16 +1,5 @@
 // gpu_tiles.cu: every tile template x dtype on the GPU against the CPU reference (TAP); skips without a GPU.
-#include <cuda_runtime.h>
-
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-#include <algorithm>
-#include <string>
-#include <vector>
 
 #include "ark.h"
 #define ARK_TILES_ATTENTION 1 /* every template, attention included (off unless asked for) */
@@ -18,192 +7,17 @@
 #define ARK_TILES_QUANT 1     /* and the q4_1 / q8_0 paths */
 #include "ark_tiles.cuh"
 
-#define CUDA_CHECK(call) cuda_check((call), #call, __FILE__, __LINE__)
-static void cuda_check(cudaError_t e, const char *call, const char *file, int line)
-{
-	if (e == cudaSuccess)
-		return;
-	printf("Bail out! %s:%d: %s: %s\n", file, line, call, cudaGetErrorString(e));
-	exit(1);
-}
-
-/* Block b runs tasks[b]; with ns, it also writes the time spent in ark_tile (%globaltimer, ns). A task
- * that has no tile in this build traps (the launch fails). */
-__global__ void __launch_bounds__(ARK_THREADS, 1)
-	tiles_kernel(const ark_opp *opp, const ark_task *tasks, char *arena, char *const *peers, unsigned long long *ns,
-		     uint32_t *faults)
-{
-	extern __shared__ __align__(16) char smem[];
-	__shared__ uint32_t fault[2]; /* a tile's fault (ark_tile_env.fault), copied to faults[2 * block] */
-	const ark_task t = tasks[blockIdx.x];
-	if (threadIdx.x == 0)
-		fault[0] = fault[1] = 0;
-	__syncthreads();
-	unsigned long long t0 = 0, t1 = 0;
-	if (ns) {
-		__syncthreads();
-		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-	}
-	if (!ark_tile(opp[t.opp], t, {arena, peers, smem, 0, nullptr, fault}))
-		__trap();
-	if (faults) {
-		__syncthreads();
-		if (threadIdx.x == 0)
-			faults[2 * blockIdx.x] = fault[0], faults[2 * blockIdx.x + 1] = fault[1];
-	}
-	if (ns) {
-		__syncthreads();
-		asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
-		if (threadIdx.x == 0)
-			ns[blockIdx.x] = t1 - t0;
-	}
-}
-
-/* ---- harness ---------------------------------------------------------------------------------- */
-
-#define ARENA_BYTES (192u << 20)
-#define GUARD 64 /* poisoned bytes on each side of every tensor, checked after the run */
-
-static char *g_arena;          /* device arena */
-static char **g_peers;         /* device array: peers[0] = g_arena */
-static ark_opp *g_opp;         /* device: one op */
-static ark_task *g_tasks;      /* device: tasks */
-static uint32_t *g_faults;     /* device: per task, the fault its tile recorded (1 + row, value), 0: none */
-static int g_max_tasks = 1 << 16;
-static uint64_t g_seed;
-static int g_n, g_failed;
-
-static const char *const dt_name[] = {"fp16", "bf16", "fp32"};
-
-struct tcase {
-	std::string desc;
-	std::vector<ark_tensor> t;
-	std::vector<std::vector<unsigned char>> host; /* inputs: random; outputs: GPU result */
-	std::vector<int> is_out;
-	uint64_t cursor = 256;
-
-	/* Adds a tensor at the next 256-byte boundary plus `skew` bytes; returns its index. */
-	int add(const char *name, int dtype, std::vector<int64_t> shape, bool out, int skew = 0)
+/* Every template, through ark_tile's dispatch, with the most shared memory any of them needs. */
+struct harness_tiles {
+	static constexpr int smem = ARK_TILES_SMEM_BYTES;
+	static __device__ __forceinline__ bool run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
 	{
-		ark_tensor x;
-		memset(&x, 0, sizeof x);
-		x.name = name;
-		x.dtype = (uint8_t)dtype;
-		x.role = out ? ARK_ROLE_OUTPUT : ARK_ROLE_INPUT;
-		x.ndim = (uint8_t)shape.size();
-		for (size_t d = 0; d < shape.size(); d++)
-			x.shape[d] = shape[d];
-		x.bytes = ark_tensor_bytes(&x); /* a quantized tensor: its blocks */
-		x.offset = (cursor + GUARD + 255) / 256 * 256 + skew;
-		cursor = x.offset + x.bytes + GUARD;
-		t.push_back(x);
-		host.emplace_back(x.bytes ? x.bytes : 1);
-		is_out.push_back(out);
-		return (int)t.size() - 1;
-	}
-	/* Reserves raw arena bytes (the split-K workspace); poisoned like an output. */
-	uint64_t reserve(uint64_t bytes)
-	{
-		uint64_t off = (cursor + GUARD + 255) / 256 * 256;
-		cursor = off + bytes + GUARD;
-		return off;
+		return ark_tile(p, t, e);
 	}
 };
+#include "gpu_harness.cuh"
 
-static void ok(bool pass, const std::string &desc, const char *fmt = "", ...)
-{
-	g_n++;
-	printf("%s %d - %s\n", pass ? "ok" : "not ok", g_n, desc.c_str());
-	if (!pass)
-		g_failed++;
-	if (*fmt) {
-		char buf[512];
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(buf, sizeof buf, fmt, ap);
-		va_end(ap);
-		printf("# %s\n", buf);
-	}
-	fflush(stdout);
-}
-
-/* Fills inputs, poisons the whole used arena (0xFF: NaN in every dtype), uploads the inputs. */
-static void upload(tcase &c, float scale)
-{
-	if (c.cursor > ARENA_BYTES) {
-		printf("Bail out! case '%s' needs %llu arena bytes\n", c.desc.c_str(), (unsigned long long)c.cursor);
-		exit(1);
-	}
-	CUDA_CHECK(cudaMemset(g_arena, 0xff, c.cursor));
-	for (size_t i = 0; i < c.t.size(); i++) {
-		if (c.is_out[i])
-			continue;
-		const int64_t last = c.t[i].shape[c.t[i].ndim - 1];
-		if (ark_dtype_quantized(c.t[i].dtype)) /* valid blocks of values in [-scale, scale) */
-			ark_fill_random_quant(c.host[i].data(), c.t[i].dtype, ark_tensor_elems(&c.t[i]) / last, last, ++g_seed,
-					      scale);
-		else
-			ark_fill_random(c.host[i].data(), c.t[i].dtype, ark_tensor_elems(&c.t[i]), ++g_seed, scale);
-		CUDA_CHECK(cudaMemcpy(g_arena + c.t[i].offset, c.host[i].data(), c.t[i].bytes, cudaMemcpyHostToDevice));
-	}
-}
-
-/* Runs the tasks (one launch; several launches run in order when given as groups). */
-/* ARK_TILES_TIME=1: after the checked launch, the same tasks run again and the time of each CTA's tile
- * (globaltimer around the tile, one task per CTA) is printed as a TAP comment: median and max. */
-static unsigned long long *g_ns;
-
-static void launch(const ark_opp &p, const std::vector<ark_task> &tasks, const char *what = "")
-{
-	if ((int)tasks.size() > g_max_tasks) {
-		printf("Bail out! %zu tasks\n", tasks.size());
-		exit(1);
-	}
-	if (tasks.empty())
-		return;
-	CUDA_CHECK(cudaMemcpy(g_opp, &p, sizeof p, cudaMemcpyHostToDevice));
-	CUDA_CHECK(cudaMemcpy(g_tasks, tasks.data(), tasks.size() * sizeof(ark_task), cudaMemcpyHostToDevice));
-	CUDA_CHECK(cudaMemset(g_faults, 0xff, tasks.size() * 2 * sizeof(uint32_t)));
-	tiles_kernel<<<(unsigned)tasks.size(), ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers, nullptr,
-										      g_faults);
-	CUDA_CHECK(cudaGetLastError());
-	CUDA_CHECK(cudaDeviceSynchronize());
-	if (!getenv("ARK_TILES_TIME") || !*what)
-		return;
-	if (!g_ns)
-		CUDA_CHECK(cudaMalloc(&g_ns, (size_t)g_max_tasks * sizeof *g_ns));
-	for (int rep = 0; rep < 3; rep++) /* the last of three: code and operands warm */
-		tiles_kernel<<<(unsigned)tasks.size(), ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers, g_ns,
-											      nullptr);
-	CUDA_CHECK(cudaGetLastError());
-	CUDA_CHECK(cudaDeviceSynchronize());
-	std::vector<unsigned long long> ns(tasks.size());
-	CUDA_CHECK(cudaMemcpy(ns.data(), g_ns, ns.size() * sizeof ns[0], cudaMemcpyDeviceToHost));
-	std::sort(ns.begin(), ns.end());
-	printf("# time %s: %zu tasks, median %.2f us, max %.2f us\n", what, ns.size(), ns[ns.size() / 2] / 1e3,
-	       ns.back() / 1e3);
-}
-
-/* Downloads the outputs and checks their guards; returns false (with a message) on a clobbered guard. */
-static bool download(tcase &c, std::string &why)
-{
-	bool good = true;
-	for (size_t i = 0; i < c.t.size(); i++) {
-		unsigned char g[2][GUARD];
-		CUDA_CHECK(cudaMemcpy(g[0], g_arena + c.t[i].offset - GUARD, GUARD, cudaMemcpyDeviceToHost));
-		CUDA_CHECK(cudaMemcpy(g[1], g_arena + c.t[i].offset + c.t[i].bytes, GUARD, cudaMemcpyDeviceToHost));
-		for (int s = 0; s < 2; s++)
-			for (int b = 0; b < GUARD; b++)
-				if (g[s][b] != 0xff && good) {
-					good = false;
-					why += "write outside '" + std::string(c.t[i].name) + "' ";
-				}
-		if (c.is_out[i])
-			CUDA_CHECK(cudaMemcpy(c.host[i].data(), g_arena + c.t[i].offset, c.t[i].bytes,
-					      cudaMemcpyDeviceToHost));
-	}
-	return good;
-}
+#define ARENA_BYTES (192u << 20)
 
 /* Compares output tensor `o` (GPU result in c.host[o]) with want: relative L2 error <= tol, no NaN
  * (every element written), and every element within tol * max|want| (a single wrong element fails). */
@@ -229,31 +43,6 @@ static void verdict(tcase &c, int o, const void *want, double tol, bool guards_o
 	   tol, (long long)bad, why.c_str());
 }
 
-static ark_opp opp_base(int kind, int dtype)
-{
-	ark_opp p;
-	memset(&p, 0, sizeof p);
-	p.kind = (uint16_t)kind;
-	p.dtype = (uint8_t)dtype;
-	p.act = ARK_ACT_NONE;
-	p.splits = 1;
-	p.peer = -1;
-	return p;
-}
-
-static ark_task task(int tmpl, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t k0, int64_t k1,
-		     uint32_t split = 0)
-{
-	ark_task t;
-	memset(&t, 0, sizeof t);
-	t.tmpl = (uint8_t)tmpl;
-	t.signal = -1;
-	t.split = split;
-	t.m0 = (uint32_t)m0, t.m1 = (uint32_t)m1, t.n0 = (uint32_t)n0, t.n1 = (uint32_t)n1;
-	t.k0 = (uint32_t)k0, t.k1 = (uint32_t)k1;
-	return t;
-}
-
 static ark_op op_base(int kind, std::vector<int> in, int out)
 {
 	ark_op op;
@@ -267,14 +56,6 @@ static ark_op op_base(int kind, std::vector<int> in, int out)
 	op.out[0] = out;
 	op.eps = 1e-5f;
 	return op;
-}
-
-static void ref_or_bail(const ark_op &op, tcase &c, std::vector<void *> &bufs)
-{
-	if (ark_ref_op(&op, c.t.data(), bufs.data())) {
-		printf("Bail out! CPU reference: %s\n", ark_last_error());
-		exit(1);
-	}
 }
 
 /* Op names from the catalog. */
@@ -536,7 +317,7 @@ static void case_reduce_mean(int dt, std::vector<int64_t> sx, int axis, int mask
 			const float v = i < row ? 0.0f : h % 5 == 0 ? 0.0f : h % 5 == 1 ? 0.5f : 1.0f;
 			ark_set(c.host[im].data(), mask_dt, i, v);
 		}
-		CUDA_CHECK(cudaMemcpy(g_arena + c.t[im].offset, c.host[im].data(), c.t[im].bytes, cudaMemcpyHostToDevice));
+		put(c, im);
 	}
 	ark_opp p = opp_base(ARK_OP_REDUCE_MEAN, dt);
 	p.flags = im >= 0 ? ARK_OPP_MASK : 0;
@@ -572,18 +353,6 @@ static void case_reduce_mean(int dt, std::vector<int64_t> sx, int axis, int mask
 }
 
 /* ---- embedding and the strided copy ------------------------------------------------------------ */
-
-/* The faults the tiles of the last launch recorded: (task, row, id) of every task with one. */
-static std::vector<std::vector<uint32_t>> faults_of(size_t n_tasks)
-{
-	std::vector<uint32_t> f(2 * n_tasks);
-	CUDA_CHECK(cudaMemcpy(f.data(), g_faults, f.size() * sizeof f[0], cudaMemcpyDeviceToHost));
-	std::vector<std::vector<uint32_t>> out;
-	for (size_t i = 0; i < n_tasks; i++)
-		if (f[2 * i])
-			out.push_back({(uint32_t)i, f[2 * i] - 1, f[2 * i + 1]});
-	return out;
-}
 
 /* out [n, D] = table [V, D] rows ids[n], rows_per task: fresh random ids in 0..V-1 with 0 and V - 1
  * among them; skew misaligns the table (no 16-byte vectors). bad >= 0: id `bad` written at row
@@ -977,7 +746,7 @@ static void stream_rate(int dt, bool tb, int64_t K, int qdt = -1)
 	CUDA_CHECK(cudaMalloc(&ns, sms * sizeof *ns));
 	std::vector<unsigned long long> h(sms);
 	for (int rep = 0; rep < 3; rep++) { /* the last one counts */
-		tiles_kernel<<<sms, ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers, ns, nullptr);
+		harness_kernel<<<sms, ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers, ns, nullptr);
 		CUDA_CHECK(cudaGetLastError());
 		CUDA_CHECK(cudaDeviceSynchronize());
 	}
@@ -1019,7 +788,7 @@ static void case_attention(int dt, int64_t B, int64_t Sq, int64_t Skv, int H, in
 			const bool off = (all_masked && i >= (B - 1) * Skv) || (x >> 33) % 4 == 0;
 			ark_set(c.host[im].data(), mask_dt, i, off ? 0.0f : (float)(1 + (x >> 40) % 3));
 		}
-		CUDA_CHECK(cudaMemcpy(g_arena + c.t[im].offset, c.host[im].data(), c.t[im].bytes, cudaMemcpyHostToDevice));
+		put(c, im);
 	}
 	const float scale = (float)(1.0 / sqrt((double)Dh)) * (Dh == 64 ? 1.5f : 1.0f);
 	ark_opp p = opp_base(ARK_OP_ATTENTION, dt);
@@ -1070,12 +839,6 @@ static void case_attention(int dt, int64_t B, int64_t Sq, int64_t Skv, int H, in
 /* ---- rope, decode attention, argmax ------------------------------------------------------------- */
 
 /* Writes the int32 position of tensor ip (after upload, which drew a 0/1 there). */
-static void set_pos(tcase &c, int ip, int32_t pos)
-{
-	memcpy(c.host[ip].data(), &pos, 4);
-	CUDA_CHECK(cudaMemcpy(g_arena + c.t[ip].offset, &pos, 4, cudaMemcpyHostToDevice));
-}
-
 /* out = rope(x, pos): x [B, T, H*Dh] (B = 0: [T, H*Dh]), rows_per rows a task. */
 static void case_rope(int dt, int64_t B, int64_t T, int64_t H, int Dh, int rd, int style, float base, int32_t pos,
 		      int64_t rows_per)
@@ -1266,17 +1029,9 @@ static void case_argmax(int dt, int64_t M, int64_t N, int64_t S, int64_t rows_pe
 
 int main(void)
 {
-	int ndev = 0;
-	if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
-		printf("1..0 # SKIP no CUDA device\n");
+	if (!harness_init(ARENA_BYTES, 1 << 16))
 		return 0;
-	}
-	const char *s = getenv("ARK_TEST_SEED");
-	g_seed = s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL) * 1000003u;
-	if (!g_seed)
-		g_seed = 1;
-	printf("# seed %llu (ARK_TEST_SEED to repeat), %d threads, %d bytes of shared memory\n",
-	       (unsigned long long)g_seed, ARK_THREADS, (int)ARK_TILES_SMEM_BYTES);
+	printf("# %d threads, %d bytes of shared memory\n", ARK_THREADS, (int)ARK_TILES_SMEM_BYTES);
 	static const char *const tmpl_names[] = {
 #define X(id) #id,
 		TMPL_LIST(X)
@@ -1286,13 +1041,6 @@ int main(void)
 	for (int t = 0; t < ARK_T__COUNT; t++)
 		printf(" %s %d", tmpl_names[t], ark_tmpl_smem_bytes(t));
 	printf("\n");
-	CUDA_CHECK(cudaFuncSetAttribute(tiles_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, ARK_TILES_SMEM_BYTES));
-	CUDA_CHECK(cudaMalloc(&g_arena, ARENA_BYTES));
-	CUDA_CHECK(cudaMalloc(&g_peers, sizeof(char *)));
-	CUDA_CHECK(cudaMemcpy(g_peers, &g_arena, sizeof(char *), cudaMemcpyHostToDevice));
-	CUDA_CHECK(cudaMalloc(&g_opp, sizeof(ark_opp)));
-	CUDA_CHECK(cudaMalloc(&g_tasks, (size_t)g_max_tasks * sizeof(ark_task)));
-	CUDA_CHECK(cudaMalloc(&g_faults, (size_t)g_max_tasks * 2 * sizeof(uint32_t)));
 
 	for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++) {
 		const int skew = dt == ARK_FP32 ? 4 : 2;

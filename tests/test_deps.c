@@ -75,20 +75,34 @@ static uint64_t *reach_sets(const struct tiling *s, const uint8_t *keep, int wor
 	return reach;
 }
 
-/* Compiles the model at path (to the dependencies) and checks every hazard is ordered. */
-static void check_model(const char *path, int fuse, int reuse, int sms)
+/* The options of these tests: 16 SMs, the passes up to `until`, arkgen's defaults otherwise. */
+static struct arkgen_options opts_until(enum arkgen_pass until)
 {
 	struct arkgen_options opt = arkgen_options_default();
-	opt.fuse = fuse;
-	opt.reuse = reuse;
-	opt.sms = sms;
-	opt.until = ARKGEN_PASS_DEPS;
-	struct arkgen_result r;
+	opt.sms = 16;
+	opt.until = until;
+	return opt;
+}
+
+/* Compiles the model at path into *r (arkgen_result_free releases it); an error fails the test with
+ * the diagnostics. */
+static void compile_or_fail(const char *path, const struct arkgen_options *opt, struct arkgen_result *r)
+{
 	harness_capture_begin();
-	int rc = arkgen_compile(path, NULL, &opt, &r);
+	int rc = arkgen_compile(path, NULL, opt, r);
 	harness_capture_end();
 	if (rc < 0)
 		fail_msg("%s: %s", path, harness_diag());
+}
+
+/* Compiles the model at path (to the dependencies) and checks every hazard is ordered. */
+static void check_model(const char *path, int fuse, int reuse)
+{
+	struct arkgen_options opt = opts_until(ARKGEN_PASS_DEPS);
+	opt.fuse = fuse;
+	opt.reuse = reuse;
+	struct arkgen_result r;
+	compile_or_fail(path, &opt, &r);
 	const struct tiling *s = &r.tiling;
 	int n = s->n_vcta, words = (n + 63) / 64, na = 0;
 	struct rows *a = malloc(((size_t)n * VCTA_MAX_READS + n + 1) * sizeof *a);
@@ -129,7 +143,7 @@ static void test_every_hazard_ordered(void **state)
 	for (size_t i = 0; i < sizeof models / sizeof models[0]; i++)
 		for (int fuse = 0; fuse < 2; fuse++)
 			for (int reuse = 0; reuse < 2; reuse++)
-				check_model(models[i], fuse, reuse, 16);
+				check_model(models[i], fuse, reuse);
 }
 
 /* The reuse model really shares bytes, and finds fewer hazards than every pair of its accesses
@@ -137,15 +151,10 @@ static void test_every_hazard_ordered(void **state)
 static void test_reuse_shares(void **state)
 {
 	(void)state;
-	struct arkgen_options opt = arkgen_options_default();
-	opt.sms = 16;
+	struct arkgen_options opt = opts_until(ARKGEN_PASS_DEPS);
 	opt.fuse = 0;
-	opt.until = ARKGEN_PASS_DEPS;
 	struct arkgen_result r;
-	harness_capture_begin();
-	int rc = arkgen_compile("tests/models/reuse.cfg", NULL, &opt, &r);
-	harness_capture_end();
-	assert_int_equal(rc, 0);
+	compile_or_fail("tests/models/reuse.cfg", &opt, &r);
 	assert_true(r.tiling.arena[0] < r.tiling.arena_noreuse[0]);
 	arkgen_result_free(&r);
 }
@@ -159,6 +168,18 @@ static int op_of(const struct arkgen_result *r, const char *name)
 	return oi;
 }
 
+/* Does a read of vCTA `reader` share a byte with the write of vCTA `writer`? */
+static int reads_write_of(const struct tiling *s, int reader, int writer)
+{
+	struct rows w = rows_of(s, &s->v[writer].write, writer, 1);
+	for (int i = 0; i < s->v[reader].n_reads; i++) {
+		struct rows x = rows_of(s, &s->v[reader].reads[i], reader, 0);
+		if (share_byte(&x, &w))
+			return 1;
+	}
+	return 0;
+}
+
 /* Every vCTA of op `to` is reachable from every vCTA of op `from` whose write its reads overlap
  * (through the kept edges), and at least one such pair exists. */
 static void assert_waits_for(const struct arkgen_result *r, const char *to, const char *from)
@@ -169,13 +190,7 @@ static void assert_waits_for(const struct arkgen_result *r, const char *to, cons
 	const struct op_tiling *pt = &s->per_op[op_of(r, to)], *pf = &s->per_op[op_of(r, from)];
 	for (int v = pt->first_vcta; v < pt->first_vcta + pt->n_vcta; v++)
 		for (int u = pf->first_vcta; u < pf->first_vcta + pf->n_vcta; u++) {
-			struct rows w = rows_of(s, &s->v[u].write, u, 1);
-			int meets = 0;
-			for (int i = 0; i < s->v[v].n_reads && !meets; i++) {
-				struct rows x = rows_of(s, &s->v[v].reads[i], v, 0);
-				meets = share_byte(&x, &w);
-			}
-			if (!meets)
+			if (!reads_write_of(s, v, u))
 				continue;
 			pairs++;
 			if (!(kept[(size_t)u * words + v / 64] >> (v % 64) & 1))
@@ -190,15 +205,9 @@ static void assert_waits_for(const struct arkgen_result *r, const char *to, cons
 static void test_views_wait_for_bases(void **state)
 {
 	(void)state;
-	struct arkgen_options opt = arkgen_options_default();
-	opt.sms = 16;
-	opt.until = ARKGEN_PASS_DEPS;
+	struct arkgen_options opt = opts_until(ARKGEN_PASS_DEPS);
 	struct arkgen_result r;
-	harness_capture_begin();
-	int rc = arkgen_compile("tests/models/embed_views.cfg", NULL, &opt, &r);
-	harness_capture_end();
-	if (rc < 0)
-		fail_msg("%s", harness_diag());
+	compile_or_fail("tests/models/embed_views.cfg", &opt, &r);
 	const struct graph *g = &r.graph;
 	/* the view ops have no vCTAs; no region names a view */
 	assert_int_equal(r.tiling.per_op[op_of(&r, "r")].n_vcta, 0);
@@ -227,40 +236,50 @@ static void test_views_wait_for_bases(void **state)
 	arkgen_result_free(&r);
 }
 
+/* The reads of tensor `from` by op's vCTAs moved to tensor `to` (a view with the same bytes and the
+ * same box), after the regions were put on their bases; how many. */
+static int move_reads(struct arkgen_result *r, const char *op, const char *from, const char *to)
+{
+	struct tiling *s = &r->tiling;
+	int f = graph_find_tensor(&r->graph, from), t = graph_find_tensor(&r->graph, to), moved = 0;
+	const struct op_tiling *p = &s->per_op[op_of(r, op)];
+	for (int v = p->first_vcta; v < p->first_vcta + p->n_vcta; v++)
+		for (int i = 0; i < s->v[v].n_reads; i++)
+			if (s->v[v].reads[i].tensor == f) {
+				s->v[v].reads[i].tensor = t;
+				moved++;
+			}
+	return moved;
+}
+
+/* The rest of the passes on r's tiling, reads moved: deps.c sees no hazard where they moved, so the
+ * verifier, which sees bytes, must reject the schedule (policy) with a message naming both `what`s. */
+static void assert_schedule_rejected(struct arkgen_result *r, enum part_policy policy, const char *what,
+				     const char *what2)
+{
+	struct tiling *s = &r->tiling;
+	assert_int_equal(mem_plan(s), 0);
+	assert_int_equal(deps_build(s), 0);
+	harness_capture_begin();
+	int rc = schedule_build(s, &r->gpu, policy, 0, &r->schedule[0]);
+	harness_capture_end();
+	r->n_schedules = 1;
+	assert_int_equal(rc, -1);
+	if (!strstr(harness_diag(), what) || !strstr(harness_diag(), what2))
+		fail_msg("the verifier's message names no '%s' and '%s': %s", what, what2, harness_diag());
+}
+
 /* Without the views' regions on their bases the matmuls would not wait for the add (their reads
  * of h2 meet no write of h2): the verifier, which sees bytes, rejects that schedule. */
 static void test_view_unaware_schedule_rejected(void **state)
 {
 	(void)state;
-	struct arkgen_options opt = arkgen_options_default();
-	opt.sms = 16;
-	opt.until = ARKGEN_PASS_TILE;
+	struct arkgen_options opt = opts_until(ARKGEN_PASS_TILE);
 	struct arkgen_result r;
-	harness_capture_begin();
-	int rc = arkgen_compile("tests/models/embed_views.cfg", NULL, &opt, &r);
-	harness_capture_end();
-	assert_int_equal(rc, 0);
-	struct tiling *s = &r.tiling;
-	int h = graph_find_tensor(&r.graph, "h"), h2 = graph_find_tensor(&r.graph, "h2"), undone = 0;
-	for (const char *name = "m1"; name; name = strcmp(name, "m1") ? NULL : "m2") {
-		const struct op_tiling *p = &s->per_op[op_of(&r, name)];
-		for (int v = p->first_vcta; v < p->first_vcta + p->n_vcta; v++)
-			for (int i = 0; i < s->v[v].n_reads; i++)
-				if (s->v[v].reads[i].tensor == h) { /* h2 has h's rows: the same box */
-					s->v[v].reads[i].tensor = h2;
-					undone++;
-				}
-	}
-	assert_true(undone > 0);
-	assert_int_equal(mem_plan(s), 0);
-	assert_int_equal(deps_build(s), 0);
-	harness_capture_begin();
-	rc = schedule_build(s, &r.gpu, PART_METIS, 0, &r.schedule[0]);
-	harness_capture_end();
-	r.n_schedules = 1;
-	assert_int_equal(rc, -1);
-	if (!strstr(harness_diag(), "read after write") || !strstr(harness_diag(), "(tensor 'h' then 'h2') is not ordered"))
-		fail_msg("the verifier's message names no view: %s", harness_diag());
+	compile_or_fail("tests/models/embed_views.cfg", &opt, &r);
+	/* h2 has h's rows: the same box */
+	assert_true(move_reads(&r, "m1", "h", "h2") + move_reads(&r, "m2", "h", "h2") > 0);
+	assert_schedule_rejected(&r, PART_METIS, "read after write", "(tensor 'h' then 'h2') is not ordered");
 	arkgen_result_free(&r);
 }
 
@@ -276,13 +295,7 @@ static void assert_reads_before(const struct arkgen_result *r, const char *reade
 	const struct op_tiling *pc = pr->fused_into >= 0 ? &s->per_op[pr->fused_into] : pr; /* who computes it */
 	for (int u = pc->first_vcta; u < pc->first_vcta + pc->n_vcta; u++)
 		for (int v = pw->first_vcta; v < pw->first_vcta + pw->n_vcta; v++) {
-			struct rows w = rows_of(s, &s->v[v].write, v, 1);
-			int meets = 0;
-			for (int i = 0; i < s->v[u].n_reads && !meets; i++) {
-				struct rows x = rows_of(s, &s->v[u].reads[i], u, 0);
-				meets = share_byte(&x, &w);
-			}
-			if (!meets)
+			if (!reads_write_of(s, u, v))
 				continue;
 			pairs++;
 			if (u >= v || !(kept[(size_t)u * words + v / 64] >> (v % 64) & 1))
@@ -301,16 +314,10 @@ static void test_state_readers_before_update(void **state)
 {
 	(void)state;
 	for (int fuse = 0; fuse < 2; fuse++) {
-		struct arkgen_options opt = arkgen_options_default();
-		opt.sms = 16;
+		struct arkgen_options opt = opts_until(ARKGEN_PASS_DEPS);
 		opt.fuse = fuse;
-		opt.until = ARKGEN_PASS_DEPS;
 		struct arkgen_result r;
-		harness_capture_begin();
-		int rc = arkgen_compile("tests/models/state.cfg", NULL, &opt, &r);
-		harness_capture_end();
-		if (rc < 0)
-			fail_msg("%s", harness_diag());
+		compile_or_fail("tests/models/state.cfg", &opt, &r);
 		assert_reads_before(&r, "ha", "keep2");
 		assert_reads_before(&r, "read", "keep");
 		assert_reads_before(&r, "half", "keep");
@@ -332,33 +339,11 @@ static void test_state_readers_before_update(void **state)
 static void test_state_unordered_schedule_rejected(void **state)
 {
 	(void)state;
-	struct arkgen_options opt = arkgen_options_default();
-	opt.sms = 16;
-	opt.until = ARKGEN_PASS_TILE;
+	struct arkgen_options opt = opts_until(ARKGEN_PASS_TILE);
 	struct arkgen_result r;
-	harness_capture_begin();
-	int rc = arkgen_compile("tests/models/state.cfg", NULL, &opt, &r);
-	harness_capture_end();
-	assert_int_equal(rc, 0);
-	struct tiling *s = &r.tiling;
-	int c = graph_find_tensor(&r.graph, "cache"), c2 = graph_find_tensor(&r.graph, "cache2"), undone = 0;
-	const struct op_tiling *p = &s->per_op[op_of(&r, "old")];
-	for (int v = p->first_vcta; v < p->first_vcta + p->n_vcta; v++)
-		for (int i = 0; i < s->v[v].n_reads; i++)
-			if (s->v[v].reads[i].tensor == c) {
-				s->v[v].reads[i].tensor = c2;
-				undone++;
-			}
-	assert_true(undone > 0);
-	assert_int_equal(mem_plan(s), 0);
-	assert_int_equal(deps_build(s), 0);
-	harness_capture_begin();
-	rc = schedule_build(s, &r.gpu, PART_ROUNDROBIN, 0, &r.schedule[0]);
-	harness_capture_end();
-	r.n_schedules = 1;
-	assert_int_equal(rc, -1);
-	if (!strstr(harness_diag(), "write after read") || !strstr(harness_diag(), "'cache"))
-		fail_msg("the verifier's message names no write after read of the cache: %s", harness_diag());
+	compile_or_fail("tests/models/state.cfg", &opt, &r);
+	assert_true(move_reads(&r, "old", "cache", "cache2") > 0);
+	assert_schedule_rejected(&r, PART_ROUNDROBIN, "write after read", "'cache");
 	arkgen_result_free(&r);
 }
 
