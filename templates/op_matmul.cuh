@@ -642,6 +642,23 @@ template <typename T> struct ark_mm_vecs {
 		}
 		step(elems);
 	}
+	/* the same stage into registers instead (operands whose rows are not 16-byte aligned), and
+	 * from there into the stage at sdst */
+	__device__ __forceinline__ void fetch(uint4 (&q)[ARK_MM_STG_CH], int kd, bool along_k, int64_t elems)
+	{
+#pragma unroll
+		for (int c = 0; c < ARK_MM_STG_CH; c++)
+			if (c < used && s[c] >= 0)
+				q[c] = ark_mm_ld8(p[c], bytes_at(c, kd, along_k) / 2);
+		step(elems);
+	}
+	__device__ __forceinline__ void put(char *sdst, const uint4 (&q)[ARK_MM_STG_CH]) const
+	{
+#pragma unroll
+		for (int c = 0; c < ARK_MM_STG_CH; c++)
+			if (c < used && s[c] >= 0)
+				ark_st16(sdst + s[c], q[c]);
+	}
 	__device__ __forceinline__ void step(int64_t elems)
 	{
 #pragma unroll
@@ -748,30 +765,17 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 	 * after them; their vectors step likewise. */
 	uint4 qa[ARK_MM_STG_CH], qb[ARK_MM_STG_CH];
 	auto fetch = [&](int kt) {
-		if (!avec) {
-#pragma unroll
-			for (int c = 0; c < ARK_MM_STG_CH; c++)
-				if (c < va.used && va.s[c] >= 0)
-					qa[c] = ark_mm_ld8(va.p[c], va.bytes_at(c, kt * bk, true) / 2);
-			va.step(bk);
-		}
-		if (!bvec) {
-#pragma unroll
-			for (int c = 0; c < ARK_MM_STG_CH; c++)
-				if (c < vb.used && vb.s[c] >= 0)
-					qb[c] = ark_mm_ld8(vb.p[c], vb.bytes_at(c, kt * bk, TB) / 2);
-			vb.step(b_kstep);
-		}
+		if (!avec)
+			va.fetch(qa, kt * bk, true, bk);
+		if (!bvec)
+			vb.fetch(qb, kt * bk, TB, b_kstep);
 	};
 	auto put = [&](int s) {
-		char *sa = smem + s * stage, *sb = sa + a_stage;
-#pragma unroll
-		for (int c = 0; c < ARK_MM_STG_CH; c++) {
-			if (!avec && c < va.used && va.s[c] >= 0)
-				ark_st16(sa + va.s[c], qa[c]);
-			if (!bvec && c < vb.used && vb.s[c] >= 0)
-				ark_st16(sb + vb.s[c], qb[c]);
-		}
+		char *sa = smem + s * stage;
+		if (!avec)
+			va.put(sa, qa);
+		if (!bvec)
+			vb.put(sa + a_stage, qb);
 	};
 	const bool staged = STG && (!avec || !bvec);
 
