@@ -96,7 +96,8 @@ int graph_check(struct graph *g);
 
 /* After graph_check: every matmul whose b is q4_1 or q8_0 and whose a has more than ARK_MM_SMALL_M
  * rows reads b through a new activation `<matmul>.b_dequant` of a's dtype, made by a new dequantize op
- * placed right before it (lower_quant.c). 0. */
+ * placed right before it (lower_quant.c); matmuls that read the same b in the same dtype share the
+ * first one's. 0. */
 int graph_lower_quant(struct graph *g);
 
 void graph_free(struct graph *g);

@@ -21,7 +21,7 @@ static char *fresh_name(const struct graph *g, const char *op)
 }
 
 /* Matmul oi reads b through a new activation [N, K] of a's dtype that a new dequantize op, placed
- * right before it in g->order, computes from b. */
+ * right before it in g->order, computes from b (b keeps its number of readers: one for another). */
 static void split_matmul(struct graph *g, int oi, int at)
 {
 	const struct op *mm = &g->ops[oi];
@@ -65,16 +65,35 @@ static void split_matmul(struct graph *g, int oi, int at)
 	g->order[at] = d;
 }
 
+/* The activation an earlier dequantize of this pass (op index from first on) made of weight b in
+ * dtype dt, or -1. */
+static int made_before(const struct graph *g, int first, int b, enum ark_dtype dt)
+{
+	for (int d = first; d < g->n_ops; d++)
+		if (g->ops[d].in[0] == b && g->tensors[g->ops[d].out[0]].dtype == dt)
+			return g->ops[d].out[0];
+	return -1;
+}
+
 int graph_lower_quant(struct graph *g)
 {
+	const int first = g->n_ops; /* the dequantize ops this pass adds */
 	for (int k = 0; k < g->n_ops; k++) {
 		const int oi = g->order[k];
-		const struct op *o = &g->ops[oi];
+		struct op *o = &g->ops[oi];
 		if (o->kind != ARK_OP_MATMUL || !ark_dtype_quantized(g->tensors[o->in[1]].dtype))
 			continue;
 		const struct tensor *a = &g->tensors[o->in[0]];
 		if (tensor_elems(a) / (uint64_t)a->shape[a->ndim - 1] <= ARK_MM_SMALL_M)
 			continue; /* batch-1 decoding: b streamed and dequantised inside the matmul's tiles */
+		/* a weight that several such matmuls read in one dtype is dequantised once, before the first */
+		const int t = made_before(g, first, o->in[1], a->dtype);
+		if (t >= 0) {
+			g->tensors[o->in[1]].n_readers--;
+			g->tensors[t].n_readers++;
+			o->in[1] = t;
+			continue;
+		}
 		split_matmul(g, oi, k);
 		k++; /* the matmul, now after its dequantize */
 	}
