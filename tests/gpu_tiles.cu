@@ -1103,6 +1103,45 @@ static void stream_rate(int dt, bool tb, int64_t K, int qdt = -1)
 	       tile / 1024, med / 1e3, tile / med, worst / 1e3, tile * sms / worst / 1e3, sms);
 }
 
+/* DEQUANT's rate: one task per SM of `rows` rows of a qdt weight [rows * SMs, K] into dt, every SM at
+ * once (zero blocks: valid), timed per tile; bytes of blocks read plus bytes of out written. */
+static void dequant_rate(int dt, int qdt, int64_t K, int64_t rows)
+{
+	int sms = 0;
+	CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+	const int64_t R = rows * sms, es = ark_dtype_size(dt), rowb = ark_row_bytes(qdt, K);
+	const uint64_t woff = 1u << 20, wbytes = (uint64_t)R * rowb, obytes = (uint64_t)R * K * es;
+	if (woff + wbytes + obytes + 256 > ARENA_BYTES)
+		return;
+	ark_opp p = opp_base(ARK_OP_DEQUANTIZE, dt);
+	p.wdtype = (uint8_t)qdt;
+	p.in[0] = woff;
+	p.out = (woff + wbytes + 255) / 256 * 256;
+	p.M = R, p.N = K;
+	CUDA_CHECK(cudaMemset(g_arena, 0, p.out + obytes));
+	std::vector<ark_task> tasks;
+	for (int s = 0; s < sms; s++)
+		tasks.push_back(task(ARK_T_DEQUANT, rows * s, rows * s + rows, 0, K, 0, 0));
+	CUDA_CHECK(cudaMemcpy(g_opp, &p, sizeof p, cudaMemcpyHostToDevice));
+	CUDA_CHECK(cudaMemcpy(g_tasks, tasks.data(), tasks.size() * sizeof(ark_task), cudaMemcpyHostToDevice));
+	unsigned long long *ns;
+	CUDA_CHECK(cudaMalloc(&ns, sms * sizeof *ns));
+	std::vector<unsigned long long> h(sms);
+	for (int rep = 0; rep < 3; rep++) { /* the last one counts */
+		tiles_kernel<<<sms, ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers, ns, nullptr);
+		CUDA_CHECK(cudaGetLastError());
+		CUDA_CHECK(cudaDeviceSynchronize());
+	}
+	CUDA_CHECK(cudaMemcpy(h.data(), ns, sms * sizeof *ns, cudaMemcpyDeviceToHost));
+	CUDA_CHECK(cudaFree(ns));
+	std::sort(h.begin(), h.end());
+	const double tile = (double)rows * (rowb + K * es), med = (double)h[sms / 2], worst = (double)h[sms - 1];
+	printf("# dequantize %s -> %s, %lld rows of K=%lld per SM (%.0f KiB read + written): median %.1f us = %.1f GB/s "
+	       "per SM, slowest %.1f us: %.2f TB/s over %d SMs\n",
+	       qname(qdt), dt_name[dt], (long long)rows, (long long)K, tile / 1024, med / 1e3, tile / med, worst / 1e3,
+	       tile * sms / worst / 1e3, sms);
+}
+
 /* ---- attention -------------------------------------------------------------------------------- */
 
 /* out [B, Sq, H*Dh] = attention(q, k [B, Skv, Hkv*Dh], v, mask [B, Skv] of mask_dt (-1: none)) in
@@ -1605,6 +1644,9 @@ int main(void)
 	cases_quant();
 	for (int qdt : {ARK_Q4_1, ARK_Q8_0}) /* the quantized stream's rate in bytes of blocks */
 		stream_rate(ARK_BF16, true, 4096, qdt);
+	for (int qdt : {ARK_Q4_1, ARK_Q8_0}) /* DEQUANT's rate, blocks in and values out */
+		for (int dt : {ARK_BF16, ARK_FP32})
+			dequant_rate(dt, qdt, 4096, 16);
 	for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++)
 		for (bool tb : {false, true})
 			stream_rate(dt, tb, dt == ARK_FP32 ? 2048 : 4096);
