@@ -93,7 +93,8 @@ enum ark_attr {
 	R(X, ROPE, "rope", 2, 2, 1, ARK_A(HEAD_DIM) | ARK_A(BASE) | ARK_A(ROTARY_DIM) | ARK_A(STYLE), 0, ref_rope) \
 	R(X, DECODE_ATTENTION, "decode_attention", 4, 4, 1, ARK_A(HEADS) | ARK_A(KV_HEADS) | ARK_A(SCALE), 0,  \
 	  ref_decode_attention)                                                                                 \
-	R(X, ARGMAX, "argmax", 1, 1, 1, 0, 0, ref_argmax)
+	R(X, ARGMAX, "argmax", 1, 1, 1, 0, 0, ref_argmax)                                                      \
+	R(X, DEQUANTIZE, "dequantize", 1, 1, 1, 0, 0, ref_dequantize)
 
 #define ARK_OP_ALL_(X, ...) X(__VA_ARGS__)
 #define ARK_OP_NO_REF_(X, id, name, min_in, max_in, n_out, attrs, flags, ref) \
@@ -117,7 +118,7 @@ enum ark_op_kind {
  * ids, masks or positions (codegen/graph.c: int32_ok); every computed tensor has one of the first
  * ARK_FLOAT_DTYPES dtypes but argmax's output (int32 indices). q4_1 and q8_0: GGUF's block-quantized
  * weights (blocks of 32 along the last axis; ark_model.h has their layouts), for weights only, read by
- * matmul (b, transpose_b) and embedding (the table). */
+ * matmul (b, transpose_b), embedding (the table) and dequantize (which makes an fp16, bf16 or fp32 copy). */
 #define DTYPE_LIST(X) X(FP16, "fp16") X(BF16, "bf16") X(FP32, "fp32") X(INT32, "int32") X(Q4_1, "q4_1") X(Q8_0, "q8_0")
 #define ARK_FLOAT_DTYPES 3 /* fp16, bf16, fp32: the dtypes ops compute in (templates, calibration) */
 #define ROLE_LIST(X) \

@@ -61,4 +61,10 @@
 			 ARK_THREADS * ARK_DEC_ROWS * 4)
 #define ARK_SMEM_ARGMAX (ARK_THREADS / 32 * 8)
 
+/* DEQUANT (op_quant.cuh): two buffers of a chunk of ARK_THREADS blocks (at most 34 bytes each, q8_0),
+ * each with room for the 16-byte boundary below the chunk's first block and the last 4-byte word read. */
+#define ARK_DQ_BLOCKS ARK_THREADS
+#define ARK_DQ_BUF_BYTES ((ARK_DQ_BLOCKS * 34 + 32 + 15) / 16 * 16)
+#define ARK_SMEM_DEQUANT (2 * ARK_DQ_BUF_BYTES)
+
 #endif

@@ -82,7 +82,10 @@ enum ark_span {
 	/* argmax: rows m0:m1 over columns k0:k1 (split `split`); one split: out, else partial (value, index) */  \
 	R(X, ARGMAX, ark_tile_argmax, ARK_SMEM_ARGMAX, ARK_SPAN_TILE_K, "argmax")                                \
 	/* argmax: rows m0:m1, the splits' partial (value, index) pairs merged into out */                      \
-	R(X, ARGMAX_COMBINE, ark_tile_argmax_combine, 0, ARK_SPAN_ROWS, "argmax combine")
+	R(X, ARGMAX_COMBINE, ark_tile_argmax_combine, 0, ARK_SPAN_ROWS, "argmax combine")                       \
+	/* dequantize: rows m0:m1 of out [M, N] (fp16, bf16, fp32) from the same rows of in[0] in blocks      \
+	 * (wdtype: q4_1, q8_0) */                                                                              \
+	R(X, DEQUANT, ark_tile_dequant, ARK_SMEM_DEQUANT, ARK_SPAN_ROWS, "dequantize")
 
 #define ARK_TMPL_ALL_(X, ...) X(__VA_ARGS__)
 #define ARK_TMPL_ID_(X, id, tile, smem, span, label) X(id)
@@ -158,7 +161,7 @@ struct ark_opp {
 	uint8_t flags;    /* ARK_OPP_* */
 	uint16_t act;     /* matmul, all_reduce: an op flagged ARK_OPF_ACTIVATION, applied after the bias; ARK_ACT_NONE: none */
 	uint8_t mask_dtype; /* ARK_OPP_MASK: enum ark_dtype of the mask in[1] (it may differ from dtype) */
-	uint8_t wdtype;   /* matmul: b's enum ark_dtype, embedding: the table's, when it is quantized (q4_1,
+	uint8_t wdtype;   /* matmul: b's enum ark_dtype, embedding: the table's, dequantize: in[0]'s, when it is quantized (q4_1,
 			   * q8_0; dtype is then a's, or the output's); 0 (fp16) otherwise */
 	uint32_t splits;  /* matmul split-K slices (1: none); EW_CHAIN: number of steps, which are the
 			   * params of the chain's ops, in order, in the entries right after this one */
@@ -181,7 +184,9 @@ struct ark_opp {
  * [H*T, S*(Dh + 2)]: row kvh*T*G + t*G + g (G = H/Hkv, query head kvh*G + g), columns s*(Dh+2): split s's
  * unnormalised output, then its running max (base 2) and sum.
  * ARGMAX's: in = {x [M, N]}, dtype x's, out int32 [M], splits = S column blocks; with S > 1, ws = fp32
- * [M, 2*S]: per split its largest value and its index (the int32's bits; -1: every value NaN). */
+ * [M, 2*S]: per split its largest value and its index (the int32's bits; -1: every value NaN).
+ * DEQUANTIZE's: in = {w in blocks}, wdtype = w's dtype, dtype = out's, out [M, N] (w viewed as M rows of N
+ * elements, N a multiple of 32). */
 /* ATTENTION's params in those fields: in = {q [B, Sq, H*Dh], k, v [B, Skv, Hkv*Dh]}, out [B, Sq, H*Dh],
  * M = Sq, N = H*Dh, K = Skv, f = scale, oshape = {B, H, Hkv, Dh}, flags ARK_OPP_CAUSAL and
  * ARK_OPP_MASK; with the mask: ws = its offset ([B, Skv]) and istride[0][0] = its enum ark_dtype.

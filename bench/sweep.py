@@ -14,7 +14,7 @@ usage:
 Models are single-GPU graphs over the op catalog of abi/ark_ops.h (matmul with and without bias and
 transpose_b, add, mul, scale, relu, gelu of both forms, silu, sigmoid, tanh, swiglu, softmax, layernorm,
 rmsnorm, l2_normalize, reduce_mean, attention, embedding, reshape, slice, transpose, concat, rope,
-decode_attention, argmax, and the state ops assign, advance, kv_append), made of
+decode_attention, argmax, dequantize, and the state ops assign, advance, kv_append), made of
 blocks: elementwise/row-op chains, diamonds, parallel branches joined by adds, MLP blocks (matmul,
 activation, matmul), GLU blocks (two matmuls, swiglu, matmul), residuals with a norm (pre- or
 post-norm), attention blocks (q, k and v transpose_b projections, attention with or without GQA,
@@ -30,7 +30,9 @@ M from 1 to 512, mostly 1-16 (batch-1 decode); widths from 32 to 4096, drawn as 
 multiples of 8, 16 or 64 and powers of two; 2-D [M, H] or 3-D [B, S, H] activations; broadcast
 operands [H] (bias-like), per-row [M, 1] / [B, S, 1] / [S, 1] / [B, 1, 1] and [1]; fp16, bf16 or fp32;
 at most 64 MiB of weights per model; transpose_b weights and embedding tables whose last dimension is
-a multiple of 32 are sometimes block-quantized (q4_1 or q8_0). Python 3 standard library only.
+a multiple of 32 are sometimes block-quantized (q4_1 or q8_0), a quantized matmul weight sometimes read
+through a dequantize op of the model file (a matmul of more than 16 rows gets one from arkgen
+anyway). Python 3 standard library only.
 """
 
 import argparse
@@ -246,6 +248,8 @@ class Model:
 		w = self.weight("w", [n, k] if tb else [k, n])
 		if tb:
 			self.quantize(w)
+		if w in self.tdtype and self.rng.chance(0.25):  # the float weight made by a dequantize op of its own
+			w = self.op("dequantize", [w])
 		ins = [x, w]
 		if bias if bias is not None else self.rng.chance(0.35):
 			ins.append(self.weight("b", [n]))
@@ -599,7 +603,7 @@ OP_PREFIX = {"rope": "rope", "decode_attention": "dec", "argmax": "amax","matmul
 	     "silu": "silu", "sigmoid": "sigm", "swiglu": "swiglu", "softmax": "smax", "layernorm": "ln", "rmsnorm": "rms",
 	     "tanh": "tanh", "reduce_mean": "mean", "l2_normalize": "l2n", "attention": "attn",
 	     "embedding": "emb", "reshape": "rs", "slice": "sl", "transpose": "tr", "concat": "cat",
-	     "kv_append": "kv", "assign": "asg", "advance": "adv"}
+	     "kv_append": "kv", "assign": "asg", "advance": "adv", "dequantize": "dq"}
 
 
 def view_shape(kind, s, attrs):

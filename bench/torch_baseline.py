@@ -17,8 +17,10 @@ Every variant is checked against eager on freshly drawn inputs (relative error o
 
 Weights of the block-quantized dtypes q4_1 and q8_0 (GGUF's blocks of 32) are drawn, quantised and
 dequantised once when the model is built, to the dtype their op computes in (a matmul's a, an
-embedding's output): PyTorch has no kernel for those blocks, so it runs those matmuls on the
-dequantised weight (which reads 3.2x (q4_1) or 1.9x (q8_0) the bytes from bf16), and says so.
+embedding's output, a dequantize's output): PyTorch has no kernel for those blocks, so it runs those
+matmuls on the dequantised weight (which reads 3.2x (q4_1) or 1.9x (q8_0) the bytes from bf16), and
+says so. A dequantize op (the ones arkgen inserts before a quantized matmul of more than 16 rows, or
+one of the model file) is then the weight itself, dequantised once at build: no work per forward.
 
 Exit status: 0 ok, 1 bad schedule or a failure of the eager run, 2 usage error, 77 no CUDA device.
 """
@@ -38,7 +40,7 @@ ARITY = {
 	"copy": (1, 1), "tanh": (1, 1), "reduce_mean": (1, 2), "l2_normalize": (1, 1), "attention": (3, 4),
 	"embedding": (2, 2), "reshape": (1, 1), "slice": (1, 1), "transpose": (1, 1), "concat": (1, 8),
 	"assign": (2, 2), "advance": (1, 1), "kv_append": (3, 3),
-	"rope": (2, 2), "decode_attention": (4, 4), "argmax": (1, 1),
+	"rope": (2, 2), "decode_attention": (4, 4), "argmax": (1, 1), "dequantize": (1, 1),
 }
 STATE_UPDATES = ("assign", "advance")  # ops without an output: they update their state in[0] in place
 ROPE_POS_RANGE = 8192  # positions drawn for a rope alone (runtime/ark.h: ARK_ROPE_POS_RANGE)
@@ -362,17 +364,19 @@ def load_graph(doc):
 
 def quantized_weights(tensors, steps):
 	"""A q4_1 or q8_0 weight gets "qdtype" (its blocks) and, as "dtype", the dtype it is dequantised
-	to: that of the op reading it (a matmul's a, an embedding's output); only those two read one."""
+	to: that of the op reading it (a matmul's a, an embedding's or a dequantize's output); only those
+	three read one."""
 	for kind, ins, out, attrs in steps:
 		for j, n in enumerate(ins):
 			t = tensors[n]
 			if t.get("qdtype", t["dtype"]) not in QDTYPES:
 				continue
-			if not (j == 1 and (kind == "embedding" or (kind == "matmul" and attrs.get("transpose_b")))):
+			if not ((j == 1 and (kind == "embedding" or (kind == "matmul" and attrs.get("transpose_b")))) or
+				(j == 0 and kind == "dequantize")):
 				raise GraphError("op %s reads the %s weight '%s' as input %d" % (kind, t.get("qdtype", t["dtype"]), n, j))
 			if "qdtype" not in t:
 				t["qdtype"] = t["dtype"]
-				t["dtype"] = tensors[out if kind == "embedding" else ins[0]]["dtype"]
+				t["dtype"] = tensors[out if kind in ("embedding", "dequantize") else ins[0]]["dtype"]
 	for n, t in tensors.items():
 		if t["dtype"] in QDTYPES:  # read by no op: dequantised to fp32
 			t["qdtype"], t["dtype"] = t["dtype"], "fp32"
@@ -480,6 +484,8 @@ def build_module(torch, g, device, gen):
 			y = _rope(torch, a, attrs)
 		elif kind == "decode_attention":
 			y = _decode_sdpa(torch, a, attrs)
+		elif kind == "dequantize":  # the weight, dequantised to this dtype when the module was built
+			y = x
 		elif kind == "argmax":  # (torch takes NaN as the largest; arkgen never picks it)
 			y = torch.argmax(x, dim=-1)
 			y = y.reshape(1) if y.dim() == 0 else y

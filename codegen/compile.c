@@ -90,7 +90,7 @@ int arkgen_compile(const char *path, const char *text, const struct arkgen_optio
 		return -1;
 	if (done(r, ARKGEN_PASS_LOAD))
 		return 0;
-	if (graph_check(&r->graph) < 0)
+	if (graph_check(&r->graph) < 0 || graph_lower_quant(&r->graph) < 0)
 		return -1;
 	r->n_model_tensors = r->graph.n_tensors;
 	if (done(r, ARKGEN_PASS_CHECK))

@@ -173,7 +173,7 @@ static void emit_header(const struct emitter *e)
 		dec |= x->tmpl == ARK_T_ROPE || x->tmpl == ARK_T_DECODE || x->tmpl == ARK_T_DECODE_COMBINE ||
 		       x->tmpl == ARK_T_ARGMAX || x->tmpl == ARK_T_ARGMAX_COMBINE;
 		const struct op *xo = &g->ops[x->op]; /* argmax computes in its input's dtype */
-		quant |= xo->n_in > 1 && ark_dtype_quantized(g->tensors[xo->in[1]].dtype);
+		quant |= (xo->n_in > 1 && ark_dtype_quantized(g->tensors[xo->in[1]].dtype)) || x->tmpl == ARK_T_DEQUANT;
 		const int dt = g->tensors[xo->kind == ARK_OP_ARGMAX ? xo->in[0] : xo->out[0]].dtype;
 		used[dt] = 1;
 		mma |= (x->tmpl == ARK_T_MATMUL || x->tmpl == ARK_T_MATMUL_PARTIAL) && x->m1 - x->m0 > ARK_MM_SMALL_M &&
@@ -466,10 +466,11 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 	const int mask = o->kind == ARK_OP_REDUCE_MEAN && o->n_in > 1 ? o->in[1]
 		       : o->kind == ARK_OP_ATTENTION && o->n_in > 3 ? o->in[3]
 								   : -1;
-	const int wdt = (o->kind == ARK_OP_MATMUL || o->kind == ARK_OP_EMBEDDING) &&
-				ark_dtype_quantized(g->tensors[o->in[1]].dtype)
-			? (int)g->tensors[o->in[1]].dtype
-			: -1;
+	const int wdt = o->kind == ARK_OP_DEQUANTIZE ? (int)g->tensors[o->in[0]].dtype
+			: (o->kind == ARK_OP_MATMUL || o->kind == ARK_OP_EMBEDDING) &&
+					ark_dtype_quantized(g->tensors[o->in[1]].dtype)
+				? (int)g->tensors[o->in[1]].dtype
+				: -1;
 	opp_head(&in, o->kind, dtype, flags, pl->act, mask >= 0 ? (int)g->tensors[mask].dtype : -1, wdt,
 		 (uint32_t)pl->splits);
 	for (int i = 0; i < o->n_in && i < 3; i++)

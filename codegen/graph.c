@@ -1337,6 +1337,16 @@ static int infer_shape(struct graph *g, struct op *o, int *nd, int64_t *shape)
 		return infer_decode_attention(g, o, nd, shape);
 	case ARK_OP_ARGMAX:
 		return infer_argmax(g, o, nd, shape);
+	case ARK_OP_DEQUANTIZE:
+		if (!ark_dtype_quantized(a->dtype)) {
+			diag_error(AT(o), "input '%s' of op '%s' (dequantize) is %s, expected a q4_1 or q8_0 weight",
+				   a->name, o->name, dtype_name[a->dtype]);
+			note_tensor(g, a);
+			diag_hint("dequantize reads block-quantized weights; '%s' is already %s: read it directly", a->name,
+				  dtype_name[a->dtype]);
+			return -1;
+		}
+		break;
 	default: /* unary: out has the shape of in[0] (scale, activations, softmax, copy) */
 		break;
 	}
@@ -1370,12 +1380,13 @@ static int check_quantized_input(const struct graph *g, const struct op *o, int 
 		diag_hint("store the weight as [N, K] (blocks of 32 along K, as GGUF does) and set transpose_b = true");
 		return -1;
 	}
-	if (o->kind == ARK_OP_EMBEDDING && j == 1)
+	if ((o->kind == ARK_OP_EMBEDDING && j == 1) || o->kind == ARK_OP_DEQUANTIZE)
 		return 0;
 	diag_error(AT(o), "input '%s' of op '%s' (%s) is %s, which %s does not take there", t->name, o->name, k,
 		   dtype_name[t->dtype], k);
 	note_tensor(g, t);
-	diag_hint("q4_1 and q8_0 weights are read by matmul (b, with transpose_b = true) and embedding (the table) only");
+	diag_hint("q4_1 and q8_0 weights are read by matmul (b, with transpose_b = true), embedding (the table) and "
+		  "dequantize only");
 	return -1;
 }
 

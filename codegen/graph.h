@@ -94,6 +94,12 @@ int cfg_load_string(struct graph *g, const char *path, const char *text);
 /* Resolve, infer shapes and dtypes, reject cycles, compute g->order. 0, or -1 after an error. */
 int graph_check(struct graph *g);
 
+/* After graph_check: every matmul whose b is q4_1 or q8_0 and whose a has more than ARK_MM_SMALL_M
+ * rows reads b through a new activation `<matmul>.b_dequant` of a's dtype, made by a new dequantize op
+ * placed right before it (lower_quant.c); matmuls that read the same b in the same dtype share the
+ * first one's. 0. */
+int graph_lower_quant(struct graph *g);
+
 void graph_free(struct graph *g);
 /* The tensor whose bytes t aliases through views (t itself if it is no view), and in *off (may be
  * NULL) t's first element's index in it. */

@@ -584,6 +584,30 @@ static void tile_embedding(struct tiling *s, int oi)
 	}
 }
 
+/* dequantize: ranges of whole rows of out [R, C] (w [R, C] in blocks of 32), about one per SM and
+ * at least 16 KiB of out each, so that a weight spreads over the GPU as an elementwise op does. */
+static void tile_dequantize(struct tiling *s, int oi)
+{
+	struct graph *g = s->g;
+	struct op *o = &g->ops[oi];
+	struct op_tiling *pl = &s->per_op[oi];
+	int w = o->in[0], out = o->out[0];
+	int64_t R = s->rows[out], C = s->cols[out], es = esize(s, out), wb = s->cols[w]; /* wb: bytes of a row of w */
+	int64_t T = imax(1, imin(imin(R, s->opt.sms), cdiv(R * C * es, 16384)));
+	int64_t tr = cdiv(R, T);
+	pl->tm = (int)imin(tr, INT32_MAX);
+	pl->tn = (int)imin(C, INT32_MAX);
+	for (int64_t r0 = 0; r0 < R; r0 += tr) {
+		int64_t r1 = imin(R, r0 + tr);
+		struct vcta *v = tiling_new_vcta(s, oi, oi, ARK_T_DEQUANT);
+		v->m0 = (uint32_t)r0, v->m1 = (uint32_t)r1, v->n0 = 0, v->n1 = (uint32_t)C;
+		vcta_add_read(v, w, r0, r1, 0, wb);
+		v->write = (struct region){out, r0, r1, 0, C};
+		v->flops = (double)(2 * (r1 - r0) * C);
+		v->bytes = (double)((r1 - r0) * (wb + es * C));
+	}
+}
+
 /* A view op: no vCTA (view.c places its result inside its input, or a concat's inputs inside its
  * result); one that copies (copy = true where it cannot be a view): ranges of out's elements, each
  * read from where the op's strides say (tile_strided). */
@@ -865,6 +889,7 @@ static void tile_argmax(struct tiling *s, int oi)
 #define TILER_ROPE tile_rope
 #define TILER_DECODE_ATTENTION tile_decode_attention
 #define TILER_ARGMAX tile_argmax
+#define TILER_DEQUANTIZE tile_dequantize
 
 typedef void tiler_fn(struct tiling *s, int oi);
 static tiler_fn *const tilers[] = {

@@ -915,6 +915,32 @@ static int ref_argmax(const struct ref_ctx *c)
 	return ARK_OK;
 }
 
+/* dequantize: out (fp16, bf16, fp32) = w's blocks dequantised, the same shape, each value rounded once
+ * to out's dtype. */
+static int ref_dequantize(const struct ref_ctx *c)
+{
+	const struct ark_tensor *w = in_t(c, 0), *o = out_t(c, 0);
+	char s1[96], s2[96];
+	int64_t N = last_dim(w), M = N ? ark_tensor_elems(w) / N : 0;
+	if (!ark_dtype_quantized(w->dtype) || N % ARK_QBLOCK || ark_dtype_quantized(o->dtype) || o->dtype == ARK_INT32 ||
+	    o->ndim != w->ndim || memcmp(o->shape, w->shape, sizeof(int64_t) * (size_t)w->ndim))
+		return REF_ERR(c, "input '%s' (%s %s) and output '%s' (%s %s) do not fit", tname(w),
+			       ark_dtype_name(w->dtype), shape_str(s1, sizeof s1, w), tname(o), ark_dtype_name(o->dtype),
+			       shape_str(s2, sizeof s2, o));
+	float *row = malloc((size_t)N * sizeof *row);
+	if (!row)
+		return REF_ERR(c, "out of memory");
+	const size_t rb = (size_t)ark_row_bytes(w->dtype, N);
+	int rc = ARK_OK;
+	for (int64_t r = 0; r < M && !rc; r++) {
+		rc = ark_dequant_row((const char *)in_b(c, 0) + (size_t)r * rb, w->dtype, N, row);
+		for (int64_t e = 0; e < N && !rc; e++)
+			ark_set(out_b(c, 0), o->dtype, r * N + e, row[e]);
+	}
+	free(row);
+	return rc ? ARK_ERR : ARK_OK;
+}
+
 /* The reference of every op, from OP_CATALOG: an op without one does not compile. */
 static int (*const ref_of[ARK_OP__COUNT])(const struct ref_ctx *c) = {
 #define X(id, name, min_in, max_in, n_out, attrs, flags, ref) [ARK_OP_##id] = ref,
@@ -941,10 +967,12 @@ int ark_ref_op(const struct ark_op *op, const struct ark_tensor *tensors, void *
 		if (tensors[t].ndim < 1 || tensors[t].ndim > ARK_MAX_DIMS || tensors[t].dtype >= ARK_DTYPE__COUNT)
 			return REF_ERR(&c, "tensor '%s' has %d dimensions and dtype %d", tname(&tensors[t]),
 				       tensors[t].ndim, tensors[t].dtype);
-		/* block-quantized: only matmul's b and embedding's table */
+		/* block-quantized: only matmul's b, embedding's table and dequantize's input */
 		if (ark_dtype_quantized(tensors[t].dtype) &&
-		    !(i == 1 && (op->kind == ARK_OP_MATMUL || op->kind == ARK_OP_EMBEDDING)))
-			return REF_ERR(&c, "tensor '%s' is %s, which only b of a matmul and the table of an embedding may be",
+		    !(i == 1 && (op->kind == ARK_OP_MATMUL || op->kind == ARK_OP_EMBEDDING)) &&
+		    !(i == 0 && op->kind == ARK_OP_DEQUANTIZE))
+			return REF_ERR(&c, "tensor '%s' is %s, which only b of a matmul, the table of an embedding and the "
+				       "input of a dequantize may be",
 				       tname(&tensors[t]), ark_dtype_name(tensors[t].dtype));
 	}
 	return ref_of[op->kind](&c);

@@ -1,4 +1,4 @@
-// op_quant.cuh: block-quantized weights (q4_1, q8_0) on the device: matmul tiles that dequantise b inside the weight-streaming loop, and embedding rows of a quantized table.
+// op_quant.cuh: block-quantized weights (q4_1, q8_0) on the device: matmul tiles that dequantise b inside the weight-streaming loop, embedding rows of a quantized table, and dequantize tiles (a weight to fp16, bf16 or fp32).
 #ifndef OP_QUANT_CUH
 #define OP_QUANT_CUH
 
@@ -364,7 +364,120 @@ __device__ __forceinline__ void ark_embedding_q_tile(const ark_opp &p, const ark
 	}
 }
 
+/* ---- dequantize: rows of a weight in blocks to fp16, bf16 or fp32 -------------------------------
+ * Rows m0:m1 of out [M, N] from the same rows of w [M, N] in blocks (N % 32 == 0): blocks j0:j1 =
+ * m0 N/32 : m1 N/32 of w, contiguous, and elements 32 j0 : 32 j1 of out, contiguous. Chunks of
+ * ARK_DQ_BLOCKS blocks go by 16-byte cp.async, from the 16-byte boundary below the chunk, into one of
+ * two shared buffers (the next chunk in flight while this one is dequantised). A unit is 8 elements,
+ * a quarter of a block: thread i takes units i, i + ARK_THREADS, ..., so a warp's 16-byte stores
+ * are consecutive. Each value is d * q + m (q8_0: d * q) in fp32, rounded once to T, as the CPU
+ * reference (runtime/quant.c) computes it: no fused multiply-add. */
+
+/* Unit qq (0..3: elements 8 qq .. 8 qq + 7) of the block at shared-window address o (q4_1: o % 4 == 0;
+ * q8_0: o % 2 == 0) as 8 floats. */
+template <int QT> __device__ __forceinline__ void ark_dq_unit(uint32_t o, int qq, float (&v)[8])
+{
+	float q[8], d, mn = 0.0f;
+	if constexpr (QT == ARK_Q4_1) {
+		/* elements 0..15: low nibbles of bytes 0..15, 16..31: their high nibbles */
+		const uint32_t w0 = ark_q_lds32(o);
+		d = ark_q_h2f(w0), mn = ark_q_h2f(w0 >> 16);
+		const uint32_t a = o + 4 + 8 * (qq & 1), sh = 4 * (qq >> 1);
+		ark_q_bytes_f((ark_q_lds32(a) >> sh) & 0x0f0f0f0fu, 8388608.0f, &q[0]);
+		ark_q_bytes_f((ark_q_lds32(a + 4) >> sh) & 0x0f0f0f0fu, 8388608.0f, &q[4]);
+	} else {
+		/* d at o, the unit's 8 int8 at o + 2 + 8 qq: two words, 2 or 0 bytes into the aligned ones */
+		d = ark_q_h2f(ark_q_lds32(o & ~3u) >> ((o & 2u) * 8u));
+		const uint32_t a = o + 2 + 8 * qq, base = a & ~3u, hi = (a & 2u) * 8u;
+		const uint32_t w0 = ark_q_lds32(base), w1 = ark_q_lds32(base + 4), w2 = ark_q_lds32(base + 8);
+		ark_q_bytes_f(__funnelshift_rc(w0, w1, hi) ^ 0x80808080u, 8388736.0f, &q[0]);
+		ark_q_bytes_f(__funnelshift_rc(w1, w2, hi) ^ 0x80808080u, 8388736.0f, &q[4]);
+	}
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+		v[i] = QT == ARK_Q4_1 ? __fadd_rn(__fmul_rn(d, q[i]), mn) : __fmul_rn(d, q[i]);
+}
+
+template <typename T, int QT>
+__device__ void ark_dequant_rows(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+{
+	constexpr int BB = ark_qblk<QT>::bytes, VEC = ark_dt<T>::vec;
+	const char *w = e.arena + p.in[0];
+	T *out = reinterpret_cast<T *>(e.arena + p.out);
+	if (!ark_aligned16(w) || p.N % 32)
+		__trap(); /* w is a weight, never a view: arkgen places it 256-byte aligned, its rows whole blocks */
+	const bool ovec = ark_aligned16(out); /* out may be a view inside another tensor (a concat's part) */
+	const int64_t j0 = (int64_t)t.m0 * (p.N / 32), j1 = (int64_t)t.m1 * (p.N / 32);
+	const int tid = threadIdx.x;
+	char *buf = e.smem; /* [2][ARK_DQ_BUF_BYTES] */
+	const uint32_t buf_s = (uint32_t)__cvta_generic_to_shared(buf);
+
+	/* blocks c0 .. c0 + ARK_DQ_BLOCKS (at most j1) into buffer b; a commit group even when empty */
+	auto issue = [&](int64_t c0, int b) {
+		if (c0 < j1) {
+			const int64_t lo = c0 * BB, a0 = lo & ~(int64_t)15;
+			const int64_t end = min(c0 + ARK_DQ_BLOCKS, j1) * BB;
+			const int nv = (int)((end - a0 + 15) / 16);
+			for (int v = tid; v < nv; v += ARK_THREADS) {
+				const int64_t at = a0 + 16 * (int64_t)v;
+				ark_cp_async16(buf + b * ARK_DQ_BUF_BYTES + 16 * v, w + at, (int)min((int64_t)16, end - at));
+			}
+		}
+		ark_cp_commit();
+	};
+	issue(j0, 0);
+	int b = 0;
+#pragma unroll 1
+	for (int64_t c0 = j0; c0 < j1; c0 += ARK_DQ_BLOCKS, b ^= 1) { /* uniform */
+		issue(c0 + ARK_DQ_BLOCKS, b ^ 1); /* that buffer was last read before the barrier below */
+		ark_cp_wait<1>();                 /* this thread's copies of chunk c0 have landed */
+		__syncthreads();                  /* ... and every thread's */
+		const int nb = (int)min((int64_t)ARK_DQ_BLOCKS, j1 - c0);
+		const uint32_t first = buf_s + (uint32_t)(b * ARK_DQ_BUF_BYTES) + (uint32_t)((c0 * BB) & 15);
+		for (int u = tid; u < 4 * nb; u += ARK_THREADS) {
+			float v[8];
+			ark_dq_unit<QT>(first + (uint32_t)((u >> 2) * BB), u & 3, v);
+			T *dst = out + (c0 * 32 + 8 * (int64_t)u); /* unit u of the chunk: 8 elements from 8 u */
+			if (ovec) {
+#pragma unroll
+				for (int i = 0; i < 8; i += VEC)
+					ark_st16(dst + i, ark_pack<T>(v + i));
+			} else {
+#pragma unroll
+				for (int i = 0; i < 8; i++)
+					dst[i] = ark_from_f<T>(v[i]);
+			}
+		}
+		__syncthreads(); /* buffer b read by all before the next iteration's issue into it */
+	}
+	ark_cp_wait<0>();
+}
+
+struct ark_tile_dequant {
+	static constexpr bool per_dtype = true;
+	template <typename T>
+	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+	{
+		if (p.wdtype == ARK_Q4_1)
+			ark_dequant_rows<T, ARK_Q4_1>(p, t, e);
+		else
+			ark_dequant_rows<T, ARK_Q8_0>(p, t, e);
+	}
+};
+/* a buffer holds the 16-byte vectors of a chunk (up to 15 bytes before its first block) and the word
+ * past the last block that a q8_0 unit's third load may read */
+static_assert(15 + ARK_DQ_BLOCKS * 34 + 15 <= ARK_DQ_BUF_BYTES && 15 + ARK_DQ_BLOCKS * 34 + 4 <= ARK_DQ_BUF_BYTES &&
+		      2 * ARK_DQ_BUF_BYTES <= ARK_SMEM_DEQUANT,
+	      "dequantize: no room for two chunks of blocks");
+
 #else /* !ARK_TILES_QUANT */
+
+/* a build without quantized paths: ark_tile returns false for DEQUANT tasks, as for a missing dtype */
+struct ark_tile_dequant {
+	static constexpr bool per_dtype = false;
+	static __device__ __forceinline__ void run(const ark_opp &, const ark_task &, const ark_tile_env &) {}
+};
+template <> constexpr bool ark_tile_left_out<ark_tile_dequant> = true;
 
 template <typename T>
 __device__ void ark_mmq_sub(const ark_mm &, int, int, int, int, int, int, char *)

@@ -533,9 +533,108 @@ static void case_embedding_q(int dt, int qdt, int64_t n, int64_t V, int64_t D, i
 	verdict(c, io, want.data(), dt == ARK_FP32 ? 1e-6 : 1e-2, guards, why);
 }
 
+/* out [R, N] (dt) = w [R, N] in qdt blocks, dequantised by DEQUANT tasks of rows_per rows each (fresh
+ * random blocks, out poisoned; skew: out off a 16-byte boundary, element stores). Against the reference
+ * dequantize: each value d * q + m in fp32, rounded once. */
+static void case_dequant(int dt, int qdt, int64_t R, int64_t N, int64_t rows_per, int skew = 0)
+{
+	char d[200];
+	snprintf(d, sizeof d, "dequantize %s [%lld, %lld] -> %s, %lld rows a task%s", qname(qdt), (long long)R,
+		 (long long)N, dt_name[dt], (long long)rows_per, skew ? ", out misaligned" : "");
+	tcase c;
+	c.desc = d;
+	const int iw = c.add("w", qdt, {R, N}, false);
+	const int io = c.add("out", dt, {R, N}, true, skew);
+	upload(c, 1.0f);
+	ark_opp p = opp_base(ARK_OP_DEQUANTIZE, dt);
+	p.wdtype = (uint8_t)qdt;
+	p.in[0] = c.t[iw].offset, p.out = c.t[io].offset;
+	p.M = R, p.N = N;
+	std::vector<ark_task> tasks;
+	for (int64_t r0 = 0; r0 < R; r0 += rows_per)
+		tasks.push_back(task(ARK_T_DEQUANT, r0, r0 + rows_per < R ? r0 + rows_per : R, 0, N, 0, 0));
+	launch(p, tasks, d);
+	std::string why;
+	bool guards = download(c, why);
+	std::vector<unsigned char> want(c.t[io].bytes);
+	std::vector<void *> bufs;
+	for (auto &h : c.host)
+		bufs.push_back(h.data());
+	bufs[io] = want.data();
+	ref_or_bail(op_base(ARK_OP_DEQUANTIZE, {iw}, io), c, bufs);
+	/* the same fp32 arithmetic rounded once: at most an ulp of the output's dtype apart (a host compiler
+	 * that fuses d * q + m into one rounding) */
+	verdict(c, io, want.data(), dt == ARK_FP32 ? 1e-6 : dt == ARK_BF16 ? 8e-3 : 1e-3, guards, why);
+}
+
+/* A quantized matmul of M > ARK_MM_SMALL_M rows as arkgen lowers it (codegen/lower_quant.c): DEQUANT
+ * tasks of b [N, K] into a buffer of a's dtype, then MATMUL tiles (tm, tn) of out = a . buffer^T (+ bias,
+ * act) on the ordinary paths (tensor cores for fp16/bf16). Against the reference of the one quantized
+ * matmul (b dequantised exactly), outputs and buffer poisoned. */
+static void case_matmul_q_lowered(int dt, int qdt, int64_t M, int64_t N, int64_t K, bool bias, int act, int tm, int tn,
+				  int64_t dq_rows)
+{
+	char d[256];
+	snprintf(d, sizeof d, "matmul %s x %s M=%lld N=%lld K=%lld lowered: dequantize (%lld rows a task) + matmul "
+		 "tile %dx%d%s act=%s", dt_name[dt], qname(qdt), (long long)M, (long long)N, (long long)K,
+		 (long long)dq_rows, tm, tn, bias ? " bias" : "", act_name(act));
+	tcase c;
+	c.desc = d;
+	const int ia = c.add("a", dt, {M, K}, false);
+	const int ib = c.add("b", qdt, {N, K}, false);
+	const int ibias = bias ? c.add("bias", dt, {N}, false) : -1;
+	const int ibd = c.add("b_dequant", dt, {N, K}, true);
+	const int io = c.add("out", dt, {M, N}, true);
+	upload(c, 1.0f);
+
+	ark_opp q = opp_base(ARK_OP_DEQUANTIZE, dt);
+	q.wdtype = (uint8_t)qdt;
+	q.in[0] = c.t[ib].offset, q.out = c.t[ibd].offset;
+	q.M = N, q.N = K;
+	std::vector<ark_task> dq;
+	for (int64_t r0 = 0; r0 < N; r0 += dq_rows)
+		dq.push_back(task(ARK_T_DEQUANT, r0, r0 + dq_rows < N ? r0 + dq_rows : N, 0, K, 0, 0));
+	launch(q, dq, "  dequantize");
+
+	ark_opp p = opp_base(ARK_OP_MATMUL, dt);
+	p.flags = ARK_OPP_TRANSPOSE_B | (bias ? ARK_OPP_BIAS : 0);
+	p.act = (uint16_t)act;
+	p.in[0] = c.t[ia].offset, p.in[1] = c.t[ibd].offset, p.in[2] = bias ? c.t[ibias].offset : 0;
+	p.out = c.t[io].offset;
+	p.M = M, p.N = N, p.K = K;
+	std::vector<ark_task> tasks;
+	for (int64_t m0 = 0; m0 < M; m0 += tm)
+		for (int64_t n0 = 0; n0 < N; n0 += tn)
+			tasks.push_back(task(ARK_T_MATMUL, m0, m0 + tm < M ? m0 + tm : M, n0, n0 + tn < N ? n0 + tn : N, 0, K));
+	launch(p, tasks, d);
+	std::string why;
+	bool guards = download(c, why);
+
+	std::vector<unsigned char> want(c.t[io].bytes), want2(c.t[io].bytes);
+	const int itmp = c.add("act_out", dt, {M, N}, true);
+	std::vector<void *> bufs;
+	for (auto &h : c.host)
+		bufs.push_back(h.data());
+	bufs[io] = want.data();
+	bufs[itmp] = want2.data();
+	std::vector<int> ins = {ia, ib};
+	if (bias)
+		ins.push_back(ibias);
+	ark_op op = op_base(ARK_OP_MATMUL, ins, io);
+	op.transpose_b = 1;
+	ref_or_bail(op, c, bufs);
+	const void *w = want.data();
+	if (act != ARK_ACT_NONE) {
+		ref_or_bail(op_base(act, {io}, itmp), c, bufs);
+		w = want2.data();
+	}
+	verdict(c, io, w, dt == ARK_FP32 ? 1e-5 : 1e-2, guards, why);
+}
+
 /* Every quantized case: matmul M = 1, 3, 16, 40 x N = 1, 7, 576, 1536 x K = 32, 576, 1536, 8192 for
  * both dtypes, the activation dtype, bias, activation and tile width drawn in turn; split-K; a
- * misaligned a (a view); embeddings. */
+ * misaligned a (a view); embeddings; dequantize tiles and quantized matmuls of more rows lowered to
+ * dequantize + matmul. */
 static void cases_quant(void)
 {
 	int i = 0;
@@ -562,6 +661,19 @@ static void cases_quant(void)
 			case_embedding_q(dt, qdt, 64, 49152, 576, 16);
 			case_embedding_q(dt, qdt, 33, 50, 64, 5, 50);
 			case_embedding_q(dt, qdt, 33, 50, 64, 4, -7);
+			/* dequantize: odd row counts, one block a row, rows split unevenly, chunks of more than
+			 * ARK_DQ_BLOCKS blocks, an output off its 16-byte boundary */
+			case_dequant(dt, qdt, 1, 32, 1);
+			case_dequant(dt, qdt, 77, 160, 20);
+			case_dequant(dt, qdt, 7, 96, 3);
+			case_dequant(dt, qdt, 397, 576, 13);
+			case_dequant(dt, qdt, 129, 4096, 129);
+			case_dequant(dt, qdt, 33, 8192, 5);
+			case_dequant(dt, qdt, 61, 224, 8, dt == ARK_FP32 ? 4 : 2);
+			/* a quantized matmul of more than 16 rows, lowered: 17, 100 and 397 rows */
+			case_matmul_q_lowered(dt, qdt, 17, 77, 160, true, ARK_ACT_NONE, 17, 64, 20);
+			case_matmul_q_lowered(dt, qdt, 100, 576, 1536, false, ARK_OP_SILU, 64, 128, 9);
+			case_matmul_q_lowered(dt, qdt, 397, 448, 2048, true, ARK_OP_GELU, 128, 128, 7);
 		}
 }
 
@@ -758,6 +870,45 @@ static void stream_rate(int dt, bool tb, int64_t K, int qdt = -1)
 	       "slowest %.1f us: %.2f TB/s over %d SMs\n",
 	       dt_name[dt], tb ? "[N,K]" : "[K,N]", qdt >= 0 ? " of " : "", qdt >= 0 ? qname(qdt) : "", (long long)K,
 	       tile / 1024, med / 1e3, tile / med, worst / 1e3, tile * sms / worst / 1e3, sms);
+}
+
+/* DEQUANT's rate: one task per SM of `rows` rows of a qdt weight [rows * SMs, K] into dt, every SM at
+ * once (zero blocks: valid), timed per tile; bytes of blocks read plus bytes of out written. */
+static void dequant_rate(int dt, int qdt, int64_t K, int64_t rows)
+{
+	int sms = 0;
+	CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+	const int64_t R = rows * sms, es = ark_dtype_size(dt), rowb = ark_row_bytes(qdt, K);
+	const uint64_t woff = 1u << 20, wbytes = (uint64_t)R * rowb, obytes = (uint64_t)R * K * es;
+	if (woff + wbytes + obytes + 256 > ARENA_BYTES)
+		return;
+	ark_opp p = opp_base(ARK_OP_DEQUANTIZE, dt);
+	p.wdtype = (uint8_t)qdt;
+	p.in[0] = woff;
+	p.out = (woff + wbytes + 255) / 256 * 256;
+	p.M = R, p.N = K;
+	CUDA_CHECK(cudaMemset(g_arena, 0, p.out + obytes));
+	std::vector<ark_task> tasks;
+	for (int s = 0; s < sms; s++)
+		tasks.push_back(task(ARK_T_DEQUANT, rows * s, rows * s + rows, 0, K, 0, 0));
+	CUDA_CHECK(cudaMemcpy(g_opp, &p, sizeof p, cudaMemcpyHostToDevice));
+	CUDA_CHECK(cudaMemcpy(g_tasks, tasks.data(), tasks.size() * sizeof(ark_task), cudaMemcpyHostToDevice));
+	unsigned long long *ns;
+	CUDA_CHECK(cudaMalloc(&ns, sms * sizeof *ns));
+	std::vector<unsigned long long> h(sms);
+	for (int rep = 0; rep < 3; rep++) { /* the last one counts */
+		tiles_kernel<<<sms, ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers, ns, nullptr);
+		CUDA_CHECK(cudaGetLastError());
+		CUDA_CHECK(cudaDeviceSynchronize());
+	}
+	CUDA_CHECK(cudaMemcpy(h.data(), ns, sms * sizeof *ns, cudaMemcpyDeviceToHost));
+	CUDA_CHECK(cudaFree(ns));
+	std::sort(h.begin(), h.end());
+	const double tile = (double)rows * (rowb + K * es), med = (double)h[sms / 2], worst = (double)h[sms - 1];
+	printf("# dequantize %s -> %s, %lld rows of K=%lld per SM (%.0f KiB read + written): median %.1f us = %.1f GB/s "
+	       "per SM, slowest %.1f us: %.2f TB/s over %d SMs\n",
+	       qname(qdt), dt_name[dt], (long long)rows, (long long)K, tile / 1024, med / 1e3, tile / med, worst / 1e3,
+	       tile * sms / worst / 1e3, sms);
 }
 
 /* ---- attention -------------------------------------------------------------------------------- */
@@ -1241,6 +1392,9 @@ int main(void)
 	cases_quant();
 	for (int qdt : {ARK_Q4_1, ARK_Q8_0}) /* the quantized stream's rate in bytes of blocks */
 		stream_rate(ARK_BF16, true, 4096, qdt);
+	for (int qdt : {ARK_Q4_1, ARK_Q8_0}) /* DEQUANT's rate, blocks in and values out */
+		for (int dt : {ARK_BF16, ARK_FP32})
+			dequant_rate(dt, qdt, 4096, 16);
 	for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++)
 		for (bool tb : {false, true})
 			stream_rate(dt, tb, dt == ARK_FP32 ? 2048 : 4096);

@@ -3,7 +3,8 @@
 # a seed from the clock (printed; SWEEP_SEED=S replays it): arkgen accepts each one without a warning
 # and predicts its latency, its weights stay under 64 MiB, bench/torch_baseline.py can read its
 # schedule; the same seed gives the same bytes, --index replays one model, and the fixed draw covers
-# the whole single-GPU op catalog, every dtype (q4_1 and q8_0 weights too), transpose_b, biases, 3-D and broadcast operands,
+# the whole single-GPU op catalog, every dtype (q4_1 and q8_0 weights too, a quantized matmul of more than 16
+# rows among them), transpose_b, biases, 3-D and broadcast operands,
 # M <= 16 and M > 128, and widths that are primes and not multiples of 8. No nvcc, no GPU.
 ARKGEN=${ARKGEN:-build/arkgen}
 PYTHON=${PYTHON:-python3}
@@ -22,6 +23,7 @@ accepted() {
 	rm -f "$tmp/m.json"
 	"$ARKGEN" "$1" -o "$tmp/m.cu" --schedule "$tmp/m.json" >"$tmp/out" 2>"$tmp/err"
 	rc=$?
+	case $1 in "$tmp/a/"*) grep -q '\.b_dequant' "$tmp/m.cu" && : >"$tmp/bdq" ;; esac
 	if [ $rc -ne 0 ] || ! grep -q 'predicted latency [0-9.]* us' "$tmp/out" || [ -s "$tmp/err" ]; then
 		echo "# arkgen $1: exit status $rc"
 		sed 's/^/#   /' "$tmp/err" "$tmp/out" | head -n 20
@@ -73,7 +75,7 @@ usage_error() { "$PYTHON" bench/sweep.py gen --count 3 --out "$tmp/e" 2>/dev/nul
 
 # the single-GPU ops of the catalog (abi/ark_ops.h: every row not flagged ARK_OPF_COMM)
 ops=$(sh scripts/catalog-names.sh OP_ROWS ARK_OPF_COMM | tr '\n' ' ')
-echo "1..$((8 + 2 * (NFIX + NCLK) + 3 + $(echo $ops | wc -w) + 11))"
+echo "1..$((8 + 2 * (NFIX + NCLK) + 3 + $(echo $ops | wc -w) + 12))"
 echo "# fixed seed $FIXED, clock seed $CLOCK (replay: SWEEP_SEED=$CLOCK tests/sweep.sh, or"
 echo "#   bench/sweep.py gen --seed $CLOCK --count $NCLK --out DIR)"
 
@@ -119,3 +121,4 @@ check "fixed draw: a matmul width that is not a multiple of 8" widths "d % 8 != 
 for dt in q4_1 q8_0; do
 	check "fixed draw: a $dt weight" have "a $dt weight" "role = \"weight\"; dtype = \"$dt\";"
 done
+check "fixed draw: a quantized matmul of more than 16 rows (arkgen's <op>.b_dequant)" test -e "$tmp/bdq"

@@ -1125,6 +1125,43 @@ static void test_decode_ops(void **state)
 	graph_free(&g);
 }
 
+/* dequantize: out has w's shape (3-D too), in the dtype declared for it, else the top-level one; a
+ * q8_0 matmul of 30 rows reads its b through m.b_dequant, a bf16 [7, 64] activation made by a
+ * dequantize of the same name, and so does a second one of that b (the check pass lowers them,
+ * once: again, nothing changes) */
+static void test_dequantize(void **state)
+{
+	struct graph g;
+	assert_int_equal(load(&g, HEAD "dtype = \"bf16\";\n"
+				  "tensors = ( { name = \"w\"; shape = [2, 40, 96]; role = \"weight\"; dtype = \"q4_1\"; },\n"
+				  "  { name = \"v\"; shape = [7, 64]; role = \"weight\"; dtype = \"q8_0\"; },\n"
+				  "  { name = \"x\"; shape = [30, 64]; role = \"input\"; },\n"
+				  "  { name = \"wf\"; role = \"output\"; dtype = \"fp32\"; }, { name = \"y\"; role = \"output\"; },\n"
+				  "  { name = \"y2\"; role = \"output\"; } );\n"
+				  "ops = ( { name = \"d\"; op = \"dequantize\"; in = [\"w\"]; out = \"wf\"; },\n"
+				  "  { name = \"m\"; op = \"matmul\"; transpose_b = true; in = [\"x\", \"v\"]; out = \"y\"; },\n"
+				  "  { name = \"m2\"; op = \"matmul\"; transpose_b = true; in = [\"x\", \"v\"]; out = \"y2\"; } );\n"),
+			 0);
+	SHAPE(T(&g, "wf"), 2, 40, 96);
+	assert_int_equal(T(&g, "wf")->dtype, ARK_FP32);
+	for (int pass = 0; pass < 2; pass++) {
+		assert_int_equal(g.n_ops, 4); /* m2 reads v through the same activation as m */
+		assert_int_equal(g.n_tensors, 7);
+		assert_int_equal(graph_find_op(&g, "m2.b_dequant"), -1);
+		assert_int_equal(O(&g, "m2")->in[1], graph_find_tensor(&g, "m.b_dequant"));
+		assert_int_equal(T(&g, "m.b_dequant")->n_readers, 2);
+		assert_int_equal(T(&g, "v")->n_readers, 1);
+		SHAPE(T(&g, "m.b_dequant"), 7, 64);
+		assert_int_equal(T(&g, "m.b_dequant")->dtype, ARK_BF16);
+		assert_int_equal(T(&g, "m.b_dequant")->role, ARK_ROLE_ACTIVATION);
+		assert_int_equal(O(&g, "m")->in[1], graph_find_tensor(&g, "m.b_dequant"));
+		assert_int_equal(O(&g, "m.b_dequant")->kind, ARK_OP_DEQUANTIZE);
+		assert_int_equal(O(&g, "m.b_dequant")->in[0], graph_find_tensor(&g, "v"));
+		assert_int_equal(graph_lower_quant(&g), 0);
+	}
+	graph_free(&g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1136,6 +1173,7 @@ int main(void)
 		cmocka_unit_test(test_collectives),
 		cmocka_unit_test(test_attention_shapes),
 		cmocka_unit_test(test_decode_ops),
+		cmocka_unit_test(test_dequantize),
 		cmocka_unit_test(test_topological_order),
 		cmocka_unit_test(test_cycle),
 		cmocka_unit_test(test_dtype_and_gpu_inheritance),

@@ -801,7 +801,8 @@ static void test_quant_ops(void **state)
 		struct ark_op add = {.name = "s", .kind = ARK_OP_ADD, .n_in = 2, .n_out = 1, .in = {0, 1}, .out = {2}};
 		struct ark_tensor t3[3] = {tens("x", dt, 1, SHAPE(64)), T32("y", 64), T32("z", 64)};
 		assert_int_equal(ark_ref_op(&add, t3, (void *[]){b, a, a + 64}), ARK_ERR);
-		assert_non_null(strstr(ark_last_error(), "only b of a matmul and the table of an embedding"));
+		assert_non_null(strstr(ark_last_error(), "only b of a matmul, the table of an embedding and the input of a "
+							 "dequantize"));
 
 		/* embedding of the table [2, 64] into fp32 and bf16: rows dequantised, rounded once */
 		int32_t ids[3] = {1, 0, 1};
@@ -826,6 +827,28 @@ static void test_quant_ops(void **state)
 			assert_true(e16[64 + k] == ark_float_to_bf16((float)row[0][k]));
 		ids[2] = 2;
 		assert_int_equal(ark_ref_op(&emb, te, (void *[]){ids, b, e16}), ARK_ERR);
+
+		/* dequantize of the same [2, 64] blocks: into fp32 the values exactly, into bf16 and fp16
+		 * each rounded once; a float input, or an output of another shape, is an error */
+		struct ark_tensor td[2] = {tens("w", dt, 2, SHAPE(2, 64)), T32("out", 2, 64)};
+		struct ark_op dq = {.name = "dq", .kind = ARK_OP_DEQUANTIZE, .n_in = 1, .n_out = 1, .in = {0}, .out = {1}};
+		memset(e32, 0xff, sizeof e32);
+		assert_int_equal(ark_ref_op(&dq, td, (void *[]){b, e32}), ARK_OK);
+		assert_near(e32, row[0], 64, 0);
+		assert_near(e32 + 64, row[1], 64, 0);
+		td[1] = tens("out", ARK_BF16, 2, SHAPE(2, 64));
+		assert_int_equal(ark_ref_op(&dq, td, (void *[]){b, e16}), ARK_OK);
+		for (int k = 0; k < 128; k++)
+			assert_true(e16[k] == ark_float_to_bf16((float)row[k / 64][k % 64]));
+		td[1] = tens("out", ARK_FP16, 2, SHAPE(2, 64));
+		assert_int_equal(ark_ref_op(&dq, td, (void *[]){b, e16}), ARK_OK);
+		for (int k = 0; k < 128; k++)
+			assert_true(e16[k] == ark_float_to_half((float)row[k / 64][k % 64]));
+		td[1] = tens("out", ARK_FP16, 2, SHAPE(64, 2));
+		assert_int_equal(ark_ref_op(&dq, td, (void *[]){b, e16}), ARK_ERR);
+		assert_non_null(strstr(ark_last_error(), "do not fit"));
+		struct ark_tensor tf[2] = {T32("w", 2, 64), T32("out", 2, 64)};
+		assert_int_equal(ark_ref_op(&dq, tf, (void *[]){a, e32}), ARK_ERR);
 	}
 }
 

@@ -317,6 +317,86 @@ static void test_matmul_quant(void **state)
 	assert_true(us[1] / us[0] < 0.5);
 }
 
+/* A quantized matmul of more than ARK_MM_SMALL_M rows (a's leading dimensions folded) becomes a
+ * dequantize op `<op>.b_dequant` into an activation [N, K] of a's dtype, right before the matmul in the
+ * order, cut into DEQUANT tiles of whole rows that cover b once; the matmul reads that activation on
+ * the tensor cores. 16 rows keep the one streaming matmul. A name already taken gets a number. */
+static void test_matmul_quant_rows(void **state)
+{
+	(void)state;
+	static const struct { const char *shape, *q, *adt; int lowered; } c[] = {
+		{"[16, 576]", "q4_1", "bf16", 0},    {"[17, 576]", "q4_1", "bf16", 1}, {"[1, 17, 576]", "q8_0", "fp16", 1},
+		{"[397, 576]", "q8_0", "bf16", 1}, {"[2, 8, 576]", "q8_0", "bf16", 0}, {"[40, 576]", "q4_1", "fp32", 1},
+	};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		char t[768];
+		snprintf(t, sizeof t,
+			 "{ name = \"x\"; shape = %s; role = \"input\"; dtype = \"%s\"; },"
+			 "{ name = \"w\"; shape = [1000, 576]; role = \"weight\"; dtype = \"%s\"; },"
+			 "{ name = \"m.b_dequant\"; shape = [4]; role = \"input\"; },"
+			 "{ name = \"y\"; role = \"output\"; dtype = \"%s\"; }", c[i].shape, c[i].adt, c[i].q, c[i].adt);
+		tile_text(t, "{ name = \"m\"; op = \"matmul\"; in = [\"x\", \"w\"]; out = \"y\"; transpose_b = true; },"
+			     "{ name = \"n\"; op = \"relu\"; in = [\"m.b_dequant\"]; out = \"z\"; }");
+		const int m = op("m"), dq = graph_find_op(g, "m.b_dequant2");
+		const struct op_tiling *pm = &s->per_op[m];
+		if (!c[i].lowered) {
+			assert_int_equal(dq, -1);
+			assert_int_equal(g->n_ops, 2);
+			assert_int_equal(g->ops[m].in[1], tensor("w"));
+			assert_int_equal(s->v[pm->first_vcta].tc, 0);
+			done();
+			continue;
+		}
+		const int buf = graph_find_tensor(g, "m.b_dequant2");
+		assert_true(dq >= 0 && buf >= 0);
+		assert_int_equal(g->n_ops, 3);
+		const struct op *D = &g->ops[dq];
+		const struct tensor *B = &g->tensors[buf];
+		assert_int_equal(D->kind, ARK_OP_DEQUANTIZE);
+		assert_int_equal(D->in[0], tensor("w"));
+		assert_int_equal(D->out[0], buf);
+		assert_int_equal(D->line, g->ops[m].line);
+		assert_int_equal(g->ops[m].in[1], buf);
+		assert_int_equal(B->role, ARK_ROLE_ACTIVATION);
+		assert_int_equal(B->producer, dq);
+		assert_int_equal(B->n_readers, 1);
+		assert_string_equal(dtype_name[B->dtype], c[i].adt);
+		assert_true(B->ndim == 2 && B->shape[0] == 1000 && B->shape[1] == 576);
+		int at_dq = -1, at_m = -1;
+		for (int k = 0; k < g->n_ops; k++) {
+			at_dq = g->order[k] == dq ? k : at_dq;
+			at_m = g->order[k] == m ? k : at_m;
+		}
+		assert_int_equal(at_dq + 1, at_m);
+		/* DEQUANT tiles: rows of b, in order, each once, at most one per SM */
+		const struct op_tiling *pd = &s->per_op[dq];
+		const int64_t rb = 576 / 32 * (c[i].q[1] == '4' ? 20 : 34), es = c[i].adt[2] == '3' ? 4 : 2;
+		assert_true(pd->n_vcta >= 2 && pd->n_vcta <= s->opt.sms);
+		uint32_t next = 0;
+		for (int j = 0; j < pd->n_vcta; j++) {
+			const struct vcta *v = &s->v[pd->first_vcta + j];
+			assert_int_equal(v->tmpl, ARK_T_DEQUANT);
+			assert_int_equal(v->m0, next);
+			next = v->m1;
+			assert_int_equal(v->n_reads, 1);
+			assert_true(v->reads[0].tensor == tensor("w") && v->reads[0].r0 == v->m0 && v->reads[0].r1 == v->m1);
+			assert_true(v->reads[0].c0 == 0 && v->reads[0].c1 == rb);
+			assert_true(v->write.tensor == buf && v->write.r0 == v->m0 && v->write.r1 == v->m1 && v->write.c1 == 576);
+			assert_true(fabs(v->bytes - (double)(v->m1 - v->m0) * (double)(rb + es * 576)) < 1);
+			assert_true(pd->first_vcta + j < pm->first_vcta); /* before the matmul's tiles */
+		}
+		assert_int_equal(next, 1000);
+		for (int j = 0; j < pm->n_vcta; j++) {
+			const struct vcta *v = &s->v[pm->first_vcta + j];
+			if (v->tmpl == ARK_T_REDUCE) /* split-K's sums read the workspace */
+				continue;
+			assert_true(reads(v, "m.b_dequant2") && !reads(v, "w"));
+			assert_int_equal(v->tc, es == 2);
+		}
+		done();
+	}
+}
+
 /* attention: one vCTA per (batch, head, block of query rows), the block the smallest of 32, 64, 128
  * rows that fits the SMs in one wave; causal blocks read only the keys their last row sees. */
 static void test_attention_tiles(void **state)
@@ -445,6 +525,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_costed),
 		cmocka_unit_test(test_matmul_costed_analytic),
 		cmocka_unit_test(test_matmul_quant),
+		cmocka_unit_test(test_matmul_quant_rows),
 		cmocka_unit_test(test_attention_tiles),
 		cmocka_unit_test(test_decode_tiles),
 	};
