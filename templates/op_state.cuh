@@ -20,6 +20,20 @@ __device__ __forceinline__ void ark_assign_tile(const ark_opp &p, const ark_task
 	ark_copy_bytes(e.arena + p.in[1], e.arena + p.out, t.k0 * es, t.k1 * es);
 }
 
+/* Bytes c0 .. c0 + w of rows m0:m1 of src to the same places of dst (rows `row` bytes apart), in
+ * chunks of U (which divides row, c0, w and both addresses). All threads. */
+template <typename U>
+__device__ __forceinline__ void ark_copy_block(const char *src, char *dst, uint32_t m0, uint32_t m1, size_t row, size_t c0,
+					       size_t w)
+{
+	const uint32_t n = (uint32_t)(w / sizeof(U)), cnt = (m1 - m0) * n;
+	for (uint32_t i = threadIdx.x; i < cnt; i += ARK_THREADS) {
+		const uint32_t r = i / n, c = i - r * n;
+		const size_t o = (size_t)(m0 + r) * row + c0 + (size_t)c * sizeof(U);
+		*reinterpret_cast<U *>(dst + o) = *reinterpret_cast<const U *>(src + o);
+	}
+}
+
 /* KV_APPEND: rows m0:m1, columns n0:n1 of x (in[1], [T, N]) into rows pos + m0 .. pos + m1 - 1 of
  * the cache at out (= in[0], [M = L, N]), pos the int32 at in[2]. Positions 0 .. K - 1 are valid (K = L - T + 1);
  * another one writes nothing and records the fault (row 0, the position) for the loop, which aborts
@@ -38,8 +52,19 @@ __device__ __forceinline__ void ark_kv_append_tile(const ark_opp &p, const ark_t
 		ark_copy_bytes(x, cache, (size_t)t.m0 * row, (size_t)t.m1 * row);
 		return;
 	}
-	for (uint32_t r = t.m0; r < t.m1; r++)
-		ark_copy_bytes(x + (size_t)r * row, cache + (size_t)r * row, t.n0 * es, t.n1 * es);
+	/* columns n0:n1 of rows m0:m1: every thread takes chunks of the whole block, of the widest size
+	 * that the rows, the columns and both tensors' alignment allow (one call of the byte copy per
+	 * row left 472 rows of 48 bytes to one thread group after another: 232 us) */
+	const size_t c0 = t.n0 * es, w = (t.n1 - t.n0) * es;
+	const uintptr_t al = (uintptr_t)x | (uintptr_t)cache | c0 | w | row;
+	if ((al & 15) == 0)
+		ark_copy_block<uint4>(x, cache, t.m0, t.m1, row, c0, w);
+	else if ((al & 7) == 0)
+		ark_copy_block<uint2>(x, cache, t.m0, t.m1, row, c0, w);
+	else if ((al & 3) == 0)
+		ark_copy_block<uint32_t>(x, cache, t.m0, t.m1, row, c0, w);
+	else
+		ark_copy_block<uint16_t>(x, cache, t.m0, t.m1, row, c0, w);
 }
 
 /* The templates of this file, as TMPL_CATALOG names them: bytes, not values, so one for every dtype. */

@@ -897,7 +897,7 @@ static void dequant_rate(int dt, int qdt, int64_t K, int64_t rows)
 	CUDA_CHECK(cudaMalloc(&ns, sms * sizeof *ns));
 	std::vector<unsigned long long> h(sms);
 	for (int rep = 0; rep < 3; rep++) { /* the last one counts */
-		tiles_kernel<<<sms, ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers, ns, nullptr);
+		harness_kernel<<<sms, ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers, ns, nullptr);
 		CUDA_CHECK(cudaGetLastError());
 		CUDA_CHECK(cudaDeviceSynchronize());
 	}
