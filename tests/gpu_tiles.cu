@@ -821,6 +821,26 @@ static void case_copy(int dt, int64_t n, int64_t chunk, int peer, int skew_in, i
 
 /* ---- streaming rate (diagnostic, not a test) ---------------------------------------------------- */
 
+/* Runs tasks[s] of op p on SM s, every SM at once, three times; the last run's tile times (ns), sorted. */
+static std::vector<unsigned long long> time_per_sm(const ark_opp &p, const std::vector<ark_task> &tasks)
+{
+	const int sms = (int)tasks.size();
+	CUDA_CHECK(cudaMemcpy(g_opp, &p, sizeof p, cudaMemcpyHostToDevice));
+	CUDA_CHECK(cudaMemcpy(g_tasks, tasks.data(), tasks.size() * sizeof(ark_task), cudaMemcpyHostToDevice));
+	unsigned long long *ns;
+	CUDA_CHECK(cudaMalloc(&ns, sms * sizeof *ns));
+	std::vector<unsigned long long> h(sms);
+	for (int rep = 0; rep < 3; rep++) { /* the last one counts */
+		harness_kernel<<<sms, ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers, ns, nullptr);
+		CUDA_CHECK(cudaGetLastError());
+		CUDA_CHECK(cudaDeviceSynchronize());
+	}
+	CUDA_CHECK(cudaMemcpy(h.data(), ns, sms * sizeof *ns, cudaMemcpyDeviceToHost));
+	CUDA_CHECK(cudaFree(ns));
+	std::sort(h.begin(), h.end());
+	return h;
+}
+
 /* Batch 1: one task per SM, each streaming a (K x 128) tile of b; prints the median per-SM rate. */
 static void stream_rate(int dt, bool tb, int64_t K, int qdt = -1)
 {
@@ -842,19 +862,7 @@ static void stream_rate(int dt, bool tb, int64_t K, int qdt = -1)
 	std::vector<ark_task> tasks;
 	for (int s = 0; s < sms; s++)
 		tasks.push_back(task(ARK_T_MATMUL, 0, 1, 128 * s, 128 * s + 128, 0, K));
-	CUDA_CHECK(cudaMemcpy(g_opp, &p, sizeof p, cudaMemcpyHostToDevice));
-	CUDA_CHECK(cudaMemcpy(g_tasks, tasks.data(), tasks.size() * sizeof(ark_task), cudaMemcpyHostToDevice));
-	unsigned long long *ns;
-	CUDA_CHECK(cudaMalloc(&ns, sms * sizeof *ns));
-	std::vector<unsigned long long> h(sms);
-	for (int rep = 0; rep < 3; rep++) { /* the last one counts */
-		harness_kernel<<<sms, ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers, ns, nullptr);
-		CUDA_CHECK(cudaGetLastError());
-		CUDA_CHECK(cudaDeviceSynchronize());
-	}
-	CUDA_CHECK(cudaMemcpy(h.data(), ns, sms * sizeof *ns, cudaMemcpyDeviceToHost));
-	CUDA_CHECK(cudaFree(ns));
-	std::sort(h.begin(), h.end());
+	const std::vector<unsigned long long> h = time_per_sm(p, tasks);
 	const double tile = (double)rowb * 128, med = (double)h[sms / 2], worst = (double)h[sms - 1];
 	printf("# stream %s %s%s%s M=1, tile 1x128, K=%lld (%.0f KiB per SM): median %.1f us = %.1f GB/s per SM, "
 	       "slowest %.1f us: %.2f TB/s over %d SMs\n",
@@ -881,19 +889,7 @@ static void dequant_rate(int dt, int qdt, int64_t K, int64_t rows)
 	std::vector<ark_task> tasks;
 	for (int s = 0; s < sms; s++)
 		tasks.push_back(task(ARK_T_DEQUANT, rows * s, rows * s + rows, 0, K, 0, 0));
-	CUDA_CHECK(cudaMemcpy(g_opp, &p, sizeof p, cudaMemcpyHostToDevice));
-	CUDA_CHECK(cudaMemcpy(g_tasks, tasks.data(), tasks.size() * sizeof(ark_task), cudaMemcpyHostToDevice));
-	unsigned long long *ns;
-	CUDA_CHECK(cudaMalloc(&ns, sms * sizeof *ns));
-	std::vector<unsigned long long> h(sms);
-	for (int rep = 0; rep < 3; rep++) { /* the last one counts */
-		harness_kernel<<<sms, ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(g_opp, g_tasks, g_arena, g_peers, ns, nullptr);
-		CUDA_CHECK(cudaGetLastError());
-		CUDA_CHECK(cudaDeviceSynchronize());
-	}
-	CUDA_CHECK(cudaMemcpy(h.data(), ns, sms * sizeof *ns, cudaMemcpyDeviceToHost));
-	CUDA_CHECK(cudaFree(ns));
-	std::sort(h.begin(), h.end());
+	const std::vector<unsigned long long> h = time_per_sm(p, tasks);
 	const double tile = (double)rows * (rowb + K * es), med = (double)h[sms / 2], worst = (double)h[sms - 1];
 	printf("# dequantize %s -> %s, %lld rows of K=%lld per SM (%.0f KiB read + written): median %.1f us = %.1f GB/s "
 	       "per SM, slowest %.1f us: %.2f TB/s over %d SMs\n",
