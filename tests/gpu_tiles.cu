@@ -541,6 +541,24 @@ static void case_embedding_q(int dt, int qdt, int64_t n, int64_t V, int64_t D, i
 	verdict(c, io, want.data(), dt == ARK_FP32 ? 1e-6 : 1e-2, guards, why);
 }
 
+/* DEQUANT of w [R, N] (qdt blocks at arena offset w) into out (dt at offset out): its op params, and
+ * tasks of rows_per rows each. */
+static ark_opp dequant_opp(int dt, int qdt, uint64_t w, uint64_t out, int64_t R, int64_t N)
+{
+	ark_opp p = opp_base(ARK_OP_DEQUANTIZE, dt);
+	p.wdtype = (uint8_t)qdt;
+	p.in[0] = w, p.out = out;
+	p.M = R, p.N = N;
+	return p;
+}
+static std::vector<ark_task> dequant_tasks(int64_t R, int64_t N, int64_t rows_per)
+{
+	std::vector<ark_task> tasks;
+	for (int64_t r0 = 0; r0 < R; r0 += rows_per)
+		tasks.push_back(task(ARK_T_DEQUANT, r0, r0 + rows_per < R ? r0 + rows_per : R, 0, N, 0, 0));
+	return tasks;
+}
+
 /* out [R, N] (dt) = w [R, N] in qdt blocks, dequantised by DEQUANT tasks of rows_per rows each (fresh
  * random blocks, out poisoned; skew: out off a 16-byte boundary, element stores). Against the reference
  * dequantize: each value d * q + m in fp32, rounded once. */
@@ -554,14 +572,7 @@ static void case_dequant(int dt, int qdt, int64_t R, int64_t N, int64_t rows_per
 	const int iw = c.add("w", qdt, {R, N}, false);
 	const int io = c.add("out", dt, {R, N}, true, skew);
 	upload(c, 1.0f);
-	ark_opp p = opp_base(ARK_OP_DEQUANTIZE, dt);
-	p.wdtype = (uint8_t)qdt;
-	p.in[0] = c.t[iw].offset, p.out = c.t[io].offset;
-	p.M = R, p.N = N;
-	std::vector<ark_task> tasks;
-	for (int64_t r0 = 0; r0 < R; r0 += rows_per)
-		tasks.push_back(task(ARK_T_DEQUANT, r0, r0 + rows_per < R ? r0 + rows_per : R, 0, N, 0, 0));
-	launch(p, tasks, d);
+	launch(dequant_opp(dt, qdt, c.t[iw].offset, c.t[io].offset, R, N), dequant_tasks(R, N, rows_per), d);
 	std::string why;
 	bool guards = download(c, why);
 	std::vector<unsigned char> want(c.t[io].bytes);
@@ -595,14 +606,7 @@ static void case_matmul_q_lowered(int dt, int qdt, int64_t M, int64_t N, int64_t
 	const int io = c.add("out", dt, {M, N}, true);
 	upload(c, 1.0f);
 
-	ark_opp q = opp_base(ARK_OP_DEQUANTIZE, dt);
-	q.wdtype = (uint8_t)qdt;
-	q.in[0] = c.t[ib].offset, q.out = c.t[ibd].offset;
-	q.M = N, q.N = K;
-	std::vector<ark_task> dq;
-	for (int64_t r0 = 0; r0 < N; r0 += dq_rows)
-		dq.push_back(task(ARK_T_DEQUANT, r0, r0 + dq_rows < N ? r0 + dq_rows : N, 0, K, 0, 0));
-	launch(q, dq, "  dequantize");
+	launch(dequant_opp(dt, qdt, c.t[ib].offset, c.t[ibd].offset, N, K), dequant_tasks(N, K, dq_rows), "  dequantize");
 
 	ark_opp p = opp_base(ARK_OP_MATMUL, dt);
 	p.flags = ARK_OPP_TRANSPOSE_B | (bias ? ARK_OPP_BIAS : 0);
@@ -880,16 +884,9 @@ static void dequant_rate(int dt, int qdt, int64_t K, int64_t rows)
 	const uint64_t woff = 1u << 20, wbytes = (uint64_t)R * rowb, obytes = (uint64_t)R * K * es;
 	if (woff + wbytes + obytes + 256 > ARENA_BYTES)
 		return;
-	ark_opp p = opp_base(ARK_OP_DEQUANTIZE, dt);
-	p.wdtype = (uint8_t)qdt;
-	p.in[0] = woff;
-	p.out = (woff + wbytes + 255) / 256 * 256;
-	p.M = R, p.N = K;
+	const ark_opp p = dequant_opp(dt, qdt, woff, (woff + wbytes + 255) / 256 * 256, R, K);
 	CUDA_CHECK(cudaMemset(g_arena, 0, p.out + obytes));
-	std::vector<ark_task> tasks;
-	for (int s = 0; s < sms; s++)
-		tasks.push_back(task(ARK_T_DEQUANT, rows * s, rows * s + rows, 0, K, 0, 0));
-	const std::vector<unsigned long long> h = time_per_sm(p, tasks);
+	const std::vector<unsigned long long> h = time_per_sm(p, dequant_tasks(R, K, rows));
 	const double tile = (double)rows * (rowb + K * es), med = (double)h[sms / 2], worst = (double)h[sms - 1];
 	printf("# dequantize %s -> %s, %lld rows of K=%lld per SM (%.0f KiB read + written): median %.1f us = %.1f GB/s "
 	       "per SM, slowest %.1f us: %.2f TB/s over %d SMs\n",
