@@ -74,6 +74,32 @@ static const char *act_name(int act)
 
 /* ---- matmul ----------------------------------------------------------------------------------- */
 
+/* The verdict of a matmul (ia, ib, ibias or -1, io of c, out [M, N] in dt; b [N, K] if tb, quantized
+ * or not) with activation act: the reference (on the dequantised b), then act. */
+static void verdict_matmul(tcase &c, int dt, int64_t M, int64_t N, int ia, int ib, int ibias, int io, bool tb, int act,
+			   bool guards, const std::string &why)
+{
+	std::vector<unsigned char> want(c.t[io].bytes), want2(c.t[io].bytes);
+	const int itmp = c.add("act_out", dt, {M, N}, true);
+	std::vector<void *> bufs;
+	for (auto &h : c.host)
+		bufs.push_back(h.data());
+	bufs[io] = want.data();
+	bufs[itmp] = want2.data();
+	std::vector<int> ins = {ia, ib};
+	if (ibias >= 0)
+		ins.push_back(ibias);
+	ark_op op = op_base(ARK_OP_MATMUL, ins, io);
+	op.transpose_b = tb;
+	ref_or_bail(op, c, bufs);
+	const void *w = want.data();
+	if (act != ARK_ACT_NONE) {
+		ref_or_bail(op_base(act, {io}, itmp), c, bufs);
+		w = want2.data();
+	}
+	verdict(c, io, w, dt == ARK_FP32 ? 1e-5 : 1e-2, guards, why);
+}
+
 /* out [M, N] = act(a [M, K] . b + bias) in tiles (tm, tn); splits > 1: MATMUL_PARTIAL over equal K
  * ranges (a multiple of 8), then REDUCE in a second launch. */
 static void case_matmul(int dt, int64_t M, int64_t N, int64_t K, bool tb, bool bias, int act, int tm, int tn,
@@ -122,25 +148,7 @@ static void case_matmul(int dt, int64_t M, int64_t N, int64_t K, bool tb, bool b
 	bool guards = download(c, why);
 
 	/* reference: matmul (+ bias), then the activation as its own op */
-	std::vector<unsigned char> want(c.t[io].bytes), want2(c.t[io].bytes);
-	int itmp = c.add("act_out", dt, {M, N}, true);
-	std::vector<void *> bufs;
-	for (auto &h : c.host)
-		bufs.push_back(h.data());
-	bufs[io] = want.data();
-	bufs[itmp] = want2.data();
-	std::vector<int> ins = {ia, ib};
-	if (bias)
-		ins.push_back(ibias);
-	ark_op op = op_base(ARK_OP_MATMUL, ins, io);
-	op.transpose_b = tb;
-	ref_or_bail(op, c, bufs);
-	const void *w = want.data();
-	if (act != ARK_ACT_NONE) {
-		ref_or_bail(op_base(act, {io}, itmp), c, bufs);
-		w = want2.data();
-	}
-	verdict(c, io, w, dt == ARK_FP32 ? 1e-5 : 1e-2, guards, why);
+	verdict_matmul(c, dt, M, N, ia, ib, ibias, io, tb, act, guards, why);
 }
 
 /* ---- elementwise ------------------------------------------------------------------------------ */
@@ -412,32 +420,6 @@ static void case_embedding(int dt, int64_t n, int64_t V, int64_t D, int64_t rows
 
 static const char *qname(int qdt) { return qdt == ARK_Q4_1 ? "q4_1" : "q8_0"; }
 
-/* The verdict of a transpose_b matmul of a quantized b (ia, ib, ibias or -1, io of c, out [M, N] in dt)
- * with activation act: the reference on the dequantised b, then act. */
-static void verdict_matmul_q(tcase &c, int dt, int64_t M, int64_t N, int ia, int ib, int ibias, int io, int act, bool guards,
-			     const std::string &why)
-{
-	std::vector<unsigned char> want(c.t[io].bytes), want2(c.t[io].bytes);
-	const int itmp = c.add("act_out", dt, {M, N}, true);
-	std::vector<void *> bufs;
-	for (auto &h : c.host)
-		bufs.push_back(h.data());
-	bufs[io] = want.data();
-	bufs[itmp] = want2.data();
-	std::vector<int> ins = {ia, ib};
-	if (ibias >= 0)
-		ins.push_back(ibias);
-	ark_op op = op_base(ARK_OP_MATMUL, ins, io);
-	op.transpose_b = 1;
-	ref_or_bail(op, c, bufs);
-	const void *w = want.data();
-	if (act != ARK_ACT_NONE) {
-		ref_or_bail(op_base(act, {io}, itmp), c, bufs);
-		w = want2.data();
-	}
-	verdict(c, io, w, dt == ARK_FP32 ? 1e-5 : 1e-2, guards, why);
-}
-
 /* out [M, N] = act(a [M, K] (dt) . b^T + bias) with b [N, K] in qdt blocks (fresh random valid blocks),
  * tiles (tm, tn); splits > 1: MATMUL_PARTIAL over K ranges of a multiple of 64, then REDUCE. Against
  * the reference on the dequantised b, outputs poisoned. */
@@ -487,7 +469,7 @@ static void case_matmul_q(int dt, int qdt, int64_t M, int64_t N, int64_t K, bool
 	std::string why;
 	bool guards = download(c, why);
 
-	verdict_matmul_q(c, dt, M, N, ia, ib, ibias, io, act, guards, why);
+	verdict_matmul(c, dt, M, N, ia, ib, ibias, io, true, act, guards, why);
 }
 
 /* out [n, D] (dt) = the rows ids[n] of a qdt table [V, D], dequantised; ids 0 and V - 1 always drawn;
@@ -622,7 +604,7 @@ static void case_matmul_q_lowered(int dt, int qdt, int64_t M, int64_t N, int64_t
 	std::string why;
 	bool guards = download(c, why);
 
-	verdict_matmul_q(c, dt, M, N, ia, ib, ibias, io, act, guards, why);
+	verdict_matmul(c, dt, M, N, ia, ib, ibias, io, true, act, guards, why);
 }
 
 /* Every quantized case: matmul M = 1, 3, 16, 40 x N = 1, 7, 576, 1536 x K = 32, 576, 1536, 8192 for
