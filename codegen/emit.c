@@ -167,8 +167,10 @@ static void emit_header(const struct emitter *e)
 	 * ark_mm_sub makes): its code costs the loop kernel registers and stack in every model that
 	 * includes it. */
 	int used[ARK_DTYPE__COUNT] = {0}, mma = 0, att = 0, dec = 0, quant = 0;
+	int tmpl_used[ARK_T__COUNT] = {0};
 	for (int v = 0; v < s->n_vcta; v++) {
 		const struct vcta *x = &s->v[v];
+		tmpl_used[x->tmpl] = 1;
 		att |= x->tmpl == ARK_T_ATTENTION;
 		dec |= x->tmpl == ARK_T_ROPE || x->tmpl == ARK_T_DECODE || x->tmpl == ARK_T_DECODE_COMBINE ||
 		       x->tmpl == ARK_T_ARGMAX || x->tmpl == ARK_T_ARGMAX_COMBINE;
@@ -182,6 +184,26 @@ static void emit_header(const struct emitter *e)
 	for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++) /* int32 is never computed in */
 		out(f, "#define ARK_TILES_%s %d\n", dtype_enum[dt] + 4, used[dt]);
 	out(f, "#define ARK_TILES_MMA %d\n", mma);
+	/* Only the templates some task names are compiled (ark_tiles.cuh): the others cost build time. */
+	out(f, "#define ARK_TILES_USED (");
+	for (int t = 0, n = 0; t < ARK_T__COUNT; t++)
+		if (tmpl_used[t]) /* four to a line */
+			out(f, "%sARK_TILE_BIT(%s)", n == 0 ? "" : n % 4 ? " | " : " | \\\n\t", tmpl_name(t)), n++;
+	out(f, ")\n");
+	/* The same for the activations a matmul or a sum applies (ark_with_act compiles one epilogue per
+	 * activation): an empty list where none is fused. */
+	int act_used[ARK_OP__COUNT] = {0};
+	for (int o = 0; o < g->n_ops; o++)
+		if (s->per_op[o].act != ARK_ACT_NONE)
+			act_used[s->per_op[o].act] = 1;
+	for (int x = 0; x < s->n_comm; x++)
+		if (s->comm[x].act != ARK_ACT_NONE)
+			act_used[s->comm[x].act] = 1;
+	out(f, "#define ARK_ACTS_USED(X)");
+	for (int k = 0; k < ARK_OP__COUNT; k++)
+		if (act_used[k])
+			out(f, " X(%s)", op_enum[k] + 7);
+	out(f, "\n");
 	if (att) /* off by default (op_attention.cuh): said only where used, other files unchanged */
 		out(f, "#define ARK_TILES_ATTENTION 1\n");
 	if (dec) /* the same for rope, decode_attention and argmax (op_decode.cuh) */

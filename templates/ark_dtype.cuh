@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "ark_ops.h"
 #include "ark_task.h"
@@ -208,15 +209,34 @@ __device__ __forceinline__ float ark_act(float x, int act)
 template <int A> struct ark_act_k {
 	__device__ __forceinline__ float operator()(float x) const { return ark_act(x, A); }
 };
+/* ARK_ACTS_USED(X): X(ID) for every activation this build fuses (arkgen lists the ones its model
+ * fuses); each costs the build a copy of the epilogues. Every one where it is not defined. */
+#ifdef ARK_ACTS_USED
+__host__ __device__ constexpr bool ark_act_built(int kind)
+{
+	return false
+#define X(id) || kind == ARK_OP_##id
+		ARK_ACTS_USED(X)
+#undef X
+		;
+}
+#else
+__host__ __device__ constexpr bool ark_act_built(int) { return true; }
+#endif
+
 template <typename F> __device__ __forceinline__ void ark_with_act(int act, F &&body)
 {
 	switch (act) {
-#define X(id, n, fn)                                         \
-	case ARK_OP_##id:                                    \
-		if constexpr (ark_is_activation(ARK_OP_##id)) { \
-			body(ark_act_k<ARK_OP_##id>());      \
-			return;                              \
-		}                                            \
+#define X(id, n, fn)                                                                          \
+	case ARK_OP_##id:                                                                     \
+		if constexpr (ark_is_activation(ARK_OP_##id) && ark_act_built(ARK_OP_##id)) {  \
+			body(ark_act_k<ARK_OP_##id>());                                       \
+			return;                                                               \
+		} else if constexpr (ark_is_activation(ARK_OP_##id)) {                        \
+			if (threadIdx.x == 0)                                                 \
+				printf("ark: activation %d is not in this build's ARK_ACTS_USED\n", act); \
+			__trap(); /* never computed without it: arkgen lists every fused one */ \
+		}                                                                             \
 		break;
 		EW_LIST(X)
 #undef X

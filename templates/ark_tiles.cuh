@@ -56,12 +56,20 @@ __host__ __device__ constexpr int ark_tiles_smem_bytes(void)
 #define ARK_TILES_SMEM_BYTES ark_tiles_smem_bytes()
 static_assert(ARK_TILES_SMEM_BYTES <= ARK_SMEM_BYTES, "the tile templates need more than ARK_SMEM_BYTES");
 
+/* ARK_TILES_USED: the templates this build compiles, a mask of ARK_TILE_BIT(ID) (arkgen names the
+ * ones its schedule's tasks use; a template left out costs no build time). Every one by default. */
+#define ARK_TILE_BIT(id) (1ull << ARK_T_##id)
+#ifndef ARK_TILES_USED
+#define ARK_TILES_USED (~0ull)
+#endif
+static_assert(ARK_T__COUNT <= 64, "ARK_TILES_USED holds one bit per template");
+
 /* Runs tile F on the task: F::run<T> for the op params' dtype when F is compiled per dtype. Returns
- * false for a dtype this build has no templates for (ARK_TILES_*). */
-template <typename F>
+ * false for a template (BUILT false) or a dtype this build has no tiles for (ARK_TILES_*). */
+template <typename F, bool BUILT>
 __device__ __forceinline__ bool ark_tile_run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
 {
-	if constexpr (ark_tile_left_out<F>) {
+	if constexpr (!BUILT || ark_tile_left_out<F>) {
 		return false;
 	} else if constexpr (F::per_dtype) {
 		switch (p.dtype) {
@@ -92,7 +100,7 @@ static __device__ __forceinline__ bool ark_tile(const ark_opp &p, const ark_task
 	switch (t.tmpl) {
 #define X(id, tile, smem, span, label) \
 	case ARK_T_##id:               \
-		return ark_tile_run<tile>(p, t, e);
+		return ark_tile_run<tile, ((ARK_TILES_USED) >> ARK_T_##id & 1) != 0>(p, t, e);
 		TMPL_CATALOG(X)
 #undef X
 	}

@@ -11,6 +11,9 @@
 #define ARK_TILES_BF16 0
 #define ARK_TILES_FP32 0
 #define ARK_TILES_MMA 0
+#define ARK_TILES_USED (ARK_TILE_BIT(MATMUL) | ARK_TILE_BIT(COPY) | ARK_TILE_BIT(DMA) | ARK_TILE_BIT(SUM) | \
+	ARK_TILE_BIT(GATHER) | ARK_TILE_BIT(NOP))
+#define ARK_ACTS_USED(X)
 
 #include "ark_tiles.cuh"
 #include "ark_loop.cuh"

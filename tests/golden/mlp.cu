@@ -11,6 +11,8 @@
 #define ARK_TILES_BF16 0
 #define ARK_TILES_FP32 0
 #define ARK_TILES_MMA 0
+#define ARK_TILES_USED (ARK_TILE_BIT(MATMUL) | ARK_TILE_BIT(MATMUL_PARTIAL) | ARK_TILE_BIT(REDUCE))
+#define ARK_ACTS_USED(X) X(GELU)
 
 #include "ark_tiles.cuh"
 #include "ark_loop.cuh"
