@@ -11,7 +11,10 @@
 # Environment: ARKGEN (default BUILD_DIR/arkgen), NVCC, BENCH_N (1000), PYTHON (python3 with torch),
 # TORCH_ARGS ("--iters 1000 --warmup 100"), MODELS (names in models/, default: every one-GPU model),
 # SWEEP (a folder of sweep models, *.cfg, added to the models), POLICIES (default: all six), JOBS
-# (parallel nvcc, default the CPUs), SKIP_BUILD=1 (reuse OUT_DIR's binaries).
+# (parallel nvcc, default the CPUs), CHECK_JOBS (binaries --check'ed at a time, default 4: the CPU
+# reference is the slow part), SKIP_BUILD=1 (reuse OUT_DIR's binaries; without it, a binary whose
+# generated file is unchanged is kept, so a build cut short goes on where it stopped), RESUME=1 (a
+# model measured to the end by an earlier run in OUT_DIR, on the same GPU, is not run again).
 set -u
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,6 +28,8 @@ TORCH_ARGS=${TORCH_ARGS:---iters 1000 --warmup 100}
 POLICIES=${POLICIES:-xla single wavefront asap ios nnc}
 JOBS=${JOBS:-$(nproc 2>/dev/null || echo 4)}
 SKIP_BUILD=${SKIP_BUILD:-0}
+CHECK_JOBS=${CHECK_JOBS:-4}
+RESUME=${RESUME:-0}
 
 die() { echo "backends.sh: $*" >&2; exit 1; }
 limit() {
@@ -64,7 +69,7 @@ if [ "$SKIP_BUILD" != 1 ]; then
 	[ -x "$ARKGEN" ] || die "no arkgen at $ARKGEN"
 	command -v "$NVCC" >/dev/null 2>&1 || die "no nvcc ('$NVCC')"
 	flags=$("$ARKGEN" --nvcc-flags) || die "$ARKGEN --nvcc-flags failed"
-	pids="" running=0 failed=0
+	running=0 failed=0
 	for cfg in $cfgs; do
 		m=$(basename "$cfg" .cfg)
 		while read -r v opts; do
@@ -72,40 +77,72 @@ if [ "$SKIP_BUILD" != 1 ]; then
 			extra=""
 			[ "$v" = loop_counters ] && extra="--schedule $OUT/$m.json"
 			# shellcheck disable=SC2086
-			"$ARKGEN" "$cfg" $opts $extra -o "$OUT/$x.cu" >"$OUT/$x.arkgen.log" 2>&1 || { echo "arkgen failed: $x" >&2; failed=1; continue; }
+			"$ARKGEN" "$cfg" $opts $extra -o "$OUT/$x.cu.new" >"$OUT/$x.arkgen.log" 2>&1 || { echo "arkgen failed: $x" >&2; failed=1; continue; }
+			# a binary built from the same generated file is kept (a run cut short goes on where it stopped)
+			if [ -x "$OUT/$x" ] && cmp -s "$OUT/$x.cu.new" "$OUT/$x.cu"; then
+				rm -f "$OUT/$x.cu.new"
+				continue
+			fi
+			rm -f "$OUT/$x" "$OUT/$m.done" # rebuilt: measured again
+			mv "$OUT/$x.cu.new" "$OUT/$x.cu"
 			# shellcheck disable=SC2086
-			"$NVCC" $flags "$OUT/$x.cu" -o "$OUT/$x" >"$OUT/$x.nvcc.log" 2>&1 &
-			pids="$pids $!"
+			{ "$NVCC" $flags "$OUT/$x.cu" -o "$OUT/$x.part" >"$OUT/$x.nvcc.log" 2>&1 && mv "$OUT/$x.part" "$OUT/$x"; } &
 			running=$((running + 1))
-			if [ $running -ge "$JOBS" ]; then
-				for p in $pids; do wait "$p" || failed=1; done
-				pids="" running=0
+			if [ $running -ge "$JOBS" ]; then # the next build starts as soon as one ends
+				wait -n || failed=1
+				running=$((running - 1))
 			fi
 		done < <(variants)
 	done
-	for p in $pids; do wait "$p" || failed=1; done
+	while [ $running -gt 0 ]; do
+		wait -n || failed=1
+		running=$((running - 1))
+	done
 	[ $failed = 0 ] || die "a build failed (see $OUT/*.nvcc.log, *.arkgen.log)"
 fi
 
 # ---- run -------------------------------------------------------------------------------------
+# check: CHECK_JOBS binaries at a time (the CPU reference is the slow part; nothing is timed)
+check() { # X
+	limit 600 "$OUT/$1" --check >"$OUT/$1.check.log" 2>&1
+	echo $? >"$OUT/$1.check.rc"
+}
 first=1
 for m in $names; do
+	if [ "$RESUME" = 1 ] && [ -f "$OUT/$m.done" ]; then
+		echo "== $m: measured before (RESUME=1)"
+		continue
+	fi
+	pids="" running=0
 	while read -r v _; do
 		x=${m}__$v
-		limit 300 "$OUT/$x" --check >"$OUT/$x.check.log" 2>&1
-		rc=$?
-		echo $rc >"$OUT/$x.check.rc"
-		if [ $first = 1 ] && [ $rc -eq 77 ]; then
-			echo "== no GPU found ($x --check exits 77): built, nothing ran"
-			exit 0
+		if [ $first = 1 ]; then
+			check "$x"
+			if [ "$(cat "$OUT/$x.check.rc")" = 77 ]; then
+				echo "== no GPU found ($x --check exits 77): built, nothing ran"
+				exit 0
+			fi
+			first=0
+			continue
 		fi
-		first=0
+		check "$x" &
+		pids="$pids $!"
+		running=$((running + 1))
+		if [ $running -ge "$CHECK_JOBS" ]; then
+			for p in $pids; do wait "$p"; done
+			pids="" running=0
+		fi
+	done < <(variants)
+	for p in $pids; do wait "$p"; done
+	while read -r v _; do
+		x=${m}__$v
 		limit 300 "$OUT/$x" --bench "$BENCH_N" >"$OUT/$x.bench.log" 2>&1
-		echo "== $x: check exit $rc; $(grep '^bench:' "$OUT/$x.bench.log" || echo 'no bench line')"
+		echo "== $x: check exit $(cat "$OUT/$x.check.rc"); $(grep '^bench:' "$OUT/$x.bench.log" || echo 'no bench line')"
 	done < <(variants)
 	# shellcheck disable=SC2086
 	limit 600 "$PYTHON" "$ROOT/bench/torch_baseline.py" "$OUT/$m.json" $TORCH_ARGS --json "$OUT/$m.torch.json" \
 		>"$OUT/$m.torch.log" 2>&1 || echo "== PyTorch $m failed: $(tail -n 1 "$OUT/$m.torch.log")"
+	touch "$OUT/$m.done"
 done
 command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 >"$OUT/gpu.txt"
 
