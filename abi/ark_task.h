@@ -144,7 +144,8 @@ struct ark_wait {
 	X(CHAIN_IN1, 3)   /* chain step: the chained value is the op's in[1] (in[0]: the operand) */      \
 	X(PUSH, 4)        /* COPY: out is in peers[peer] (stores over NVLink/PCIe), in[0] here */        \
 	X(MASK, 5)        /* REDUCE_MEAN: in[1] is a mask (mask_dtype); ATTENTION: a key mask [B, Skv] */    \
-	X(CAUSAL, 6)      /* ATTENTION: query i sees key j iff j <= i + Skv - Sq */
+	X(CAUSAL, 6)      /* ATTENTION: query i sees key j iff j <= i + Skv - Sq */                          \
+	X(RESIDUAL, 7)    /* MATMUL, REDUCE: in[3] [M, N] (out's dtype) added last (a fused add) */
 
 enum ark_opp_flag {
 #define X(id, bit) ARK_OPP_##id = 1u << (bit),
@@ -165,7 +166,9 @@ struct ark_opp {
 			   * q8_0; dtype is then a's, or the output's); 0 (fp16) otherwise */
 	uint32_t splits;  /* matmul split-K slices (1: none); EW_CHAIN: number of steps, which are the
 			   * params of the chain's ops, in order, in the entries right after this one */
-	uint64_t in[3];   /* inputs: matmul a, b, bias; elementwise a, b; norms a, gamma, beta */
+	int32_t peer;     /* COPY: GPU holding in[0] (-1: this GPU), or out with ARK_OPP_PUSH; DMA: dst */
+	uint64_t in[4];   /* inputs: matmul a, b, bias, residual (ARK_OPP_RESIDUAL); elementwise a, b; norms
+			   * a, gamma, beta */
 	uint64_t out;
 	uint64_t ws;      /* matmul split-K workspace: fp32 [splits, M, N] */
 	int64_t M, N, K;  /* matmul: out [M, N] = a [M, K] . b; others: out viewed as [M, N]; embedding:
@@ -174,7 +177,6 @@ struct ark_opp {
 	int32_t ndim;     /* elementwise with broadcasting: out shape and the inputs' element strides */
 	int64_t oshape[4]; /* REDUCE_MEAN: {P, S, Q, D}, in[0] viewed as [P, S, Q, D], mean over S */
 	int64_t istride[2][4]; /* 0 where an input is broadcast along that dimension */
-	int32_t peer;     /* COPY: GPU holding in[0] (-1: this GPU), or out with ARK_OPP_PUSH; DMA: dst */
 };
 /* ROPE's params in those fields: in = {x, pos}, x and out viewed as [M, N] = [B*T, H*Dh], K = T (row m is at
  * position pos + m % T), f = base, oshape = {head_dim, rotary_dim, style (0: half, 1: interleaved), 0}.

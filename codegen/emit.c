@@ -352,7 +352,7 @@ static void emit_ops(const struct emitter *e)
 /* The fields of an op's params that are not zero, as emit_opp and the comm ones share them (mask_dtype
  * -1: none; wdtype -1: none, else a quantized b or table's dtype). */
 static void opp_head(struct init *in, int kind, int dtype, unsigned flags, int act, int mask_dtype, int wdtype,
-		     uint32_t splits)
+		     uint32_t splits, int peer)
 {
 	char fl[160];
 	init_field(in, ".kind = %s", op_enum[kind]);
@@ -366,6 +366,7 @@ static void opp_head(struct init *in, int kind, int dtype, unsigned flags, int a
 		init_field(in, ".wdtype = %s", dtype_enum[wdtype]);
 	if (splits)
 		init_field(in, ".splits = %u", splits);
+	init_field(in, ".peer = %d", peer);
 }
 
 /* A view op that copies (slice, transpose): out's shape into oshape, and for every dimension of out
@@ -408,6 +409,7 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 		K = s->cols[o->in[0]];
 		flags |= o->transpose_b ? ARK_OPP_TRANSPOSE_B : 0;
 		flags |= o->n_in > 2 ? ARK_OPP_BIAS : 0;
+		flags |= pl->residual >= 0 ? ARK_OPP_RESIDUAL : 0;
 	} else if (op_info[o->kind].flags & ARK_OPF_ELEMENTWISE) {
 		int same = 1;
 		nd = T->ndim;
@@ -479,6 +481,8 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 	    c_comment_text(c1, sizeof c1, o->name), op_info[o->kind].name, c_comment_text(c2, sizeof c2, g->file), o->line);
 	if (pl->act != ARK_ACT_NONE)
 		out(e->f, " + %s fused", op_info[pl->act].name);
+	if (pl->residual >= 0)
+		out(e->f, " + add of %s fused", c_comment_text(c1, sizeof c1, g->tensors[pl->residual].name));
 	out(e->f, " */\n");
 
 	struct init in;
@@ -494,9 +498,11 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 				? (int)g->tensors[o->in[1]].dtype
 				: -1;
 	opp_head(&in, o->kind, dtype, flags, pl->act, mask >= 0 ? (int)g->tensors[mask].dtype : -1, wdt,
-		 (uint32_t)pl->splits);
+		 (uint32_t)pl->splits, -1);
 	for (int i = 0; i < o->n_in && i < 3; i++)
 		sb_printf(&ins, "%s%s", i ? ", " : "", offset_of(e, o->in[i]));
+	if (pl->residual >= 0) /* in[3], after a bias or its place */
+		sb_printf(&ins, "%s, %s", o->n_in > 2 ? "" : ", 0u", offset_of(e, pl->residual));
 	init_field(&in, ".in = {%s}", ins.s);
 	init_field(&in, ".out = %s", offset_of(e, outt));
 	if (pl->ws_tensor >= 0)
@@ -530,7 +536,6 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 	if (o->kind == ARK_OP_REDUCE_MEAN) {
 		init_field(&in, ".oshape = %s", i64_list(c1, sizeof c1, rview, 4));
 	}
-	init_field(&in, ".peer = -1");
 	init_end(&in);
 	free(ins.s);
 }
@@ -551,12 +556,11 @@ static void emit_chain_opp(const struct emitter *e, int head, int index)
 	    c_comment_text(c5, sizeof c5, g->tensors[outt].name));
 	struct init in;
 	init_begin(&in, e->f, 1);
-	opp_head(&in, h->kind, g->tensors[outt].dtype, 0, ARK_ACT_NONE, -1, -1, (uint32_t)pl->chain_len);
+	opp_head(&in, h->kind, g->tensors[outt].dtype, 0, ARK_ACT_NONE, -1, -1, (uint32_t)pl->chain_len, -1);
 	init_field(&in, ".in = {%s}", offset_of(e, h->in[0]));
 	init_field(&in, ".out = %s", offset_of(e, outt));
 	init_field(&in, ".M = %" PRId64, s->rows[outt]);
 	init_field(&in, ".N = %" PRId64, s->cols[outt]);
-	init_field(&in, ".peer = -1");
 	init_end(&in);
 	int prev_out = -1, k = index + 1;
 	for (int x = head; x >= 0; x = s->per_op[x].chain_next, k++) {
@@ -607,7 +611,7 @@ static void emit_comm_opp(const struct emitter *e, int x, int index)
 	struct init in;
 	struct strbuf ins = {0};
 	init_begin(&in, e->f, 1);
-	opp_head(&in, p.kind, p.dtype, p.flags, p.act, -1, -1, p.splits);
+	opp_head(&in, p.kind, p.dtype, p.flags, p.act, -1, -1, p.splits, p.peer);
 	sb_printf(&ins, "%s", offset_of(e, X->in0));
 	if (X->in1 >= 0 || X->in2)
 		sb_printf(&ins, ", %s", offset_of(e, X->in1));
@@ -625,7 +629,6 @@ static void emit_comm_opp(const struct emitter *e, int x, int index)
 		init_field(&in, ".N = %" PRId64, p.N);
 	if (p.K)
 		init_field(&in, ".K = %" PRId64, p.K);
-	init_field(&in, ".peer = %d", p.peer);
 	init_end(&in);
 	free(ins.s);
 }
@@ -652,7 +655,7 @@ static void emit_concat_copy_opp(const struct emitter *e, int oi, int index)
 		    c_comment_text(c2, sizeof c2, g->file), o->line, j, c_comment_text(c3, sizeof c3, X->name));
 		struct init in;
 		init_begin(&in, e->f, 1);
-		opp_head(&in, o->kind, T->dtype, 0, ARK_ACT_NONE, -1, -1, (uint32_t)e->s->per_op[oi].splits);
+		opp_head(&in, o->kind, T->dtype, 0, ARK_ACT_NONE, -1, -1, (uint32_t)e->s->per_op[oi].splits, -1);
 		init_field(&in, ".in = {%s}", offset_of(e, o->in[j]));
 		if (at)
 			init_field(&in, ".out = %s + %" PRIu64 "u", offset_of(e, o->out[0]),
@@ -664,8 +667,7 @@ static void emit_concat_copy_opp(const struct emitter *e, int oi, int index)
 		init_field(&in, ".ndim = %d", T->ndim);
 		init_field(&in, ".oshape = %s", i64_list(sh, sizeof sh, X->shape, X->ndim));
 		init_field(&in, ".istride = {%s, %s}", i64_list(l1, sizeof l1, ist, X->ndim), i64_list(l2, sizeof l2, ost, T->ndim));
-		init_field(&in, ".peer = -1");
-		init_end(&in);
+			init_end(&in);
 		at += X->shape[o->axis];
 	}
 }

@@ -1,7 +1,9 @@
 /* fuse.c: fusion, a rewrite of the op graph decided before tiling and recorded in tiling.per_op:
- * activations run in the epilogue of the matmul before them or on the sums of an all_reduce, and
- * chains of elementwise ops run as one vCTA per range of elements. A fused op gets no vCTAs of its
- * own (fused_into); the op that computes it records what it took over (act, out_tensor, chain_*). */
+ * activations run in the epilogue of the matmul before them or on the sums of an all_reduce, a
+ * residual add in the epilogue of the matmul whose result it adds, and chains of elementwise ops run
+ * as one vCTA per range of elements. A fused op gets no vCTAs of its
+ * own (fused_into); the op that computes it records what it took over (act, residual, out_tensor,
+ * chain_*). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,6 +91,55 @@ static int ew_plain(const struct graph *g, const struct op *o)
 	return 1;
 }
 
+/* Whether op o reads a state's bytes (the state, or a view of it). */
+static int reads_state(const struct graph *g, const struct op *o)
+{
+	for (int j = 0; j < o->n_in; j++)
+		if (g->tensors[graph_view_base(g, o->in[j], NULL)].role == ARK_ROLE_STATE)
+			return 1;
+	return 0;
+}
+
+/* An add of a matmul's result (after its fused activation, if any) and a tensor of the sum's shape
+ * and dtype: a transformer block's residual connection. The matmul's epilogue adds the tensor (to
+ * its result rounded to the output's dtype, as the add would read it) and writes the add's output.
+ * Its vCTAs come at the add's place in the order (tile.c), after the op that makes the added tensor;
+ * so a matmul that reads a state is left alone (an update of the state between the two places would
+ * change what it reads), and so is one whose addend comes from its own dependency level or a later
+ * one (two branches' matmuls summed: fused, one would wait for the other instead of running beside
+ * it). */
+static void fuse_residual_into_matmul(struct tiling *s)
+{
+	struct graph *g = s->g;
+	int *level = xmalloc((size_t)g->n_ops * sizeof *level);
+	graph_levels(g, level);
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct op *o = &g->ops[i];
+		if (o->kind != ARK_OP_ADD || o->in[0] == o->in[1] || !ew_plain(g, o))
+			continue;
+		for (int j = 0; j < 2; j++) {
+			const int t = o->in[j], r = o->in[1 - j];
+			const struct tensor *h = &g->tensors[t];
+			if (h->producer < 0 || h->n_readers != 1 || h->role == ARK_ROLE_OUTPUT)
+				continue;
+			int mm = h->producer;
+			if (s->per_op[mm].fused_into >= 0) /* the matmul's fused activation */
+				mm = s->per_op[mm].fused_into;
+			struct op_tiling *pl = &s->per_op[mm];
+			const int rp = g->tensors[r].producer;
+			if (g->ops[mm].kind != ARK_OP_MATMUL || pl->out_tensor != t || pl->residual >= 0 ||
+			    g->ops[mm].gpu != o->gpu || reads_state(g, &g->ops[mm]) || (rp >= 0 && level[rp] >= level[mm]))
+				continue;
+			s->per_op[i].fused_into = mm;
+			pl->residual = r;
+			pl->residual_op = i;
+			pl->out_tensor = o->out[0];
+			break;
+		}
+	}
+	free(level);
+}
+
 /* Input of chain step o that is not the chained value `t` (-1: none). */
 static int chain_operand(const struct op *o, int t)
 {
@@ -110,14 +161,6 @@ static int read_once(int *reads, int *n, int t)
 	return 0;
 }
 
-/* Whether op o reads a state's bytes (the state, or a view of it). */
-static int reads_state(const struct graph *g, const struct op *o)
-{
-	for (int j = 0; j < o->n_in; j++)
-		if (g->tensors[graph_view_base(g, o->in[j], NULL)].role == ARK_ROLE_STATE)
-			return 1;
-	return 0;
-}
 
 /* Links each plain elementwise op to the plain elementwise op that alone reads its output, on its
  * GPU (chain_next); prev[r]: the op linked to r, -1. An op that reads a state ends a chain: the
@@ -212,5 +255,6 @@ void fuse_graph(struct tiling *s)
 		return;
 	fuse_into_all_reduce(s);
 	fuse_into_matmul(s);
+	fuse_residual_into_matmul(s);
 	fuse_chains(s);
 }

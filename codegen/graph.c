@@ -75,6 +75,24 @@ static int find(struct name_index *x, int n, strmap_name_fn *name_of, const stru
 	return strmap_get(&x->map, name, name_of, g);
 }
 
+int graph_levels(const struct graph *g, int *level)
+{
+	int max_level = 0;
+	for (int k = 0; k < g->n_ops; k++) {
+		int oi = g->order[k];
+		const struct op *o = &g->ops[oi];
+		level[oi] = 0;
+		for (int j = 0; j < o->n_in; j++) {
+			int p = g->tensors[o->in[j]].producer;
+			if (p >= 0 && level[p] + 1 > level[oi])
+				level[oi] = level[p] + 1;
+		}
+		if (level[oi] > max_level)
+			max_level = level[oi];
+	}
+	return max_level;
+}
+
 int graph_find_tensor(const struct graph *g, const char *name)
 {
 	if (g->tensor_index)

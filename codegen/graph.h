@@ -104,6 +104,9 @@ void graph_free(struct graph *g);
 /* The tensor whose bytes t aliases through views (t itself if it is no view), and in *off (may be
  * NULL) t's first element's index in it. */
 int graph_view_base(const struct graph *g, int t, int64_t *off);
+/* Every op's dependency level into level[n_ops] (the longest path from the graph's inputs, in ops;
+ * 0: reads no computed tensor), once ops are ordered; returns the largest. */
+int graph_levels(const struct graph *g, int *level);
 /* Index of the tensor or op called name, or -1. Hashed once graph_index_names has run (cfg_load runs
  * it); tensors and ops appended since are hashed on the next lookup. Without an index, a scan. */
 int graph_find_tensor(const struct graph *g, const char *name);

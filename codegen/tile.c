@@ -37,18 +37,7 @@ static void share_sms(struct tiling *s)
 {
 	const struct graph *g = s->g;
 	int sms = s->opt.sms, *level = xcalloc((size_t)g->n_ops, sizeof *level);
-	int max_level = 0;
-	for (int k = 0; k < g->n_ops; k++) {
-		int oi = g->order[k];
-		const struct op *o = &g->ops[oi];
-		for (int j = 0; j < o->n_in; j++) {
-			int p = g->tensors[o->in[j]].producer;
-			if (p >= 0 && level[p] + 1 > level[oi])
-				level[oi] = level[p] + 1;
-		}
-		if (level[oi] > max_level)
-			max_level = level[oi];
-	}
+	int max_level = graph_levels(g, level);
 	int *width = xcalloc((size_t)(max_level + 1) * ARK_MAX_GPUS, sizeof *width);
 	for (int i = 0; i < g->n_ops; i++)
 		if (g->ops[i].kind == ARK_OP_MATMUL)
@@ -186,13 +175,13 @@ static void pick_matmul(struct tiling *s, int oi, int64_t M, int64_t N, int64_t 
 }
 
 /* Tiles (tm, tn) of out, each one vCTA, or with split-K one MATMUL_PARTIAL per split into an fp32
- * workspace [splits * M, N] and one REDUCE per tile that sums the splits (bias, activation). */
+ * workspace [splits * M, N] and one REDUCE per tile that sums the splits (bias, activation, residual). */
 static void tile_matmul(struct tiling *s, int oi)
 {
 	struct graph *g = s->g;
 	struct op *o = &g->ops[oi];
 	struct op_tiling *pl = &s->per_op[oi];
-	int a = o->in[0], b = o->in[1], bias = o->n_in > 2 ? o->in[2] : -1, out = pl->out_tensor;
+	int a = o->in[0], b = o->in[1], bias = o->n_in > 2 ? o->in[2] : -1, out = pl->out_tensor, res = pl->residual;
 	int64_t M = s->rows[a], K = s->cols[a], N = s->cols[out];
 	int64_t es = esize(s, a);
 	const enum ark_dtype bdt = g->tensors[b].dtype; /* q4_1 or q8_0: b [N, K] in blocks of 32 along K */
@@ -226,11 +215,13 @@ static void tile_matmul(struct tiling *s, int oi)
 				} else {
 					if (bias >= 0)
 						vcta_add_read(v, bias, 0, 1, n0, n1);
+					if (res >= 0)
+						vcta_add_read(v, res, m0, m1, n0, n1);
 					v->write = (struct region){out, m0, m1, n0, n1};
 				}
 				v->flops = 2.0 * (double)((m1 - m0) * (n1 - n0) * (k1 - k0));
 				v->bytes = (double)(es * (m1 - m0) * (k1 - k0) + ark_row_bytes(bdt, k1 - k0) * (n1 - n0) +
-						    (splits > 1 ? 4 : es) * (m1 - m0) * (n1 - n0));
+						    (splits > 1 ? 4 : res >= 0 ? 2 * es : es) * (m1 - m0) * (n1 - n0));
 				v->tc = es == 2 && !ark_dtype_quantized(bdt); /* quantized b: FMA after dequantising */
 			}
 		}
@@ -245,9 +236,11 @@ static void tile_matmul(struct tiling *s, int oi)
 				vcta_add_read(v, pl->ws_tensor, m0, (splits - 1) * M + m1, n0, n1);
 				if (bias >= 0)
 					vcta_add_read(v, bias, 0, 1, n0, n1);
+				if (res >= 0)
+					vcta_add_read(v, res, m0, m1, n0, n1);
 				v->write = (struct region){out, m0, m1, n0, n1};
 				v->flops = (double)(splits * (m1 - m0) * (n1 - n0));
-				v->bytes = (double)((4 * splits + es) * (m1 - m0) * (n1 - n0));
+				v->bytes = (double)((4 * splits + (res >= 0 ? 2 * es : es)) * (m1 - m0) * (n1 - n0));
 			}
 }
 
@@ -961,7 +954,10 @@ int tile_graph(struct tiling *s)
 		 * one of its operands: vCTAs stay in a topological order. */
 		if (into >= 0 && s->per_op[into].chain_len && s->per_op[oi].chain_next < 0)
 			run_tiler(s, into, tile_chain);
-		if (into >= 0 || s->per_op[oi].chain_len) /* fused, or a chain's head: tiled at its last op */
+		/* A matmul with a fused residual add: at the add's place, after the op making the addend. */
+		if (into >= 0 && s->per_op[into].residual_op == oi)
+			run_tiler(s, into, tilers[g->ops[into].kind]);
+		if (into >= 0 || s->per_op[oi].chain_len || s->per_op[oi].residual_op >= 0) /* tiled elsewhere */
 			continue;
 		run_tiler(s, oi, tilers[g->ops[oi].kind]);
 	}

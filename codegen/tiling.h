@@ -38,7 +38,9 @@ struct vcta {
 struct op_tiling {
 	int fused_into;       /* op index whose vCTAs compute this op (-1: computed by its own) */
 	int act;              /* matmul, all_reduce: fused activation op kind, ARK_ACT_NONE */
-	int out_tensor;       /* tensor the op's vCTAs write (the fused activation's output) */
+	int out_tensor;       /* tensor the op's vCTAs write (the fused activation's or add's output) */
+	int residual;         /* matmul: tensor [M, N] its epilogue adds (a fused add), -1 */
+	int residual_op;      /* matmul: that add, at whose place in the order its vCTAs come, -1 */
 	int splits;           /* matmul split-K */
 	int ws_tensor;        /* matmul split-K workspace tensor, -1 */
 	int64_t kchunk;       /* decode_attention: keys per split */

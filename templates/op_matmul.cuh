@@ -42,6 +42,7 @@ static_assert(ARK_MM_RING_BYTES >= ARK_THREADS * 8 * 4, "ARK_MM_RING_BYTES too s
 struct ark_mm {
 	const char *a, *b;  /* a [M, K]; b [K, N], or [N, K] if tb */
 	const char *bias;   /* [N] or null */
+	const char *res;    /* [M, N] added last (ARK_OPP_RESIDUAL) or null */
 	char *out;          /* [M, N] */
 	float *ws;          /* partial: fp32 [M, N] slice of this split, else null */
 	int64_t M, N, K;
@@ -50,18 +51,28 @@ struct ark_mm {
 	int qdt;            /* b's dtype when it is block-quantized (ARK_Q4_1, ARK_Q8_0; op_quant.cuh), else 0 */
 };
 
-/* Epilogue of one output element (global m, n): partial store, or bias + activation + convert. The
- * streaming paths, whose threads hold one or a few elements each, use it; tiles with many elements
- * per thread use ark_mm_epilogue. */
+/* A fused residual add: v, the matmul's result, rounded to T as the add would have read it, plus r. */
+template <typename T> __device__ __forceinline__ float ark_mm_residual(float v, T r)
+{
+	return ark_to_f(ark_from_f<T>(v)) + ark_to_f(r);
+}
+
+/* Epilogue of one output element (global m, n): partial store, or bias + activation (+ residual) +
+ * convert. The streaming paths, whose threads hold one or a few elements each, use it; tiles with
+ * many elements per thread use ark_mm_epilogue. */
 template <typename T> __device__ __forceinline__ void ark_mm_store(const ark_mm &g, int m, int n, float v)
 {
+	const size_t i = (size_t)m * g.N + n;
 	if (g.ws) {
-		g.ws[(size_t)m * g.N + n] = v;
+		g.ws[i] = v;
 		return;
 	}
 	if (g.bias)
 		v += ark_to_f(reinterpret_cast<const T *>(g.bias)[n]);
-	reinterpret_cast<T *>(g.out)[(size_t)m * g.N + n] = ark_from_f<T>(ark_act(v, g.act));
+	v = ark_act(v, g.act);
+	if (g.res)
+		v = ark_mm_residual<T>(v, reinterpret_cast<const T *>(g.res)[i]);
+	reinterpret_cast<T *>(g.out)[i] = ark_from_f<T>(v);
 }
 
 /* Epilogue of the tile (m0:m1, n0:n1) whose fp32 sums lie in shared memory, t [m1 - m0][ldt] (or the sum
@@ -95,6 +106,25 @@ __device__ __forceinline__ void ark_mm_store4(T *p, const float (&v)[4], int nc,
 	for (int j = 0; j < 4; j++)
 		if (j < nc)
 			p[j] = ark_from_f<T>(v[j]);
+}
+/* v[j] (j < nc) plus the residual p[j], as ark_mm_residual; one 8- or 16-byte load where vec. */
+template <typename T>
+__device__ __forceinline__ void ark_mm_add4(const T *p, float (&v)[4], int nc, bool vec)
+{
+	T r[4];
+	if (vec && nc == 4) {
+		if constexpr (sizeof(T) == 4)
+			*reinterpret_cast<float4 *>(r) = *reinterpret_cast<const float4 *>(p);
+		else
+			*reinterpret_cast<uint2 *>(r) = *reinterpret_cast<const uint2 *>(p);
+	} else {
+#pragma unroll
+		for (int j = 0; j < 4; j++)
+			r[j] = j < nc ? p[j] : ark_from_f<T>(0.0f);
+	}
+#pragma unroll
+	for (int j = 0; j < 4; j++)
+		v[j] = ark_mm_residual<T>(v[j], r[j]);
 }
 template <typename T>
 __device__ __forceinline__ void ark_mm_epilogue(const ark_mm &g, const float *t, int ldt, int m0, int m1, int n0, int n1,
@@ -145,6 +175,8 @@ __device__ __forceinline__ void ark_mm_epilogue(const ark_mm &g, const float *t,
 		}
 		T *out = reinterpret_cast<T *>(g.out) + (size_t)m0 * N + n0 + c;
 		const bool vec = ((uintptr_t)out & (4 * sizeof(T) - 1)) == 0 && (N & 3) == 0;
+		const T *res = g.res ? reinterpret_cast<const T *>(g.res) + (size_t)m0 * N + n0 + c : nullptr;
+		const bool rvec = ((uintptr_t)res & (4 * sizeof(T) - 1)) == 0 && (N & 3) == 0;
 		ark_with_act(g.act, [&](auto f) {
 			for (int r = warp; r < R; r += NW) {
 				float v[4];
@@ -152,6 +184,8 @@ __device__ __forceinline__ void ark_mm_epilogue(const ark_mm &g, const float *t,
 #pragma unroll
 				for (int j = 0; j < 4; j++)
 					v[j] = f(v[j]);
+				if (res)
+					ark_mm_add4<T>(res + r * N, v, nc, rvec);
 				ark_mm_store4<T>(out + r * N, v, nc, vec);
 			}
 		});
@@ -1117,6 +1151,7 @@ __device__ __noinline__ void ark_matmul_tile(const ark_opp &p, int m0, int m1, i
 	g.a = arena + p.in[0];
 	g.b = arena + p.in[1];
 	g.bias = !partial && (p.flags & ARK_OPP_BIAS) ? arena + p.in[2] : nullptr;
+	g.res = !partial && (p.flags & ARK_OPP_RESIDUAL) ? arena + p.in[3] : nullptr;
 	g.out = arena + p.out;
 	g.ws = partial ? reinterpret_cast<float *>(arena + p.ws) + (size_t)split * p.M * p.N : nullptr;
 	g.M = p.M, g.N = p.N, g.K = p.K;
@@ -1130,7 +1165,8 @@ __device__ __noinline__ void ark_matmul_tile(const ark_opp &p, int m0, int m1, i
 			ark_mm_sub<T>(g, mb, min(mb + 128, m1), nb, min(nb + 128, n1), k0, k1, smem);
 }
 
-/* REDUCE: tile (m0:m1, n0:n1) of out = act(sum over s < splits of ws[s] + bias). A thread takes four
+/* REDUCE: tile (m0:m1, n0:n1) of out = act(sum over s < splits of ws[s] + bias) (+ the residual in[3]
+ * with ARK_OPP_RESIDUAL). A thread takes four
  * adjacent columns of a row at a time, and U such groups together, so that the U x splits loads of
  * the workspace are all in flight before any is added (one group at a time left each thread waiting on
  * one L2 round trip per split and element: ~6 us for a 64 x 32 tile of two splits). */
@@ -1140,6 +1176,7 @@ __device__ __noinline__ void ark_reduce_tile(const ark_opp &p, int m0, int m1, i
 	constexpr int U = 4;
 	const float *ws = reinterpret_cast<const float *>(arena + p.ws); /* [splits, M, N] */
 	const T *bias = p.flags & ARK_OPP_BIAS ? reinterpret_cast<const T *>(arena + p.in[2]) : nullptr;
+	const T *res = p.flags & ARK_OPP_RESIDUAL ? reinterpret_cast<const T *>(arena + p.in[3]) : nullptr;
 	T *out = reinterpret_cast<T *>(arena + p.out);
 	const size_t mn = (size_t)p.M * p.N, N = p.N;
 	const int splits = (int)p.splits;
@@ -1147,6 +1184,7 @@ __device__ __noinline__ void ark_reduce_tile(const ark_opp &p, int m0, int m1, i
 	/* 16-byte workspace reads and 4-element output stores where every row allows them */
 	const bool wv = (N & 3) == 0 && (n0 & 3) == 0 && ((uintptr_t)ws & 15) == 0 && (mn & 3) == 0;
 	const bool ov = (N & 3) == 0 && (n0 & 3) == 0 && ((uintptr_t)out & (4 * sizeof(T) - 1)) == 0;
+	const bool rv = (N & 3) == 0 && (n0 & 3) == 0 && ((uintptr_t)res & (4 * sizeof(T) - 1)) == 0;
 	ark_with_act(p.act, [&](auto f) {
 		for (int e0 = threadIdx.x; e0 < cnt; e0 += U * ARK_THREADS) {
 			size_t off[U];
@@ -1183,6 +1221,8 @@ __device__ __noinline__ void ark_reduce_tile(const ark_opp &p, int m0, int m1, i
 #pragma unroll
 				for (int j = 0; j < 4; j++)
 					v[u][j] = f(v[u][j]);
+				if (res)
+					ark_mm_add4<T>(res + off[u], v[u], nc[u], rv);
 				ark_mm_store4<T>(out + off[u], v[u], nc[u], ov);
 			}
 		}

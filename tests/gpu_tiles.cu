@@ -75,54 +75,62 @@ static const char *act_name(int act)
 /* ---- matmul ----------------------------------------------------------------------------------- */
 
 /* The verdict of a matmul (ia, ib, ibias or -1, io of c, out [M, N] in dt; b [N, K] if tb, quantized
- * or not) with activation act: the reference (on the dequantised b), then act. */
+ * or not) with activation act and residual ires (-1: none): the reference (on the dequantised b), then
+ * act, then the add of ires, each its own op as in a model. */
 static void verdict_matmul(tcase &c, int dt, int64_t M, int64_t N, int ia, int ib, int ibias, int io, bool tb, int act,
-			   bool guards, const std::string &why)
+			   bool guards, const std::string &why, int ires = -1)
 {
-	std::vector<unsigned char> want(c.t[io].bytes), want2(c.t[io].bytes);
-	const int itmp = c.add("act_out", dt, {M, N}, true);
+	std::vector<unsigned char> want(c.t[io].bytes), want2(c.t[io].bytes), want3(c.t[io].bytes);
+	const int itmp = c.add("act_out", dt, {M, N}, true), isum = c.add("sum_out", dt, {M, N}, true);
 	std::vector<void *> bufs;
 	for (auto &h : c.host)
 		bufs.push_back(h.data());
 	bufs[io] = want.data();
 	bufs[itmp] = want2.data();
+	bufs[isum] = want3.data();
 	std::vector<int> ins = {ia, ib};
 	if (ibias >= 0)
 		ins.push_back(ibias);
 	ark_op op = op_base(ARK_OP_MATMUL, ins, io);
 	op.transpose_b = tb;
 	ref_or_bail(op, c, bufs);
-	const void *w = want.data();
+	int last = io;
 	if (act != ARK_ACT_NONE) {
-		ref_or_bail(op_base(act, {io}, itmp), c, bufs);
-		w = want2.data();
+		ref_or_bail(op_base(act, {last}, itmp), c, bufs);
+		last = itmp;
 	}
-	verdict(c, io, w, dt == ARK_FP32 ? 1e-5 : 1e-2, guards, why);
+	if (ires >= 0) {
+		ref_or_bail(op_base(ARK_OP_ADD, {last, ires}, isum), c, bufs);
+		last = isum;
+	}
+	verdict(c, io, bufs[last], dt == ARK_FP32 ? 1e-5 : 1e-2, guards, why);
 }
 
 /* out [M, N] = act(a [M, K] . b + bias) in tiles (tm, tn); splits > 1: MATMUL_PARTIAL over equal K
  * ranges (a multiple of 8), then REDUCE in a second launch. */
 static void case_matmul(int dt, int64_t M, int64_t N, int64_t K, bool tb, bool bias, int act, int tm, int tn,
-			int splits = 1, int skew = 0, int64_t kalign = 8)
+			int splits = 1, int skew = 0, int64_t kalign = 8, bool residual = false)
 {
 	char d[256];
-	snprintf(d, sizeof d, "matmul %s M=%lld N=%lld K=%lld%s%s act=%s tile %dx%d%s%s", dt_name[dt], (long long)M,
-		 (long long)N, (long long)K, tb ? " transpose_b" : "", bias ? " bias" : "", act_name(act), tm, tn,
-		 splits > 1 ? " split-K" : "", skew ? " misaligned" : "");
+	snprintf(d, sizeof d, "matmul %s M=%lld N=%lld K=%lld%s%s act=%s%s tile %dx%d%s%s", dt_name[dt], (long long)M,
+		 (long long)N, (long long)K, tb ? " transpose_b" : "", bias ? " bias" : "", act_name(act),
+		 residual ? " + residual" : "", tm, tn, splits > 1 ? " split-K" : "", skew ? " misaligned" : "");
 	tcase c;
 	c.desc = d;
 	int ia = c.add("a", dt, {M, K}, false, skew);
 	int ib = c.add("b", dt, tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, false);
 	int ibias = bias ? c.add("bias", dt, {N}, false) : -1;
+	int ires = residual ? c.add("residual", dt, {M, N}, false) : -1;
 	int io = c.add("out", dt, {M, N}, true);
 	uint64_t ws = splits > 1 ? c.reserve((uint64_t)splits * M * N * 4) : 0;
 	upload(c, 1.0f);
 
 	ark_opp p = opp_base(ARK_OP_MATMUL, dt);
-	p.flags = (tb ? ARK_OPP_TRANSPOSE_B : 0) | (bias ? ARK_OPP_BIAS : 0);
+	p.flags = (tb ? ARK_OPP_TRANSPOSE_B : 0) | (bias ? ARK_OPP_BIAS : 0) | (residual ? ARK_OPP_RESIDUAL : 0);
 	p.act = (uint16_t)act;
 	p.splits = (uint32_t)splits;
 	p.in[0] = c.t[ia].offset, p.in[1] = c.t[ib].offset, p.in[2] = bias ? c.t[ibias].offset : 0;
+	p.in[3] = residual ? c.t[ires].offset : 0;
 	p.out = c.t[io].offset;
 	p.ws = ws;
 	p.M = M, p.N = N, p.K = K;
@@ -147,8 +155,8 @@ static void case_matmul(int dt, int64_t M, int64_t N, int64_t K, bool tb, bool b
 	std::string why;
 	bool guards = download(c, why);
 
-	/* reference: matmul (+ bias), then the activation as its own op */
-	verdict_matmul(c, dt, M, N, ia, ib, ibias, io, tb, act, guards, why);
+	/* reference: matmul (+ bias), then the activation and the residual add as ops of their own */
+	verdict_matmul(c, dt, M, N, ia, ib, ibias, io, tb, act, guards, why, ires);
 }
 
 /* ---- elementwise ------------------------------------------------------------------------------ */
@@ -1198,6 +1206,14 @@ int main(void)
 		case_matmul(dt, 3, 129, 1949, true, true, ARK_OP_SILU, 3, 16);
 		case_matmul(dt, 16, 777, 1000, false, false, ARK_ACT_NONE, 16, 128);
 		case_matmul(dt, 17, 129, 743, false, true, ARK_OP_RELU, 17, 128);
+		/* a fused residual add (a transformer block's x + W o): every path, odd N, after split-K */
+		case_matmul(dt, 1, 2048, 2048, true, false, ARK_ACT_NONE, 1, 16, 1, 0, 8, true);
+		case_matmul(dt, 3, 777, 1000, false, true, ARK_OP_GELU, 3, 128, 1, 0, 8, true);
+		case_matmul(dt, 1, 1000, 3000, true, false, ARK_ACT_NONE, 1, 128, 3, 0, 8, true);
+		case_matmul(dt, 64, 768, 768, true, true, ARK_ACT_NONE, 64, 64, 1, 0, 8, true);
+		case_matmul(dt, 135, 129, 743, true, true, ARK_OP_SILU, 128, 128, 1, 0, 8, true);
+		case_matmul(dt, 128, 768, 3072, true, true, ARK_ACT_NONE, 64, 32, 2, 0, 8, true);
+		case_matmul(dt, 3, 129, 1949, true, false, ARK_ACT_NONE, 3, 16, 1, 0, 8, true);
 		case_matmul(dt, 17, 777, 743, true, false, ARK_ACT_NONE, 17, 64);
 		case_matmul(dt, 135, 777, 743, true, true, ARK_OP_GELU, 128, 128);
 		case_matmul(dt, 135, 777, 743, false, false, ARK_ACT_NONE, 135, 100);

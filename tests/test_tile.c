@@ -1,5 +1,6 @@
 /* test_tile.c: the tiler's fusion decisions: chains of elementwise ops (which ops join a chain, where
- * a chain must stop, what its vCTAs read and write) and the share of SMs independent matmuls get. */
+ * a chain must stop, what its vCTAs read and write), residual adds in a matmul's epilogue, and the
+ * share of SMs independent matmuls get. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -89,6 +90,81 @@ static void test_chain_whole(void **state)
 		assert_int_equal(v->write.r1, (v->k1 + 2999) / 3000);
 	}
 	assert_int_equal(covered, 12000);
+	done();
+}
+
+/* Place of op o in the graph's order. */
+static int order_of(int o)
+{
+	for (int k = 0; k < g->n_ops; k++)
+		if (g->order[k] == o)
+			return k;
+	return -1;
+}
+
+/* An add of a matmul's result (through its fused activation) and a tensor of its shape runs in the
+ * matmul's epilogue: the matmul writes the sum and reads the addend in every tile, and its vCTAs come
+ * after those of the op making the addend, even where that op comes later in the order. An add that
+ * broadcasts, adds a tensor to itself, reads a result something else reads too or sums two matmuls of
+ * one dependency level stays an op. */
+static void test_residual(void **state)
+{
+	(void)state;
+	tile_text("{ name = \"x\"; shape = [4, 64]; role = \"input\"; },"
+		  "{ name = \"w\"; shape = [64, 64]; role = \"weight\"; },"
+		  "{ name = \"w2\"; shape = [64, 64]; role = \"weight\"; },"
+		  "{ name = \"g\"; shape = [64]; role = \"weight\"; },"
+		  "{ name = \"o\"; role = \"output\"; },"
+		  "{ name = \"o2\"; role = \"output\"; },"
+		  "{ name = \"o3\"; role = \"output\"; },"
+		  "{ name = \"o4\"; role = \"output\"; }",
+		  "{ name = \"pre\"; op = \"sigmoid\"; in = [\"x\"]; out = \"xs\"; },"
+		  "{ name = \"m\"; op = \"matmul\"; in = [\"xs\", \"w\"]; out = \"h\"; },"
+		  "{ name = \"act\"; op = \"relu\"; in = [\"h\"]; out = \"a\"; },"
+		  "{ name = \"later\"; op = \"scale\"; in = [\"x\"]; out = \"y\"; factor = 2.0; },"
+		  "{ name = \"res\"; op = \"add\"; in = [\"y\", \"a\"]; out = \"o\"; },"
+		  "{ name = \"m2\"; op = \"matmul\"; in = [\"o\", \"w2\"]; out = \"h2\"; },"
+		  "{ name = \"bc\"; op = \"add\"; in = [\"h2\", \"g\"]; out = \"o2\"; },"
+		  "{ name = \"m3\"; op = \"matmul\"; in = [\"x\", \"w2\"]; out = \"h3\"; },"
+		  "{ name = \"self\"; op = \"add\"; in = [\"h3\", \"h3\"]; out = \"o3\"; },"
+		  "{ name = \"m4\"; op = \"matmul\"; in = [\"o\", \"w\"]; out = \"h4\"; },"
+		  "{ name = \"two\"; op = \"add\"; in = [\"h4\", \"x\"]; out = \"o4\"; },"
+		  "{ name = \"again\"; op = \"relu\"; in = [\"h4\"]; out = \"o5\"; },"
+		  "{ name = \"m5\"; op = \"matmul\"; in = [\"x\", \"w\"]; out = \"h5\"; },"
+		  "{ name = \"m6\"; op = \"matmul\"; in = [\"x\", \"w2\"]; out = \"h6\"; },"
+		  "{ name = \"branches\"; op = \"add\"; in = [\"h5\", \"h6\"]; out = \"o6\"; }");
+	const int m = op("m");
+	assert_true(order_of(op("later")) > order_of(m)); /* what the test is about */
+	assert_int_equal(s->per_op[op("act")].fused_into, m);
+	assert_int_equal(s->per_op[op("res")].fused_into, m);
+	assert_int_equal(s->per_op[m].residual, tensor("y"));
+	assert_int_equal(s->per_op[m].residual_op, op("res"));
+	assert_int_equal(s->per_op[m].out_tensor, tensor("o"));
+	int last_later = -1, first_m = s->n_vcta, n_m = 0;
+	for (int i = 0; i < s->n_vcta; i++) {
+		const struct vcta *v = &s->v[i];
+		if (v->op == op("later") && i > last_later)
+			last_later = i;
+		if (v->op != m)
+			continue;
+		n_m++;
+		first_m = i < first_m ? i : first_m;
+		assert_true(reads(v, "y") && reads(v, "xs") && reads(v, "w"));
+		assert_false(reads(v, "h") || reads(v, "a"));
+		assert_int_equal(v->write.tensor, tensor("o"));
+	}
+	assert_true(n_m > 0 && last_later >= 0 && last_later < first_m);
+	/* broadcast [64] bias, a tensor added to itself, a result read twice: ops of their own */
+	assert_int_equal(s->per_op[op("bc")].fused_into, -1);
+	assert_int_equal(s->per_op[op("m2")].residual, -1);
+	assert_int_equal(s->per_op[op("self")].fused_into, -1);
+	assert_int_equal(s->per_op[op("m3")].residual, -1);
+	assert_int_equal(s->per_op[op("two")].fused_into, -1);
+	assert_int_equal(s->per_op[op("m4")].residual, -1);
+	/* two matmuls of one level summed: fused, one would wait for the other */
+	assert_int_equal(s->per_op[op("branches")].fused_into, -1);
+	assert_int_equal(s->per_op[op("m5")].residual, -1);
+	assert_int_equal(s->per_op[op("m6")].residual, -1);
 	done();
 }
 
@@ -520,6 +596,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chain_whole),
 		cmocka_unit_test(test_chain_stops),
+		cmocka_unit_test(test_residual),
 		cmocka_unit_test(test_chain_order),
 		cmocka_unit_test(test_matmul_share),
 		cmocka_unit_test(test_matmul_costed),

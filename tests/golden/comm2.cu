@@ -71,23 +71,23 @@ static const struct ark_op ops[5] = {
  * not given are 0. */
 static const struct ark_opp opp_g0[] = {
 	/* 0: mm0: matmul (models/comm2.cfg:20) */
-	{.kind = ARK_OP_MATMUL, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .splits = 1,
-	 .in = {ARK_OFF_x, ARK_OFF_w0}, .out = ARK_OFF_h0, .M = 4, .N = 64, .K = 64, .peer = -1},
+	{.kind = ARK_OP_MATMUL, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .splits = 1, .peer = -1,
+	 .in = {ARK_OFF_x, ARK_OFF_w0}, .out = ARK_OFF_h0, .M = 4, .N = 64, .K = 64},
 	/* 1: cpx: copy (models/comm2.cfg:19), copy to GPU 1 */
-	{.kind = ARK_OP_COPY, .dtype = ARK_FP16, .flags = ARK_OPP_PUSH, .act = ARK_ACT_NONE, .in = {ARK_OFF_x},
-	 .out = ARK_OFF_x1, .peer = 1},
+	{.kind = ARK_OP_COPY, .dtype = ARK_FP16, .flags = ARK_OPP_PUSH, .act = ARK_ACT_NONE, .peer = 1,
+	 .in = {ARK_OFF_x}, .out = ARK_OFF_x1},
 	/* 2: ar: all_reduce (models/comm2.cfg:22), copy to GPU 1 */
-	{.kind = ARK_OP_ALL_REDUCE, .dtype = ARK_FP16, .flags = ARK_OPP_PUSH, .act = ARK_ACT_NONE,
-	 .in = {ARK_OFF_h0}, .out = ARK_OFF_s1__os, .peer = 1},
+	{.kind = ARK_OP_ALL_REDUCE, .dtype = ARK_FP16, .flags = ARK_OPP_PUSH, .act = ARK_ACT_NONE, .peer = 1,
+	 .in = {ARK_OFF_h0}, .out = ARK_OFF_s1__os},
 	/* 3: ar: all_reduce (models/comm2.cfg:22), sum */
-	{.kind = ARK_OP_ALL_REDUCE, .dtype = ARK_FP16, .act = ARK_ACT_NONE,
-	 .in = {ARK_OFF_h0, ARK_OFF_s0__os, 512u}, .out = ARK_OFF_s0, .K = 1, .peer = -1},
+	{.kind = ARK_OP_ALL_REDUCE, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .peer = -1,
+	 .in = {ARK_OFF_h0, ARK_OFF_s0__os, 512u}, .out = ARK_OFF_s0, .K = 1},
 	/* 4: ag: all_gather (models/comm2.cfg:23), DMA send to GPU 1 */
-	{.kind = ARK_OP_ALL_GATHER, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .in = {ARK_OFF_s0},
-	 .out = ARK_OFF_g1__ag, .peer = 1},
+	{.kind = ARK_OP_ALL_GATHER, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .peer = 1, .in = {ARK_OFF_s0},
+	 .out = ARK_OFF_g1__ag},
 	/* 5: ag: all_gather (models/comm2.cfg:23), gather */
-	{.kind = ARK_OP_ALL_GATHER, .dtype = ARK_FP16, .act = ARK_ACT_NONE,
-	 .in = {ARK_OFF_s0, ARK_OFF_g0__ag, 512u}, .out = ARK_OFF_g0, .N = 64, .K = 2, .peer = -1},
+	{.kind = ARK_OP_ALL_GATHER, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .peer = -1,
+	 .in = {ARK_OFF_s0, ARK_OFF_g0__ag, 512u}, .out = ARK_OFF_g0, .N = 64, .K = 2},
 };
 
 /* Tasks of every SM of GPU 0, back to back (struct ark_task): op and op params, template, GPU of a remote signal + 1
@@ -138,22 +138,22 @@ static const struct ark_wait waits_g0[4] = {
  * not given are 0. */
 static const struct ark_opp opp_g1[] = {
 	/* 0: mm1: matmul (models/comm2.cfg:21) */
-	{.kind = ARK_OP_MATMUL, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .splits = 1,
-	 .in = {ARK_OFF_x1, ARK_OFF_w1}, .out = ARK_OFF_h1, .M = 4, .N = 64, .K = 64, .peer = -1},
+	{.kind = ARK_OP_MATMUL, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .splits = 1, .peer = -1,
+	 .in = {ARK_OFF_x1, ARK_OFF_w1}, .out = ARK_OFF_h1, .M = 4, .N = 64, .K = 64},
 	/* 1: cpx: copy (models/comm2.cfg:19), receive */
 	{.kind = ARK_OP_COPY, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .peer = -1},
 	/* 2: ar: all_reduce (models/comm2.cfg:22), copy to GPU 0 */
-	{.kind = ARK_OP_ALL_REDUCE, .dtype = ARK_FP16, .flags = ARK_OPP_PUSH, .act = ARK_ACT_NONE,
-	 .in = {ARK_OFF_h1}, .out = ARK_OFF_s0__os, .peer = 0},
+	{.kind = ARK_OP_ALL_REDUCE, .dtype = ARK_FP16, .flags = ARK_OPP_PUSH, .act = ARK_ACT_NONE, .peer = 0,
+	 .in = {ARK_OFF_h1}, .out = ARK_OFF_s0__os},
 	/* 3: ar: all_reduce (models/comm2.cfg:22), sum */
-	{.kind = ARK_OP_ALL_REDUCE, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .splits = 1,
-	 .in = {ARK_OFF_h1, ARK_OFF_s1__os, 512u}, .out = ARK_OFF_s1, .K = 1, .peer = -1},
+	{.kind = ARK_OP_ALL_REDUCE, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .splits = 1, .peer = -1,
+	 .in = {ARK_OFF_h1, ARK_OFF_s1__os, 512u}, .out = ARK_OFF_s1, .K = 1},
 	/* 4: ag: all_gather (models/comm2.cfg:23), DMA send to GPU 0 */
-	{.kind = ARK_OP_ALL_GATHER, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .in = {ARK_OFF_s1},
-	 .out = ARK_OFF_g0__ag, .peer = 0},
+	{.kind = ARK_OP_ALL_GATHER, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .peer = 0, .in = {ARK_OFF_s1},
+	 .out = ARK_OFF_g0__ag},
 	/* 5: ag: all_gather (models/comm2.cfg:23), gather */
-	{.kind = ARK_OP_ALL_GATHER, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .splits = 1,
-	 .in = {ARK_OFF_s1, ARK_OFF_g1__ag, 512u}, .out = ARK_OFF_g1, .N = 64, .K = 2, .peer = -1},
+	{.kind = ARK_OP_ALL_GATHER, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .splits = 1, .peer = -1,
+	 .in = {ARK_OFF_s1, ARK_OFF_g1__ag, 512u}, .out = ARK_OFF_g1, .N = 64, .K = 2},
 };
 
 /* Tasks of every SM of GPU 1, back to back (struct ark_task): op and op params, template, GPU of a remote signal + 1

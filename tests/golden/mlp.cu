@@ -54,11 +54,10 @@ static const struct ark_op ops[3] = {
 static const struct ark_opp opp_g0[] = {
 	/* 0: fc1: matmul (models/mlp.cfg:15) + gelu fused */
 	{.kind = ARK_OP_MATMUL, .dtype = ARK_FP16, .flags = ARK_OPP_BIAS, .act = ARK_OP_GELU, .splits = 1,
-	 .in = {ARK_OFF_x, ARK_OFF_w1, ARK_OFF_b1}, .out = ARK_OFF_a, .M = 8, .N = 4096, .K = 1024, .peer = -1},
+	 .peer = -1, .in = {ARK_OFF_x, ARK_OFF_w1, ARK_OFF_b1}, .out = ARK_OFF_a, .M = 8, .N = 4096, .K = 1024},
 	/* 1: fc2: matmul (models/mlp.cfg:17) */
-	{.kind = ARK_OP_MATMUL, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .splits = 2,
-	 .in = {ARK_OFF_a, ARK_OFF_w2}, .out = ARK_OFF_y, .ws = ARK_OFF_y__ws, .M = 8, .N = 1024, .K = 4096,
-	 .peer = -1},
+	{.kind = ARK_OP_MATMUL, .dtype = ARK_FP16, .act = ARK_ACT_NONE, .splits = 2, .peer = -1,
+	 .in = {ARK_OFF_a, ARK_OFF_w2}, .out = ARK_OFF_y, .ws = ARK_OFF_y__ws, .M = 8, .N = 1024, .K = 4096},
 };
 
 /* Tasks of every SM, back to back (struct ark_task): op and op params, template, GPU of a remote signal + 1
