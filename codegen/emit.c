@@ -184,7 +184,10 @@ static void emit_header(const struct emitter *e)
 	for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++) /* int32 is never computed in */
 		out(f, "#define ARK_TILES_%s %d\n", dtype_enum[dt] + 4, used[dt]);
 	out(f, "#define ARK_TILES_MMA %d\n", mma);
-	/* Only the templates some task names are compiled (ark_tiles.cuh): the others cost build time. */
+	/* Only the templates some task names are compiled (ark_tiles.cuh): the others cost build time.
+	 * The grid barriers of --sync barrier are tasks of no vCTA. */
+	if (e->t->n_bar)
+		tmpl_used[ARK_T_BARRIER] = 1;
 	out(f, "#define ARK_TILES_USED (");
 	for (int t = 0, n = 0; t < ARK_T__COUNT; t++)
 		if (tmpl_used[t]) /* four to a line */
@@ -861,7 +864,11 @@ static void emit_model(const struct emitter *e)
 	sb_cstring(&name, g->name);
 	sb_cstring(&src, g->file);
 	sb_cstring(&opts, e->info->options);
-	out(f, "ARK_DEFINE_LOOP()\n\n");
+	/* The stream backends launch ark_op_kernel (ARK_DEFINE_STREAMS) alone: no loop kernel to build,
+	 * the session's checks (shared memory, occupancy) run on theirs. */
+	const int loop = !e->info->streams;
+	if (loop)
+		out(f, "ARK_DEFINE_LOOP()\n\n");
 	out(f, "extern \"C\" const struct ark_model ark_model_def = {\n");
 	out(f, "\t.name = %s,\n\t.source = %s,\n\t.options = %s,\n", name.s, src.s, opts.s);
 	out(f, "\t.gpus = %d,\n\t.sms = ARK_SMS,\n\t.threads = ARK_THREADS,\n\t.smem_bytes = ARK_SMEM_BYTES,\n", g->gpus);
@@ -883,7 +890,10 @@ static void emit_model(const struct emitter *e)
 		init_field(&in, ".n_done = ARK_SMS");
 		init_end(&in);
 	}
-	out(f, "\t},\n\t.launch = ark_launch,\n\t.kernel = (const void *)ark_loop_kernel,\n");
+	if (loop)
+		out(f, "\t},\n\t.launch = ark_launch,\n\t.kernel = (const void *)ark_loop_kernel,\n");
+	else
+		out(f, "\t},\n\t.launch = NULL,\n\t.kernel = (const void *)ark_op_kernel,\n");
 	out(f, "%s", e->info->streams ? "\t.streams = &ark_streams_def,\n" : "");
 	if (g->token >= 0) /* said only where the model has one: other files unchanged */
 		out(f, "\t.token_state = %d,\n", g->token + 1);

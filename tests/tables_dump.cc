@@ -10,6 +10,10 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#ifndef ARK_TILE_BIT /* ark_tiles.cuh's, which the stub does not define */
+#define ARK_TILE_BIT(id) (1ull << ARK_T_##id)
+#endif
+
 // The task's op index where struct ark_task has one, else -1 ("-").
 template <typename T> static auto task_op(const T &t, int) -> decltype((long)t.op) { return (long)t.op; }
 template <typename T> static long task_op(const T &, long) { return -1; }
@@ -62,6 +66,8 @@ static void dump_gpu(const struct ark_model *m, int g)
 		printf("opp %d.%d kind=%u dtype=%u flags=%u act=%u pad=%u splits=%u", g, i, o->kind, o->dtype, o->flags,
 		       o->act, o->wdtype, o->splits);
 		u64s("in", o->in, 3);
+		if (o->in[3]) /* a fused residual (not in the goldens' older layout) */
+			printf(" in3=%" PRIu64, o->in[3]);
 		printf(" out=%" PRIu64 " ws=%" PRIu64 " M=%" PRId64 " N=%" PRId64 " K=%" PRId64 " f=%.9g ndim=%d", o->out,
 		       o->ws, o->M, o->N, o->K, (double)o->f, o->ndim);
 		i64s("oshape", o->oshape, 4);
@@ -80,6 +86,10 @@ static void dump_gpu(const struct ark_model *m, int g)
 			printf(" op=-\n");
 		else
 			printf(" op=%ld (%s)\n", op, op < m->n_ops ? m->ops[op].name : "none");
+#ifdef ARK_TILES_USED
+		if (!((ARK_TILES_USED) >> t->tmpl & 1)) /* the loop kernel would fault on it */
+			printf("task %d.%d: template %u is not in ARK_TILES_USED\n", g, i, t->tmpl);
+#endif
 	}
 	printf("sm_begin %d", g);
 	for (int s = 0; s <= m->sms; s++)
