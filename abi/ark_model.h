@@ -119,9 +119,11 @@ struct ark_model {
 	int n_ops;
 	const struct ark_op *ops; /* in a topological order */
 	struct ark_gpu_tables tables[ARK_MAX_GPUS];
-	/* Launches the loop kernel of `gpu` (cooperative launch); defined in the generated file. */
+	/* Launches the loop kernel of `gpu` (cooperative launch); defined in the generated file; NULL
+	 * with streams (no loop kernel is built). */
 	int (*launch)(int gpu, const struct ark_kargs *args, void *stream);
-	const void *kernel;     /* the loop kernel function, for occupancy queries */
+	const void *kernel;     /* the loop kernel function, or with streams the per-op kernel, for
+				 * the shared-memory and occupancy checks */
 	/* --backend streams|graph|dynamic: the stream program the runtime issues instead of ringing the
 	 * loop kernel, which is then never launched; NULL: --backend loop */
 	const struct ark_streams *streams;
