@@ -149,12 +149,15 @@ __device__ __forceinline__ bool ark_aligned16(const void *p) { return ((uintptr_
  * catalog flags elementwise without an entry here does not compile (op_elementwise.cuh). */
 __device__ __forceinline__ float ark_gelu(float x)
 { /* x * Phi(x), the erf form (approximate = "none") */
-	return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f)); /* 1 / sqrt(2) */
+	/* 1 + erf(x / sqrt(2)) as erfc(-x / sqrt(2)): no cancellation where x is very negative (x = -3:
+	 * 1 + erf would keep ~3 significant digits of fp32, erfc all of them) */
+	return 0.5f * x * erfcf(x * -0.7071067811865476f);
 }
 __device__ __forceinline__ float ark_gelu_tanh(float x)
 { /* tanh approximation (approximate = "tanh") */
 	const float c = 0.7978845608028654f; /* sqrt(2 / pi) */
-	return 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x)));
+	/* 0.5 (1 + tanh(u)) as 1 / (1 + exp(-2u)): no cancellation where u is very negative */
+	return x / (1.0f + expf(-2.0f * c * (x + 0.044715f * x * x * x)));
 }
 __device__ __forceinline__ float ark_silu(float x) { return x / (1.0f + expf(-x)); }
 
