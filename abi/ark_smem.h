@@ -18,7 +18,9 @@
 #endif
 #define ARK_MM_TC 4 /* stream_nk: output columns one warp computes at once */
 #define ARK_MM_SACC_BYTES (128 * ARK_MM_SMALL_M * 4) /* stream_nk: fp32 sums [MB][tn] */
-#define ARK_MM_STREAM_SMEM (ARK_MM_RING_BYTES + ARK_MM_A_BYTES + ARK_MM_SACC_BYTES)
+/* streaming, a fused rmsnorm of a: each row's 1 / rms [MB] and the warps' partial sums [warps][MB] */
+#define ARK_MM_PRE_BYTES (ARK_MM_SMALL_M * (ARK_THREADS / 32 + 1) * 4)
+#define ARK_MM_STREAM_SMEM (ARK_MM_RING_BYTES + ARK_MM_A_BYTES + ARK_MM_SACC_BYTES + ARK_MM_PRE_BYTES)
 
 #define ARK_MM_MAX_STAGES 8 /* mma: deepest pipeline (small tiles) */
 #define ARK_MM_WARPS 8      /* mma: warps that compute (the others only load) */

@@ -177,6 +177,13 @@ struct ark_opp {
 	int32_t ndim;     /* elementwise with broadcasting: out shape and the inputs' element strides */
 	int64_t oshape[4]; /* REDUCE_MEAN: {P, S, Q, D}, in[0] viewed as [P, S, Q, D], mean over S */
 	int64_t istride[2][4]; /* 0 where an input is broadcast along that dimension */
+	uint64_t pre_in;  /* matmul with a prologue: its other input (ARK_PRE_RMSNORM: gamma [K]) */
+	uint16_t pre;     /* matmul: enum ark_pre, what its tiles apply to a's rows as they stage them */
+};
+/* A matmul's prologue (struct ark_opp.pre): an op fused into it on the side of a. */
+enum ark_pre {
+	ARK_PRE_NONE,    /* a as it is */
+	ARK_PRE_RMSNORM, /* a = rmsnorm(in[0], gamma pre_in, eps f), rounded to the dtype: the tile reads x */
 };
 /* ROPE's params in those fields: in = {x, pos}, x and out viewed as [M, N] = [B*T, H*Dh], K = T (row m is at
  * position pos + m % T), f = base, oshape = {head_dim, rotary_dim, style (0: half, 1: interleaved), 0}.

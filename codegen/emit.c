@@ -413,6 +413,8 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 		flags |= o->transpose_b ? ARK_OPP_TRANSPOSE_B : 0;
 		flags |= o->n_in > 2 ? ARK_OPP_BIAS : 0;
 		flags |= pl->residual >= 0 ? ARK_OPP_RESIDUAL : 0;
+		if (pl->pre_op >= 0) /* a fused rmsnorm: its eps; in[0] below is its input */
+			fval = g->ops[pl->pre_op].eps;
 	} else if (op_info[o->kind].flags & ARK_OPF_ELEMENTWISE) {
 		int same = 1;
 		nd = T->ndim;
@@ -486,6 +488,8 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 		out(e->f, " + %s fused", op_info[pl->act].name);
 	if (pl->residual >= 0)
 		out(e->f, " + add of %s fused", c_comment_text(c1, sizeof c1, g->tensors[pl->residual].name));
+	if (pl->pre_op >= 0)
+		out(e->f, ", rmsnorm %s fused on a", c_comment_text(c1, sizeof c1, g->ops[pl->pre_op].name));
 	out(e->f, " */\n");
 
 	struct init in;
@@ -503,7 +507,8 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 	opp_head(&in, o->kind, dtype, flags, pl->act, mask >= 0 ? (int)g->tensors[mask].dtype : -1, wdt,
 		 (uint32_t)pl->splits, -1);
 	for (int i = 0; i < o->n_in && i < 3; i++)
-		sb_printf(&ins, "%s%s", i ? ", " : "", offset_of(e, o->in[i]));
+		sb_printf(&ins, "%s%s", i ? ", " : "",
+			  offset_of(e, i == 0 && pl->pre_op >= 0 ? g->ops[pl->pre_op].in[0] : o->in[i]));
 	if (pl->residual >= 0) /* in[3], after a bias or its place */
 		sb_printf(&ins, "%s, %s", o->n_in > 2 ? "" : ", 0u", offset_of(e, pl->residual));
 	init_field(&in, ".in = {%s}", ins.s);
@@ -538,6 +543,10 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 	}
 	if (o->kind == ARK_OP_REDUCE_MEAN) {
 		init_field(&in, ".oshape = %s", i64_list(c1, sizeof c1, rview, 4));
+	}
+	if (pl->pre_op >= 0) {
+		init_field(&in, ".pre_in = %s", offset_of(e, g->ops[pl->pre_op].in[1]));
+		init_field(&in, ".pre = ARK_PRE_RMSNORM");
 	}
 	init_end(&in);
 	free(ins.s);

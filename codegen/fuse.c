@@ -1,12 +1,13 @@
 /* fuse.c: fusion, a rewrite of the op graph decided before tiling and recorded in tiling.per_op:
  * activations run in the epilogue of the matmul before them or on the sums of an all_reduce, a
- * residual add in the epilogue of the matmul whose result it adds, and chains of elementwise ops run
- * as one vCTA per range of elements. A fused op gets no vCTAs of its
+ * residual add in the epilogue of the matmul whose result it adds, an rmsnorm in the staging of a of
+ * the small matmuls that read it, and chains of elementwise ops run as one vCTA per range of elements. A fused op gets no vCTAs of its
  * own (fused_into); the op that computes it records what it took over (act, residual, out_tensor,
  * chain_*). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "ark_smem.h" /* ARK_MM_SMALL_M */
 #include "diag.h"
 #include "lower.h"
 
@@ -140,6 +141,57 @@ static void fuse_residual_into_matmul(struct tiling *s)
 	free(level);
 }
 
+/* Whether a norm fused into matmul o pays: its tiles take the quantized streaming path of
+ * op_quant.cuh (at most ARK_MM_SMALL_M rows, b in q4_1 / q8_0 blocks). The plain streaming paths
+ * stage a fused norm too (ark_mm_sub sends them every tile of up to ARK_MM_SMALL_M rows with 16-byte
+ * vectors along K, b [N, K], or along N, b [K, N]), but measured there the rows' sums of squares and
+ * the per-element gamma cost more than the dependency level saves (bench/NOTES.md). */
+static int matmul_streams(const struct graph *g, const struct op *o)
+{
+	const struct tensor *a = &g->tensors[o->in[0]], *b = &g->tensors[o->in[1]];
+	const int64_t K = a->shape[a->ndim - 1];
+	return (int64_t)(tensor_elems(a) / (uint64_t)K) <= ARK_MM_SMALL_M && ark_dtype_quantized(b->dtype);
+}
+
+/* An rmsnorm whose output only matmuls read, each as its a, each taking the quantized streaming path
+ * (matmul_streams), on the norm's GPU: every tile of those matmuls normalises the rows of a as it
+ * stages them (the rows' sums of squares first, over all of K), reading the norm's input and gamma,
+ * and the norm's output is never stored. A decoder step loses the norm's one small task and the
+ * dependency level it made, twice a layer. */
+static void fuse_norm_into_matmul(struct tiling *s)
+{
+	struct graph *g = s->g;
+	int *ok = xcalloc((size_t)g->n_tensors, sizeof *ok); /* readers of a norm's output that qualify */
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct op *o = &g->ops[i];
+		for (int j = 0; j < o->n_in; j++) {
+			const int t = o->in[j], p = g->tensors[t].producer;
+			if (p < 0 || g->ops[p].kind != ARK_OP_RMSNORM)
+				continue;
+			if (o->kind == ARK_OP_MATMUL && j == 0 && o->in[1] != t && (o->n_in < 3 || o->in[2] != t) &&
+			    o->gpu == g->ops[p].gpu && s->per_op[i].pre_op < 0 && s->per_op[i].fused_into < 0 &&
+			    matmul_streams(g, o))
+				ok[t]++;
+			else
+				ok[t] = -g->n_ops; /* never fused */
+		}
+	}
+	for (int n = 0; n < g->n_ops; n++) {
+		const struct op *o = &g->ops[n];
+		const int y = o->out[0];
+		if (o->kind != ARK_OP_RMSNORM || s->per_op[n].fused_into >= 0 || g->tensors[y].role == ARK_ROLE_OUTPUT ||
+		    ok[y] <= 0 || ok[y] != g->tensors[y].n_readers)
+			continue;
+		for (int i = 0; i < g->n_ops; i++)
+			if (g->ops[i].kind == ARK_OP_MATMUL && g->ops[i].in[0] == y) {
+				s->per_op[i].pre_op = n;
+				if (s->per_op[n].fused_into < 0)
+					s->per_op[n].fused_into = i;
+			}
+	}
+	free(ok);
+}
+
 /* Input of chain step o that is not the chained value `t` (-1: none). */
 static int chain_operand(const struct op *o, int t)
 {
@@ -256,5 +308,6 @@ void fuse_graph(struct tiling *s)
 	fuse_into_all_reduce(s);
 	fuse_into_matmul(s);
 	fuse_residual_into_matmul(s);
+	fuse_norm_into_matmul(s);
 	fuse_chains(s);
 }

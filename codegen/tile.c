@@ -182,6 +182,10 @@ static void tile_matmul(struct tiling *s, int oi)
 	struct op *o = &g->ops[oi];
 	struct op_tiling *pl = &s->per_op[oi];
 	int a = o->in[0], b = o->in[1], bias = o->n_in > 2 ? o->in[2] : -1, out = pl->out_tensor, res = pl->residual;
+	/* a fused rmsnorm: the tiles read its input instead, every row whole (its sum of squares), and gamma */
+	const int pre = pl->pre_op, gamma = pre >= 0 ? g->ops[pre].in[1] : -1;
+	if (pre >= 0)
+		a = g->ops[pre].in[0];
 	int64_t M = s->rows[a], K = s->cols[a], N = s->cols[out];
 	int64_t es = esize(s, a);
 	const enum ark_dtype bdt = g->tensors[b].dtype; /* q4_1 or q8_0: b [N, K] in blocks of 32 along K */
@@ -203,7 +207,9 @@ static void tile_matmul(struct tiling *s, int oi)
 				struct vcta *v = tiling_new_vcta(s, oi, oi, splits > 1 ? ARK_T_MATMUL_PARTIAL : ARK_T_MATMUL);
 				v->m0 = (uint32_t)m0, v->m1 = (uint32_t)m1, v->n0 = (uint32_t)n0, v->n1 = (uint32_t)n1;
 				v->k0 = (uint32_t)k0, v->k1 = (uint32_t)k1, v->split = (uint32_t)sp;
-				vcta_add_read(v, a, m0, m1, k0, k1);
+				vcta_add_read(v, a, m0, m1, pre >= 0 ? 0 : k0, pre >= 0 ? K : k1);
+				if (gamma >= 0)
+					vcta_add_read(v, gamma, 0, 1, 0, K);
 				if (o->transpose_b && ark_dtype_quantized(bdt)) /* its view is bytes; k0, k1: multiples of 32 */
 					vcta_add_read(v, b, n0, n1, ark_row_bytes(bdt, k0), ark_row_bytes(bdt, k1));
 				else if (o->transpose_b)

@@ -63,6 +63,7 @@ void tiling_init(struct tiling *s, struct graph *g, const struct tile_opts *opt)
 		s->per_op[i].ws_tensor = -1;
 		s->per_op[i].residual = -1;
 		s->per_op[i].residual_op = -1;
+		s->per_op[i].pre_op = -1;
 		s->per_op[i].chain_next = -1;
 	}
 	/* 2-D views of the model's tensors; those the tiler adds get theirs in tiling_add_tensor. */

@@ -41,6 +41,8 @@ struct op_tiling {
 	int out_tensor;       /* tensor the op's vCTAs write (the fused activation's or add's output) */
 	int residual;         /* matmul: tensor [M, N] its epilogue adds (a fused add), -1 */
 	int residual_op;      /* matmul: that add, at whose place in the order its vCTAs come, -1 */
+	int pre_op;           /* matmul: the rmsnorm its tiles apply to a as they stage it (they read
+			       * the norm's input and gamma), -1 */
 	int splits;           /* matmul split-K */
 	int ws_tensor;        /* matmul split-K workspace tensor, -1 */
 	int64_t kchunk;       /* decode_attention: keys per split */

@@ -43,6 +43,9 @@ struct ark_mm {
 	const char *a, *b;  /* a [M, K]; b [K, N], or [N, K] if tb */
 	const char *bias;   /* [N] or null */
 	const char *res;    /* [M, N] added last (ARK_OPP_RESIDUAL) or null */
+	const char *pre_w;  /* pre == ARK_PRE_RMSNORM: gamma [K]; a is the norm's input */
+	float pre_eps;
+	int pre;            /* enum ark_pre: applied to a's rows as the streaming paths stage them */
 	char *out;          /* [M, N] */
 	float *ws;          /* partial: fp32 [M, N] slice of this split, else null */
 	int64_t M, N, K;
@@ -55,6 +58,45 @@ struct ark_mm {
 template <typename T> __device__ __forceinline__ float ark_mm_residual(float v, T r)
 {
 	return ark_to_f(ark_from_f<T>(v)) + ark_to_f(r);
+}
+
+/* ---- a fused rmsnorm of a (ARK_PRE_RMSNORM): the streaming paths stage a = x * inv * gamma, rounded
+ * to T as the norm's output would be, from x and the rows' 1 / rms ---------------------------------- */
+/* inv[m] = 1 / rms of row m0 + m of x (all of K) for m < m1 - m0; the warps' partial sums go to
+ * inv[ARK_MM_SMALL_M ..] (ARK_MM_PRE_BYTES in all). All threads; inv is ready when it returns. */
+template <typename T>
+__device__ __noinline__ void ark_mm_pre_stats(const ark_mm &g, int m0, int m1, float *inv)
+{
+	const T *a = reinterpret_cast<const T *>(g.a);
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, rows = m1 - m0, K = (int)g.K;
+	float *part = inv + ARK_MM_SMALL_M; /* [warps][ARK_MM_SMALL_M] */
+	for (int m = 0; m < rows; m++) {
+		const T *x = a + (size_t)(m0 + m) * g.K;
+		float q = 0.0f;
+		for (int k = tid; k < K; k += ARK_THREADS) {
+			const float v = ark_to_f(x[k]);
+			q += v * v;
+		}
+		q = ark_warp_sum(q);
+		if (lane == 0)
+			part[warp * ARK_MM_SMALL_M + m] = q;
+	}
+	__syncthreads();
+	if (tid < rows) {
+		float q = 0.0f;
+		for (int w = 0; w < ARK_THREADS / 32; w++)
+			q += part[w * ARK_MM_SMALL_M + tid];
+		inv[tid] = rsqrtf(q / K + g.pre_eps); /* as the RMSNORM tile (op_rows.cuh) */
+	}
+	__syncthreads();
+}
+/* Element (m, k) of a as staged: x itself, or with the norm fused, x * inv[m] * gamma[k] in T. */
+template <typename T>
+__device__ __forceinline__ float ark_mm_pre1(const ark_mm &g, const float *inv, int m, int k, float x)
+{
+	if (g.pre != ARK_PRE_RMSNORM)
+		return x;
+	return ark_to_f(ark_from_f<T>(x * inv[m] * ark_to_f(reinterpret_cast<const T *>(g.pre_w)[k])));
 }
 
 /* Epilogue of one output element (global m, n): partial store, or bias + activation (+ residual) +
@@ -194,8 +236,8 @@ __device__ __forceinline__ void ark_mm_epilogue(const ark_mm &g, const float *t,
 
 /* stream_kn: stages a[m0:m1, kc0:kc0+kcn] into a_s as fp32 [kcn][MB], rows past m1 zero. All threads. */
 template <typename T, int MB>
-__device__ __noinline__ void ark_mm_stage_a_kn(const T *a, int64_t K, int m0, int m1, int kc0, int kcn, float *a_s,
-						bool avec)
+__device__ __noinline__ void ark_mm_stage_a_kn(const ark_mm &g, const T *a, int64_t K, int m0, int m1, int kc0, int kcn,
+						float *a_s, bool avec, const float *inv)
 {
 	constexpr int VEC = ark_dt<T>::vec;
 	const int tid = threadIdx.x;
@@ -220,7 +262,7 @@ __device__ __noinline__ void ark_mm_stage_a_kn(const T *a, int64_t K, int m0, in
 #pragma unroll
 				for (int j = 0; j < VEC; j++)
 					if (kv * VEC + j < kcn)
-						a_s[(kv * VEC + j) * MB + m] = x[j];
+						a_s[(kv * VEC + j) * MB + m] = ark_mm_pre1<T>(g, inv, m, kc0 + kv * VEC + j, x[j]);
 			}
 		}
 		/* rows m1 - m0 .. MB - 1 are read but not used: zero them once per chunk */
@@ -234,7 +276,9 @@ __device__ __noinline__ void ark_mm_stage_a_kn(const T *a, int64_t K, int m0, in
 #pragma unroll
 			for (int u = 0; u < 8; u++) {
 				const int e = e0 + u * ARK_THREADS + tid, kk = e / MB, m = e % MB;
-				x[u] = e < kcn * MB && m0 + m < m1 ? ark_to_f(a[(size_t)(m0 + m) * K + kc0 + kk]) : 0.0f;
+				x[u] = e < kcn * MB && m0 + m < m1
+					       ? ark_mm_pre1<T>(g, inv, m, kc0 + kk, ark_to_f(a[(size_t)(m0 + m) * K + kc0 + kk]))
+					       : 0.0f;
 			}
 #pragma unroll
 			for (int u = 0; u < 8; u++)
@@ -268,6 +312,9 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
 	const T *bcol = b + n0 + cv * VEC;
 	/* a's chunks start at k0 + a multiple of spc * KL: 16-byte vectors when those are aligned */
 	const bool avec = ark_aligned16(g.a) && g.K % VEC == 0 && k0 % VEC == 0 && (spc * KL) % VEC == 0;
+	float *inv = reinterpret_cast<float *>(smem + ARK_MM_RING_BYTES + ARK_MM_A_BYTES + ARK_MM_SACC_BYTES);
+	if (g.pre)
+		ark_mm_pre_stats<T>(g, m0, m1, inv);
 
 	float acc[MB][VEC];
 #pragma unroll
@@ -292,7 +339,7 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
 			const int kc0 = k0 + i * KL;
 			const int kcn = min(spc * KL, k1 - kc0);
 			__syncthreads();
-			ark_mm_stage_a_kn<T, MB>(a, g.K, m0, m1, kc0, kcn, a_s, avec);
+			ark_mm_stage_a_kn<T, MB>(g, a, g.K, m0, m1, kc0, kcn, a_s, avec, inv);
 			__syncthreads();
 			chunk0 = i;
 			chunk_end = i + spc;
@@ -373,11 +420,14 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 	uint4 *ring = reinterpret_cast<uint4 *>(smem);                   /* [S][C][ARK_THREADS] */
 	T *a_s = reinterpret_cast<T *>(smem + ARK_MM_RING_BYTES);        /* [MB][KC] */
 	float *sacc = reinterpret_cast<float *>(smem + ARK_MM_RING_BYTES + ARK_MM_A_BYTES); /* [MB][tn] */
+	float *inv = reinterpret_cast<float *>(smem + ARK_MM_RING_BYTES + ARK_MM_A_BYTES + ARK_MM_SACC_BYTES);
 	const T *a = reinterpret_cast<const T *>(g.a);
 	const T *b = reinterpret_cast<const T *>(g.b);
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const int tn = n1 - n0, rows = m1 - m0;
 	const int groups = (tn + C - 1) / C;
+	if (g.pre)
+		ark_mm_pre_stats<T>(g, m0, m1, inv);
 
 	for (int e = tid; e < MB * tn; e += ARK_THREADS)
 		sacc[e] = 0.0f;
@@ -455,13 +505,12 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 				const int m = e / (nks * 32), v = e - m * (nks * 32);
 				const int k = kc0 + v * VEC;
 				if (m < MB) {
-					if (k + VEC > kce) { /* zero what lies past the chunk */
+					if (k + VEC > kce || (g.pre && m < rows)) { /* zero what lies past the chunk */
 						float x[VEC];
 						ark_unpack<T>(q[u], x);
 #pragma unroll
 						for (int j = 0; j < VEC; j++)
-							if (k + j >= kce)
-								x[j] = 0.0f;
+							x[j] = k + j >= kce ? 0.0f : m < rows ? ark_mm_pre1<T>(g, inv, m, k + j, x[j]) : x[j];
 						q[u] = ark_pack<T>(x);
 					}
 					*reinterpret_cast<uint4 *>(a_s + m * KC + v * VEC) = q[u];
@@ -1106,6 +1155,11 @@ __device__ void ark_mm_sub(const ark_mm &g, int m0, int m1, int n0, int n1, int 
 	if (rows <= ARK_MM_SMALL_M) {
 		const bool ok = ark_aligned16(g.b) &&
 				(g.tb ? g.K % VEC == 0 && k0 % VEC == 0 && ark_aligned16(g.a) : g.N % VEC == 0 && n0 % VEC == 0);
+		if (!ok && g.pre) { /* arkgen fuses a norm only where the tiles stream (fuse.c) */
+			if (threadIdx.x == 0)
+				printf("ark: a matmul tile with a fused rmsnorm off the streaming paths\n");
+			__trap();
+		}
 		if (ok) {
 			if (rows <= 1)
 				ark_mm_stream<T, 1>(g, m0, m1, n0, n1, k0, k1, smem);
@@ -1119,6 +1173,10 @@ __device__ void ark_mm_sub(const ark_mm &g, int m0, int m1, int n0, int n1, int 
 				ark_mm_stream<T, ARK_MM_SMALL_M>(g, m0, m1, n0, n1, k0, k1, smem);
 			return;
 		}
+	} else if (g.pre) { /* more rows than streaming takes: arkgen never fuses a norm there */
+		if (threadIdx.x == 0)
+			printf("ark: a matmul tile of %d rows with a fused rmsnorm\n", rows);
+		__trap();
 	} else if constexpr (sizeof(T) == 2 && ARK_TILES_MMA) {
 		const bool al = ark_aligned16(g.a) && ark_aligned16(g.b) && k0 % 8 == 0 && g.K % 8 == 0 &&
 				(g.tb || (g.N % 8 == 0 && n0 % 8 == 0));
@@ -1152,6 +1210,7 @@ __device__ __noinline__ void ark_matmul_tile(const ark_opp &p, int m0, int m1, i
 	g.b = arena + p.in[1];
 	g.bias = !partial && (p.flags & ARK_OPP_BIAS) ? arena + p.in[2] : nullptr;
 	g.res = !partial && (p.flags & ARK_OPP_RESIDUAL) ? arena + p.in[3] : nullptr;
+	g.pre = p.pre, g.pre_w = arena + p.pre_in, g.pre_eps = p.f;
 	g.out = arena + p.out;
 	g.ws = partial ? reinterpret_cast<float *>(arena + p.ws) + (size_t)split * p.M * p.N : nullptr;
 	g.M = p.M, g.N = p.N, g.K = p.K;

@@ -117,6 +117,9 @@ __device__ __noinline__ void ark_mmq_stream(const ark_mm g, int m0, int m1, int 
 	const uint32_t ring_s = (uint32_t)__cvta_generic_to_shared(ring);
 	const uint32_t a_ss = (uint32_t)__cvta_generic_to_shared(a_s);
 	const bool avec = ark_aligned16(g.a);
+	float *inv = reinterpret_cast<float *>(smem + ARK_MM_RING_BYTES + ARK_MM_A_BYTES + ARK_MM_SACC_BYTES);
+	if (g.pre)
+		ark_mm_pre_stats<T>(g, m0, m1, inv);
 
 	for (int e = tid; e < MB * tn; e += ARK_THREADS)
 		sacc[e] = 0.0f;
@@ -179,7 +182,7 @@ __device__ __noinline__ void ark_mmq_stream(const ark_mm g, int m0, int m1, int 
 			float *dst = a_s + (m * NBC + j) * LDB + v * VEC;
 #pragma unroll
 			for (int i = 0; i < VEC; i++)
-				dst[i] = x[i];
+				dst[i] = m < rows ? ark_mm_pre1<T>(g, inv, m, kc0 + j * 32 + v * VEC + i, x[i]) : x[i];
 		}
 		__syncthreads();
 		if constexpr (QT == ARK_Q4_1) { /* each block's sum, for the minimum's term */

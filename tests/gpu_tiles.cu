@@ -106,21 +106,42 @@ static void verdict_matmul(tcase &c, int dt, int64_t M, int64_t N, int ia, int i
 	verdict(c, io, bufs[last], dt == ARK_FP32 ? 1e-5 : 1e-2, guards, why);
 }
 
+/* A fused rmsnorm on a (ARK_PRE_RMSNORM, the streaming paths): the op params name gamma (tensor ig of
+ * c, [K]) and eps; after the run, the reference norm of a into a new tensor of c, which stands for a
+ * in the matmul's reference. */
+static void pre_norm_params(ark_opp &p, const tcase &c, int ig)
+{
+	p.pre = ARK_PRE_RMSNORM;
+	p.pre_in = c.t[ig].offset;
+	p.f = 1e-5f; /* op_base's eps, which the reference uses */
+}
+static int pre_norm_ref(tcase &c, int dt, int64_t M, int64_t K, int ia, int ig)
+{
+	const int ih = c.add("normed_a", dt, {M, K}, true);
+	std::vector<void *> bufs;
+	for (auto &h : c.host)
+		bufs.push_back(h.data());
+	ref_or_bail(op_base(ARK_OP_RMSNORM, {ia, ig}, ih), c, bufs);
+	return ih;
+}
+
 /* out [M, N] = act(a [M, K] . b + bias) in tiles (tm, tn); splits > 1: MATMUL_PARTIAL over equal K
  * ranges (a multiple of 8), then REDUCE in a second launch. */
 static void case_matmul(int dt, int64_t M, int64_t N, int64_t K, bool tb, bool bias, int act, int tm, int tn,
-			int splits = 1, int skew = 0, int64_t kalign = 8, bool residual = false)
+			int splits = 1, int skew = 0, int64_t kalign = 8, bool residual = false, bool norm = false)
 {
 	char d[256];
-	snprintf(d, sizeof d, "matmul %s M=%lld N=%lld K=%lld%s%s act=%s%s tile %dx%d%s%s", dt_name[dt], (long long)M,
-		 (long long)N, (long long)K, tb ? " transpose_b" : "", bias ? " bias" : "", act_name(act),
-		 residual ? " + residual" : "", tm, tn, splits > 1 ? " split-K" : "", skew ? " misaligned" : "");
+	snprintf(d, sizeof d, "matmul %s%s M=%lld N=%lld K=%lld%s%s act=%s%s tile %dx%d%s%s", dt_name[dt],
+		 norm ? " rmsnorm(a)" : "", (long long)M, (long long)N, (long long)K, tb ? " transpose_b" : "",
+		 bias ? " bias" : "", act_name(act), residual ? " + residual" : "", tm, tn, splits > 1 ? " split-K" : "",
+		 skew ? " misaligned" : "");
 	tcase c;
 	c.desc = d;
 	int ia = c.add("a", dt, {M, K}, false, skew);
 	int ib = c.add("b", dt, tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, false);
 	int ibias = bias ? c.add("bias", dt, {N}, false) : -1;
 	int ires = residual ? c.add("residual", dt, {M, N}, false) : -1;
+	int ig = norm ? c.add("gamma", dt, {K}, false) : -1;
 	int io = c.add("out", dt, {M, N}, true);
 	uint64_t ws = splits > 1 ? c.reserve((uint64_t)splits * M * N * 4) : 0;
 	upload(c, 1.0f);
@@ -131,6 +152,8 @@ static void case_matmul(int dt, int64_t M, int64_t N, int64_t K, bool tb, bool b
 	p.splits = (uint32_t)splits;
 	p.in[0] = c.t[ia].offset, p.in[1] = c.t[ib].offset, p.in[2] = bias ? c.t[ibias].offset : 0;
 	p.in[3] = residual ? c.t[ires].offset : 0;
+	if (norm)
+		pre_norm_params(p, c, ig);
 	p.out = c.t[io].offset;
 	p.ws = ws;
 	p.M = M, p.N = N, p.K = K;
@@ -155,8 +178,9 @@ static void case_matmul(int dt, int64_t M, int64_t N, int64_t K, bool tb, bool b
 	std::string why;
 	bool guards = download(c, why);
 
-	/* reference: matmul (+ bias), then the activation and the residual add as ops of their own */
-	verdict_matmul(c, dt, M, N, ia, ib, ibias, io, tb, act, guards, why, ires);
+	/* reference: (the norm,) matmul (+ bias), then the activation and the residual add, ops of their own */
+	const int ia_ref = norm ? pre_norm_ref(c, dt, M, K, ia, ig) : ia;
+	verdict_matmul(c, dt, M, N, ia_ref, ib, ibias, io, tb, act, guards, why, ires);
 }
 
 /* ---- elementwise ------------------------------------------------------------------------------ */
@@ -432,22 +456,25 @@ static const char *qname(int qdt) { return qdt == ARK_Q4_1 ? "q4_1" : "q8_0"; }
  * tiles (tm, tn); splits > 1: MATMUL_PARTIAL over K ranges of a multiple of 64, then REDUCE. Against
  * the reference on the dequantised b, outputs poisoned. */
 static void case_matmul_q(int dt, int qdt, int64_t M, int64_t N, int64_t K, bool bias, int act, int tm, int tn,
-			  int splits = 1, int skew = 0)
+			  int splits = 1, int skew = 0, bool norm = false)
 {
 	char d[256];
-	snprintf(d, sizeof d, "matmul %s x %s M=%lld N=%lld K=%lld transpose_b%s act=%s tile %dx%d%s%s", dt_name[dt],
-		 qname(qdt), (long long)M, (long long)N, (long long)K, bias ? " bias" : "", act_name(act), tm, tn,
-		 splits > 1 ? " split-K" : "", skew ? " misaligned a" : "");
+	snprintf(d, sizeof d, "matmul %s%s x %s M=%lld N=%lld K=%lld transpose_b%s act=%s tile %dx%d%s%s", dt_name[dt],
+		 norm ? " rmsnorm(a)" : "", qname(qdt), (long long)M, (long long)N, (long long)K, bias ? " bias" : "",
+		 act_name(act), tm, tn, splits > 1 ? " split-K" : "", skew ? " misaligned a" : "");
 	tcase c;
 	c.desc = d;
 	const int ia = c.add("a", dt, {M, K}, false, skew);
 	const int ib = c.add("b", qdt, {N, K}, false);
 	const int ibias = bias ? c.add("bias", dt, {N}, false) : -1;
+	const int ig = norm ? c.add("gamma", dt, {K}, false) : -1;
 	const int io = c.add("out", dt, {M, N}, true);
 	const uint64_t ws = splits > 1 ? c.reserve((uint64_t)splits * M * N * 4) : 0;
 	upload(c, 1.0f);
 
 	ark_opp p = opp_base(ARK_OP_MATMUL, dt);
+	if (norm)
+		pre_norm_params(p, c, ig);
 	p.wdtype = (uint8_t)qdt;
 	p.flags = ARK_OPP_TRANSPOSE_B | (bias ? ARK_OPP_BIAS : 0);
 	p.act = (uint16_t)act;
@@ -477,7 +504,8 @@ static void case_matmul_q(int dt, int qdt, int64_t M, int64_t N, int64_t K, bool
 	std::string why;
 	bool guards = download(c, why);
 
-	verdict_matmul(c, dt, M, N, ia, ib, ibias, io, true, act, guards, why);
+	const int ia_ref = norm ? pre_norm_ref(c, dt, M, K, ia, ig) : ia;
+	verdict_matmul(c, dt, M, N, ia_ref, ib, ibias, io, true, act, guards, why);
 }
 
 /* out [n, D] (dt) = the rows ids[n] of a qdt table [V, D], dequantised; ids 0 and V - 1 always drawn;
@@ -640,6 +668,11 @@ static void cases_quant(void)
 			case_matmul_q(dt, qdt, 40, 7, 8192, true, ARK_ACT_NONE, 40, 7, 5);
 			case_matmul_q(dt, qdt, 2, 100, 576, true, ARK_ACT_NONE, 2, 100, 1, dt == ARK_FP32 ? 4 : 2);
 			case_matmul_q(dt, qdt, 128, 96, 4096, false, ARK_OP_GELU, 128, 96);
+			/* an rmsnorm fused on a: one row, rows of a 16-row block, split-K, a off 16 bytes */
+			case_matmul_q(dt, qdt, 1, 576, 2048, false, ARK_ACT_NONE, 1, 64, 1, 0, true);
+			case_matmul_q(dt, qdt, 5, 100, 1536, true, ARK_OP_SILU, 5, 100, 2, 0, true);
+			case_matmul_q(dt, qdt, 16, 7, 8192, false, ARK_ACT_NONE, 16, 7, 4, 0, true);
+			case_matmul_q(dt, qdt, 2, 64, 576, true, ARK_ACT_NONE, 2, 64, 1, dt == ARK_FP32 ? 4 : 2, true);
 			case_embedding_q(dt, qdt, 37, 500, 96, 4);
 			case_embedding_q(dt, qdt, 9, 3, 32, 2);
 			case_embedding_q(dt, qdt, 64, 49152, 576, 16);
@@ -1214,6 +1247,13 @@ int main(void)
 		case_matmul(dt, 135, 129, 743, true, true, ARK_OP_SILU, 128, 128, 1, 0, 8, true);
 		case_matmul(dt, 128, 768, 3072, true, true, ARK_ACT_NONE, 64, 32, 2, 0, 8, true);
 		case_matmul(dt, 3, 129, 1949, true, false, ARK_ACT_NONE, 3, 16, 1, 0, 8, true);
+		/* an rmsnorm fused on a, on both streaming paths ([N, K] needs K a multiple of the vector,
+		 * [K, N] N), with split-K and a residual */
+		case_matmul(dt, 1, 2048, 2048, true, false, ARK_ACT_NONE, 1, 16, 1, 0, 8, false, true);
+		case_matmul(dt, 3, 776, 1000, false, true, ARK_OP_GELU, 3, 128, 1, 0, 8, false, true);
+		case_matmul(dt, 1, 1000, 3000, true, false, ARK_ACT_NONE, 1, 128, 3, 0, 8, true, true);
+		case_matmul(dt, 16, 512, 2048, true, true, ARK_OP_SILU, 16, 128, 1, 0, 8, false, true);
+		case_matmul(dt, 7, 96, 4096, false, false, ARK_ACT_NONE, 7, 96, 2, 0, 8, true, true);
 		case_matmul(dt, 17, 777, 743, true, false, ARK_ACT_NONE, 17, 64);
 		case_matmul(dt, 135, 777, 743, true, true, ARK_OP_GELU, 128, 128);
 		case_matmul(dt, 135, 777, 743, false, false, ARK_ACT_NONE, 135, 100);

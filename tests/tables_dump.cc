@@ -73,6 +73,8 @@ static void dump_gpu(const struct ark_model *m, int g)
 		i64s("oshape", o->oshape, 4);
 		i64s("istride0", o->istride[0], 4);
 		i64s("istride1", o->istride[1], 4);
+		if (o->pre) /* a fused prologue (not in the goldens' older layout) */
+			printf(" pre=%u pre_in=%" PRIu64, (unsigned)o->pre, o->pre_in);
 		printf(" peer=%d\n", o->peer);
 	}
 	for (int i = 0; i < p->n_tasks; i++) {

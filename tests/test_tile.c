@@ -1,6 +1,6 @@
 /* test_tile.c: the tiler's fusion decisions: chains of elementwise ops (which ops join a chain, where
- * a chain must stop, what its vCTAs read and write), residual adds in a matmul's epilogue, and the
- * share of SMs independent matmuls get. */
+ * a chain must stop, what its vCTAs read and write), residual adds in a matmul's epilogue, rmsnorms
+ * in its staging of a, and the share of SMs independent matmuls get. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -165,6 +165,55 @@ static void test_residual(void **state)
 	assert_int_equal(s->per_op[op("branches")].fused_into, -1);
 	assert_int_equal(s->per_op[op("m5")].residual, -1);
 	assert_int_equal(s->per_op[op("m6")].residual, -1);
+	done();
+}
+
+/* An rmsnorm read only by one-row matmuls with q4_1 weights runs in their staging of a: each of
+ * their tiles reads the norm's input (whole rows) and gamma, the norm gets no vCTA. Not fused: a norm
+ * that a matmul with plain weights reads, or that an op other than a matmul's a reads too. */
+static void test_norm_prologue(void **state)
+{
+	(void)state;
+	tile_text("{ name = \"x\"; shape = [1, 4096]; role = \"input\"; dtype = \"bf16\"; },"
+		  "{ name = \"g\"; shape = [4096]; role = \"weight\"; dtype = \"bf16\"; },"
+		  "{ name = \"wq\"; shape = [1024, 4096]; role = \"weight\"; dtype = \"q4_1\"; },"
+		  "{ name = \"wk\"; shape = [256, 4096]; role = \"weight\"; dtype = \"q4_1\"; },"
+		  "{ name = \"wp\"; shape = [256, 4096]; role = \"weight\"; dtype = \"bf16\"; },"
+		  "{ name = \"q\"; role = \"output\"; dtype = \"bf16\"; },"
+		  "{ name = \"k\"; role = \"output\"; dtype = \"bf16\"; },"
+		  "{ name = \"p\"; role = \"output\"; dtype = \"bf16\"; },"
+		  "{ name = \"r\"; role = \"output\"; dtype = \"bf16\"; },"
+		  "{ name = \"u\"; role = \"output\"; dtype = \"bf16\"; }",
+		  "{ name = \"n1\"; op = \"rmsnorm\"; in = [\"x\", \"g\"]; out = \"h1\"; },"
+		  "{ name = \"mq\"; op = \"matmul\"; in = [\"h1\", \"wq\"]; out = \"q\"; transpose_b = true; },"
+		  "{ name = \"mk\"; op = \"matmul\"; in = [\"h1\", \"wk\"]; out = \"k\"; transpose_b = true; },"
+		  "{ name = \"n2\"; op = \"rmsnorm\"; in = [\"x\", \"g\"]; out = \"h2\"; },"
+		  "{ name = \"mp\"; op = \"matmul\"; in = [\"h2\", \"wp\"]; out = \"p\"; transpose_b = true; },"
+		  "{ name = \"n3\"; op = \"rmsnorm\"; in = [\"x\", \"g\"]; out = \"h3\"; },"
+		  "{ name = \"mr\"; op = \"matmul\"; in = [\"h3\", \"wk\"]; out = \"r\"; transpose_b = true; },"
+		  "{ name = \"other\"; op = \"relu\"; in = [\"h3\"]; out = \"u\"; }");
+	assert_int_equal(s->per_op[op("mq")].pre_op, op("n1"));
+	assert_int_equal(s->per_op[op("mk")].pre_op, op("n1"));
+	assert_true(s->per_op[op("n1")].fused_into == op("mq") || s->per_op[op("n1")].fused_into == op("mk"));
+	int n_mq = 0;
+	for (int i = 0; i < s->n_vcta; i++) {
+		const struct vcta *v = &s->v[i];
+		assert_true(v->op != op("n1"));
+		if ((v->op != op("mq") && v->op != op("mk")) || v->tmpl == ARK_T_REDUCE) /* split-K sums: the ws */
+			continue;
+		n_mq++;
+		assert_true(reads(v, "x") && reads(v, "g"));
+		assert_false(reads(v, "h1"));
+		for (int j = 0; j < v->n_reads; j++)
+			if (v->reads[j].tensor == tensor("x")) /* whole rows, whatever the split of K */
+				assert_true(v->reads[j].c0 == 0 && v->reads[j].c1 == 4096);
+	}
+	assert_true(n_mq > 0);
+	/* plain weights; a second reader that is no matmul */
+	assert_int_equal(s->per_op[op("mp")].pre_op, -1);
+	assert_int_equal(s->per_op[op("n2")].fused_into, -1);
+	assert_int_equal(s->per_op[op("mr")].pre_op, -1);
+	assert_int_equal(s->per_op[op("n3")].fused_into, -1);
 	done();
 }
 
@@ -597,6 +646,7 @@ int main(void)
 		cmocka_unit_test(test_chain_whole),
 		cmocka_unit_test(test_chain_stops),
 		cmocka_unit_test(test_residual),
+		cmocka_unit_test(test_norm_prologue),
 		cmocka_unit_test(test_chain_order),
 		cmocka_unit_test(test_matmul_share),
 		cmocka_unit_test(test_matmul_costed),
