@@ -66,12 +66,12 @@ static const struct ark_wait waits_g0[] = {
 static const struct ark_opp opp_g0[] = {
 	/* 0: h = relu(x) */
 	{.kind = ARK_OP_RELU, .dtype = ARK_FP16, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
-	 .in = {ARK_OFF_x}, .out = ARK_OFF_h, .M = 128, .N = 256, .ndim = 2, .oshape = {128, 256},
-	 .istride = {{256, 1}}, .peer = -1},
+	 .peer = -1, .in = {ARK_OFF_x}, .out = ARK_OFF_h, .M = 128, .N = 256, .ndim = 2, .oshape = {128, 256},
+	 .istride = {{256, 1}}},
 	/* 1: y = h + x */
 	{.kind = ARK_OP_ADD, .dtype = ARK_FP16, .flags = ARK_OPP_SAME_SHAPE, .act = ARK_ACT_NONE, .splits = 1,
-	 .in = {ARK_OFF_h, ARK_OFF_x}, .out = ARK_OFF_y, .M = 128, .N = 256, .ndim = 2, .oshape = {128, 256},
-	 .istride = {{256, 1}, {256, 1}}, .peer = -1},
+	 .peer = -1, .in = {ARK_OFF_h, ARK_OFF_x}, .out = ARK_OFF_y, .M = 128, .N = 256, .ndim = 2,
+	 .oshape = {128, 256}, .istride = {{256, 1}, {256, 1}}},
 };
 
 ARK_DEFINE_LOOP();
