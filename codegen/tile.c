@@ -226,7 +226,8 @@ static void tile_matmul(struct tiling *s, int oi)
 					v->write = (struct region){out, m0, m1, n0, n1};
 				}
 				v->flops = 2.0 * (double)((m1 - m0) * (n1 - n0) * (k1 - k0));
-				v->bytes = (double)(es * (m1 - m0) * (k1 - k0) + ark_row_bytes(bdt, k1 - k0) * (n1 - n0) +
+				v->bytes = (double)(es * (m1 - m0) * (pre >= 0 ? K : k1 - k0) + (pre >= 0 ? es * K : 0) +
+						    ark_row_bytes(bdt, k1 - k0) * (n1 - n0) +
 						    (splits > 1 ? 4 : res >= 0 ? 2 * es : es) * (m1 - m0) * (n1 - n0));
 				v->tc = es == 2 && !ark_dtype_quantized(bdt); /* quantized b: FMA after dequantising */
 			}
