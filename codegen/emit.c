@@ -679,7 +679,7 @@ static void emit_concat_copy_opp(const struct emitter *e, int oi, int index)
 		init_field(&in, ".ndim = %d", T->ndim);
 		init_field(&in, ".oshape = %s", i64_list(sh, sizeof sh, X->shape, X->ndim));
 		init_field(&in, ".istride = {%s, %s}", i64_list(l1, sizeof l1, ist, X->ndim), i64_list(l2, sizeof l2, ost, T->ndim));
-			init_end(&in);
+		init_end(&in);
 		at += X->shape[o->axis];
 	}
 }

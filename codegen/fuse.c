@@ -1,9 +1,9 @@
 /* fuse.c: fusion, a rewrite of the op graph decided before tiling and recorded in tiling.per_op:
  * activations run in the epilogue of the matmul before them or on the sums of an all_reduce, a
  * residual add in the epilogue of the matmul whose result it adds, an rmsnorm in the staging of a of
- * the small matmuls that read it, and chains of elementwise ops run as one vCTA per range of elements. A fused op gets no vCTAs of its
- * own (fused_into); the op that computes it records what it took over (act, residual, out_tensor,
- * chain_*). */
+ * the small quantized matmuls that read it, and chains of elementwise ops run as one vCTA per range
+ * of elements. A fused op gets no vCTAs of its own (fused_into); the op that computes it records
+ * what it took over (act, residual, pre_op, out_tensor, chain_*). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -146,7 +146,7 @@ static void fuse_residual_into_matmul(struct tiling *s)
  * stage a fused norm too (ark_mm_sub sends them every tile of up to ARK_MM_SMALL_M rows with 16-byte
  * vectors along K, b [N, K], or along N, b [K, N]), but measured there the rows' sums of squares and
  * the per-element gamma cost more than the dependency level saves (bench/NOTES.md). */
-static int matmul_streams(const struct graph *g, const struct op *o)
+static int norm_fusion_pays(const struct graph *g, const struct op *o)
 {
 	const struct tensor *a = &g->tensors[o->in[0]], *b = &g->tensors[o->in[1]];
 	const int64_t K = a->shape[a->ndim - 1];
@@ -154,7 +154,7 @@ static int matmul_streams(const struct graph *g, const struct op *o)
 }
 
 /* An rmsnorm whose output only matmuls read, each as its a, each taking the quantized streaming path
- * (matmul_streams), on the norm's GPU: every tile of those matmuls normalises the rows of a as it
+ * (norm_fusion_pays), on the norm's GPU: every tile of those matmuls normalises the rows of a as it
  * stages them (the rows' sums of squares first, over all of K), reading the norm's input and gamma,
  * and the norm's output is never stored. A decoder step loses the norm's one small task and the
  * dependency level it made, twice a layer. */
@@ -170,7 +170,7 @@ static void fuse_norm_into_matmul(struct tiling *s)
 				continue;
 			if (o->kind == ARK_OP_MATMUL && j == 0 && o->in[1] != t && (o->n_in < 3 || o->in[2] != t) &&
 			    o->gpu == g->ops[p].gpu && s->per_op[i].pre_op < 0 && s->per_op[i].fused_into < 0 &&
-			    matmul_streams(g, o))
+			    norm_fusion_pays(g, o))
 				ok[t]++;
 			else
 				ok[t] = -g->n_ops; /* never fused */
@@ -212,7 +212,6 @@ static int read_once(int *reads, int *n, int t)
 	reads[(*n)++] = t;
 	return 0;
 }
-
 
 /* Links each plain elementwise op to the plain elementwise op that alone reads its output, on its
  * GPU (chain_next); prev[r]: the op linked to r, -1. An op that reads a state ends a chain: the

@@ -425,41 +425,14 @@ static int state_read(struct drv *d, void **vals)
 	return ARK_OK;
 }
 
-static int state_near_tie(struct drv *d, int t, const int32_t *got);
-
-/* Compares the GPU's state (got[t]) with the reference's (d->buf); int32 state exactly, except where
- * it holds an argmax's index that differs at a near tie (state_near_tie). Returns the number of state
- * tensors that mismatch. */
-static int compare_state(struct drv *d, void *const *got, const char *what, int verbose)
+/* Copies the state tensors of from[] into to[]. */
+static void state_copy(const struct ark_model *m, void *const *to, void *const *from)
 {
-	const struct ark_model *m = d->m;
-	int bad_state = 0;
-	for (int t = 0; t < m->n_tensors; t++) {
-		const struct ark_tensor *T = &m->tensors[t];
-		if (T->role != ARK_ROLE_STATE)
-			continue;
-		double rel = 0, tol = T->dtype == ARK_INT32 ? 0 : tolerance(&d->a, T->dtype);
-		int64_t bad = 0, n = ark_tensor_elems(T), differ = 0;
-		if (T->dtype == ARK_INT32) {
-			for (int64_t i = 0; i < n; i++)
-				differ += ((const int32_t *)got[t])[i] != ((const int32_t *)d->buf[t])[i];
-		} else {
-			ark_compare(got[t], d->buf[t], T->dtype, n, &rel, &bad);
-		}
-		const int tie = differ && state_near_tie(d, t, got[t]);
-		int ok = !bad && (!differ || tie) && rel <= tol;
-		bad_state += !ok;
-		if (verbose || !ok) {
-			if (T->dtype == ARK_INT32)
-				printf("%s: state %s: %lld of %lld int32 elements differ%s %s\n", what, T->name, (long long)differ,
-				       (long long)n, tie ? ", each an argmax's index at a near tie" : "", ok ? "ok" : "MISMATCH");
-			else
-				printf("%s: state %s: rel err %.1e (tolerance %.0e) %s%s\n", what, T->name, rel, tol,
-				       ok ? "ok" : "MISMATCH", bad ? ", NaN/Inf" : "");
-		}
-	}
-	return bad_state;
+	for (int t = 0; t < m->n_tensors; t++)
+		if (m->tensors[t].role == ARK_ROLE_STATE)
+			memcpy(to[t], from[t], m->tensors[t].bytes);
 }
+
 
 static int poison_all(struct drv *d)
 {
@@ -549,6 +522,40 @@ static int state_near_tie(struct drv *d, int t, const int32_t *got)
 	return 0;
 }
 
+/* Compares the GPU's state (got[t]) with the reference's (d->buf); int32 state exactly, except where
+ * it holds an argmax's index that differs at a near tie (state_near_tie). Returns the number of state
+ * tensors that mismatch. */
+static int compare_state(struct drv *d, void *const *got, const char *what, int verbose)
+{
+	const struct ark_model *m = d->m;
+	int bad_state = 0;
+	for (int t = 0; t < m->n_tensors; t++) {
+		const struct ark_tensor *T = &m->tensors[t];
+		if (T->role != ARK_ROLE_STATE)
+			continue;
+		double rel = 0, tol = T->dtype == ARK_INT32 ? 0 : tolerance(&d->a, T->dtype);
+		int64_t bad = 0, n = ark_tensor_elems(T), differ = 0;
+		if (T->dtype == ARK_INT32) {
+			for (int64_t i = 0; i < n; i++)
+				differ += ((const int32_t *)got[t])[i] != ((const int32_t *)d->buf[t])[i];
+		} else {
+			ark_compare(got[t], d->buf[t], T->dtype, n, &rel, &bad);
+		}
+		const int tie = differ && state_near_tie(d, t, got[t]);
+		int ok = !bad && (!differ || tie) && rel <= tol;
+		bad_state += !ok;
+		if (verbose || !ok) {
+			if (T->dtype == ARK_INT32)
+				printf("%s: state %s: %lld of %lld int32 elements differ%s %s\n", what, T->name, (long long)differ,
+				       (long long)n, tie ? ", each an argmax's index at a near tie" : "", ok ? "ok" : "MISMATCH");
+			else
+				printf("%s: state %s: rel err %.1e (tolerance %.0e) %s%s\n", what, T->name, rel, tol,
+				       ok ? "ok" : "MISMATCH", bad ? ", NaN/Inf" : "");
+		}
+	}
+	return bad_state;
+}
+
 /* Compares every output with the reference in ref[]; prints one line per output when verbose.
  * Returns the number of outputs that mismatch. */
 static int compare(struct drv *d, void *const *ref, const char *what, int verbose)
@@ -626,9 +633,7 @@ static int do_check(struct drv *d)
 			if (state_read(d, got))
 				goto out;
 			mismatches += compare_state(d, got, what, 1);
-			for (int t = 0; t < d->m->n_tensors; t++) /* the next iteration's start, for both */
-				if (d->m->tensors[t].role == ARK_ROLE_STATE)
-					memcpy(d->buf[t], got[t], d->m->tensors[t].bytes);
+			state_copy(d->m, d->buf, got); /* the next iteration's start, for both */
 		}
 	}
 	rc = mismatches ? 1 : 0;
@@ -672,14 +677,6 @@ static void soak_sets_free(struct drv *d, struct soak_sets *ss)
 	for (int t = 0; ss->state0 && t < d->m->n_tensors; t++)
 		free(ss->state0[t]);
 	free(ss->state0);
-}
-
-/* Copies the state tensors of from[] into to[]. */
-static void state_copy(const struct ark_model *m, void *const *to, void *const *from)
-{
-	for (int t = 0; t < m->n_tensors; t++)
-		if (m->tensors[t].role == ARK_ROLE_STATE)
-			memcpy(to[t], from[t], m->tensors[t].bytes);
 }
 
 /* Set 0 is the inputs in buf (from --inputs or drawn already), set r > 0 the random draw of round

@@ -236,9 +236,11 @@ __device__ __forceinline__ void ark_mm_epilogue(const ark_mm &g, const float *t,
 
 /* stream_kn: stages a[m0:m1, kc0:kc0+kcn] into a_s as fp32 [kcn][MB], rows past m1 zero. All threads. */
 template <typename T, int MB>
-__device__ __noinline__ void ark_mm_stage_a_kn(const ark_mm &g, const T *a, int64_t K, int m0, int m1, int kc0, int kcn,
-						float *a_s, bool avec, const float *inv)
+__device__ __noinline__ void ark_mm_stage_a_kn(const ark_mm &g, int m0, int m1, int kc0, int kcn, float *a_s, bool avec,
+						const float *inv)
 {
+	const T *a = reinterpret_cast<const T *>(g.a);
+	const int64_t K = g.K;
 	constexpr int VEC = ark_dt<T>::vec;
 	const int tid = threadIdx.x;
 	if (avec) { /* every 16-byte vector of the chunk in flight at once */
@@ -300,7 +302,6 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
 	constexpr int S = ARK_MM_RING_BYTES / (16 * ARK_THREADS); /* ring slots per thread */
 	uint4 *ring = reinterpret_cast<uint4 *>(smem);            /* [S][ARK_THREADS] */
 	float *a_s = reinterpret_cast<float *>(smem + ARK_MM_RING_BYTES); /* [KC][MB] chunk of a, fp32 */
-	const T *a = reinterpret_cast<const T *>(g.a);
 	const T *b = reinterpret_cast<const T *>(g.b);
 	const int tid = threadIdx.x;
 	const int tn = n1 - n0, nv = (tn + VEC - 1) / VEC;
@@ -339,7 +340,7 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
 			const int kc0 = k0 + i * KL;
 			const int kcn = min(spc * KL, k1 - kc0);
 			__syncthreads();
-			ark_mm_stage_a_kn<T, MB>(g, a, g.K, m0, m1, kc0, kcn, a_s, avec, inv);
+			ark_mm_stage_a_kn<T, MB>(g, m0, m1, kc0, kcn, a_s, avec, inv);
 			__syncthreads();
 			chunk0 = i;
 			chunk_end = i + spc;
