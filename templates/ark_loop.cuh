@@ -359,8 +359,9 @@ static __device__ __forceinline__ void ark_stage_issue(const struct ark_kargs &a
 static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 {
 	/* The staging ring: task j's descriptor in s_task[j & 3], its op params in s_opp[j & 1], its
-	 * waits in s_wait[j & 1]. A slot is rewritten only after the barrier that ends the last task that
-	 * read it (the signaller reads descriptor j until task j + 1's first barrier). */
+	 * waits in s_wait[j & 1], j counting the tasks of every iteration so far. A slot is rewritten only
+	 * after the barrier that ends the last task that read it (the signaller reads descriptor j until
+	 * task j + 1's first barrier; the next iteration's first two tasks take the slots after it). */
 	__shared__ __align__(16) struct ark_task s_task[4];
 	__shared__ __align__(16) struct ark_opp s_opp[2];
 	__shared__ __align__(16) struct ark_wait s_wait[2][ARK_STAGED_WAITS];
@@ -371,6 +372,7 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 	const int tid = threadIdx.x, sm = blockIdx.x;
 	const uint32_t beg = a.sm_begin[sm], end = a.sm_begin[sm + 1];
 	uint32_t iter = 0, run = 0; /* iterations seen; non-empty ones (the counters' iterations) */
+	uint32_t j0 = 0;            /* j of the iteration's first task */
 	int aborted = 0;
 
 	for (;;) {
@@ -378,11 +380,11 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 		 * tables do not change while the kernel runs). */
 		if (tid < 32) {
 			if (beg < end) {
-				ark_stage_issue(a, tid, NULL, NULL, NULL, &a.tasks[beg], &s_task[0]);
+				ark_stage_issue(a, tid, NULL, NULL, NULL, &a.tasks[beg], &s_task[j0 & 3]);
 				ark_cp_wait<0>();
 				__syncwarp();
-				ark_stage_issue(a, tid, &s_task[0], &s_opp[0], s_wait[0],
-						beg + 1 < end ? &a.tasks[beg + 1] : NULL, &s_task[1]);
+				ark_stage_issue(a, tid, &s_task[j0 & 3], &s_opp[j0 & 1], s_wait[j0 & 1],
+						beg + 1 < end ? &a.tasks[beg + 1] : NULL, &s_task[(j0 + 1) & 3]);
 			}
 			uint32_t w = ARK_ITER_ABORT;
 			if (tid == 0 && !aborted)
@@ -404,7 +406,7 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 			s_fault[0] = 0; /* read after a tile's closing barrier, which orders this store first */
 
 		for (uint32_t i = beg; i < lend; i++) {
-			const uint32_t j = i - beg;
+			const uint32_t j = j0 + (i - beg);
 			const struct ark_task &cur = s_task[j & 3];
 			if (tid < 32) {
 				ark_cp_wait<0>(); /* task j's params and waits, descriptor j + 1 */
@@ -476,6 +478,7 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 		}
 		if (aborted)
 			break; /* every thread saw s_leave */
+		j0 += lend - beg;
 
 		/* The list is done: count this SM; the last one to finish completes the iteration (its
 		 * acq_rel add follows every other SM's release add, so all their writes are visible to it). */
