@@ -70,12 +70,23 @@ __device__ __noinline__ void ark_mm_pre_stats(const ark_mm &g, int m0, int m1, f
 	const T *a = reinterpret_cast<const T *>(g.a);
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, rows = m1 - m0, K = (int)g.K;
 	float *part = inv + ARK_MM_SMALL_M; /* [warps][ARK_MM_SMALL_M] */
+	constexpr int VEC = ark_dt<T>::vec;
 	for (int m = 0; m < rows; m++) {
 		const T *x = a + (size_t)(m0 + m) * g.K;
 		float q = 0.0f;
-		for (int k = tid; k < K; k += ARK_THREADS) {
-			const float v = ark_to_f(x[k]);
-			q += v * v;
+		if (K % VEC == 0 && ark_aligned16(x)) { /* 16-byte loads, all of a thread's in flight */
+			for (int v = tid; v < K / VEC; v += ARK_THREADS) {
+				float f[VEC];
+				ark_unpack<T>(ark_ld16(x + v * VEC), f);
+#pragma unroll
+				for (int j = 0; j < VEC; j++)
+					q += f[j] * f[j];
+			}
+		} else {
+			for (int k = tid; k < K; k += ARK_THREADS) {
+				const float v = ark_to_f(x[k]);
+				q += v * v;
+			}
 		}
 		q = ark_warp_sum(q);
 		if (lane == 0)
@@ -89,6 +100,27 @@ __device__ __noinline__ void ark_mm_pre_stats(const ark_mm &g, int m0, int m1, f
 		inv[tid] = rsqrtf(q / K + g.pre_eps); /* as the RMSNORM tile (op_rows.cuh) */
 	}
 	__syncthreads();
+}
+/* Elements (m, k:k+VEC) of a as staged, from x's 16-byte vector: with the norm fused, x * inv[m] *
+ * gamma[k + j] in T, gamma read as one vector where it is aligned. */
+template <typename T>
+__device__ __forceinline__ uint4 ark_mm_pre_vec(const ark_mm &g, const float *inv, int m, int k, uint4 xv)
+{
+	constexpr int VEC = ark_dt<T>::vec;
+	const T *gamma = reinterpret_cast<const T *>(g.pre_w) + k;
+	float x[VEC], w[VEC];
+	ark_unpack<T>(xv, x);
+	if (ark_aligned16(gamma)) {
+		ark_unpack<T>(ark_ld16(gamma), w);
+	} else {
+#pragma unroll
+		for (int j = 0; j < VEC; j++)
+			w[j] = ark_to_f(gamma[j]);
+	}
+#pragma unroll
+	for (int j = 0; j < VEC; j++)
+		x[j] = ark_to_f(ark_from_f<T>(x[j] * inv[m] * w[j]));
+	return ark_pack<T>(x);
 }
 /* Element (m, k) of a as staged: x itself, or with the norm fused, x * inv[m] * gamma[k] in T. */
 template <typename T>
@@ -506,7 +538,9 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 				const int m = e / (nks * 32), v = e - m * (nks * 32);
 				const int k = kc0 + v * VEC;
 				if (m < MB) {
-					if (k + VEC > kce || (g.pre && m < rows)) { /* zero what lies past the chunk */
+					if (g.pre && m < rows && k + VEC <= kce) {
+						q[u] = ark_mm_pre_vec<T>(g, inv, m, k, q[u]);
+					} else if (k + VEC > kce) { /* zero what lies past the chunk */
 						float x[VEC];
 						ark_unpack<T>(q[u], x);
 #pragma unroll
