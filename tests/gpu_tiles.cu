@@ -103,7 +103,10 @@ static void verdict_matmul(tcase &c, int dt, int64_t M, int64_t N, int ia, int i
 		ref_or_bail(op_base(ARK_OP_ADD, {last, ires}, isum), c, bufs);
 		last = isum;
 	}
-	verdict(c, io, bufs[last], dt == ARK_FP32 ? 1e-5 : 1e-2, guards, why);
+	/* bf16: the reference rounds the product and the activation's output each to bf16 where the tile
+	 * rounds once, two ulps (2^-6 of the value) apart at worst; where N is 1 the largest output is
+	 * that value itself */
+	verdict(c, io, bufs[last], dt == ARK_FP32 ? 1e-5 : dt == ARK_BF16 ? 2e-2 : 1e-2, guards, why);
 }
 
 /* A fused rmsnorm on a (ARK_PRE_RMSNORM, the streaming paths): the op params name gamma (tensor ig of
