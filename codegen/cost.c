@@ -82,13 +82,16 @@ static int query_of(const struct tiling *s, const struct vcta *v, struct calib_q
 }
 
 /* A matmul tile whose b is block-quantized (q4_1, q8_0): the table has no points for those dtypes
- * (bench/calibrate measures fp16, bf16 and fp32 tiles), so this extrapolates from the bytes read. The
- * quantized path streams b for every 16 rows of the tile (templates/op_quant.cuh), so the tile is
- * looked up as its activation dtype's streaming tile of min(m, 16) rows (q->m changed here), and its
- * times are scaled by ceil(m / 16) passes, each by the bytes it reads (a, b's blocks, out) over the
- * bytes of that tile with b in a's dtype: streaming tiles take about their bytes' time. A q4_1 tile
- * of [1, 4096] x [32, 4096]^T in bf16 reads 0.31 of the bf16 tile's bytes. 1, q untouched, for every
- * other vCTA. */
+ * (bench/calibrate measures fp16, bf16 and fp32 tiles), so this extrapolates from the tile of the
+ * activation dtype. The quantized path streams b for every 16 rows of the tile
+ * (templates/op_quant.cuh), so the tile is looked up as its activation dtype's streaming tile of
+ * min(m, 16) rows (q->m changed here), and its times are scaled by ceil(m / 16) passes, each by the
+ * larger of two bounds: the bytes it reads (a, b's blocks, out) over the bytes of that tile with b in
+ * a's dtype (a q4_1 tile of [1, 4096] x [32, 4096]^T in bf16 reads 0.31 of them), and
+ * ARK_QUANT_ISSUE, the instructions of dequantising every weight: the quantized loop is bound by
+ * issue, not by its bytes (bench/NOTES.md: llama1b_decode_q4 takes 1.17x the bf16 step that reads
+ * 3.2x its bytes). 1, q untouched, for every other vCTA. */
+#define ARK_QUANT_ISSUE 1.3
 static double quant_scale(const struct tiling *s, const struct vcta *v, struct calib_query *q)
 {
 	const struct graph *g = s->g;
@@ -101,8 +104,9 @@ static double quant_scale(const struct tiling *s, const struct vcta *v, struct c
 	const double m = v->m1 - v->m0, n = v->n1 - v->n0, k = v->k1 - v->k0, es = esize(s, o->in[0]);
 	const double os = v->tmpl == ARK_T_MATMUL ? es : 4, mp = fmin(m, 16), passes = ceil(m / 16);
 	q->m = mp;
-	return passes * (es * mp * k + (double)ark_row_bytes(bdt, (int64_t)k) * n + os * mp * n) /
-	       (es * (mp * k + k * n) + os * mp * n);
+	const double bytes = (es * mp * k + (double)ark_row_bytes(bdt, (int64_t)k) * n + os * mp * n) /
+			     (es * (mp * k + k * n) + os * mp * n);
+	return passes * fmax(bytes, ARK_QUANT_ISSUE);
 }
 
 void cost_calibrate(struct tiling *s, const struct calib_table *t, const struct part_gpu *gpu)
