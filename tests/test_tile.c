@@ -398,13 +398,14 @@ static void test_matmul_costed_analytic(void **state)
 }
 
 /* A matmul whose b is q4_1 or q8_0: the same tiles as bf16, b's regions in bytes of blocks, the bytes
- * counted as blocks, no tensor cores, and a tile's cost (the bf16 tile's from the table, scaled by
- * the bytes) below the bf16 one's by about the bytes' ratio. */
+ * counted as blocks, no tensor cores, and a tile's cost the bf16 tile's from the table times
+ * ARK_QUANT_ISSUE (codegen/cost.c: the dequantising loop is bound by issue, so fewer bytes do not
+ * make it cheaper), beyond the dispatch. */
 static void test_matmul_quant(void **state)
 {
 	(void)state;
 	static const char *const dts[3] = {"bf16", "q4_1", "q8_0"};
-	double us[3], bytes[3];
+	double us[3], bytes[3], disp = 0;
 	int tn[3];
 	for (int d = 0; d < 3; d++) {
 		char t[512];
@@ -428,6 +429,7 @@ static void test_matmul_quant(void **state)
 		tn[d] = pl->tn;
 		bytes[d] = v->bytes;
 		us[d] = cost_vcta_us(s, v, s->opt.calib, s->opt.gpu, 1);
+		disp = s->opt.gpu->task_us;
 		done();
 	}
 	assert_int_equal(tn[1], tn[0]);
@@ -436,10 +438,11 @@ static void test_matmul_quant(void **state)
 	assert_true(fabs(bytes[0] - (2.0 * 4096 + 2.0 * 4096 * tn[0] + 2.0 * tn[0])) < 1);
 	assert_true(fabs(bytes[1] - (2.0 * 4096 + 0.625 * 4096 * tn[0] + 2.0 * tn[0])) < 1);
 	assert_true(fabs(bytes[2] - (2.0 * 4096 + 1.0625 * 4096 * tn[0] + 2.0 * tn[0])) < 1);
-	assert_true(us[1] < us[2] && us[2] < us[0]);
-	print_message("# tile 1 x %d x 4096: bf16 %.2f us, q4_1 %.2f us, q8_0 %.2f us (dispatch included)\n", tn[0], us[0],
-		      us[1], us[2]);
-	assert_true(us[1] / us[0] < 0.5);
+	print_message("# tile 1 x %d x 4096: bf16 %.2f us, q4_1 %.2f us, q8_0 %.2f us (dispatch %.2f us included)\n", tn[0],
+		      us[0], us[1], us[2], disp);
+	assert_true(us[0] > disp);
+	assert_true(fabs((us[1] - disp) / (us[0] - disp) - 1.3) < 1e-6);
+	assert_true(fabs((us[2] - disp) / (us[0] - disp) - 1.3) < 1e-6);
 }
 
 /* A quantized matmul of more than ARK_MM_SMALL_M rows (a's leading dimensions folded) becomes a
