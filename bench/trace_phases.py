@@ -85,12 +85,12 @@ def main(argv):
         print("| " + (f"{p['gpu']} | " if multi else "") +
               f"{p['op']} | {'+'.join(p['tmpls'])} | {p['start']:.1f} | {span:.1f} | {len(p['durs'])} | "
               f"{statistics.median(p['durs']):.2f} | {max(p['durs']):.2f} | {p['bytes'] / 1e6:.2f} | {rate:.0f} |")
+    # the schedule's "sms" counts the SMs of every GPU it places on
+    sched_gpus = len({v.get("gpu", 0) for v in sched.get("vctas", [])}) or 1
     for g in gpus:
         mine = [t for t in tasks if t["gpu"] == g]
         t0 = min(t["ts"] for t in mine)
         t1 = max(t["ts"] + t["dur"] for t in mine)
-        # the schedule's "sms" counts the SMs of every GPU it places on
-        sched_gpus = len({v.get("gpu", 0) for v in sched.get("vctas", [])}) or 1
         sms = sched.get("sms", 0) // sched_gpus or len({t["sm"] for t in mine})
         busy = sum(t["dur"] for t in mine)
         print(f"# GPU {g}: iteration {t1 - t0:.1f} us, {len({t['sm'] for t in mine})} SMs ran tasks, "
