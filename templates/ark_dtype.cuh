@@ -261,6 +261,34 @@ __device__ __forceinline__ void ark_cp_async16(void *dst, const void *src, int s
 {
 	ark_cp_async16s((uint32_t)__cvta_generic_to_shared(dst), src, src_bytes);
 }
+/* Bytes a tile reads once per iteration (the weights a batch-1 matmul streams) go through L2 marked
+ * evict-first where ARK_L2_EVICT_FIRST (the default): a decode step streams several times L2's size
+ * each iteration, and without the hint those bytes push out what the loop reads again and again (its
+ * code, task tables, counters and activations). */
+#ifndef ARK_L2_EVICT_FIRST
+#define ARK_L2_EVICT_FIRST 1
+#endif
+__device__ __forceinline__ uint64_t ark_l2_once()
+{
+	uint64_t p = 0;
+#if ARK_L2_EVICT_FIRST
+	asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+#endif
+	return p;
+}
+/* ark_cp_async16 with the cache policy of ark_l2_once. */
+__device__ __forceinline__ void ark_cp_async16_once(void *dst, const void *src, int src_bytes, uint64_t policy)
+{
+#if ARK_L2_EVICT_FIRST
+	asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(
+			     (uint32_t)__cvta_generic_to_shared(dst)),
+		     "l"(src), "r"(src_bytes), "l"(policy)
+		     : "memory");
+#else
+	(void)policy;
+	ark_cp_async16(dst, src, src_bytes);
+#endif
+}
 __device__ __forceinline__ void ark_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void ark_cp_wait()
 {

@@ -348,6 +348,7 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
 	float *inv = reinterpret_cast<float *>(smem + ARK_MM_RING_BYTES + ARK_MM_A_BYTES + ARK_MM_SACC_BYTES);
 	if (g.pre)
 		ark_mm_pre_stats<T>(g, m0, m1, inv);
+	const uint64_t pol = ark_l2_once(); /* b is read once */
 
 	float acc[MB][VEC];
 #pragma unroll
@@ -359,7 +360,7 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
 	auto issue = [&](int i) {
 		const int k = k0 + i * KL + kl;
 		if (active && k < k1)
-			ark_cp_async16(&ring[(i % S) * ARK_THREADS + tid], bcol + (size_t)k * g.N, 16);
+			ark_cp_async16_once(&ring[(i % S) * ARK_THREADS + tid], bcol + (size_t)k * g.N, 16, pol);
 		ark_cp_commit();
 	};
 #pragma unroll
@@ -461,6 +462,7 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 	const int groups = (tn + C - 1) / C;
 	if (g.pre)
 		ark_mm_pre_stats<T>(g, m0, m1, inv);
+	const uint64_t pol = ark_l2_once(); /* b is read once */
 
 	for (int e = tid; e < MB * tn; e += ARK_THREADS)
 		sacc[e] = 0.0f;
@@ -508,7 +510,7 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 					const int n = n0 + ic.grp * C + c;
 					uint4 *dst = &ring[((ic.f % S) * C + c) * ARK_THREADS + tid];
 					if (n < n1)
-						ark_cp_async16(dst, b + (size_t)n * g.K + k, nb < 16 ? nb : 16);
+						ark_cp_async16_once(dst, b + (size_t)n * g.K + k, nb < 16 ? nb : 16, pol);
 					else
 						ark_cp_async16(dst, b, 0);
 				}

@@ -107,6 +107,7 @@ __device__ __noinline__ void ark_mmq_stream(const ark_mm g, int m0, int m1, int 
 	 * shared memory, sums per column) */
 	constexpr bool REG = MB <= 2;
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+	const uint64_t pol = ark_l2_once(); /* b is read once */
 	const int tn = n1 - n0, rows = m1 - m0;
 	const int64_t R = g.K / 32 * BB; /* bytes of a row of b */
 	const char *b = g.b;
@@ -153,7 +154,7 @@ __device__ __noinline__ void ark_mmq_stream(const ark_mm g, int m0, int m1, int 
 				char *slot = ring + (f % S) * SLOT;
 				for (int v = lane; v < nv; v += 32) {
 					const int64_t at = a0 + 16 * (int64_t)v;
-					ark_cp_async16(slot + 16 * v, b + at, (int)min((int64_t)16, end - at));
+					ark_cp_async16_once(slot + 16 * v, b + at, (int)min((int64_t)16, end - at), pol);
 				}
 			}
 			ark_cp_commit();
@@ -423,6 +424,8 @@ __device__ void ark_dequant_rows(const ark_opp &p, const ark_task &t, const ark_
 			const int nv = (int)((end - a0 + 15) / 16);
 			for (int v = tid; v < nv; v += ARK_THREADS) {
 				const int64_t at = a0 + 16 * (int64_t)v;
+				/* not ark_cp_async16_once: with the evict-first policy this copy met an illegal
+				 * instruction on an H100 (CUDA 13.0), where the streaming paths' did not */
 				ark_cp_async16(buf + b * ARK_DQ_BUF_BYTES + 16 * v, w + at, (int)min((int64_t)16, end - at));
 			}
 		}
