@@ -27,7 +27,7 @@ __device__ __forceinline__ int32_t ark_dec_pos(const ark_opp &p, const ark_tile_
  * Rows m0:m1 of x [M, N] (N = heads * Dh); row r is at position pos + r % K (K = T). In every head the
  * pairs (i, i + rd/2) (style 0, rotate_half) or (2i, 2i + 1) (style 1, interleaved), i < rd/2, turn
  * by the angle (pos + t) * inv_i, inv_i = 1 / base^(2i/rd), both in fp32 as Hugging Face computes
- * them; columns rd..Dh-1 of each head are copied. A thread per pair. */
+ * them; columns rd..Dh-1 of each head are copied. A thread per pair, four pairs in flight. */
 template <typename T>
 __device__ __forceinline__ void ark_rope_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
 {
@@ -41,16 +41,33 @@ __device__ __forceinline__ void ark_rope_tile(const ark_opp &p, const ark_task &
 		const float ps = (float)((int64_t)pos + (int64_t)(r % (uint64_t)p.K));
 		const T *xr = x + (int64_t)r * E;
 		T *orow = out + (int64_t)r * E;
-		for (int64_t k = threadIdx.x; k < heads * half; k += ARK_THREADS) {
-			const int64_t h = k / half;
-			const int i = (int)(k % half);
-			const float inv = 1.0f / powf(p.f, (float)(2 * i) / (float)rd);
-			float s, c;
-			sincosf(ps * inv, &s, &c);
-			const int64_t a = h * Dh + (inter ? 2 * i : i), b = h * Dh + (inter ? 2 * i + 1 : i + half);
-			const float xa = ark_to_f(xr[a]), xb = ark_to_f(xr[b]);
-			orow[a] = ark_from_f<T>(xa * c - xb * s);
-			orow[b] = ark_from_f<T>(xb * c + xa * s);
+		/* U pairs per thread at a time, all loaded before any is stored (out may alias x, so a store
+		 * between them would order every later load after it: one L2 round trip per pair) */
+		constexpr int U = 4;
+		for (int64_t k0 = threadIdx.x; k0 < heads * half; k0 += U * ARK_THREADS) {
+			float xa[U], xb[U];
+			int64_t ia[U], ib[U];
+			int iu[U];
+#pragma unroll
+			for (int u = 0; u < U; u++) {
+				const int64_t k = k0 + u * ARK_THREADS;
+				const int64_t h = k / half;
+				iu[u] = (int)(k % half);
+				ia[u] = h * Dh + (inter ? 2 * iu[u] : iu[u]);
+				ib[u] = h * Dh + (inter ? 2 * iu[u] + 1 : iu[u] + half);
+				if (k < heads * half)
+					xa[u] = ark_to_f(xr[ia[u]]), xb[u] = ark_to_f(xr[ib[u]]);
+			}
+#pragma unroll
+			for (int u = 0; u < U; u++) {
+				if (k0 + u * ARK_THREADS >= heads * half)
+					break;
+				const float inv = 1.0f / powf(p.f, (float)(2 * iu[u]) / (float)rd);
+				float s, c;
+				sincosf(ps * inv, &s, &c);
+				orow[ia[u]] = ark_from_f<T>(xa[u] * c - xb[u] * s);
+				orow[ib[u]] = ark_from_f<T>(xb[u] * c + xa[u] * s);
+			}
 		}
 		for (int64_t k = threadIdx.x; rest && k < heads * rest; k += ARK_THREADS) {
 			const int64_t j = (k / rest) * Dh + rd + k % rest;

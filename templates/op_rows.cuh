@@ -95,6 +95,30 @@ __device__ __forceinline__ void ark_row(const T *x, T *y, const T *gamma, const 
 		const float r = 1.0f / fmaxf(sqrtf(ark_grp_sum<G>(q, scratch)), eps);
 		ark_row_write<T, G>(x, y, N, gl, vec, [&](int, float v) { return v * r; });
 	} else { /* RMSNORM */
+		constexpr int VEC = ark_dt<T>::vec;
+		if (vec && N <= G * VEC && ark_aligned16(gamma)) {
+			/* a vector of the row per thread: x and gamma loaded together, before the sum, and
+			 * kept in registers (one round trip to memory instead of three) */
+			const bool mine = gl < N / VEC;
+			float a[VEC], g[VEC];
+			float q = 0.0f;
+			if (mine) {
+				const uint4 xv = ark_ld16(x + gl * VEC), gv = ark_ld16(gamma + gl * VEC);
+				ark_unpack<T>(xv, a);
+				ark_unpack<T>(gv, g);
+#pragma unroll
+				for (int j = 0; j < VEC; j++)
+					q += a[j] * a[j];
+			}
+			const float r = rsqrtf(ark_grp_sum<G>(q, scratch) / N + eps);
+			if (mine) {
+#pragma unroll
+				for (int j = 0; j < VEC; j++)
+					a[j] = a[j] * r * g[j];
+				ark_st16(y + gl * VEC, ark_pack<T>(a));
+			}
+			return;
+		}
 		float q = 0.0f;
 		ark_row_scan<T, G>(x, N, gl, vec, [&](float v) { q += v * v; });
 		const float r = rsqrtf(ark_grp_sum<G>(q, scratch) / N + eps);
