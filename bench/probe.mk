@@ -1,6 +1,7 @@
 # probe.mk: rules of the template probes (included by the top-level Makefile). `make bench-probe`
 # builds $(B)/bench/stream_probe (batch-1 streaming rate of the matmul tile templates under several
-# tilings of a 4096x4096 bf16 layer, against a plain contiguous read) and $(B)/bench/chain_probe (the
+# tilings of a 4096x4096 bf16 layer, against a plain contiguous read; then the matmul phases of a
+# llama1b decode layer on cold weights, each tile's time split by ARK_MM_STAMP) and $(B)/bench/chain_probe (the
 # elementwise-chain template alone, one CTA: latency per step) and $(B)/bench/loop_probe (the loop
 # kernel's protocol costs: dispatch, signal, hop, a small task, barrier) and $(B)/bench/mm_probe (the
 # matmul tiles against cuBLAS on the same shapes, side by side; links cuBLAS from the CUDA toolkit).

@@ -438,6 +438,12 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
 	}
 }
 
+/* ARK_MM_STAMP(i): where a probe times the phases of a streaming tile (bench/stream_probe.cu defines
+ * it to stamp the globaltimer); nothing otherwise. */
+#ifndef ARK_MM_STAMP
+#define ARK_MM_STAMP(i) ((void)0)
+#endif
+
 /* ---- streaming, b [N, K] ------------------------------------------------------------------------
  * tile (m1-m0 <= MB, n1-n0 <= 128) of out over k0:k1. A work item is (group of TC columns, k-slice);
  * warps take items, lanes take consecutive 16-byte vectors along K (one warp step = 32 vectors of each
@@ -460,6 +466,7 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const int tn = n1 - n0, rows = m1 - m0;
 	const int groups = (tn + C - 1) / C;
+	ARK_MM_STAMP(0);
 	if (g.pre)
 		ark_mm_pre_stats<T>(g, m0, m1, inv);
 	const uint64_t pol = ark_l2_once(); /* b is read once */
@@ -518,13 +525,10 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 			ark_cp_commit();
 			advance(ic);
 		};
-#pragma unroll
-		for (int s = 0; s < S - 1; s++)
-			issue();
-
-		/* stage a[m0:m1, kc0:kce] while the first steps of b are in flight */
-		for (int e0 = 0; e0 < MB * nks * 32; e0 += 4 * ARK_THREADS) { /* 4 loads in flight */
-			uint4 q[4];
+		/* stage a[m0:m1, kc0:kce], 4 vectors per thread at a time: the first four are loaded before the
+		 * first steps of b are issued (behind those 3 x 16 KB of requests they waited ~1 us longer),
+		 * the others while b's steps are in flight */
+		auto load_a = [&](int e0, uint4 (&q)[4]) {
 #pragma unroll
 			for (int u = 0; u < 4; u++) {
 				const int e = e0 + u * ARK_THREADS + tid;
@@ -533,6 +537,23 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 				q[u] = make_uint4(0, 0, 0, 0);
 				if (m < rows && k < kce)
 					q[u] = ark_ld16(a + (size_t)(m0 + m) * g.K + k);
+			}
+		};
+		uint4 q0[4];
+		load_a(0, q0);
+#pragma unroll
+		for (int s = 0; s < S - 1; s++)
+			issue();
+		ARK_MM_STAMP(1);
+
+		for (int e0 = 0; e0 < MB * nks * 32; e0 += 4 * ARK_THREADS) {
+			uint4 q[4];
+			if (e0 == 0) {
+#pragma unroll
+				for (int u = 0; u < 4; u++)
+					q[u] = q0[u];
+			} else {
+				load_a(e0, q);
 			}
 #pragma unroll
 			for (int u = 0; u < 4; u++) {
@@ -555,6 +576,7 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 			}
 		}
 		__syncthreads();
+		ARK_MM_STAMP(2);
 
 		float acc[C][MB];
 #pragma unroll
@@ -564,6 +586,8 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 				acc[c][m] = 0.0f;
 		for (; cc.f < nflat; advance(cc)) { /* uniform within the warp */
 			ark_cp_wait<S - 2>();
+			if (cc.f == 0)
+				ARK_MM_STAMP(3);
 			issue();
 			const int f = cc.f, s = cc.s, grp = cc.grp, step = cc.step0 + cc.s;
 			const int v = step * 32 + lane;
@@ -599,12 +623,15 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 		}
 		ark_cp_wait<0>(); /* no copy may land in the ring after the next chunk's */
 	}
+	ARK_MM_STAMP(4);
 	__syncthreads();
+	ARK_MM_STAMP(5);
 	for (int o = tid; o < rows * tn; o += ARK_THREADS) {
 		const int m = o / tn, c = o - m * tn;
 		ark_mm_store<T>(g, m0 + m, n0 + c, sacc[o]);
 	}
 	__syncthreads();
+	ARK_MM_STAMP(6);
 }
 
 /* ---- tensor cores (fp16 / bf16) -----------------------------------------------------------------
