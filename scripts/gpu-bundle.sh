@@ -9,8 +9,9 @@
 # DIR/arst: one-shot with stores and flags instead of packets, up to 1 MiB).
 # MULTI_ONLY=1 leaves out the single-GPU models and tests; SINGLE_ONLY=1 the multi-GPU models and
 # bench/allreduce.sh's; SKIP_BACKENDS=1 the stream backends' binaries. The nvcc jobs run in parallel (JOBS, default: the number of CPUs).
-# It can also run on the GPU machine itself (more CPUs for nvcc), given build/ and the shared
-# libraries arkgen loads (libconfig, libmetis) on LD_LIBRARY_PATH.
+# It can also run on the GPU machine itself (more CPUs for nvcc), given build/, the shared
+# libraries arkgen loads (libconfig, libmetis) and libcjson.so.1 on LD_LIBRARY_PATH, and a
+# libcjson.so to link with on LIBRARY_PATH.
 set -eu
 D=${1:-.devcarry}
 B=${B:-build}
@@ -18,7 +19,23 @@ NVCC=${NVCC:-nvcc}
 JOBS=${JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}
 rm -rf "$D"
 mkdir -p "$D/gen" "$D/tests" "$D/lib" "$D/bench"
-cp -L /usr/lib/x86_64-linux-gnu/libcjson.so.1 "$D/lib/"
+# The shared library $1 as the loader finds it: LD_LIBRARY_PATH first, then its cache.
+find_lib() {
+	ifs=$IFS
+	IFS=:
+	for d in ${LD_LIBRARY_PATH:-}; do
+		if [ -n "$d" ] && [ -e "$d/$1" ]; then
+			IFS=$ifs
+			echo "$d/$1"
+			return 0
+		fi
+	done
+	IFS=$ifs
+	ldconfig -p 2>/dev/null | awk -v n="$1" '$1 == n { print $NF; exit }'
+}
+cjson=$(find_lib libcjson.so.1)
+[ -n "$cjson" ] || { echo "gpu-bundle: no libcjson.so.1 (install libcjson1, or put it on LD_LIBRARY_PATH)" >&2; exit 1; }
+cp -L "$cjson" "$D/lib/"
 flags=$("$B/arkgen" --nvcc-flags)
 running=0
 for m in models/*.cfg tests/models/*.cfg; do
