@@ -91,9 +91,10 @@ def main(argv):
         mine = [t for t in tasks if t["gpu"] == g]
         t0 = min(t["ts"] for t in mine)
         t1 = max(t["ts"] + t["dur"] for t in mine)
-        sms = sched.get("sms", 0) // sched_gpus or len({t["sm"] for t in mine})
+        ran = len({t["sm"] for t in mine})
+        sms = sched.get("sms", 0) // sched_gpus or ran
         busy = sum(t["dur"] for t in mine)
-        print(f"# GPU {g}: iteration {t1 - t0:.1f} us, {len({t['sm'] for t in mine})} SMs ran tasks, "
+        print(f"# GPU {g}: iteration {t1 - t0:.1f} us, {ran} SMs ran tasks, "
               f"inside tasks {100 * busy / (sms * (t1 - t0)) if t1 > t0 else 0:.1f}% of {sms} SMs x the iteration")
     return 0
 
