@@ -153,10 +153,17 @@ static void phases(float *sink)
 	 * the first steps, a staged, first step landed, the stream, the last warp, the epilogue, return */
 	const char *seg[] = {"dispatch", "issue", "stage a", "first data", "stream", "last warp", "epilogue", "return"};
 	std::vector<std::vector<double>> seg_us[2];
-	auto stamps = [&](int ctas) {
-		std::vector<unsigned long long> st(2 * ctas * 64), ts(4 * ctas);
-		CK(cudaMemcpy(st.data(), d_st, st.size() * sizeof st[0], cudaMemcpyDeviceToHost));
+	typedef std::vector<unsigned long long> stamps_t;
+	auto fetch = [&](int ctas) { /* the launch's start and end stamps, both runs (d_ts) */
+		stamps_t ts(4 * ctas);
+		CK(cudaDeviceSynchronize());
+		CK(cudaGetLastError());
 		CK(cudaMemcpy(ts.data(), d_ts, ts.size() * sizeof ts[0], cudaMemcpyDeviceToHost));
+		return ts;
+	};
+	auto stamps = [&](const stamps_t &ts, int ctas) {
+		stamps_t st(2 * ctas * 64);
+		CK(cudaMemcpy(st.data(), d_st, st.size() * sizeof st[0], cudaMemcpyDeviceToHost));
 		for (int r = 0; r < 2; r++)
 			for (int c = 0; c < ctas; c++) {
 				const unsigned long long *w0 = &st[(size_t)(r * ctas + c) * 64];
@@ -171,19 +178,13 @@ static void phases(float *sink)
 				seg_us[r][8].push_back(((double)end - (double)p[0]) / 1e3);
 			}
 	};
-	auto span_us = [&](int ctas, int run) {
-		std::vector<unsigned long long> ts(4 * ctas);
-		CK(cudaDeviceSynchronize());
-		CK(cudaGetLastError());
-		CK(cudaMemcpy(ts.data(), d_ts, ts.size() * sizeof ts[0], cudaMemcpyDeviceToHost));
+	auto span_us = [](const stamps_t &ts, int ctas, int run) {
 		unsigned long long lo = ~0ull, hi = 0;
 		for (int c = 0; c < ctas; c++)
 			lo = std::min(lo, ts[2 * run * ctas + 2 * c]), hi = std::max(hi, ts[2 * run * ctas + 2 * c + 1]);
 		return (hi - lo) / 1e3;
 	};
-	auto cta_us = [&](int ctas) { /* the median CTA's duration, run 0 */
-		std::vector<unsigned long long> ts(2 * ctas);
-		CK(cudaMemcpy(ts.data(), d_ts, ts.size() * sizeof ts[0], cudaMemcpyDeviceToHost));
+	auto cta_us = [](const stamps_t &ts, int ctas) { /* the median CTA's duration, run 0 */
 		std::vector<double> d;
 		for (int c = 0; c < ctas; c++)
 			d.push_back(((double)ts[2 * c + 1] - (double)ts[2 * c]) / 1e3);
@@ -238,13 +239,15 @@ static void phases(float *sink)
 			cold();
 			CK(cudaMemcpyToSymbol(probe_stamps, &d_st, sizeof d_st));
 			phase_kernel<<<ctas, ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(d_opp, nop, d_tasks, arena, d_ts);
-			const double t = span_us(ctas, 0), t2 = span_us(ctas, 1);
+			const stamps_t ts = fetch(ctas);
+			const double t = span_us(ts, ctas, 0), t2 = span_us(ts, ctas, 1);
 			CK(cudaMemcpyToSymbol(probe_stamps, &null_st, sizeof null_st));
 			if (r > 0)
-				stamps(ctas);
+				stamps(ts, ctas);
 			cold();
 			phase_read_kernel<<<ctas, ARK_THREADS>>>((const uint4 *)(arena + hdr), bytes / ctas / 16 * 16, sink, d_ts);
-			const double rd = span_us(ctas, 0), rc = cta_us(ctas);
+			const stamps_t rts = fetch(ctas);
+			const double rd = span_us(rts, ctas, 0), rc = cta_us(rts, ctas);
 			if (r > 0)
 				tile_us.push_back(t), again_us.push_back(t2), read_us.push_back(rd), read_cta_us.push_back(rc);
 		}
