@@ -1,6 +1,6 @@
 # probe.mk: rules of the template probes (included by the top-level Makefile). `make bench-probe`
 # builds $(B)/bench/stream_probe (batch-1 streaming rate of the matmul tile templates under several
-# tilings of a 4096x4096 bf16 layer, against a plain contiguous read; then the matmul phases of a
+# tilings of a 4096x4096 bf16 layer and of q4_1 and q8_0 ones, against a plain contiguous read; then the matmul phases of a
 # llama1b decode layer on cold weights, each tile's time split by ARK_MM_STAMP) and $(B)/bench/chain_probe (the
 # elementwise-chain template alone, one CTA: latency per step) and $(B)/bench/loop_probe (the loop
 # kernel's protocol costs: dispatch, signal, hop, a small task, barrier) and $(B)/bench/mm_probe (the
@@ -11,7 +11,7 @@ bench-probe: $(B)/bench/stream_probe $(B)/bench/chain_probe $(B)/bench/mm_probe
 
 $(B)/bench/stream_probe: bench/stream_probe.cu bench/bench_cuda.h $(wildcard templates/*.cuh abi/*.h abi/*.cuh)
 	@mkdir -p $(dir $@)
-	$(NVCC) -O3 -std=c++17 $(GENCODE) -DARK_TILES_FP16=0 -DARK_TILES_FP32=0 \
+	$(NVCC) -O3 -std=c++17 $(GENCODE) -DARK_TILES_FP16=0 -DARK_TILES_FP32=0 -DARK_TILES_QUANT=1 \
 		$(INC) $< -o $@
 
 $(B)/bench/chain_probe: bench/chain_probe.cu bench/bench_cuda.h $(wildcard templates/*.cuh abi/*.h abi/*.cuh)

@@ -1,6 +1,7 @@
 // stream_probe.cu: batch-1 weight streaming rate of the matmul tile templates under different tilings
 // of a 4096x4096 bf16 layer (8 layers, 256 MiB, so nothing stays in L2), against a plain contiguous
-// read of the same bytes. One CTA per task, every CTA walks the 8 layers; prints GB/s per variant.
+// read of the same bytes. One CTA per task, every CTA walks the 8 layers; prints GB/s per variant,
+// the same layers' shape with q4_1 and q8_0 weights last (`stream_probe q`: those rows alone).
 // Then the matmul phases of a Llama-3.2-1B decode layer one by one on cold weights (twice: the second
 // time with the tile's code cached), each against a plain read of its bytes by as many CTAs.
 #include <cuda_runtime.h>
@@ -29,6 +30,9 @@ __shared__ int probe_run; /* phase_kernel's run (0, 1): the stamps of each go to
 	} while (0)
 #include "ark_tiles.cuh"
 #include "bench_cuda.h"
+#if !ARK_TILES_QUANT
+#error "build with -DARK_TILES_QUANT=1 (the q4_1 and q8_0 rows of the table)"
+#endif
 
 
 enum { LAYERS = 8, DIM = 4096 };
@@ -269,8 +273,10 @@ static void phases(float *sink)
 	CK(cudaFree(d_tasks));
 }
 
-int main()
+/* With an argument ("q"): the quantized rows of the first table only (for a profiler). */
+int main(int argc, char **argv)
 {
+	const bool quant_only = argc > 1;
 	int n = 0;
 	if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
 		printf("SKIP: no CUDA device\n");
@@ -304,6 +310,35 @@ int main()
 	       (int)ARK_TILES_SMEM_BYTES, (int)ARK_MM_RING_BYTES);
 	printf("| variant | CTAs | us | GB/s |\n|---|---|---|---|\n");
 
+	/* the 8 layers' params: [1, DIM] x [DIM, DIM] (flags: ARK_OPP_TRANSPOSE_B), b's dtype wdtype
+	 * (0: bf16 as a) of wb bytes a layer */
+	auto layer_opps = [&](int flags, int splits, int wdtype, size_t wb) {
+		std::vector<ark_opp> opp(LAYERS);
+		for (int l = 0; l < LAYERS; l++) {
+			ark_opp &p = opp[l];
+			memset(&p, 0, sizeof p);
+			p.kind = ARK_OP_MATMUL;
+			p.dtype = ARK_BF16;
+			p.wdtype = (uint8_t)wdtype;
+			p.flags = (uint8_t)flags;
+			p.act = ARK_ACT_NONE;
+			p.splits = splits;
+			p.in[0] = a_off;
+			p.in[1] = w_off + l * wb;
+			p.out = out_off;
+			p.ws = ws_off;
+			p.M = 1, p.N = DIM, p.K = DIM;
+		}
+		return opp;
+	};
+	/* the median time of the 8 layers' tiles (opp: one per layer, tasks: one per CTA) */
+	auto time_layers = [&](const std::vector<ark_opp> &opp, const std::vector<ark_task> &tasks) {
+		CK(cudaMemcpy(d_opp, opp.data(), LAYERS * sizeof(ark_opp), cudaMemcpyHostToDevice));
+		CK(cudaMemcpy(d_tasks, tasks.data(), tasks.size() * sizeof(ark_task), cudaMemcpyHostToDevice));
+		return bench_time_us(15, [&] {
+			layers_kernel<<<(int)tasks.size(), ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(d_opp, d_tasks, arena);
+		});
+	};
 	struct variant {
 		const char *name;
 		bool tb;
@@ -312,21 +347,9 @@ int main()
 		  {"kn tn=128 split4", false, 128, 4},
 		  {"nk tn=32", true, 32, 1},          {"nk tn=128 split4", true, 128, 4}};
 	for (const variant &v : vs) {
-		std::vector<ark_opp> opp(LAYERS);
-		for (int l = 0; l < LAYERS; l++) {
-			ark_opp &p = opp[l];
-			memset(&p, 0, sizeof p);
-			p.kind = ARK_OP_MATMUL;
-			p.dtype = ARK_BF16;
-			p.flags = v.tb ? ARK_OPP_TRANSPOSE_B : 0;
-			p.act = ARK_ACT_NONE;
-			p.splits = v.splits;
-			p.in[0] = a_off;
-			p.in[1] = w_off + l * wbytes;
-			p.out = out_off;
-			p.ws = ws_off;
-			p.M = 1, p.N = DIM, p.K = DIM;
-		}
+		if (quant_only)
+			break;
+		const std::vector<ark_opp> opp = layer_opps(v.tb ? ARK_OPP_TRANSPOSE_B : 0, v.splits, 0, wbytes);
 		std::vector<ark_task> tasks;
 		const int kc = DIM / v.splits;
 		for (int n0 = 0; n0 < DIM; n0 += v.tn)
@@ -338,20 +361,39 @@ int main()
 				t.m0 = 0, t.m1 = 1, t.n0 = n0, t.n1 = n0 + v.tn, t.k0 = s * kc, t.k1 = (s + 1) * kc;
 				tasks.push_back(t);
 			}
-		CK(cudaMemcpy(d_opp, opp.data(), LAYERS * sizeof(ark_opp), cudaMemcpyHostToDevice));
-		CK(cudaMemcpy(d_tasks, tasks.data(), tasks.size() * sizeof(ark_task), cudaMemcpyHostToDevice));
-		const double us = bench_time_us(15, [&] {
-			layers_kernel<<<(int)tasks.size(), ARK_THREADS, ARK_TILES_SMEM_BYTES>>>(d_opp, d_tasks, arena);
-		});
+		const double us = time_layers(opp, tasks);
 		printf("| %s | %zu | %.1f | %.0f |\n", v.name, tasks.size(), us, LAYERS * wbytes / (us * 1e3));
 	}
 	for (int ctas : {128, 132, 264}) {
+		if (quant_only)
+			break;
 		const size_t per = wbytes / ctas / 16 * 16;
 		const double us = bench_time_us(15, [&] {
 			read_kernel<<<ctas, ARK_THREADS>>>((const uint4 *)(arena + w_off), per, wbytes, sink);
 		});
 		printf("| contiguous read | %d | %.1f | %.0f |\n", ctas, us, LAYERS * per * ctas / (us * 1e3));
 	}
+	/* the same 8 layers' shape with block-quantized weights [N, K] (q4_1: 10.5 MB a layer, q8_0:
+	 * 17.8 MB; 84 and 143 MB in all, past L2): the dequantising stream, a of bf16 */
+	for (int qt : {(int)ARK_Q4_1, (int)ARK_Q8_0}) {
+		const size_t qbytes = (size_t)DIM * (DIM / 32) * (qt == ARK_Q4_1 ? 20 : 34);
+		for (int tn : {16, 32, 128}) {
+			const std::vector<ark_opp> opp = layer_opps(ARK_OPP_TRANSPOSE_B, 1, qt, qbytes);
+			std::vector<ark_task> tasks;
+			for (int n0 = 0; n0 < DIM; n0 += tn) {
+				ark_task t;
+				memset(&t, 0, sizeof t);
+				t.tmpl = ARK_T_MATMUL;
+				t.m0 = 0, t.m1 = 1, t.n0 = n0, t.n1 = n0 + tn, t.k0 = 0, t.k1 = DIM;
+				tasks.push_back(t);
+			}
+			const double us = time_layers(opp, tasks);
+			printf("| %s nk tn=%d | %zu | %.1f | %.0f |\n", qt == ARK_Q4_1 ? "q4_1" : "q8_0", tn, tasks.size(), us,
+			       LAYERS * qbytes / (us * 1e3));
+		}
+	}
+	if (quant_only)
+		return 0;
 	CK(cudaFree(arena));
 	phases(sink);
 	return 0;
