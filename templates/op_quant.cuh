@@ -26,6 +26,16 @@ template <> struct ark_qblk<ARK_Q8_0> {
 
 #if ARK_TILES_QUANT
 
+/* ARK_MMQ_MMA 0: fp16 and bf16 a take the FMA stream (ark_mmq_stream) as fp32 a does. ARK_MMQ_P:
+ * blocks of a q4_1 row each warp takes per stage of the tensor-core stream (q8_0: half as many): 8
+ * streamed q4_1 at 1.1x and q8_0 at 1.15x the rate of 4 (bench/NOTES.md). */
+#ifndef ARK_MMQ_MMA
+#define ARK_MMQ_MMA 1
+#endif
+#ifndef ARK_MMQ_P
+#define ARK_MMQ_P 8
+#endif
+
 __device__ __forceinline__ uint32_t ark_q_lds32(uint32_t a)
 {
 	uint32_t v;
@@ -76,6 +86,19 @@ template <int QT> __device__ __forceinline__ void ark_q_decode(uint32_t o, float
 		for (int i = 0; i < 8; i++) /* bytes 2 + 4i .. 5 + 4i of the block, each q + 128 */
 			ark_q_bytes_f(__funnelshift_rc(w[i], w[i + 1], 16u + hi) ^ 0x80808080u, 8388736.0f, &q[4 * i]);
 	}
+}
+
+/* The tile's sums, sacc [rows][tn], into out (bias, activation, residual) or the split's workspace,
+ * once every warp has added its own. All threads. */
+template <typename T>
+__device__ __forceinline__ void ark_mmq_out(const ark_mm &g, int m0, int n0, int rows, int tn, const float *sacc)
+{
+	__syncthreads();
+	for (int o = threadIdx.x; o < rows * tn; o += ARK_THREADS) {
+		const int m = o / tn, c = o - m * tn;
+		ark_mm_store<T>(g, m0 + m, n0 + c, sacc[o]);
+	}
+	__syncthreads();
 }
 
 /* ---- streaming with dequantisation: b [N, K] in blocks ----------------------------------------
@@ -284,28 +307,341 @@ __device__ __noinline__ void ark_mmq_stream(const ark_mm g, int m0, int m1, int 
 			flush();
 		ark_cp_wait<0>(); /* no copy may land in the ring after the next chunk's */
 	}
-	__syncthreads();
-	for (int o = tid; o < rows * tn; o += ARK_THREADS) {
-		const int m = o / tn, c = o - m * tn;
-		ark_mm_store<T>(g, m0 + m, n0 + c, sacc[o]);
+	ark_mmq_out<T>(g, m0, n0, rows, tn, sacc);
+}
+
+/* ---- the same on the tensor cores, for fp16 and bf16 a ------------------------------------------
+ * mma.sync m16n8k16 with b's rows (out's columns) as the A operand and a's rows as B, 8 rows of a per
+ * fragment (NF fragments: up to 8 or 16 rows). A stage is a group of 16 columns of out by SB = 8 P
+ * blocks of K: its 16 runs of SB * BB bytes of b go by 16-byte cp.async (every thread a share) into a
+ * ring of S stages for the CTA (S - 1 in flight), run r at r * RS of its slot, RS / 4 = 4 (mod 8)
+ * words: the 8 rows a warp reads together start 4 banks apart. Warp w takes the stage's blocks
+ * w P .. w P + P, and adds its sums into sacc [rows][tn] when the group changes; one CTA barrier a
+ * stage. The stages go group by group.
+ * The weights enter the mma exactly: each 4-bit value n becomes the 16-bit float 16 + n (the constant
+ * c16 with n in its mantissa: one shift and one LOP3 for two values); q8_0's byte u = q + 128 =
+ * 16 h + l becomes 256 + 16 h and 16 + l, in two mma of the same a. A block's mma sum is thus
+ * S = sum a (16 + q) (q4_1) or sum a (400 + q) (q8_0), and with the block's sum of a (asum, staged
+ * with a) its value is d S + (m - 16 d) asum (q4_1) or d S - 400 d asum (q8_0), in fp32.
+ * Inside a block the mma's k order is a permutation of its 32 elements, the same for b and a: thread
+ * t (lane % 4) holds the k 2t, 2t + 1, 2t + 8, 2t + 9 of a k16 step, here elements 4t, 4t + 2, 4t + 1,
+ * 4t + 3 (step 0) and 16 + those (step 1), which are the nibbles of word t of a q4_1 block's bytes and
+ * the bytes of q8_0 words t and t + 4. a is staged in that order, [block][row][t] 16 bytes, rounded to T
+ * (a fused rmsnorm's output as the norm would have stored it). Needs b 16-byte aligned. */
+template <typename T> struct ark_qmma_k;
+template <> struct ark_qmma_k<__nv_bfloat16> { /* 16 + n / 8 ulp steps: n << 3 */
+	static constexpr int SH = 3;
+	static constexpr uint32_t C16 = 0x41804180u, C256 = 0x43804380u;
+};
+template <> struct ark_qmma_k<__half> { /* n << 6 */
+	static constexpr int SH = 6;
+	static constexpr uint32_t C16 = 0x4C004C00u, C256 = 0x5C005C00u;
+};
+/* The nibbles at bit B (0, 4, 8, 12) of both halves of w as two 16-bit floats c + n. */
+template <typename T, int B> __device__ __forceinline__ uint32_t ark_qn(uint32_t w, uint32_t c)
+{
+	constexpr int SH = ark_qmma_k<T>::SH;
+	const uint32_t x = SH >= B ? w << (SH - B) : w >> (B - SH);
+	return (x & (0x000F000Fu << SH)) | c;
+}
+__device__ __forceinline__ uint4 ark_q_lds128u(uint32_t a)
+{
+	uint4 v;
+	asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a) : "memory");
+	return v;
+}
+__device__ __forceinline__ float2 ark_q_lds64f(uint32_t a)
+{
+	float2 v;
+	asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(a) : "memory");
+	return v;
+}
+__device__ __forceinline__ uint32_t ark_q_lds16(uint32_t a)
+{
+	unsigned short v;
+	asm volatile("ld.shared.u16 %0, [%1];\n" : "=h"(v) : "r"(a) : "memory");
+	return v;
+}
+/* The word at shared-window address a, a % 2 == 0. */
+__device__ __forceinline__ uint32_t ark_q_lds32u(uint32_t a)
+{
+	const uint32_t lo = ark_q_lds32(a & ~3u), hi = ark_q_lds32((a & ~3u) + 4);
+	return __funnelshift_r(lo, hi, (a & 2u) * 8u);
+}
+/* Bytes of a slot's row: the smallest multiple of 16 of at least `need` whose word count is 4 mod 8. */
+__host__ __device__ constexpr int ark_qmma_rs(int need)
+{
+	return ((need + 15) / 16 * 16 / 4) % 8 == 4 ? (need + 15) / 16 * 16 : ark_qmma_rs((need + 15) / 16 * 16 + 16);
+}
+
+template <typename T, int QT, int NF>
+__device__ __noinline__ void ark_mmq_mma(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+{
+	using K = ark_qmma_k<T>;
+	constexpr int BB = ark_qblk<QT>::bytes, P = QT == ARK_Q4_1 ? ARK_MMQ_P : ARK_MMQ_P / 2; /* blocks of a warp per stage */
+	constexpr int SB = ARK_WARPS * P;                                  /* blocks of a row per stage */
+	constexpr int RS = ark_qmma_rs(SB * BB + 15), SLOT = 16 * RS, NV = RS / 16;
+	constexpr int S = ARK_MM_RING_BYTES / SLOT;          /* stages in the ring */
+	constexpr int MBP = 8 * NF;                          /* rows of a in the fragments */
+	constexpr int NI = (16 * NV + ARK_THREADS - 1) / ARK_THREADS; /* copies per thread per stage */
+	static_assert(S >= 3, "ARK_MM_RING_BYTES too small for the quantized mma stream");
+	static_assert(ARK_MM_A_BYTES >= 8 * NF * (64 + 4 * 2), "ARK_MM_A_BYTES too small for the quantized mma stream");
+	static_assert(8 * NF * 128 * 4 <= ARK_MM_SACC_BYTES, "sacc");
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;
+	const int tn = n1 - n0, rows = m1 - m0, ng = (tn + 15) / 16;
+	const int64_t R = g.K / 32 * BB; /* bytes of a row of b */
+	const T *a = reinterpret_cast<const T *>(g.a);
+	char *ring = smem; /* [S][16][RS] */
+	const uint32_t ring_s = (uint32_t)__cvta_generic_to_shared(ring);
+	const int NBC = ARK_MM_A_BYTES / (rows * 64 + MBP * 4); /* blocks of a per chunk */
+	uint4 *a_s = reinterpret_cast<uint4 *>(smem + ARK_MM_RING_BYTES);                  /* [NBC][rows][4] */
+	float *asum_s = reinterpret_cast<float *>(smem + ARK_MM_RING_BYTES + NBC * rows * 64); /* [NBC][MBP] */
+	const uint32_t a_ss = (uint32_t)__cvta_generic_to_shared(a_s), asum_ss = (uint32_t)__cvta_generic_to_shared(asum_s);
+	float *sacc = reinterpret_cast<float *>(smem + ARK_MM_RING_BYTES + ARK_MM_A_BYTES); /* [rows][tn] */
+	float *inv = reinterpret_cast<float *>(smem + ARK_MM_RING_BYTES + ARK_MM_A_BYTES + ARK_MM_SACC_BYTES);
+	const bool a8 = ((uintptr_t)g.a & 7) == 0; /* 4 elements of a row at a multiple of 4: one 8-byte load */
+	if (g.pre)
+		ark_mm_pre_stats<T>(g, m0, m1, inv);
+	for (int e = tid; e < rows * tn; e += ARK_THREADS)
+		sacc[e] = 0.0f;
+
+	for (int kc0 = k0; kc0 < k1; kc0 += NBC * 32) { /* uniform */
+		const int nb = (min(kc0 + NBC * 32, k1) - kc0) / 32; /* blocks in this chunk */
+		const int spg = (nb + SB - 1) / SB; /* stages per group */
+		const int total = ng * spg;
+		__syncthreads(); /* the previous chunk's a and ring read by all */
+
+		/* stage f: group f / spg, blocks j0 .. j0 + jn of the chunk (j0 = (f % spg) SB), of which warp
+		 * w takes P from j0 + w P. The copies run S - 1 stages ahead (stage pf: group pg, pf - pg spg
+		 * = ps): thread i copies vectors i, i + ARK_THREADS, .. of the stage's 16 x NV, vector v of
+		 * row v / NV. */
+		int pf = 0, pg = 0, ps = 0;
+		auto issue = [&]() {
+			if (pf < total) {
+				const int j0 = ps * SB, jn = min(SB, nb - j0);
+				char *slot = ring + (pf % S) * SLOT;
+#pragma unroll
+				for (int i = 0; i < NI; i++) {
+					const int v = tid + ARK_THREADS * i, r = v / NV, vi = v - r * NV, col = pg * 16 + r;
+					if (v < 16 * NV && col < tn) {
+						const char *st = g.b + (int64_t)(n0 + col) * R + (int64_t)(kc0 / 32 + j0) * BB, *end = st + jn * BB;
+						const char *at = reinterpret_cast<const char *>((uintptr_t)st & ~(uintptr_t)15) + 16 * vi;
+						if (at < end) /* no evict-first hint here: with it, this copy faulted
+							       * ("illegal instruction", bench/NOTES.md) */
+							ark_cp_async16(slot + r * RS + 16 * vi, at, (int)min((ptrdiff_t)16, end - at));
+					}
+				}
+				pf++;
+				if (++ps == spg)
+					ps = 0, pg++;
+			}
+			ark_cp_commit();
+		};
+#pragma unroll 1
+		for (int s = 0; s < S - 1; s++)
+			issue();
+
+		/* stage a[m0:m1, kc0:kc0 + 32 nb] while b is in flight: item u = (block j, row r, thread t),
+		 * its 8 elements in the mma's order, and each block's sum over the 4 items of a quad */
+		for (int u0 = 0; u0 < nb * rows * 4; u0 += ARK_THREADS) { /* uniform: the quads' shuffles */
+			const int u = u0 + tid, t = u & 3, jr = u >> 2, j = jr / rows, r = jr - j * rows;
+			float sum = 0.0f;
+			if (u < nb * rows * 4) {
+				const int kk = kc0 + 32 * j + 4 * t;
+				const T *src = a + (size_t)(m0 + r) * g.K + kk;
+				float x[8];
+				if (a8) {
+					const uint2 lo = *reinterpret_cast<const uint2 *>(src), hi = *reinterpret_cast<const uint2 *>(src + 16);
+					const uint32_t w[4] = {lo.x, lo.y, hi.x, hi.y};
+#pragma unroll
+					for (int i = 0; i < 4; i++) {
+						T h[2];
+						memcpy(h, &w[i], 4);
+						x[2 * i] = ark_to_f(h[0]), x[2 * i + 1] = ark_to_f(h[1]);
+					}
+				} else {
+#pragma unroll
+					for (int i = 0; i < 4; i++)
+						x[i] = ark_to_f(src[i]), x[4 + i] = ark_to_f(src[16 + i]);
+				}
+#pragma unroll
+				for (int i = 0; i < 8; i++) {
+					x[i] = ark_mm_pre1<T>(g, inv, r, kk + (i & 3) + (i >> 2) * 16, x[i]);
+					sum += x[i];
+				}
+				const int ord[8] = {0, 2, 1, 3, 4, 6, 5, 7};
+				T h[8];
+#pragma unroll
+				for (int i = 0; i < 8; i++)
+					h[i] = ark_from_f<T>(x[ord[i]]);
+				uint4 v;
+				memcpy(&v, h, 16);
+				a_s[u] = v;
+			}
+			sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+			sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+			if (u < nb * rows * 4 && t == 0)
+				asum_s[j * MBP + r] = sum;
+		}
+		for (int e = tid; e < nb * (MBP - rows); e += ARK_THREADS) /* the fragments' rows past m1 */
+			asum_s[e / (MBP - rows) * MBP + rows + e % (MBP - rows)] = 0.0f;
+		__syncthreads();
+
+		float acc[NF][4];
+#pragma unroll
+		for (int f = 0; f < NF; f++)
+			acc[f][0] = acc[f][1] = acc[f][2] = acc[f][3] = 0.0f;
+		int cur = -1; /* the group acc holds */
+		auto flush = [&]() {
+#pragma unroll
+			for (int f = 0; f < NF; f++)
+#pragma unroll
+				for (int i = 0; i < 4; i++) {
+					const int m = 8 * f + 2 * tq + (i & 1), c = cur * 16 + gq + (i >> 1) * 8;
+					if (m < rows && c < tn)
+						atomicAdd(&sacc[m * tn + c], acc[f][i]);
+					acc[f][i] = 0.0f;
+				}
+		};
+		int grp = 0, cs = 0; /* stage f's group and its place in it */
+#pragma unroll 1
+		for (int f = 0; f < total; f++) { /* uniform */
+			ark_cp_wait<S - 2>(); /* this thread's copies of stage f have landed */
+			__syncthreads();      /* ... and every thread's; every warp is done with stage f - 1's slot */
+			issue();
+			const int js = cs * SB, j0 = js + warp * P, jn = min(P, nb - j0);
+			if (grp != cur) {
+				if (cur >= 0)
+					flush();
+				cur = grp;
+			}
+			/* this thread's rows gq and gq + 8 of the slot, where their runs start (the low 4 bits
+			 * of their offsets, which 32-bit arithmetic keeps), and where this warp's blocks start */
+			const uint32_t st = (uint32_t)(n0 + grp * 16 + gq) * (uint32_t)R + (uint32_t)(kc0 / 32 + js) * BB;
+			const uint32_t slot = ring_s + (uint32_t)((f % S) * SLOT) + (uint32_t)(warp * P * BB);
+			const uint32_t r0 = slot + gq * RS + (st & 15), r1 = slot + (gq + 8) * RS + ((st + 8 * (uint32_t)R) & 15);
+			if (++cs == spg)
+				cs = 0, grp++;
+			if (jn <= 0)
+				continue; /* the group's last stage has no blocks for this warp */
+			/* every load of the warp's P blocks first, then the arithmetic: the blocks' latencies
+			 * overlap (2 warps a scheduler leave little else to hide them). Blocks past jn (a
+			 * group's last stage) read stale bytes of the slot, in bounds, and count as zeros:
+			 * their a, its sums and their scales are zero. */
+			uint32_t bq[P][NF][4], wq[P][2][QT == ARK_Q4_1 ? 1 : 2], sc[P][2];
+			float2 as[P][NF];
+#pragma unroll
+			for (int jj = 0; jj < P; jj++) {
+				const int j = j0 + jj;
+				const bool ok = jj < jn;
+#pragma unroll
+				for (int f = 0; f < NF; f++) {
+					uint4 v = make_uint4(0u, 0u, 0u, 0u);
+					if (ok && 8 * f + gq < rows)
+						v = ark_q_lds128u(a_ss + 16u * (uint32_t)((j * rows + 8 * f + gq) * 4 + tq));
+					bq[jj][f][0] = v.x, bq[jj][f][1] = v.y, bq[jj][f][2] = v.z, bq[jj][f][3] = v.w;
+					as[jj][f] = make_float2(0.0f, 0.0f);
+					if (ok)
+						as[jj][f] = ark_q_lds64f(asum_ss + 4u * (uint32_t)(j * MBP + 8 * f + 2 * tq));
+				}
+#pragma unroll
+				for (int h = 0; h < 2; h++) { /* rows gq, gq + 8 */
+					const uint32_t o = (h ? r1 : r0) + (uint32_t)(BB * jj);
+					if constexpr (QT == ARK_Q4_1) {
+						sc[jj][h] = ark_q_lds32(o); /* d | m << 16 */
+						wq[jj][h][0] = ark_q_lds32(o + 4 + 4 * tq);
+					} else {
+						sc[jj][h] = ark_q_lds16(o); /* d */
+						wq[jj][h][0] = ark_q_lds32u(o + 2 + 4 * tq) ^ 0x80808080u;
+						wq[jj][h][1] = ark_q_lds32u(o + 18 + 4 * tq) ^ 0x80808080u;
+					}
+					if (!ok)
+						sc[jj][h] = 0u; /* d = m = 0 */
+				}
+			}
+#pragma unroll
+			for (int jj = 0; jj < P; jj++) {
+				/* the block's mma, each into sums of its own (none waits on another's result) */
+				constexpr int NK = QT == ARK_Q4_1 ? 2 : 4;
+				float ck[NK][NF][4];
+#pragma unroll
+				for (int k = 0; k < NK; k++)
+#pragma unroll
+					for (int f = 0; f < NF; f++)
+						ck[k][f][0] = ck[k][f][1] = ck[k][f][2] = ck[k][f][3] = 0.0f;
+				const uint32_t w0 = wq[jj][0][0], w1 = wq[jj][1][0];
+				float d0 = ark_q_h2f(sc[jj][0]), d1 = ark_q_h2f(sc[jj][1]), e0, e1;
+				if constexpr (QT == ARK_Q4_1) {
+					const uint32_t A0[4] = {ark_qn<T, 0>(w0, K::C16), ark_qn<T, 0>(w1, K::C16), ark_qn<T, 8>(w0, K::C16),
+								ark_qn<T, 8>(w1, K::C16)};
+					const uint32_t A1[4] = {ark_qn<T, 4>(w0, K::C16), ark_qn<T, 4>(w1, K::C16), ark_qn<T, 12>(w0, K::C16),
+								ark_qn<T, 12>(w1, K::C16)};
+#pragma unroll
+					for (int f = 0; f < NF; f++) {
+						ark_mma16816<T>(ck[0][f], A0, &bq[jj][f][0]);
+						ark_mma16816<T>(ck[NK - 1][f], A1, &bq[jj][f][2]);
+					}
+					e0 = fmaf(-16.0f, d0, ark_q_h2f(sc[jj][0] >> 16)), e1 = fmaf(-16.0f, d1, ark_q_h2f(sc[jj][1] >> 16));
+				} else {
+#pragma unroll
+					for (int h = 0; h < 2; h++) { /* k16 step h: quant words t + 4 h of rows gq, gq + 8 */
+						const uint32_t u0 = wq[jj][0][h], u1 = wq[jj][1][h];
+						const uint32_t L[4] = {ark_qn<T, 0>(u0, K::C16), ark_qn<T, 0>(u1, K::C16), ark_qn<T, 8>(u0, K::C16),
+								       ark_qn<T, 8>(u1, K::C16)};
+						const uint32_t H[4] = {ark_qn<T, 4>(u0, K::C256), ark_qn<T, 4>(u1, K::C256),
+								       ark_qn<T, 12>(u0, K::C256), ark_qn<T, 12>(u1, K::C256)};
+#pragma unroll
+						for (int f = 0; f < NF; f++) {
+							ark_mma16816<T>(ck[2 * h][f], L, &bq[jj][f][2 * h]);
+							ark_mma16816<T>(ck[(2 * h + 1) % NK][f], H, &bq[jj][f][2 * h]);
+						}
+					}
+					e0 = -400.0f * d0, e1 = -400.0f * d1;
+				}
+				float c[NF][4];
+#pragma unroll
+				for (int f = 0; f < NF; f++)
+#pragma unroll
+					for (int i = 0; i < 4; i++)
+						c[f][i] = NK == 2 ? ck[0][f][i] + ck[NK - 1][f][i]
+								  : (ck[0][f][i] + ck[1 % NK][f][i]) + (ck[2 % NK][f][i] + ck[3 % NK][f][i]);
+#pragma unroll
+				for (int f = 0; f < NF; f++) {
+					acc[f][0] = fmaf(d0, c[f][0], fmaf(e0, as[jj][f].x, acc[f][0]));
+					acc[f][1] = fmaf(d0, c[f][1], fmaf(e0, as[jj][f].y, acc[f][1]));
+					acc[f][2] = fmaf(d1, c[f][2], fmaf(e1, as[jj][f].x, acc[f][2]));
+					acc[f][3] = fmaf(d1, c[f][3], fmaf(e1, as[jj][f].y, acc[f][3]));
+				}
+			}
+		}
+		if (cur >= 0)
+			flush();
+		ark_cp_wait<0>(); /* no copy may land in the ring after the next chunk's */
 	}
-	__syncthreads();
+	ark_mmq_out<T>(g, m0, n0, rows, tn, sacc);
 }
 
 template <typename T, int QT>
 __device__ void ark_mmq_rows(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
 	const int rows = m1 - m0;
-	if (rows <= 1)
-		ark_mmq_stream<T, 1, QT>(g, m0, m1, n0, n1, k0, k1, smem);
-	else if (rows <= 2)
-		ark_mmq_stream<T, 2, QT>(g, m0, m1, n0, n1, k0, k1, smem);
-	else if (rows <= 4)
-		ark_mmq_stream<T, 4, QT>(g, m0, m1, n0, n1, k0, k1, smem);
-	else if (rows <= 8)
-		ark_mmq_stream<T, 8, QT>(g, m0, m1, n0, n1, k0, k1, smem);
-	else
-		ark_mmq_stream<T, 16, QT>(g, m0, m1, n0, n1, k0, k1, smem);
+	if constexpr (sizeof(T) == 2 && ARK_MMQ_MMA) { /* fp16, bf16 a: the tensor cores */
+		if (rows <= 8)
+			ark_mmq_mma<T, QT, 1>(g, m0, m1, n0, n1, k0, k1, smem);
+		else
+			ark_mmq_mma<T, QT, 2>(g, m0, m1, n0, n1, k0, k1, smem);
+	} else {
+		if (rows <= 1)
+			ark_mmq_stream<T, 1, QT>(g, m0, m1, n0, n1, k0, k1, smem);
+		else if (rows <= 2)
+			ark_mmq_stream<T, 2, QT>(g, m0, m1, n0, n1, k0, k1, smem);
+		else if (rows <= 4)
+			ark_mmq_stream<T, 4, QT>(g, m0, m1, n0, n1, k0, k1, smem);
+		else if (rows <= 8)
+			ark_mmq_stream<T, 8, QT>(g, m0, m1, n0, n1, k0, k1, smem);
+		else
+			ark_mmq_stream<T, 16, QT>(g, m0, m1, n0, n1, k0, k1, smem);
+	}
 }
 
 /* A sub-tile (at most 128 x 128) of a matmul whose b is quantized: the streaming tile above for

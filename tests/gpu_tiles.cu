@@ -1190,21 +1190,9 @@ static void case_argmax(int dt, int64_t M, int64_t N, int64_t S, int64_t rows_pe
 
 /* ---- main ------------------------------------------------------------------------------------- */
 
-int main(void)
+/* Every case of the float dtypes (matmul, elementwise, rows, attention, decode, ...). */
+static void cases_float(void)
 {
-	if (!harness_init(ARENA_BYTES, 1 << 16))
-		return 0;
-	printf("# %d threads, %d bytes of shared memory\n", ARK_THREADS, (int)ARK_TILES_SMEM_BYTES);
-	static const char *const tmpl_names[] = {
-#define X(id) #id,
-		TMPL_LIST(X)
-#undef X
-	};
-	printf("# shared memory per template (TMPL_CATALOG):");
-	for (int t = 0; t < ARK_T__COUNT; t++)
-		printf(" %s %d", tmpl_names[t], ark_tmpl_smem_bytes(t));
-	printf("\n");
-
 	for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++) {
 		const int skew = dt == ARK_FP32 ? 4 : 2;
 		/* batch 1 and small M: weight streaming ([K,N] and [N,K]), a chunked over K, edge tiles */
@@ -1416,6 +1404,27 @@ int main(void)
 		case_argmax(dt, 130, 49152, 1, 1, false);
 		case_argmax(dt, 200, 1000, 1, 3, true);
 	}
+}
+
+int main(void)
+{
+	if (!harness_init(ARENA_BYTES, 1 << 16))
+		return 0;
+	printf("# %d threads, %d bytes of shared memory\n", ARK_THREADS, (int)ARK_TILES_SMEM_BYTES);
+	static const char *const tmpl_names[] = {
+#define X(id) #id,
+		TMPL_LIST(X)
+#undef X
+	};
+	printf("# shared memory per template (TMPL_CATALOG):");
+	for (int t = 0; t < ARK_T__COUNT; t++)
+		printf(" %s %d", tmpl_names[t], ark_tmpl_smem_bytes(t));
+	printf("\n");
+
+	/* ARK_TILES_QUANT_ONLY=1: the quantized cases and rates alone (a quick check of op_quant.cuh) */
+	const char *qo = getenv("ARK_TILES_QUANT_ONLY");
+	if (!qo || !*qo || *qo == '0')
+		cases_float();
 	cases_quant();
 	for (int qdt : {ARK_Q4_1, ARK_Q8_0}) /* the quantized stream's rate in bytes of blocks */
 		stream_rate(ARK_BF16, true, 4096, qdt);
