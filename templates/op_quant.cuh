@@ -102,6 +102,8 @@ __device__ __forceinline__ void ark_mmq_out(const ark_mm &g, int m0, int n0, int
 }
 
 /* ---- streaming with dequantisation: b [N, K] in blocks ----------------------------------------
+ * The path of fp32 a (fp16 and bf16 a take ark_mmq_mma below, unless ARK_MMQ_MMA is 0; their
+ * instances of this one spilled registers in every row count, bench/NOTES.md).
  * tile (m1-m0 <= MB, n1-n0 <= 128) of out over k0:k1 (multiples of 32). K is cut into chunks of a,
  * staged as fp32 [MB][NBC][36] (a block of 32 elements, its sum at 32, padded so that lanes 36
  * floats apart read 16-byte vectors without bank conflicts). A step of a warp is one row of b
@@ -644,7 +646,7 @@ __device__ void ark_mmq_rows(const ark_mm &g, int m0, int m1, int n0, int n1, in
 	}
 }
 
-/* A sub-tile (at most 128 x 128) of a matmul whose b is quantized: the streaming tile above for
+/* A sub-tile (at most 128 x 128) of a matmul whose b is quantized: the streaming tiles above for
  * every 16 rows. More rows (prefill) read b once per 16 rows, mostly from L2: right, not tuned. */
 template <typename T>
 __device__ void ark_mmq_sub(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
