@@ -87,11 +87,9 @@ static int query_of(const struct tiling *s, const struct vcta *v, struct calib_q
  * (templates/op_quant.cuh), so the tile is looked up as its activation dtype's streaming tile of
  * min(m, 16) rows (q->m changed here), and its times are scaled by ceil(m / 16) passes, each by the
  * larger of two bounds: the bytes it reads (a, b's blocks, out) over the bytes of that tile with b in
- * a's dtype (a q4_1 tile of [1, 4096] x [32, 4096]^T in bf16 reads 0.31 of them), and
- * ARK_QUANT_ISSUE, the instructions of dequantising every weight: the quantized loop is bound by
- * issue, not by its bytes (bench/NOTES.md: llama1b_decode_q4 takes 1.17x the bf16 step that reads
- * 3.2x its bytes). 1, q untouched, for every other vCTA. */
-#define ARK_QUANT_ISSUE 1.3
+ * a's dtype (a q4_1 tile of [1, 4096] x [32, 4096]^T in bf16 reads 0.31 of them), and a floor set by
+ * the dequantising arithmetic, which binds before the bytes do (tiling.h: ARK_QUANT_ISSUE_*). 1, q
+ * untouched, for every other vCTA. */
 static double quant_scale(const struct tiling *s, const struct vcta *v, struct calib_query *q)
 {
 	const struct graph *g = s->g;
@@ -106,7 +104,10 @@ static double quant_scale(const struct tiling *s, const struct vcta *v, struct c
 	q->m = mp;
 	const double bytes = (es * mp * k + (double)ark_row_bytes(bdt, (int64_t)k) * n + os * mp * n) /
 			     (es * (mp * k + k * n) + os * mp * n);
-	return passes * fmax(bytes, ARK_QUANT_ISSUE);
+	const double issue = es == 4 ? ARK_QUANT_ISSUE_FMA
+			     : bdt == ARK_Q8_0 ? ARK_QUANT_ISSUE_Q8_0
+						  : ARK_QUANT_ISSUE_Q4_1;
+	return passes * fmax(bytes, issue);
 }
 
 void cost_calibrate(struct tiling *s, const struct calib_table *t, const struct part_gpu *gpu)

@@ -159,6 +159,13 @@ void cost_calibrate(struct tiling *s, const struct calib_table *t, const struct 
  * table (t, may be NULL) lacks the tile. The matmul tiler compares tilings by it. */
 double cost_vcta_us(const struct tiling *s, const struct vcta *v, const struct calib_table *t,
 		    const struct part_gpu *gpu, double streaming);
+/* A matmul tile of at most 16 rows whose b is q4_1 or q8_0 costs at least this much of the tile of
+ * a's dtype (beyond the dispatch): the dequantising arithmetic binds before the fewer bytes do. The
+ * tensor-core stream of fp16/bf16 a: q4_1 fitted to llama1b_decode_q4 on an H100, q8_0 at the 1.35x
+ * a weight bench/stream_probe measured against q4_1 (bench/NOTES.md); the FMA stream of fp32 a. */
+#define ARK_QUANT_ISSUE_Q4_1 0.75
+#define ARK_QUANT_ISSUE_Q8_0 (1.35 * ARK_QUANT_ISSUE_Q4_1)
+#define ARK_QUANT_ISSUE_FMA 1.3
 
 /* Constructor and growth (tiling.c). tiling_init sizes per_op and the 2-D views of g's tensors. */
 void tiling_init(struct tiling *s, struct graph *g, const struct tile_opts *opt);
