@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <algorithm>
 #include <vector>
@@ -273,10 +274,14 @@ static void phases(float *sink)
 	CK(cudaFree(d_tasks));
 }
 
-/* With an argument ("q"): the quantized rows of the first table only (for a profiler). */
+/* With the argument "q": the quantized rows of the first table only (for a profiler). */
 int main(int argc, char **argv)
 {
-	const bool quant_only = argc > 1;
+	if (argc > 2 || (argc == 2 && strcmp(argv[1], "q") != 0)) {
+		fprintf(stderr, "usage: %s [q]\n  q: only the rows of q4_1 and q8_0 weights\n", argv[0]);
+		return 2;
+	}
+	const bool quant_only = argc == 2;
 	int n = 0;
 	if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
 		printf("SKIP: no CUDA device\n");
@@ -331,6 +336,21 @@ int main(int argc, char **argv)
 		}
 		return opp;
 	};
+	/* one task a CTA: columns of tn over splits slices of K */
+	auto layer_tasks = [](int tn, int splits) {
+		std::vector<ark_task> tasks;
+		const int kc = DIM / splits;
+		for (int n0 = 0; n0 < DIM; n0 += tn)
+			for (int s = 0; s < splits; s++) {
+				ark_task t;
+				memset(&t, 0, sizeof t);
+				t.tmpl = splits > 1 ? ARK_T_MATMUL_PARTIAL : ARK_T_MATMUL;
+				t.split = s;
+				t.m0 = 0, t.m1 = 1, t.n0 = n0, t.n1 = n0 + tn, t.k0 = s * kc, t.k1 = (s + 1) * kc;
+				tasks.push_back(t);
+			}
+		return tasks;
+	};
 	/* the median time of the 8 layers' tiles (opp: one per layer, tasks: one per CTA) */
 	auto time_layers = [&](const std::vector<ark_opp> &opp, const std::vector<ark_task> &tasks) {
 		CK(cudaMemcpy(d_opp, opp.data(), LAYERS * sizeof(ark_opp), cudaMemcpyHostToDevice));
@@ -350,17 +370,7 @@ int main(int argc, char **argv)
 		if (quant_only)
 			break;
 		const std::vector<ark_opp> opp = layer_opps(v.tb ? ARK_OPP_TRANSPOSE_B : 0, v.splits, 0, wbytes);
-		std::vector<ark_task> tasks;
-		const int kc = DIM / v.splits;
-		for (int n0 = 0; n0 < DIM; n0 += v.tn)
-			for (int s = 0; s < v.splits; s++) {
-				ark_task t;
-				memset(&t, 0, sizeof t);
-				t.tmpl = v.splits > 1 ? ARK_T_MATMUL_PARTIAL : ARK_T_MATMUL;
-				t.split = s;
-				t.m0 = 0, t.m1 = 1, t.n0 = n0, t.n1 = n0 + v.tn, t.k0 = s * kc, t.k1 = (s + 1) * kc;
-				tasks.push_back(t);
-			}
+		const std::vector<ark_task> tasks = layer_tasks(v.tn, v.splits);
 		const double us = time_layers(opp, tasks);
 		printf("| %s | %zu | %.1f | %.0f |\n", v.name, tasks.size(), us, LAYERS * wbytes / (us * 1e3));
 	}
@@ -379,14 +389,7 @@ int main(int argc, char **argv)
 		const size_t qbytes = (size_t)DIM * (DIM / 32) * (qt == ARK_Q4_1 ? 20 : 34);
 		for (int tn : {16, 32, 128}) {
 			const std::vector<ark_opp> opp = layer_opps(ARK_OPP_TRANSPOSE_B, 1, qt, qbytes);
-			std::vector<ark_task> tasks;
-			for (int n0 = 0; n0 < DIM; n0 += tn) {
-				ark_task t;
-				memset(&t, 0, sizeof t);
-				t.tmpl = ARK_T_MATMUL;
-				t.m0 = 0, t.m1 = 1, t.n0 = n0, t.n1 = n0 + tn, t.k0 = 0, t.k1 = DIM;
-				tasks.push_back(t);
-			}
+			const std::vector<ark_task> tasks = layer_tasks(tn, 1);
 			const double us = time_layers(opp, tasks);
 			printf("| %s nk tn=%d | %zu | %.1f | %.0f |\n", qt == ARK_Q4_1 ? "q4_1" : "q8_0", tn, tasks.size(), us,
 			       LAYERS * qbytes / (us * 1e3));

@@ -539,22 +539,16 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 					q[u] = ark_ld16(a + (size_t)(m0 + m) * g.K + k);
 			}
 		};
-		uint4 q0[4];
-		load_a(0, q0);
+		uint4 q[4];
+		load_a(0, q);
 #pragma unroll
 		for (int s = 0; s < S - 1; s++)
 			issue();
 		ARK_MM_STAMP(1);
 
 		for (int e0 = 0; e0 < MB * nks * 32; e0 += 4 * ARK_THREADS) {
-			uint4 q[4];
-			if (e0 == 0) {
-#pragma unroll
-				for (int u = 0; u < 4; u++)
-					q[u] = q0[u];
-			} else {
+			if (e0 > 0)
 				load_a(e0, q);
-			}
 #pragma unroll
 			for (int u = 0; u < 4; u++) {
 				const int e = e0 + u * ARK_THREADS + tid;

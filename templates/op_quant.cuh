@@ -42,11 +42,16 @@ __device__ __forceinline__ uint32_t ark_q_lds32(uint32_t a)
 	asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(a) : "memory");
 	return v;
 }
+__device__ __forceinline__ uint4 ark_q_lds128u(uint32_t a)
+{
+	uint4 v;
+	asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a) : "memory");
+	return v;
+}
 __device__ __forceinline__ float4 ark_q_lds128(uint32_t a)
 {
-	float4 v;
-	asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(a) : "memory");
-	return v;
+	const uint4 v = ark_q_lds128u(a);
+	return make_float4(__uint_as_float(v.x), __uint_as_float(v.y), __uint_as_float(v.z), __uint_as_float(v.w));
 }
 __device__ __forceinline__ float ark_q_h2f(uint32_t h) { return __half2float(__ushort_as_half((unsigned short)(h & 0xffffu))); }
 
@@ -346,12 +351,6 @@ template <typename T, int B> __device__ __forceinline__ uint32_t ark_qn(uint32_t
 	const uint32_t x = SH >= B ? w << (SH - B) : w >> (B - SH);
 	return (x & (0x000F000Fu << SH)) | c;
 }
-__device__ __forceinline__ uint4 ark_q_lds128u(uint32_t a)
-{
-	uint4 v;
-	asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a) : "memory");
-	return v;
-}
 __device__ __forceinline__ float2 ark_q_lds64f(uint32_t a)
 {
 	float2 v;
@@ -563,9 +562,10 @@ __device__ __noinline__ void ark_mmq_mma(const ark_mm g, int m0, int m1, int n0,
 			}
 #pragma unroll
 			for (int jj = 0; jj < P; jj++) {
-				/* the block's mma, each into sums of its own (none waits on another's result) */
+				/* the block's mma, each into sums of its own (none waits on another's result): q4_1
+				 * low and high nibbles, q8_0 low and high nibbles of each k16 step */
 				constexpr int NK = QT == ARK_Q4_1 ? 2 : 4;
-				float ck[NK][NF][4];
+				float ck[NK][NF][4], c[NF][4];
 #pragma unroll
 				for (int k = 0; k < NK; k++)
 #pragma unroll
@@ -581,8 +581,13 @@ __device__ __noinline__ void ark_mmq_mma(const ark_mm g, int m0, int m1, int n0,
 #pragma unroll
 					for (int f = 0; f < NF; f++) {
 						ark_mma16816<T>(ck[0][f], A0, &bq[jj][f][0]);
-						ark_mma16816<T>(ck[NK - 1][f], A1, &bq[jj][f][2]);
+						ark_mma16816<T>(ck[1][f], A1, &bq[jj][f][2]);
 					}
+#pragma unroll
+					for (int f = 0; f < NF; f++)
+#pragma unroll
+						for (int i = 0; i < 4; i++)
+							c[f][i] = ck[0][f][i] + ck[1][f][i];
 					e0 = fmaf(-16.0f, d0, ark_q_h2f(sc[jj][0] >> 16)), e1 = fmaf(-16.0f, d1, ark_q_h2f(sc[jj][1] >> 16));
 				} else {
 #pragma unroll
@@ -595,18 +600,16 @@ __device__ __noinline__ void ark_mmq_mma(const ark_mm g, int m0, int m1, int n0,
 #pragma unroll
 						for (int f = 0; f < NF; f++) {
 							ark_mma16816<T>(ck[2 * h][f], L, &bq[jj][f][2 * h]);
-							ark_mma16816<T>(ck[(2 * h + 1) % NK][f], H, &bq[jj][f][2 * h]);
+							ark_mma16816<T>(ck[2 * h + 1][f], H, &bq[jj][f][2 * h]);
 						}
 					}
+#pragma unroll
+					for (int f = 0; f < NF; f++)
+#pragma unroll
+						for (int i = 0; i < 4; i++)
+							c[f][i] = (ck[0][f][i] + ck[1][f][i]) + (ck[2][f][i] + ck[3][f][i]);
 					e0 = -400.0f * d0, e1 = -400.0f * d1;
 				}
-				float c[NF][4];
-#pragma unroll
-				for (int f = 0; f < NF; f++)
-#pragma unroll
-					for (int i = 0; i < 4; i++)
-						c[f][i] = NK == 2 ? ck[0][f][i] + ck[NK - 1][f][i]
-								  : (ck[0][f][i] + ck[1 % NK][f][i]) + (ck[2 % NK][f][i] + ck[3 % NK][f][i]);
 #pragma unroll
 				for (int f = 0; f < NF; f++) {
 					acc[f][0] = fmaf(d0, c[f][0], fmaf(e0, as[jj][f].x, acc[f][0]));
