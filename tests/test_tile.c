@@ -445,6 +445,45 @@ static void test_matmul_quant(void **state)
 	assert_true(fabs((us[2] - disp) / (us[0] - disp) - ARK_QUANT_ISSUE_Q8_0) < 1e-6);
 }
 
+/* The last tile of a 16-bit matmul of many rows may have 16 rows or fewer (397 = 3 x 128 + 13): it
+ * runs on the tensor cores (templates/op_matmul.cuh, ark_mm_sub), so it is priced as a tile of 17 rows,
+ * the smallest of the table's mma regime, not as a streaming tile; a matmul of 13 rows in all streams. */
+static void test_matmul_last_rows(void **state)
+{
+	(void)state;
+	double last, as17, alone;
+	tile_text("{ name = \"x\"; shape = [397, 1024]; role = \"input\"; dtype = \"bf16\"; },"
+		  "{ name = \"w\"; shape = [1024, 1024]; role = \"weight\"; dtype = \"bf16\"; },"
+		  "{ name = \"y\"; role = \"output\"; dtype = \"bf16\"; }",
+		  "{ name = \"m\"; op = \"matmul\"; in = [\"x\", \"w\"]; out = \"y\"; transpose_b = true; }");
+	const struct op_tiling *pl = &s->per_op[op("m")];
+	const struct vcta *v = NULL;
+	for (int i = pl->first_vcta; i < pl->first_vcta + pl->n_vcta; i++)
+		if (s->v[i].m1 == 397 && s->v[i].m1 - s->v[i].m0 <= 16)
+			v = &s->v[i];
+	assert_non_null(v);
+	assert_true(v->tc);
+	struct vcta w = *v;
+	w.m0 = w.m1 - 17;
+	last = cost_vcta_us(s, v, s->opt.calib, s->opt.gpu, 1);
+	as17 = cost_vcta_us(s, &w, s->opt.calib, s->opt.gpu, 1);
+	const int64_t n = v->n1 - v->n0, rows = v->m1 - v->m0;
+	done();
+	assert_true(fabs(last - as17) < 1e-9);
+	/* the same tile of a matmul of 13 rows in all: the streaming tile's price */
+	tile_text("{ name = \"x\"; shape = [13, 1024]; role = \"input\"; dtype = \"bf16\"; },"
+		  "{ name = \"w\"; shape = [1024, 1024]; role = \"weight\"; dtype = \"bf16\"; },"
+		  "{ name = \"y\"; role = \"output\"; dtype = \"bf16\"; }",
+		  "{ name = \"m\"; op = \"matmul\"; in = [\"x\", \"w\"]; out = \"y\"; transpose_b = true; }");
+	struct vcta u = s->v[s->per_op[op("m")].first_vcta];
+	u.m0 = 0, u.m1 = (uint32_t)rows, u.n0 = 0, u.n1 = (uint32_t)n, u.k0 = 0, u.k1 = 1024;
+	alone = cost_vcta_us(s, &u, s->opt.calib, s->opt.gpu, 1);
+	done();
+	print_message("# last tile %lld x %lld x 1024 of 397 rows: %.2f us (as 17 rows); of 13 rows in all: %.2f us\n",
+		      (long long)rows, (long long)n, last, alone);
+	assert_true(fabs(last - alone) > 1e-6);
+}
+
 /* A quantized matmul of more than ARK_MM_SMALL_M rows (a's leading dimensions folded) becomes a
  * dequantize op `<op>.b_dequant` into an activation [N, K] of a's dtype, right before the matmul in the
  * order, cut into DEQUANT tiles of whole rows that cover b once; the matmul reads that activation on
@@ -655,6 +694,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_costed),
 		cmocka_unit_test(test_matmul_costed_analytic),
 		cmocka_unit_test(test_matmul_quant),
+		cmocka_unit_test(test_matmul_last_rows),
 		cmocka_unit_test(test_matmul_quant_rows),
 		cmocka_unit_test(test_attention_tiles),
 		cmocka_unit_test(test_decode_tiles),
