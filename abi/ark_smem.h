@@ -10,6 +10,16 @@
 #ifndef ARK_MM_SMALL_M
 #define ARK_MM_SMALL_M 16 /* tiles with at most this many rows use the streaming path */
 #endif
+/* A matmul of fp16/bf16 with a b of the same dtype streams b (tiles of all of M rows, FMA) only up to
+ * these many rows: ARK_MM_STREAM_KN with b [K, N], ARK_MM_STREAM_NK with b [N, K] (transpose_b); above,
+ * every tile of it runs on the tensor cores, the last tile of a few rows of a large M too. The
+ * streaming tile's FMA work grows with its rows, the tensor-core tile's hardly: in the H100 table
+ * (bench/calib/h100.txt, every SM busy) a 16 x 64 x 4096 tile streams in 248 us (kn) and 155 us
+ * (nk), 8 x 64 x 4096 in 47 and 66, 4 x 64 x 4096 in 38 and 42, where a 32 x 64 x 4096 mma tile
+ * takes 44-46. fp32, quantized b and a fused norm keep the streaming paths up to ARK_MM_SMALL_M. */
+#define ARK_MM_STREAM_KN 8
+#define ARK_MM_STREAM_NK 4
+#define ARK_MM_STREAMS16(M, tb) ((M) <= ((tb) ? ARK_MM_STREAM_NK : ARK_MM_STREAM_KN))
 #ifndef ARK_MM_RING_BYTES
 #define ARK_MM_RING_BYTES 65536 /* streaming: cp.async ring (per-thread 16-byte slots) */
 #endif

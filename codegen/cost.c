@@ -57,10 +57,10 @@ static int query_of(const struct tiling *s, const struct vcta *v, struct calib_q
 		q->dtype = g->tensors[o->in[0]].dtype;
 		q->layout = matmul_layout(s, o, out);
 		q->k = v->k1 - v->k0;
-		/* the last tile of few rows of a 16-bit matmul of many runs on the tensor cores, not the
-		 * streaming path (templates/op_matmul.cuh, ark_mm_sub): priced as the smallest tile there */
-		if (q->m <= CALIB_SMALL_M && s->rows[o->in[0]] > CALIB_SMALL_M && esize(s, o->in[0]) == 2 &&
-		    !ark_dtype_quantized(g->tensors[o->in[1]].dtype) && pl->pre_op < 0)
+		/* a tile of few rows on the tensor cores (the last of a matmul of many rows, or one of a
+		 * 16-bit matmul of more rows than streaming takes; templates/op_matmul.cuh, ark_mm_sub) is
+		 * priced as the smallest tile there, not as a streaming one */
+		if (q->m <= CALIB_SMALL_M && tile_matmul_mma(s, v))
 			q->m = CALIB_SMALL_M + 1;
 		break;
 	case ARK_T_REDUCE:

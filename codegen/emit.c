@@ -163,7 +163,7 @@ static void emit_header(const struct emitter *e)
 	out(f, "#define ARK_THREADS %d\n#define ARK_SMEM_BYTES %d\n#define ARK_SMS %d\n", e->info->threads,
 	    e->info->smem, e->sms);
 	/* Templates only for the dtypes some vCTA computes in: each costs a third of the build time. The
-	 * mma path only where a 2-byte matmul tile has more rows than the streaming path takes (the choice
+	 * mma path only where a matmul tile runs on the tensor cores (tile_matmul_mma: the choice
 	 * ark_mm_sub makes): its code costs the loop kernel registers and stack in every model that
 	 * includes it. */
 	int used[ARK_DTYPE__COUNT] = {0}, mma = 0, att = 0, dec = 0, quant = 0;
@@ -178,8 +178,7 @@ static void emit_header(const struct emitter *e)
 		quant |= (xo->n_in > 1 && ark_dtype_quantized(g->tensors[xo->in[1]].dtype)) || x->tmpl == ARK_T_DEQUANT;
 		const int dt = g->tensors[xo->kind == ARK_OP_ARGMAX ? xo->in[0] : xo->out[0]].dtype;
 		used[dt] = 1;
-		mma |= (x->tmpl == ARK_T_MATMUL || x->tmpl == ARK_T_MATMUL_PARTIAL) && x->m1 - x->m0 > ARK_MM_SMALL_M &&
-		       ark_dtype_size(dt) == 2 && !ark_dtype_quantized(g->tensors[g->ops[x->op].in[1]].dtype);
+		mma |= (x->tmpl == ARK_T_MATMUL || x->tmpl == ARK_T_MATMUL_PARTIAL) && tile_matmul_mma(s, x);
 	}
 	for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++) /* int32 is never computed in */
 		out(f, "#define ARK_TILES_%s %d\n", dtype_enum[dt] + 4, used[dt]);

@@ -190,4 +190,10 @@ int tmpl_smem_need(int threads, const char **label);
  * axes between it and the last, the last (D = 1, Q = 1 when the last is the one reduced). */
 void tile_reduce_view(const struct graph *g, const struct op *o, int64_t v[4]);
 
+/* tile.c: whether a tile of `rows` rows of matmul vCTA v's op runs on the tensor cores, as
+ * templates/op_matmul.cuh's ark_mm_sub decides: a of 2 bytes, b not quantized, no fused norm, and
+ * more rows than the streaming path takes (ARK_MM_SMALL_M), or a whole matmul of more rows than
+ * 16-bit streaming takes (ARK_MM_STREAMS16, abi/ark_smem.h). */
+int tile_matmul_mma(const struct tiling *s, const struct vcta *v);
+
 #endif

@@ -1210,13 +1210,13 @@ __device__ void ark_mm_sub(const ark_mm &g, int m0, int m1, int n0, int n1, int 
 		ark_mmq_sub<T>(g, m0, m1, n0, n1, k0, k1, smem);
 		return;
 	}
-	/* A tile of few rows streams b when the whole matmul has few rows (batch-1 decode). The last
-	 * tile of a matmul of many rows (M = 397 in tiles of 128: 13 rows) stays on the tensor cores:
-	 * streaming it costs 16 rows of FMA per weight, and that one tile took 3x as long as a whole
-	 * 64 x 64 mma tile (bench/NOTES.md), bounding the op. arkgen costs such tiles the same way
-	 * (codegen/cost.c, query_of). */
+	/* A tile of few rows streams b when the whole matmul has few rows (batch-1 decode; 16-bit: at
+	 * most ARK_MM_STREAM_KN / _NK rows, abi/ark_smem.h). The last tile of a matmul of many rows (M =
+	 * 397 in tiles of 128: 13 rows) stays on the tensor cores: streaming it costs 16 rows of FMA per
+	 * weight, and that one tile took 3x as long as a whole 64 x 64 mma tile (bench/NOTES.md),
+	 * bounding the op. arkgen costs such tiles the same way (codegen/cost.c, query_of). */
 	constexpr bool mma = sizeof(T) == 2 && ARK_TILES_MMA;
-	if (rows <= ARK_MM_SMALL_M && (!mma || g.M <= ARK_MM_SMALL_M || g.pre)) {
+	if (rows <= ARK_MM_SMALL_M && (!mma || ARK_MM_STREAMS16(g.M, g.tb) || g.pre)) {
 		const bool ok = ark_aligned16(g.b) &&
 				(g.tb ? g.K % VEC == 0 && k0 % VEC == 0 && ark_aligned16(g.a) : g.N % VEC == 0 && n0 % VEC == 0);
 		if (!ok && g.pre) { /* arkgen fuses a norm only where the tiles stream (fuse.c) */

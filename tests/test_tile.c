@@ -6,12 +6,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <inttypes.h>
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "ark_smem.h" /* ARK_MM_STREAM_KN, ARK_MM_STREAM_NK */
 #include "harness.h"
 
 static struct arkgen_result r;
@@ -445,43 +447,54 @@ static void test_matmul_quant(void **state)
 	assert_true(fabs((us[2] - disp) / (us[0] - disp) - ARK_QUANT_ISSUE_Q8_0) < 1e-6);
 }
 
-/* The last tile of a 16-bit matmul of many rows may have 16 rows or fewer (397 = 3 x 128 + 13): it
- * runs on the tensor cores (templates/op_matmul.cuh, ark_mm_sub), so it is priced as a tile of 17 rows,
- * the smallest of the table's mma regime, not as a streaming tile; a matmul of 13 rows in all streams. */
-static void test_matmul_last_rows(void **state)
+/* Which matmul tiles run on the tensor cores (tile_matmul_mma, as ark_mm_sub decides) and how they are
+ * priced. The last tile of a 16-bit matmul of many rows may have 16 rows or fewer (397 = 3 x 128 + 13):
+ * it runs on the tensor cores, so it is priced as a tile of 17 rows, the smallest of the table's mma
+ * regime, not as a streaming tile. A 16-bit matmul of few rows streams up to ARK_MM_STREAM_KN rows
+ * with b [K, N] and ARK_MM_STREAM_NK with transpose_b; fp32 up to ARK_MM_SMALL_M. */
+static int mma_of(const char *dt, int64_t M, int tb, double *us, double *us17)
 {
-	(void)state;
-	double last, as17, alone;
-	tile_text("{ name = \"x\"; shape = [397, 1024]; role = \"input\"; dtype = \"bf16\"; },"
-		  "{ name = \"w\"; shape = [1024, 1024]; role = \"weight\"; dtype = \"bf16\"; },"
-		  "{ name = \"y\"; role = \"output\"; dtype = \"bf16\"; }",
-		  "{ name = \"m\"; op = \"matmul\"; in = [\"x\", \"w\"]; out = \"y\"; transpose_b = true; }");
+	char t[512], o[256];
+	snprintf(t, sizeof t,
+		 "{ name = \"x\"; shape = [%" PRId64 ", 1024]; role = \"input\"; dtype = \"%s\"; },"
+		 "{ name = \"w\"; shape = [1024, 1024]; role = \"weight\"; dtype = \"%s\"; },"
+		 "{ name = \"y\"; role = \"output\"; dtype = \"%s\"; }", M, dt, dt, dt);
+	snprintf(o, sizeof o, "{ name = \"m\"; op = \"matmul\"; in = [\"x\", \"w\"]; out = \"y\"; transpose_b = %s; }",
+		 tb ? "true" : "false");
+	tile_text(t, o);
 	const struct op_tiling *pl = &s->per_op[op("m")];
-	const struct vcta *v = NULL;
+	const struct vcta *v = NULL; /* the last product tile (the last rows; REDUCE tiles after it) */
 	for (int i = pl->first_vcta; i < pl->first_vcta + pl->n_vcta; i++)
-		if (s->v[i].m1 == 397 && s->v[i].m1 - s->v[i].m0 <= 16)
+		if (s->v[i].tmpl != ARK_T_REDUCE)
 			v = &s->v[i];
 	assert_non_null(v);
-	assert_true(v->tc);
-	struct vcta w = *v;
-	w.m0 = w.m1 - 17;
-	last = cost_vcta_us(s, v, s->opt.calib, s->opt.gpu, 1);
-	as17 = cost_vcta_us(s, &w, s->opt.calib, s->opt.gpu, 1);
-	const int64_t n = v->n1 - v->n0, rows = v->m1 - v->m0;
+	assert_int_equal(v->m1, M);
+	const int mma = tile_matmul_mma(s, v);
+	if (us) {
+		struct vcta w = *v;
+		w.m1 = w.m0 + 17;
+		*us = cost_vcta_us(s, v, s->opt.calib, s->opt.gpu, 1);
+		*us17 = cost_vcta_us(s, &w, s->opt.calib, s->opt.gpu, 1);
+	}
 	done();
-	assert_true(fabs(last - as17) < 1e-9);
-	/* the same tile of a matmul of 13 rows in all: the streaming tile's price */
-	tile_text("{ name = \"x\"; shape = [13, 1024]; role = \"input\"; dtype = \"bf16\"; },"
-		  "{ name = \"w\"; shape = [1024, 1024]; role = \"weight\"; dtype = \"bf16\"; },"
-		  "{ name = \"y\"; role = \"output\"; dtype = \"bf16\"; }",
-		  "{ name = \"m\"; op = \"matmul\"; in = [\"x\", \"w\"]; out = \"y\"; transpose_b = true; }");
-	struct vcta u = s->v[s->per_op[op("m")].first_vcta];
-	u.m0 = 0, u.m1 = (uint32_t)rows, u.n0 = 0, u.n1 = (uint32_t)n, u.k0 = 0, u.k1 = 1024;
-	alone = cost_vcta_us(s, &u, s->opt.calib, s->opt.gpu, 1);
-	done();
-	print_message("# last tile %lld x %lld x 1024 of 397 rows: %.2f us (as 17 rows); of 13 rows in all: %.2f us\n",
-		      (long long)rows, (long long)n, last, alone);
-	assert_true(fabs(last - alone) > 1e-6);
+	return mma;
+}
+static void test_matmul_few_rows(void **state)
+{
+	(void)state;
+	double us, us17;
+	assert_true(mma_of("bf16", 397, 1, &us, &us17)); /* tiles of 128: the last has 13 rows */
+	print_message("# last tile of 13 rows of a 397-row bf16 matmul: %.2f us, as 17 rows %.2f us\n", us, us17);
+	assert_true(fabs(us - us17) < 1e-9);
+	assert_true(mma_of("fp16", 13, 1, &us, &us17));
+	assert_true(fabs(us - us17) < 1e-9);
+	assert_true(mma_of("bf16", ARK_MM_STREAM_NK + 1, 1, NULL, NULL));
+	assert_false(mma_of("bf16", ARK_MM_STREAM_NK, 1, &us, &us17));
+	assert_true(fabs(us - us17) > 1e-6); /* priced as the streaming tile it is */
+	assert_true(mma_of("fp16", ARK_MM_STREAM_KN + 1, 0, NULL, NULL));
+	assert_false(mma_of("fp16", ARK_MM_STREAM_KN, 0, NULL, NULL));
+	assert_false(mma_of("fp32", 13, 1, NULL, NULL));
+	assert_false(mma_of("fp32", 397, 1, NULL, NULL));
 }
 
 /* A quantized matmul of more than ARK_MM_SMALL_M rows (a's leading dimensions folded) becomes a
@@ -694,7 +707,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_costed),
 		cmocka_unit_test(test_matmul_costed_analytic),
 		cmocka_unit_test(test_matmul_quant),
-		cmocka_unit_test(test_matmul_last_rows),
+		cmocka_unit_test(test_matmul_few_rows),
 		cmocka_unit_test(test_matmul_quant_rows),
 		cmocka_unit_test(test_attention_tiles),
 		cmocka_unit_test(test_decode_tiles),
