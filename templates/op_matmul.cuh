@@ -720,8 +720,11 @@ __device__ __forceinline__ void ark_cp_wait_n(int n)
 	}
 }
 
-/* 8 elements of a 2-byte type from p, zero past the first n (n <= 0: none read); 4-byte loads where p is
- * 4-byte aligned and all 8 are there, else 2-byte loads, all issued before any is used. */
+/* 8 elements of a 2-byte type from p, zero past the first n (n <= 0: none read), all loads issued
+ * before any is used. All 8 there: four 4-byte loads where p is 4-byte aligned, else five from the
+ * word holding p[-1] to the one holding p[8], each pair of elements put together by a byte permute
+ * (p is then 2 bytes past a 4-byte boundary, so p[-1] lies in the arena, which starts aligned, and
+ * p[8] shares its word, and sector, with p[7]). Fewer: 2-byte loads. */
 template <typename T> __device__ __forceinline__ uint4 ark_mm_ld8(const T *p, int n)
 {
 	static_assert(sizeof(T) == 2, "ark_mm_ld8 is for 2-byte types");
@@ -731,6 +734,15 @@ template <typename T> __device__ __forceinline__ uint4 ark_mm_ld8(const T *p, in
 #pragma unroll
 		for (int j = 0; j < 4; j++)
 			w[j] = q[j];
+	} else if (n >= 8) {
+		const uint32_t *q = reinterpret_cast<const uint32_t *>(p - 1);
+		uint32_t v[5];
+#pragma unroll
+		for (int j = 0; j < 5; j++)
+			v[j] = q[j];
+#pragma unroll
+		for (int j = 0; j < 4; j++)
+			w[j] = __byte_perm(v[j], v[j + 1], 0x5432); /* p[2j] (v[j]'s high half), p[2j + 1] */
 	} else {
 		const uint16_t *q = reinterpret_cast<const uint16_t *>(p);
 		uint32_t h[8];
