@@ -8,7 +8,7 @@
 
 /* ---- matmul (templates/op_matmul.cuh, which describes the paths) ---------------------------- */
 #ifndef ARK_MM_SMALL_M
-#define ARK_MM_SMALL_M 16 /* tiles with at most this many rows use the streaming path */
+#define ARK_MM_SMALL_M 16 /* the most rows a streaming tile takes (16-bit: ARK_MM_STREAMS16 below) */
 #endif
 /* A matmul of fp16/bf16 with a b of the same dtype streams b (tiles of all of M rows, FMA) only up to
  * these many rows: ARK_MM_STREAM_KN with b [K, N], ARK_MM_STREAM_NK with b [N, K] (transpose_b); above,

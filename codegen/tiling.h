@@ -161,8 +161,10 @@ double cost_vcta_us(const struct tiling *s, const struct vcta *v, const struct c
 		    const struct part_gpu *gpu, double streaming);
 /* A matmul tile of at most 16 rows whose b is q4_1 or q8_0 costs at least this much of the tile of
  * a's dtype (beyond the dispatch): the dequantising arithmetic binds before the fewer bytes do. The
- * tensor-core stream of fp16/bf16 a: q4_1 fitted to llama1b_decode_q4 on an H100, q8_0 at the 1.35x
- * a weight bench/stream_probe measured against q4_1 (bench/NOTES.md); the FMA stream of fp32 a. */
+ * tensor-core stream of fp16/bf16 a: q4_1 fitted to llama1b_decode_q4 on an H100 with the evict-first
+ * hint on its copies (1438 us predicted, 1501-1509 measured; that stream copies without the hint,
+ * 1577-1724 us on H100s: bench/NOTES.md), q8_0 at the 1.35x a weight bench/stream_probe measured
+ * against q4_1; the FMA stream of fp32 a. */
 #define ARK_QUANT_ISSUE_Q4_1 0.75
 #define ARK_QUANT_ISSUE_Q8_0 (1.35 * ARK_QUANT_ISSUE_Q4_1)
 #define ARK_QUANT_ISSUE_FMA 1.3
@@ -190,9 +192,9 @@ int tmpl_smem_need(int threads, const char **label);
  * axes between it and the last, the last (D = 1, Q = 1 when the last is the one reduced). */
 void tile_reduce_view(const struct graph *g, const struct op *o, int64_t v[4]);
 
-/* tile.c: whether a tile of `rows` rows of matmul vCTA v's op runs on the tensor cores, as
+/* tile.c: whether matmul vCTA v (MATMUL or MATMUL_PARTIAL) runs on the tensor cores, as
  * templates/op_matmul.cuh's ark_mm_sub decides: a of 2 bytes, b not quantized, no fused norm, and
- * more rows than the streaming path takes (ARK_MM_SMALL_M), or a whole matmul of more rows than
+ * more rows in v than the streaming path takes (ARK_MM_SMALL_M), or more rows in its matmul than
  * 16-bit streaming takes (ARK_MM_STREAMS16, abi/ark_smem.h). */
 int tile_matmul_mma(const struct tiling *s, const struct vcta *v);
 
