@@ -20,6 +20,10 @@
 #define ARK_MM_STREAM_KN 8
 #define ARK_MM_STREAM_NK 4
 #define ARK_MM_STREAMS16(M, tb) ((M) <= ((tb) ? ARK_MM_STREAM_NK : ARK_MM_STREAM_KN))
+/* An fp32 matmul of more rows than a streaming tile takes runs every tile of it, the last of a few
+ * rows too, on the FMA tile of shared-memory stages (ark_mm_ffma); one of at most ARK_MM_SMALL_M
+ * rows streams b, or takes the simt tile where its rows are not aligned. */
+#define ARK_MM_FFMA(M) ((M) > ARK_MM_SMALL_M)
 #ifndef ARK_MM_RING_BYTES
 #define ARK_MM_RING_BYTES 65536 /* streaming: cp.async ring (per-thread 16-byte slots) */
 #endif
@@ -36,8 +40,12 @@
 #define ARK_MM_WARPS 8      /* mma: warps that compute (the others only load) */
 #define ARK_MM_STG_CH 4     /* mma: staged 16-byte vectors per thread and operand per stage */
 /* mma: the largest stage, a 128 x 128 tile 32 deep ([128][40] of a, [128][40] or [32][136] of b), at
- * least twice; the shared memory of the streaming path, which is larger, holds more stages. */
-#define ARK_MM_MMA_SMEM (2 * (128 * 40 * 2 + 128 * 40 * 2))
+ * least twice; ffma: a 128 x 128 fp32 tile as deep as ARK_MM_STG_CH vectors a thread allow ([128][36]
+ * of a and of b at 256 threads), twice. The shared memory of the streaming path, which is larger,
+ * holds more stages. */
+#define ARK_MM_FFMA_STAGE (2 * 128 * (4 * ARK_MM_STG_CH * ARK_THREADS / 128 + 4) * 4)
+#define ARK_MM_MMA_SMEM (2 * (128 * 40 * 2 + 128 * 40 * 2) > 2 * ARK_MM_FFMA_STAGE ? 2 * (128 * 40 * 2 + 128 * 40 * 2) \
+											 : 2 * ARK_MM_FFMA_STAGE)
 
 #define ARK_MM_SIMT_SLOTS 4096                             /* simt: elements per operand per step */
 #define ARK_MM_SIMT_U (ARK_MM_SIMT_SLOTS / ARK_THREADS)    /* simt: loads per thread per operand per step */

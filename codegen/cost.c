@@ -57,10 +57,10 @@ static int query_of(const struct tiling *s, const struct vcta *v, struct calib_q
 		q->dtype = g->tensors[o->in[0]].dtype;
 		q->layout = matmul_layout(s, o, out);
 		q->k = v->k1 - v->k0;
-		/* a tile of few rows on the tensor cores (the last of a matmul of many rows, or one of a
-		 * 16-bit matmul of more rows than streaming takes; templates/op_matmul.cuh, ark_mm_sub) is
-		 * priced as the smallest tile there, not as a streaming one */
-		if (q->m <= CALIB_SMALL_M && tile_matmul_mma(s, v))
+		/* a tile of few rows on the tensor cores or the fp32 FMA tile (the last of a matmul of many
+		 * rows, or one of a 16-bit matmul of more rows than streaming takes; templates/op_matmul.cuh,
+		 * ark_mm_sub) is priced as the smallest tile there, not as a streaming one */
+		if (q->m <= CALIB_SMALL_M && (tile_matmul_mma(s, v) || tile_matmul_ffma(s, v)))
 			q->m = CALIB_SMALL_M + 1;
 		break;
 	case ARK_T_REDUCE:

@@ -165,8 +165,8 @@ static void emit_header(const struct emitter *e)
 	/* Templates only for the dtypes some vCTA computes in: each costs a third of the build time. The
 	 * mma path only where a matmul tile runs on the tensor cores (tile_matmul_mma: the choice
 	 * ark_mm_sub makes): its code costs the loop kernel registers and stack in every model that
-	 * includes it. */
-	int used[ARK_DTYPE__COUNT] = {0}, mma = 0, att = 0, dec = 0, quant = 0;
+	 * includes it. The fp32 FMA tile of shared-memory stages likewise (tile_matmul_ffma). */
+	int used[ARK_DTYPE__COUNT] = {0}, mma = 0, ffma = 0, att = 0, dec = 0, quant = 0;
 	int tmpl_used[ARK_T__COUNT] = {0};
 	for (int v = 0; v < s->n_vcta; v++) {
 		const struct vcta *x = &s->v[v];
@@ -178,11 +178,13 @@ static void emit_header(const struct emitter *e)
 		quant |= (xo->n_in > 1 && ark_dtype_quantized(g->tensors[xo->in[1]].dtype)) || x->tmpl == ARK_T_DEQUANT;
 		const int dt = g->tensors[xo->kind == ARK_OP_ARGMAX ? xo->in[0] : xo->out[0]].dtype;
 		used[dt] = 1;
-		mma |= (x->tmpl == ARK_T_MATMUL || x->tmpl == ARK_T_MATMUL_PARTIAL) && tile_matmul_mma(s, x);
+		const int mm = x->tmpl == ARK_T_MATMUL || x->tmpl == ARK_T_MATMUL_PARTIAL;
+		mma |= mm && tile_matmul_mma(s, x);
+		ffma |= mm && tile_matmul_ffma(s, x);
 	}
 	for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++) /* int32 is never computed in */
 		out(f, "#define ARK_TILES_%s %d\n", dtype_enum[dt] + 4, used[dt]);
-	out(f, "#define ARK_TILES_MMA %d\n", mma);
+	out(f, "#define ARK_TILES_MMA %d\n#define ARK_TILES_FFMA %d\n", mma, ffma);
 	/* Only the templates some task names are compiled (ark_tiles.cuh): the others cost build time.
 	 * The grid barriers of --sync barrier are tasks of no vCTA. */
 	if (e->t->n_bar)

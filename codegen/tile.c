@@ -184,6 +184,15 @@ int tile_matmul_mma(const struct tiling *s, const struct vcta *v)
 	return v->m1 - v->m0 > ARK_MM_SMALL_M || !ARK_MM_STREAMS16(s->rows[a], o->transpose_b);
 }
 
+int tile_matmul_ffma(const struct tiling *s, const struct vcta *v)
+{
+	const struct graph *g = s->g;
+	const struct op *o = &g->ops[v->op];
+	const int a = o->in[0];
+	return g->tensors[a].dtype == ARK_FP32 && !ark_dtype_quantized(g->tensors[o->in[1]].dtype) &&
+	       s->per_op[v->op].pre_op < 0 && ARK_MM_FFMA(s->rows[a]);
+}
+
 /* Tiles (tm, tn) of out, each one vCTA, or with split-K one MATMUL_PARTIAL per split into an fp32
  * workspace [splits * M, N] and one REDUCE per tile that sums the splits (bias, activation, residual). */
 static void tile_matmul(struct tiling *s, int oi)

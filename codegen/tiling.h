@@ -198,4 +198,9 @@ void tile_reduce_view(const struct graph *g, const struct op *o, int64_t v[4]);
  * 16-bit streaming takes (ARK_MM_STREAMS16, abi/ark_smem.h). */
 int tile_matmul_mma(const struct tiling *s, const struct vcta *v);
 
+/* tile.c: whether matmul vCTA v runs on the fp32 FMA tile of shared-memory stages (ark_mm_ffma): a in
+ * fp32, b not quantized, no fused norm, and more rows in its matmul than streaming takes
+ * (ARK_MM_FFMA, abi/ark_smem.h), whatever rows v itself has. */
+int tile_matmul_ffma(const struct tiling *s, const struct vcta *v);
+
 #endif

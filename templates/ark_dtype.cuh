@@ -256,6 +256,12 @@ __device__ __forceinline__ void ark_cp_async16s(uint32_t dst, const void *src, i
 {
 	asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
 }
+/* 4 bytes (src_bytes 4, or 0: zeros), through L1: any 4-byte aligned src, so one fp32 element of a row
+ * that is not 16-byte aligned. src valid as above. */
+__device__ __forceinline__ void ark_cp_async4s(uint32_t dst, const void *src, int src_bytes)
+{
+	asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
 /* The same with dst a generic pointer into shared memory. */
 __device__ __forceinline__ void ark_cp_async16(void *dst, const void *src, int src_bytes)
 {

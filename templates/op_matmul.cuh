@@ -12,8 +12,10 @@
  *                         tile (up to 128 x 128), as many as shared memory holds (up to 8), warps
  *                         splitting k when the tile is small (operands with misaligned rows staged
  *                         through registers one stage ahead), ldmatrix + mma.sync.m16n8k16, fp32 sums.
- *  simt                   fp32 with more rows, small tiles the streaming paths cannot take (odd N or K,
- *                         misaligned): the tile's own shape, k-steps of 32-256 loaded one step ahead, FMA. */
+ *  ffma                   fp32 matmuls of more than ARK_MM_SMALL_M rows, every tile: the mma path's
+ *                         stages and k loop, 8 x 8 sums a thread, 16-byte shared-memory reads, FMA.
+ *  simt                   small tiles the streaming paths cannot take (odd N or K, misaligned): the
+ *                         tile's own shape, k-steps of 32-256 loaded one step ahead, FMA. */
 
 /* The sizes behind the shared memory of each path (ARK_MM_*, ARK_SMEM_MATMUL) are in abi/ark_smem.h,
  * which arkgen evaluates too. */
@@ -26,6 +28,11 @@
 #ifndef ARK_TILES_MMA
 #define ARK_TILES_MMA 1
 #endif
+/* ARK_TILES_FFMA 0: the same for fp32 tiles of many rows (ark_mm_ffma); such a tile would take the
+ * streaming or the simt path. */
+#ifndef ARK_TILES_FFMA
+#define ARK_TILES_FFMA 1
+#endif
 #ifndef ARK_MM_KSTEPS
 #define ARK_MM_KSTEPS 2 /* k16 steps each warp takes per stage (more: fewer barriers, larger stages) */
 #endif
@@ -34,6 +41,9 @@ static_assert(ARK_THREADS >= 32 * ARK_MM_WARPS, "the matmul templates need at le
 /* the sums of the k-groups, kg x rp x (cp + 4) fp32 with kg = 8 / (ceil(rp / 64) ceil(cp / 32)): at most
  * 4 x 128 x 36 or 8 x 64 x 36 floats */
 static_assert(ARK_SMEM_MATMUL >= 8 * 64 * 36 * 4 && ARK_SMEM_MATMUL >= 128 * 132 * 4, "mma: no room for the sums");
+/* ffma: the sums of the k-groups, G rp (cp + 4) fp32 with G TY TX <= ARK_THREADS, G, TY <= 16 */
+static_assert(ARK_SMEM_MATMUL >= (64 * ARK_THREADS + 32 * 16 * 16) * 4, "ffma: no room for the sums");
+static_assert(ARK_MM_STG_CH * ARK_THREADS >= 32 * 128 / 4, "ffma: a 128-row tile needs stages 32 deep");
 static_assert(ARK_MM_SIMT_SLOTS % ARK_THREADS == 0 && ARK_MM_SIMT_KSMAX <= ARK_THREADS, "simt path: bad sizes");
 static_assert(ARK_MM_RING_BYTES / (16 * ARK_MM_TC * ARK_THREADS) >= 2, "ARK_MM_RING_BYTES too small");
 static_assert(ARK_MM_RING_BYTES >= ARK_THREADS * 8 * 4, "ARK_MM_RING_BYTES too small for the reduction");
@@ -755,11 +765,30 @@ template <typename T> __device__ __forceinline__ uint4 ark_mm_ld8(const T *p, in
 	}
 	return make_uint4(w[0], w[1], w[2], w[3]);
 }
+/* One 16-byte vector of T from p (16 / sizeof(T) elements), zero past the first n: 2-byte types as
+ * ark_mm_ld8, fp32 as four 4-byte loads (one 16-byte load where p allows). */
+template <typename T> __device__ __forceinline__ uint4 ark_mm_ldv(const T *p, int n)
+{
+	if constexpr (sizeof(T) == 2) {
+		return ark_mm_ld8(p, n);
+	} else {
+		static_assert(sizeof(T) == 4, "ark_mm_ldv: 2- or 4-byte types");
+		if (n >= 4 && ((uintptr_t)p & 15) == 0)
+			return *reinterpret_cast<const uint4 *>(p);
+		const uint32_t *q = reinterpret_cast<const uint32_t *>(p);
+		uint32_t w[4];
+#pragma unroll
+		for (int j = 0; j < 4; j++)
+			w[j] = j < n ? q[j] : 0u;
+		return make_uint4(w[0], w[1], w[2], w[3]);
+	}
+}
 
-/* The 8-element vectors one thread moves into each stage of one operand: vector c is v = tid +
- * c ARK_THREADS of the stage, c < used (the same count for every thread: ceil(vectors / threads)),
- * worked out once per tile so that the k loop only steps a pointer. A vector lies along k (a, and b if
- * TB: rows of the tile, k-runs of 8) or along n (b if !TB: rows of k, n-runs of 8).
+/* The 16-byte vectors (VE = 16 / sizeof(T) elements) one thread moves into each stage of one operand:
+ * vector c is v = tid + c ARK_THREADS of the stage, c < used (the same count for every thread:
+ * ceil(vectors / threads)), worked out once per tile so that the k loop only steps a pointer. A vector
+ * lies along k (a, and b if TB: rows of the tile, k-runs of VE) or along n (b if !TB: rows of k,
+ * n-runs of VE).
  *   p    its first element at the current stage (advanced by the stage's elements after each); a
  *        vector outside the tile points at one inside it (valid memory; nothing is read from it);
  *   s    its byte offset in the operand's stage (-1: v is past the stage);
@@ -767,8 +796,9 @@ template <typename T> __device__ __forceinline__ uint4 ark_mm_ld8(const T *p, in
  *        the columns left at the tile's right edge);
  *   rem  the elements of k from its first one at the first stage to k1.
  * At the last stage, which may reach past k1, kd elements of k past the first: along k
- * min(nb / 2, rem - kd) elements (>= 0), along n rem - kd > 0 ? nb / 2 : 0. */
+ * min(nb / ES, rem - kd) elements (>= 0), along n rem - kd > 0 ? nb / ES : 0. */
 template <typename T> struct ark_mm_vecs {
+	static constexpr int ES = sizeof(T), VE = 16 / ES;
 	const T *p[ARK_MM_STG_CH];
 	int s[ARK_MM_STG_CH], nb[ARK_MM_STG_CH], rem[ARK_MM_STG_CH];
 	int used;
@@ -776,7 +806,7 @@ template <typename T> struct ark_mm_vecs {
 	__device__ __forceinline__ int bytes_at(int c, int kd, bool along_k) const
 	{
 		const int r = rem[c] - kd;
-		return 2 * (along_k ? max(0, min(nb[c] / 2, r)) : r > 0 ? nb[c] / 2 : 0);
+		return ES * (along_k ? max(0, min(nb[c] / ES, r)) : r > 0 ? nb[c] / ES : 0);
 	}
 	/* copies the stage kd elements of k past the first to the stage at shared address sdst, whole
 	 * (inside k0:k1) or clipped at k1; then steps to the next stage (elems further) */
@@ -795,14 +825,30 @@ template <typename T> struct ark_mm_vecs {
 		}
 		step(elems);
 	}
-	/* the same stage into registers instead (operands whose rows are not 16-byte aligned), and
+	/* the same stage for fp32 operands whose rows are not 16-byte aligned: a 4-byte cp.async per
+	 * element (any fp32 element is 4-byte aligned), each at most the bytes bytes_at allows, so that
+	 * they ride the ring of stages as aligned ones do */
+	__device__ __forceinline__ void copy4(uint32_t sdst, int kd, bool along_k, int64_t elems)
+	{
+		static_assert(sizeof(T) == 4, "copy4 is for fp32");
+#pragma unroll
+		for (int c = 0; c < ARK_MM_STG_CH; c++)
+			if (c < used && s[c] >= 0) {
+				const int n = bytes_at(c, kd, along_k) / 4;
+#pragma unroll
+				for (int j = 0; j < 4; j++)
+					ark_cp_async4s(sdst + s[c] + 4 * j, p[c] + (j < n ? j : 0), j < n ? 4 : 0);
+			}
+		step(elems);
+	}
+	/* the same stage into registers instead (2-byte operands whose rows are not 16-byte aligned), and
 	 * from there into the stage at sdst */
 	__device__ __forceinline__ void fetch(uint4 (&q)[ARK_MM_STG_CH], int kd, bool along_k, int64_t elems)
 	{
 #pragma unroll
 		for (int c = 0; c < ARK_MM_STG_CH; c++)
 			if (c < used && s[c] >= 0)
-				q[c] = ark_mm_ld8(p[c], bytes_at(c, kd, along_k) / 2);
+				q[c] = ark_mm_ldv(p[c], bytes_at(c, kd, along_k) / ES);
 		step(elems);
 	}
 	__device__ __forceinline__ void put(char *sdst, const uint4 (&q)[ARK_MM_STG_CH]) const
@@ -820,102 +866,96 @@ template <typename T> struct ark_mm_vecs {
 				p[c] += elems;
 	}
 };
-/* Vectors along k of a [rows][ld] stage (kv8 = bk / 8 vectors a row, a power of two: 4, 8 or 16) from
+/* Vectors along k of a [rows][ld] stage (kvn = bk / VE vectors a row, a power of two: 4 to 32) from
  * base (the tile's first row at its first k), rows gstride elements apart, rin of them inside the
  * tile, kn elements of k in all. */
 template <typename T>
-__device__ __forceinline__ void ark_mm_vecs_k(ark_mm_vecs<T> &q, const T *base, int rows, int kv8, int ld, int64_t gstride,
+__device__ __forceinline__ void ark_mm_vecs_k(ark_mm_vecs<T> &q, const T *base, int rows, int kvn, int ld, int64_t gstride,
 					      int rin, int kn)
 {
-	const int lk = __ffs(kv8) - 1, rstep = ARK_THREADS >> lk;
-	const int r0 = threadIdx.x >> lk, kv = (threadIdx.x & (kv8 - 1)) * 8;
-	q.used = (rows * kv8 + ARK_THREADS - 1) / ARK_THREADS;
+	constexpr int VE = ark_mm_vecs<T>::VE;
+	const int lk = __ffs(kvn) - 1, rstep = ARK_THREADS >> lk;
+	const int r0 = threadIdx.x >> lk, kv = (threadIdx.x & (kvn - 1)) * VE;
+	q.used = (rows * kvn + ARK_THREADS - 1) / ARK_THREADS;
 #pragma unroll
 	for (int c = 0; c < ARK_MM_STG_CH; c++) {
 		const int r = r0 + c * rstep;
 		q.p[c] = base + (r < rin ? r * gstride : 0) + kv;
-		q.s[c] = r < rows ? 2 * (r * ld + kv) : -1;
+		q.s[c] = r < rows ? (int)sizeof(T) * (r * ld + kv) : -1;
 		q.nb[c] = r < rin ? 16 : 0;
 		q.rem[c] = kn - kv;
 	}
 }
-/* Vectors along n of a [bk][ld] stage of cv8 = cp / 8 vectors a row (any count), from base (the
+/* Vectors along n of a [bk][ld] stage of cvn = cp / VE vectors a row (any count), from base (the
  * tile's first column at its first k), rows of k gstride elements apart, cin columns inside the
  * tile, kn elements of k in all. */
 template <typename T>
-__device__ __forceinline__ void ark_mm_vecs_n(ark_mm_vecs<T> &q, const T *base, int bk, int cv8, int ld, int64_t gstride,
+__device__ __forceinline__ void ark_mm_vecs_n(ark_mm_vecs<T> &q, const T *base, int bk, int cvn, int ld, int64_t gstride,
 					      int cin, int kn)
 {
-	q.used = (bk * cv8 + ARK_THREADS - 1) / ARK_THREADS;
+	constexpr int VE = ark_mm_vecs<T>::VE;
+	q.used = (bk * cvn + ARK_THREADS - 1) / ARK_THREADS;
 #pragma unroll
 	for (int c = 0; c < ARK_MM_STG_CH; c++) {
-		const int v = threadIdx.x + c * ARK_THREADS, r = v / cv8, nv = (v - r * cv8) * 8;
+		const int v = threadIdx.x + c * ARK_THREADS, r = v / cvn, nv = (v - r * cvn) * VE;
 		q.p[c] = base + r * gstride + (nv < cin ? nv : 0);
-		q.s[c] = r < bk ? 2 * (r * ld + nv) : -1;
-		q.nb[c] = 2 * max(0, min(8, cin - nv));
+		q.s[c] = r < bk ? (int)sizeof(T) * (r * ld + nv) : -1;
+		q.nb[c] = (int)sizeof(T) * max(0, min(VE, cin - nv));
 		q.rem[c] = kn - r;
 	}
 }
 
-/* The mma tile (R, C) = (m1 - m0, n1 - n0) <= (128, 128) over k0:k1, shaped at run time:
- *  - rows and columns rounded up to rp, cp (multiples of 16); warps of 64 x 32 over them, wm x wn,
- *    and the ARK_MM_WARPS / (wm wn) = kg warps of each place split every stage's 16-deep steps among
- *    them (a 64 x 16 tile keeps all eight warps busy, not one); each group's sums go to shared
- *    memory, added and stored by ark_mm_epilogue;
- *  - a stage is bk = 16 kg ARK_MM_KSTEPS deep (32 to 128; 64 at most for tiles of more than 64 rows
- *    or columns) and holds only the tile's own rows and columns, so a small tile has up to
- *    ARK_MM_MAX_STAGES stages in the same shared memory and st - 1 of them in flight; each warp takes
- *    ARK_MM_KSTEPS 16-deep steps of a stage between barriers (one step per barrier cost more than
- *    the steps: bench/NOTES.md).
- * The k loop does only what each stage needs: the vectors every thread copies are worked out once
- * (ark_mm_vecs), the ldmatrix addresses once per warp, and a warp whose 64 x 32 tile is whole runs
- * the mma steps without guards. Operands whose rows are 16-byte aligned come by cp.async; others (STG)
- * are staged through registers one stage ahead. */
-template <typename T, bool TB, bool STG>
-__device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+/* The k loop of the tiles that stage both operands in shared memory (ark_mm_mma, ark_mm_ffma): a
+ * ring of stages, each bk deep, of a [rp][lda] (a_stage bytes) then b [cp][lda] (TB) or [bk][ldb],
+ * stage bytes in all, as many as ARK_SMEM_MATMUL holds (at most ARK_MM_MAX_STAGES), st - 1 of them in
+ * flight. Operands whose rows are 16-byte aligned come by 16-byte cp.async; others (STG) by 4-byte
+ * cp.async (fp32: the ring stays whole; a stage of a 128 x 8 tile 4095 deep took 3x as long staged
+ * through registers as the simt tile's) or, 2-byte ones, staged through registers one stage ahead. Rows and columns past the tile, and k past k1, are zero in the stages.
+ * compute(so) runs once per stage, so the byte offset of the stage it may read (between barriers);
+ * on return every copy has landed and the stages are free. All threads. */
+template <typename T, bool TB, bool STG, typename F>
+__device__ __forceinline__ void ark_mm_kloop(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem,
+					     int rp, int cp, int bk, int lda, int ldb, int a_stage, int stage, F &&compute)
 {
+	constexpr int VE = ark_mm_vecs<T>::VE;
 	const T *a = reinterpret_cast<const T *>(g.a);
 	const T *b = reinterpret_cast<const T *>(g.b);
-	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-	const int rp = (m1 - m0 + 15) & ~15, cp = (n1 - n0 + 15) & ~15;
-	const int nwm = (rp + 63) / 64, nwn = (cp + 31) / 32, wmn = nwm * nwn;
-	const int kg = ARK_MM_WARPS / wmn;
-	/* 16 kg ARK_MM_KSTEPS deep, 32 to 128, at most 8192 elements of either operand (ARK_MM_STG_CH vectors a thread) */
-	const int bk = min(max(rp, cp) > 64 ? 64 : 128, max(32, kg * 16 * ARK_MM_KSTEPS)), lda = bk + 8, ldb = cp + 8;
-	const int a_stage = rp * lda * 2, stage = a_stage + (TB ? cp * lda : bk * ldb) * 2;
 	const int st = ARK_SMEM_MATMUL / stage > ARK_MM_MAX_STAGES ? ARK_MM_MAX_STAGES : ARK_SMEM_MATMUL / stage;
-	const int wk = warp / wmn, wi = warp % wmn, wm = wi / nwn, wn = wi % nwn;
-	const bool computes = warp < wmn * kg;
-	const int mts = min(4, (rp - wm * 64) / 16), nts = min(4, (cp - wn * 32) / 8);
 	const int ktiles = (k1 - k0 + bk - 1) / bk;
 	const int64_t K = g.K, N = g.N;
 
 	/* the vectors of both operands, and the elements of each per stage */
 	ark_mm_vecs<T> va, vb;
-	ark_mm_vecs_k(va, a + (size_t)m0 * K + k0, rp, bk / 8, lda, K, m1 - m0, k1 - k0);
+	ark_mm_vecs_k(va, a + (size_t)m0 * K + k0, rp, bk / VE, lda, K, m1 - m0, k1 - k0);
 	int64_t b_kstep;
 	if (TB) {
-		ark_mm_vecs_k(vb, b + (size_t)n0 * K + k0, cp, bk / 8, lda, K, n1 - n0, k1 - k0);
+		ark_mm_vecs_k(vb, b + (size_t)n0 * K + k0, cp, bk / VE, lda, K, n1 - n0, k1 - k0);
 		b_kstep = bk;
 	} else {
-		ark_mm_vecs_n(vb, b + (size_t)k0 * N + n0, bk, cp / 8, ldb, N, n1 - n0, k1 - k0);
+		ark_mm_vecs_n(vb, b + (size_t)k0 * N + n0, bk, cp / VE, ldb, N, n1 - n0, k1 - k0);
 		b_kstep = (int64_t)bk * N;
 	}
-	const bool avec = !STG || (ark_aligned16(g.a) && g.K % 8 == 0 && k0 % 8 == 0);
-	const bool bvec = !STG || (ark_aligned16(g.b) && (TB ? g.K % 8 == 0 && k0 % 8 == 0 : g.N % 8 == 0 && n0 % 8 == 0));
+	const bool avec = !STG || (ark_aligned16(g.a) && g.K % VE == 0 && k0 % VE == 0);
+	const bool bvec = !STG || (ark_aligned16(g.b) && (TB ? g.K % VE == 0 && k0 % VE == 0 : g.N % VE == 0 && n0 % VE == 0));
 	const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem);
 
-	/* stage s <- k-tile kt of the cp.async operands; their vectors step to the next */
+	/* stage s <- k-tile kt of the cp.async operands (fp32: all of them, 4 bytes a copy where the rows
+	 * are not aligned); their vectors step to the next */
+	constexpr bool F32 = sizeof(T) == 4;
 	auto load = [&](int s, int kt) {
 		const uint32_t sa = sbase + s * stage;
 		const bool inside = (kt + 1) * bk <= k1 - k0;
 		if (avec)
 			va.copy(sa, kt * bk, inside, true, bk);
+		else if constexpr (F32)
+			va.copy4(sa, kt * bk, true, bk);
 		if (bvec)
 			vb.copy(sa + a_stage, kt * bk, inside, TB, b_kstep);
+		else if constexpr (F32)
+			vb.copy4(sa + a_stage, kt * bk, TB, b_kstep);
 	};
-	/* Staged operands: k-tile kt fetched into registers (one stage ahead of the mma steps), stored
-	 * after them; their vectors step likewise. */
+	/* Staged operands: k-tile kt fetched into registers (one stage ahead of the compute), stored
+	 * after it; their vectors step likewise. */
 	uint4 qa[ARK_MM_STG_CH], qb[ARK_MM_STG_CH];
 	auto fetch = [&](int kt) {
 		if (!avec)
@@ -930,7 +970,65 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 		if (!bvec)
 			vb.put(sa + a_stage, qb);
 	};
-	const bool staged = STG && (!avec || !bvec);
+	const bool staged = STG && !F32 && (!avec || !bvec);
+
+	if (staged) { /* tile 0 of the staged operands, in order with the first barrier below */
+		__syncthreads(); /* smem free of the previous tile */
+		fetch(0);
+		put(0);
+	}
+	for (int s = 0; s < st - 1; s++) {
+		if (s < ktiles)
+			load(s, s);
+		ark_cp_commit();
+	}
+	int cur = 0, nxt = st - 1; /* stages of k-tiles kt and kt + st - 1 */
+	for (int kt = 0; kt < ktiles; kt++) {
+		ark_cp_wait_n(st - 2);
+		__syncthreads(); /* stage kt landed for all; stage kt - 1 free */
+		if (kt + st - 1 < ktiles)
+			load(nxt, kt + st - 1);
+		ark_cp_commit();
+		const bool pre = staged && kt + 1 < ktiles;
+		if (pre)
+			fetch(kt + 1); /* in flight during this tile's compute */
+		compute((uint32_t)(cur * stage));
+		if (pre)
+			put(cur + 1 == st ? 0 : cur + 1); /* last read at tile kt + 1 - st, before this barrier */
+		cur = cur + 1 == st ? 0 : cur + 1;
+		nxt = nxt + 1 == st ? 0 : nxt + 1;
+	}
+	ark_cp_wait<0>();
+	__syncthreads(); /* the stages are free */
+}
+
+/* The mma tile (R, C) = (m1 - m0, n1 - n0) <= (128, 128) over k0:k1, shaped at run time:
+ *  - rows and columns rounded up to rp, cp (multiples of 16); warps of 64 x 32 over them, wm x wn,
+ *    and the ARK_MM_WARPS / (wm wn) = kg warps of each place split every stage's 16-deep steps among
+ *    them (a 64 x 16 tile keeps all eight warps busy, not one); each group's sums go to shared
+ *    memory, added and stored by ark_mm_epilogue;
+ *  - a stage is bk = 16 kg ARK_MM_KSTEPS deep (32 to 128; 64 at most for tiles of more than 64 rows
+ *    or columns) and holds only the tile's own rows and columns, so a small tile has up to
+ *    ARK_MM_MAX_STAGES stages in the same shared memory and st - 1 of them in flight; each warp takes
+ *    ARK_MM_KSTEPS 16-deep steps of a stage between barriers (one step per barrier cost more than
+ *    the steps: bench/NOTES.md).
+ * The k loop (ark_mm_kloop) does only what each stage needs: the vectors every thread copies are
+ * worked out once (ark_mm_vecs), the ldmatrix addresses once per warp, and a warp whose 64 x 32 tile
+ * is whole runs the mma steps without guards. */
+template <typename T, bool TB, bool STG>
+__device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+{
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int rp = (m1 - m0 + 15) & ~15, cp = (n1 - n0 + 15) & ~15;
+	const int nwm = (rp + 63) / 64, nwn = (cp + 31) / 32, wmn = nwm * nwn;
+	const int kg = ARK_MM_WARPS / wmn;
+	/* 16 kg ARK_MM_KSTEPS deep, 32 to 128, at most 8192 elements of either operand (ARK_MM_STG_CH vectors a thread) */
+	const int bk = min(max(rp, cp) > 64 ? 64 : 128, max(32, kg * 16 * ARK_MM_KSTEPS)), lda = bk + 8, ldb = cp + 8;
+	const int a_stage = rp * lda * 2, stage = a_stage + (TB ? cp * lda : bk * ldb) * 2;
+	const int wk = warp / wmn, wi = warp % wmn, wm = wi / nwn, wn = wi % nwn;
+	const bool computes = warp < wmn * kg;
+	const int mts = min(4, (rp - wm * 64) / 16), nts = min(4, (cp - wn * 32) / 8);
+	const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem);
 
 	/* this warp's ldmatrix addresses in stage 0, step 0 (see ark_mm_mma_k16) */
 	const uint32_t a_ld = sbase + 2u * ((wm * 64 + (lane & 15)) * lda + (lane >> 4) * 8), a_mt = 2u * 16 * lda;
@@ -952,42 +1050,17 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 			for (int e = 0; e < 4; e++)
 				acc[i][j][e] = 0.0f;
 
-	if (staged) { /* tile 0 of the staged operands, in order with the first barrier below */
-		__syncthreads(); /* smem free of the previous tile */
-		fetch(0);
-		put(0);
-	}
-	for (int s = 0; s < st - 1; s++) {
-		if (s < ktiles)
-			load(s, s);
-		ark_cp_commit();
-	}
-	int cur = 0, nxt = st - 1; /* stages of k-tiles kt and kt + st - 1 */
-	for (int kt = 0; kt < ktiles; kt++) {
-		ark_cp_wait_n(st - 2);
-		__syncthreads(); /* stage kt landed for all; stage kt - 1 free */
-		if (kt + st - 1 < ktiles)
-			load(nxt, kt + st - 1);
-		ark_cp_commit();
-		const bool pre = staged && kt + 1 < ktiles;
-		if (pre)
-			fetch(kt + 1); /* in flight during this tile's mma */
-		if (computes) {
-			const uint32_t so = (uint32_t)(cur * stage);
-			if (full)
-				for (int s = wk; s < bk / 16; s += kg)
-					ark_mm_mma_k16<T, TB, true>(acc, a_ld + so + 32u * s, a_mt, b_ld + so + b_kk * s, b_np, 4, 4);
-			else
-				for (int s = wk; s < bk / 16; s += kg)
-					ark_mm_mma_k16<T, TB, false>(acc, a_ld + so + 32u * s, a_mt, b_ld + so + b_kk * s, b_np, mts, nts);
-		}
-		if (pre)
-			put(cur + 1 == st ? 0 : cur + 1); /* last read at tile kt + 1 - st, before this barrier */
-		cur = cur + 1 == st ? 0 : cur + 1;
-		nxt = nxt + 1 == st ? 0 : nxt + 1;
-	}
-	ark_cp_wait<0>();
-	__syncthreads(); /* the stages are free: each k-group's sums go to its slice of t [kg][rp][cp + 4] */
+	ark_mm_kloop<T, TB, STG>(g, m0, m1, n0, n1, k0, k1, smem, rp, cp, bk, lda, ldb, a_stage, stage, [&](uint32_t so) {
+		if (!computes)
+			return;
+		if (full)
+			for (int s = wk; s < bk / 16; s += kg)
+				ark_mm_mma_k16<T, TB, true>(acc, a_ld + so + 32u * s, a_mt, b_ld + so + b_kk * s, b_np, 4, 4);
+		else
+			for (int s = wk; s < bk / 16; s += kg)
+				ark_mm_mma_k16<T, TB, false>(acc, a_ld + so + 32u * s, a_mt, b_ld + so + b_kk * s, b_np, mts, nts);
+	});
+	/* each k-group's sums go to its slice of t [kg][rp][cp + 4] */
 	const int ldt = cp + 4, sl = rp * ldt;
 	float *t = reinterpret_cast<float *>(smem);
 	if (computes) {
@@ -1006,6 +1079,108 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 	}
 	__syncthreads();
 	ark_mm_epilogue<T>(g, t, ldt, m0, m1, n0, n1, kg, sl);
+}
+
+/* ---- fp32 tiles of many rows: FMA from shared memory --------------------------------------------
+ * The tile (R, C) <= (128, 128) over k0:k1 through the same k loop as the mma tile (ark_mm_kloop:
+ * a ring of cp.async stages, 16 bytes a copy, or 4 where rows are not aligned), a [rp][bk + 4] and b
+ * [cp][bk + 4] (TB) or [bk][cp + 4] per stage. Threads (grp, ty, tx) of G x TY x TX, TY = rp / 8,
+ * TX = cp / 8: each computes 8 x 8 sums, rows ty + TY i and columns tx + TX j (TB) or, with b
+ * [K, N], columns 4 tx + j and 4 TX + 4 tx + j (j < 4), over the 4-deep chunks grp, grp + G, ... of
+ * every stage. Every shared-memory read is 16 bytes (4 elements of k of a row of a or of b [N, K], 4
+ * columns of b [K, N]): 16 reads per 256 FMA, and a warp's reads of a hit at most 8 rows (one
+ * wavefront: rows bk + 4 floats apart fall in distinct 16-byte bank groups). The G groups' sums
+ * are added in shared memory by ark_mm_epilogue, as the mma tile's k-groups. */
+__device__ __forceinline__ void ark_fma4x8(float (&acc)[8][8], const float4 (&a)[8], const float (&b)[8], int q)
+{
+#pragma unroll
+	for (int i = 0; i < 8; i++) {
+		const float x = q == 0 ? a[i].x : q == 1 ? a[i].y : q == 2 ? a[i].z : a[i].w;
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+			acc[i][j] = fmaf(x, b[j], acc[i][j]);
+	}
+}
+template <bool TB, bool STG>
+__device__ __noinline__ void ark_mm_ffma(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+{
+	const int tid = threadIdx.x;
+	const int TY = (m1 - m0 + 7) / 8, TX = (n1 - n0 + 7) / 8, rp = 8 * TY, cp = 8 * TX, tyx = TY * TX;
+	/* a stage holds at most ARK_MM_STG_CH vectors of either operand a thread: rp bk, cp bk <= 4096 */
+	int bk = 32;
+	while (bk < 128 && 2 * bk * max(rp, cp) <= 4 * ARK_MM_STG_CH * ARK_THREADS)
+		bk *= 2;
+	int G = 1; /* k-groups: every thread busy where the tile is small, each with a chunk a stage */
+	while (G < 16 && 2 * G * tyx <= ARK_THREADS && 2 * G * 4 <= bk)
+		G *= 2;
+	const int lda = bk + 4, ldb = cp + 4;
+	const int a_stage = rp * lda * 4, stage = a_stage + (TB ? cp * lda : bk * ldb) * 4;
+	const int grp = tid / tyx, rem = tid - grp * tyx, ty = rem / TX, tx = rem - ty * TX;
+	const bool computes = grp < G;
+	const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem);
+	/* this thread's first row of a and of b (TB) or column (!TB), at k 0 of stage 0 */
+	const uint32_t a_rd = sbase + 4u * (ty * lda), a_ri = 4u * TY * lda;
+	const uint32_t b_rd = sbase + a_stage + 4u * (TB ? tx * lda : 4 * tx), b_ri = TB ? 4u * TX * lda : 16u * TX;
+
+	float acc[8][8];
+#pragma unroll
+	for (int i = 0; i < 8; i++)
+#pragma unroll
+		for (int j = 0; j < 8; j++)
+			acc[i][j] = 0.0f;
+
+	ark_mm_kloop<float, TB, STG>(g, m0, m1, n0, n1, k0, k1, smem, rp, cp, bk, lda, ldb, a_stage, stage, [&](uint32_t so) {
+		if (!computes)
+			return;
+		for (int kc = 4 * grp; kc < bk; kc += 4 * G) {
+			float4 av[8];
+#pragma unroll
+			for (int i = 0; i < 8; i++)
+				av[i] = ark_lds_f32x4(a_rd + so + i * a_ri + 4u * kc);
+			if (TB) {
+				float4 bv[8];
+#pragma unroll
+				for (int j = 0; j < 8; j++)
+					bv[j] = ark_lds_f32x4(b_rd + so + j * b_ri + 4u * kc);
+#pragma unroll
+				for (int q = 0; q < 4; q++) {
+					float br[8];
+#pragma unroll
+					for (int j = 0; j < 8; j++)
+						br[j] = q == 0 ? bv[j].x : q == 1 ? bv[j].y : q == 2 ? bv[j].z : bv[j].w;
+					ark_fma4x8(acc, av, br, q);
+				}
+			} else {
+#pragma unroll
+				for (int q = 0; q < 4; q++) {
+					const uint32_t r = b_rd + so + 4u * (kc + q) * ldb;
+					const float4 b0 = ark_lds_f32x4(r), b1 = ark_lds_f32x4(r + b_ri);
+					const float br[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+					ark_fma4x8(acc, av, br, q);
+				}
+			}
+		}
+	});
+	/* each k-group's sums go to its slice of t [G][rp][cp + 4] */
+	const int ldt = cp + 4, sl = rp * ldt;
+	float *t = reinterpret_cast<float *>(smem);
+	if (computes) {
+		float *tw = t + grp * sl;
+#pragma unroll
+		for (int i = 0; i < 8; i++) {
+			float *row = tw + (ty + TY * i) * ldt;
+			if (TB) {
+#pragma unroll
+				for (int j = 0; j < 8; j++)
+					row[tx + TX * j] = acc[i][j];
+			} else {
+				*reinterpret_cast<float4 *>(row + 4 * tx) = make_float4(acc[i][0], acc[i][1], acc[i][2], acc[i][3]);
+				*reinterpret_cast<float4 *>(row + 4 * TX + 4 * tx) = make_float4(acc[i][4], acc[i][5], acc[i][6], acc[i][7]);
+			}
+		}
+	}
+	__syncthreads();
+	ark_mm_epilogue<float>(g, t, ldt, m0, m1, n0, n1, G, sl);
 }
 
 /* ---- generic FMA path ---------------------------------------------------------------------------
@@ -1228,7 +1403,10 @@ __device__ void ark_mm_sub(const ark_mm &g, int m0, int m1, int n0, int n1, int 
 	 * weight, and that one tile took 3x as long as a whole 64 x 64 mma tile (bench/NOTES.md),
 	 * bounding the op. arkgen costs such tiles the same way (codegen/cost.c, query_of). */
 	constexpr bool mma = sizeof(T) == 2 && ARK_TILES_MMA;
-	if (rows <= ARK_MM_SMALL_M && (!mma || ARK_MM_STREAMS16(g.M, g.tb) || g.pre)) {
+	/* fp32 matmuls of more rows than streaming takes run every tile on ark_mm_ffma, the last of few
+	 * rows too (ARK_MM_FFMA, abi/ark_smem.h) */
+	const bool ffma = sizeof(T) == 4 && ARK_TILES_FFMA && ARK_MM_FFMA(g.M);
+	if (rows <= ARK_MM_SMALL_M && (!(mma || ffma) || (mma && ARK_MM_STREAMS16(g.M, g.tb)) || g.pre)) {
 		const bool ok = ark_aligned16(g.b) &&
 				(g.tb ? g.K % VEC == 0 && k0 % VEC == 0 && ark_aligned16(g.a) : g.N % VEC == 0 && n0 % VEC == 0);
 		if (!ok && g.pre) { /* arkgen fuses a norm only where the tiles stream (fuse.c) */
@@ -1268,6 +1446,23 @@ __device__ void ark_mm_sub(const ark_mm &g, int m0, int m1, int n0, int n1, int 
 				ark_mm_mma<T, false, true>(g, m0, m1, n0, n1, k0, k1, smem);
 		}
 		return;
+	} else if constexpr (sizeof(T) == 4) {
+		if (ffma) {
+			const bool al = ark_aligned16(g.a) && ark_aligned16(g.b) && k0 % 4 == 0 && g.K % 4 == 0 &&
+					(g.tb || (g.N % 4 == 0 && n0 % 4 == 0));
+			if (g.tb) {
+				if (al)
+					ark_mm_ffma<true, false>(g, m0, m1, n0, n1, k0, k1, smem);
+				else
+					ark_mm_ffma<true, true>(g, m0, m1, n0, n1, k0, k1, smem);
+			} else {
+				if (al)
+					ark_mm_ffma<false, false>(g, m0, m1, n0, n1, k0, k1, smem);
+				else
+					ark_mm_ffma<false, true>(g, m0, m1, n0, n1, k0, k1, smem);
+			}
+			return;
+		}
 	}
 	if (g.tb)
 		ark_mm_simt<T, true>(g, m0, m1, n0, n1, k0, k1, smem);

@@ -451,7 +451,12 @@ static void test_matmul_quant(void **state)
  * priced. The last tile of a 16-bit matmul of many rows may have 16 rows or fewer (397 = 3 x 128 + 13):
  * it runs on the tensor cores, so it is priced as a tile of 17 rows, the smallest of the table's mma
  * regime, not as a streaming tile. A 16-bit matmul of few rows streams up to ARK_MM_STREAM_KN rows
- * with b [K, N] and ARK_MM_STREAM_NK with transpose_b; fp32 up to ARK_MM_SMALL_M. */
+ * with b [K, N] and ARK_MM_STREAM_NK with transpose_b; fp32 up to ARK_MM_SMALL_M, and above that
+ * every tile, the last of few rows too, runs on the FMA tile of shared-memory stages
+ * (tile_matmul_ffma), priced the same way. */
+/* The last product tile of an [M, 1024] . [1024, 1024] matmul in dt: 1 on the tensor cores, 2 on the
+ * fp32 FMA tile of shared-memory stages, 0 streaming or simt; its price and that of the same tile
+ * of 17 rows in us, us17. */
 static int mma_of(const char *dt, int64_t M, int tb, double *us, double *us17)
 {
 	char t[512], o[256];
@@ -469,7 +474,7 @@ static int mma_of(const char *dt, int64_t M, int tb, double *us, double *us17)
 			v = &s->v[i];
 	assert_non_null(v);
 	assert_int_equal(v->m1, M);
-	const int mma = tile_matmul_mma(s, v);
+	const int mma = tile_matmul_mma(s, v) | tile_matmul_ffma(s, v) << 1;
 	if (us) {
 		struct vcta w = *v;
 		w.m1 = w.m0 + 17;
@@ -493,8 +498,14 @@ static void test_matmul_few_rows(void **state)
 	assert_true(fabs(us - us17) > 1e-6); /* priced as the streaming tile it is */
 	assert_true(mma_of("fp16", ARK_MM_STREAM_KN + 1, 0, NULL, NULL));
 	assert_false(mma_of("fp16", ARK_MM_STREAM_KN, 0, NULL, NULL));
+	/* fp32: the FMA tile of shared-memory stages above 16 rows, its last tile of 13 rows too */
 	assert_false(mma_of("fp32", 13, 1, NULL, NULL));
-	assert_false(mma_of("fp32", 397, 1, NULL, NULL));
+	assert_false(mma_of("fp32", ARK_MM_SMALL_M, 0, &us, &us17));
+	assert_true(fabs(us - us17) > 1e-6);
+	assert_int_equal(mma_of("fp32", 397, 1, &us, &us17), 2);
+	assert_true(fabs(us - us17) < 1e-9);
+	assert_int_equal(mma_of("fp32", ARK_MM_SMALL_M + 1, 0, NULL, NULL), 2);
+	assert_int_equal(mma_of("bf16", 397, 0, NULL, NULL), 1);
 }
 
 /* A quantized matmul of more than ARK_MM_SMALL_M rows (a's leading dimensions folded) becomes a

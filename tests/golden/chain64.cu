@@ -11,6 +11,7 @@
 #define ARK_TILES_BF16 0
 #define ARK_TILES_FP32 1
 #define ARK_TILES_MMA 0
+#define ARK_TILES_FFMA 0
 #define ARK_TILES_USED (ARK_TILE_BIT(EW_CHAIN))
 #define ARK_ACTS_USED(X)
 
