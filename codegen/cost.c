@@ -62,6 +62,13 @@ static int query_of(const struct tiling *s, const struct vcta *v, struct calib_q
 		 * ark_mm_sub) is priced as the smallest tile there, not as a streaming one */
 		if (q->m <= CALIB_SMALL_M && (tile_matmul_mma(s, v) || tile_matmul_ffma(s, v)))
 			q->m = CALIB_SMALL_M + 1;
+		/* an mma tile whose rows are 4-byte aligned without being 16-byte aligned (even K, and N
+		 * with b [K, N]) copies them 4 bytes at a time into the same ring of stages (ark_mm_kloop):
+		 * priced as the aligned tile; the table's odd points are rows of odd length, which go
+		 * through registers */
+		if ((q->layout == CALIB_L_KN_ODD || q->layout == CALIB_L_NK_ODD) && tile_matmul_mma(s, v) &&
+		    s->cols[o->in[0]] % 2 == 0 && (o->transpose_b || s->cols[out] % 2 == 0))
+			q->layout = q->layout == CALIB_L_KN_ODD ? CALIB_L_KN : CALIB_L_NK;
 		break;
 	case ARK_T_REDUCE:
 		q->k = pl->splits;

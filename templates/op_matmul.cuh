@@ -825,19 +825,22 @@ template <typename T> struct ark_mm_vecs {
 		}
 		step(elems);
 	}
-	/* the same stage for fp32 operands whose rows are not 16-byte aligned: a 4-byte cp.async per
-	 * element (any fp32 element is 4-byte aligned), each at most the bytes bytes_at allows, so that
-	 * they ride the ring of stages as aligned ones do */
+	/* the same stage for operands whose rows are 4-byte aligned but not 16-byte (fp32 always; 2-byte
+	 * types with an even row length and start): four 4-byte cp.async a vector, each taking what
+	 * bytes_at allows of its word (4, 2 or 0 bytes, zeros after), so that they ride the ring of
+	 * stages as aligned ones do */
 	__device__ __forceinline__ void copy4(uint32_t sdst, int kd, bool along_k, int64_t elems)
 	{
-		static_assert(sizeof(T) == 4, "copy4 is for fp32");
 #pragma unroll
 		for (int c = 0; c < ARK_MM_STG_CH; c++)
 			if (c < used && s[c] >= 0) {
-				const int n = bytes_at(c, kd, along_k) / 4;
+				const int nb4 = bytes_at(c, kd, along_k);
+				const char *src = reinterpret_cast<const char *>(p[c]);
 #pragma unroll
-				for (int j = 0; j < 4; j++)
-					ark_cp_async4s(sdst + s[c] + 4 * j, p[c] + (j < n ? j : 0), j < n ? 4 : 0);
+				for (int j = 0; j < 4; j++) {
+					const int w = min(4, max(0, nb4 - 4 * j));
+					ark_cp_async4s(sdst + s[c] + 4 * j, src + (w ? 4 * j : 0), w);
+				}
 			}
 		step(elems);
 	}
@@ -908,9 +911,10 @@ __device__ __forceinline__ void ark_mm_vecs_n(ark_mm_vecs<T> &q, const T *base, 
 /* The k loop of the tiles that stage both operands in shared memory (ark_mm_mma, ark_mm_ffma): a
  * ring of stages, each bk deep, of a [rp][lda] (a_stage bytes) then b [cp][lda] (TB) or [bk][ldb],
  * stage bytes in all, as many as ARK_SMEM_MATMUL holds (at most ARK_MM_MAX_STAGES), st - 1 of them in
- * flight. Operands whose rows are 16-byte aligned come by 16-byte cp.async; others (STG) by 4-byte
- * cp.async (fp32: the ring stays whole; a stage of a 128 x 8 tile 4095 deep took 3x as long staged
- * through registers as the simt tile's) or, 2-byte ones, staged through registers one stage ahead. Rows and columns past the tile, and k past k1, are zero in the stages.
+ * flight. Operands whose rows are 16-byte aligned come by 16-byte cp.async; others (STG) whose rows
+ * are 4-byte aligned (fp32 always, 2-byte types of even lengths) by 4-byte cp.async, so the ring
+ * stays whole (fp32 tiles staged through registers took up to 3x the simt tile's time: bench/NOTES.md);
+ * the rest (2-byte rows of odd length) are staged through registers one stage ahead. Rows and columns past the tile, and k past k1, are zero in the stages.
  * compute(so) runs once per stage, so the byte offset of the stage it may read (between barriers);
  * on return every copy has landed and the stages are free. All threads. */
 template <typename T, bool TB, bool STG, typename F>
@@ -937,40 +941,45 @@ __device__ __forceinline__ void ark_mm_kloop(const ark_mm &g, int m0, int m1, in
 	}
 	const bool avec = !STG || (ark_aligned16(g.a) && g.K % VE == 0 && k0 % VE == 0);
 	const bool bvec = !STG || (ark_aligned16(g.b) && (TB ? g.K % VE == 0 && k0 % VE == 0 : g.N % VE == 0 && n0 % VE == 0));
+	/* rows not 16-byte aligned but 4-byte aligned: 4-byte copies (fp32 always; 2-byte types with even
+	 * lengths and starts); the others (odd 2-byte rows) through registers */
+	constexpr int W = 4 / sizeof(T); /* elements a 4-byte word */
+	const bool aw = !avec && ((uintptr_t)g.a & 3) == 0 && g.K % W == 0 && k0 % W == 0;
+	const bool bw = !bvec && ((uintptr_t)g.b & 3) == 0 && (TB ? g.K % W == 0 && k0 % W == 0 : g.N % W == 0 && n0 % W == 0);
 	const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem);
 
-	/* stage s <- k-tile kt of the cp.async operands (fp32: all of them, 4 bytes a copy where the rows
-	 * are not aligned); their vectors step to the next */
-	constexpr bool F32 = sizeof(T) == 4;
+	/* stage s <- k-tile kt of the cp.async operands (16 or 4 bytes a copy); their vectors step to the
+	 * next */
 	auto load = [&](int s, int kt) {
 		const uint32_t sa = sbase + s * stage;
 		const bool inside = (kt + 1) * bk <= k1 - k0;
 		if (avec)
 			va.copy(sa, kt * bk, inside, true, bk);
-		else if constexpr (F32)
+		else if (aw)
 			va.copy4(sa, kt * bk, true, bk);
 		if (bvec)
 			vb.copy(sa + a_stage, kt * bk, inside, TB, b_kstep);
-		else if constexpr (F32)
+		else if (bw)
 			vb.copy4(sa + a_stage, kt * bk, TB, b_kstep);
 	};
 	/* Staged operands: k-tile kt fetched into registers (one stage ahead of the compute), stored
 	 * after it; their vectors step likewise. */
 	uint4 qa[ARK_MM_STG_CH], qb[ARK_MM_STG_CH];
+	const bool areg = !avec && !aw, breg = !bvec && !bw;
 	auto fetch = [&](int kt) {
-		if (!avec)
+		if (areg)
 			va.fetch(qa, kt * bk, true, bk);
-		if (!bvec)
+		if (breg)
 			vb.fetch(qb, kt * bk, TB, b_kstep);
 	};
 	auto put = [&](int s) {
 		char *sa = smem + s * stage;
-		if (!avec)
+		if (areg)
 			va.put(sa, qa);
-		if (!bvec)
+		if (breg)
 			vb.put(sa + a_stage, qb);
 	};
-	const bool staged = STG && !F32 && (!avec || !bvec);
+	const bool staged = STG && (areg || breg);
 
 	if (staged) { /* tile 0 of the staged operands, in order with the first barrier below */
 		__syncthreads(); /* smem free of the previous tile */

@@ -508,6 +508,35 @@ static void test_matmul_few_rows(void **state)
 	assert_int_equal(mma_of("bf16", 397, 0, NULL, NULL), 1);
 }
 
+/* The price of one 64 x 64 x 1024 tile of a bf16 [100, K] . [512, K]^T matmul: between two K, its
+ * layout (K even or odd, a multiple of 8 or not) and the layer's bytes differ. */
+static double mma_tile_us(int64_t K)
+{
+	char t[512];
+	snprintf(t, sizeof t,
+		 "{ name = \"x\"; shape = [100, %" PRId64 "]; role = \"input\"; dtype = \"bf16\"; },"
+		 "{ name = \"w\"; shape = [512, %" PRId64 "]; role = \"weight\"; dtype = \"bf16\"; },"
+		 "{ name = \"y\"; role = \"output\"; dtype = \"bf16\"; }", K, K);
+	tile_text(t, "{ name = \"m\"; op = \"matmul\"; in = [\"x\", \"w\"]; out = \"y\"; transpose_b = true; }");
+	struct vcta v = s->v[s->per_op[op("m")].first_vcta];
+	assert_true(tile_matmul_mma(s, &v));
+	v.m0 = 0, v.m1 = 64, v.n0 = 0, v.n1 = 64, v.k0 = 0, v.k1 = 1024;
+	const double us = cost_vcta_us(s, &v, s->opt.calib, s->opt.gpu, 1);
+	done();
+	return us;
+}
+/* Rows of an even length that is not a multiple of 8 reach the mma tile's stages by 4-byte cp.async
+ * (ark_mm_kloop), priced as aligned rows; rows of odd length go through registers, priced as the
+ * table's odd points. */
+static void test_matmul_mma_layouts(void **state)
+{
+	(void)state;
+	const double al = mma_tile_us(1008), even = mma_tile_us(1000), odd = mma_tile_us(1001);
+	print_message("# bf16 64 x 64 x 1024 tile, K = 1008 / 1000 / 1001: %.2f / %.2f / %.2f us\n", al, even, odd);
+	assert_true(even < al * 1.2 && al < even * 1.2); /* the same table points; the layer's bytes differ */
+	assert_true(odd > even * 2);
+}
+
 /* A quantized matmul of more than ARK_MM_SMALL_M rows (a's leading dimensions folded) becomes a
  * dequantize op `<op>.b_dequant` into an activation [N, K] of a's dtype, right before the matmul in the
  * order, cut into DEQUANT tiles of whole rows that cover b once; the matmul reads that activation on
@@ -719,6 +748,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_costed_analytic),
 		cmocka_unit_test(test_matmul_quant),
 		cmocka_unit_test(test_matmul_few_rows),
+		cmocka_unit_test(test_matmul_mma_layouts),
 		cmocka_unit_test(test_matmul_quant_rows),
 		cmocka_unit_test(test_attention_tiles),
 		cmocka_unit_test(test_decode_tiles),
