@@ -6,6 +6,8 @@
 #ifndef ARK_SMEM_H
 #define ARK_SMEM_H
 
+#define ARK_MAX_(a, b) ((a) > (b) ? (a) : (b))
+
 /* ---- matmul (templates/op_matmul.cuh, which describes the paths) ---------------------------- */
 #ifndef ARK_MM_SMALL_M
 #define ARK_MM_SMALL_M 16 /* the most rows a streaming tile takes (16-bit: ARK_MM_STREAMS16 below) */
@@ -43,9 +45,9 @@
  * least twice; ffma: a 128 x 128 fp32 tile as deep as ARK_MM_STG_CH vectors a thread allow ([128][36]
  * of a and of b at 256 threads), twice. The shared memory of the streaming path, which is larger,
  * holds more stages. */
+#define ARK_MM_MMA_STAGE (128 * 40 * 2 + 128 * 40 * 2)
 #define ARK_MM_FFMA_STAGE (2 * 128 * (4 * ARK_MM_STG_CH * ARK_THREADS / 128 + 4) * 4)
-#define ARK_MM_MMA_SMEM (2 * (128 * 40 * 2 + 128 * 40 * 2) > 2 * ARK_MM_FFMA_STAGE ? 2 * (128 * 40 * 2 + 128 * 40 * 2) \
-											 : 2 * ARK_MM_FFMA_STAGE)
+#define ARK_MM_MMA_SMEM (2 * ARK_MAX_(ARK_MM_MMA_STAGE, ARK_MM_FFMA_STAGE))
 
 #define ARK_MM_SIMT_SLOTS 4096                             /* simt: elements per operand per step */
 #define ARK_MM_SIMT_U (ARK_MM_SIMT_SLOTS / ARK_THREADS)    /* simt: loads per thread per operand per step */
@@ -53,7 +55,7 @@
 /* two buffers of As [KS][R|1] and Bs [KS][C|1], KS * max(R, C) <= SLOTS */
 #define ARK_MM_SIMT_SMEM (2 * 2 * (ARK_MM_SIMT_SLOTS + ARK_MM_SIMT_KSMAX) * 4)
 
-#define ARK_MAX3_(a, b, c) ((a) > (b) ? ((a) > (c) ? (a) : (c)) : ((b) > (c) ? (b) : (c)))
+#define ARK_MAX3_(a, b, c) ARK_MAX_(a, ARK_MAX_(b, c))
 /* MATMUL and MATMUL_PARTIAL: the largest of the paths */
 #define ARK_SMEM_MATMUL ARK_MAX3_(ARK_MM_STREAM_SMEM, ARK_MM_MMA_SMEM, ARK_MM_SIMT_SMEM)
 #define ARK_SMEM_REDUCE 0

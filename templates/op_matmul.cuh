@@ -10,8 +10,9 @@
  *                         flight, no barrier in the loop), a's rows staged in shared memory, fp32 FMA.
  *  mma                    fp16/bf16, rows > ARK_MM_SMALL_M, any K, N, alignment: stages shaped to the
  *                         tile (up to 128 x 128), as many as shared memory holds (up to 8), warps
- *                         splitting k when the tile is small (operands with misaligned rows staged
- *                         through registers one stage ahead), ldmatrix + mma.sync.m16n8k16, fp32 sums.
+ *                         splitting k when the tile is small (rows not 16-byte aligned copied 4
+ *                         bytes at a time, or through registers where their length is odd),
+ *                         ldmatrix + mma.sync.m16n8k16, fp32 sums.
  *  ffma                   fp32 matmuls of more than ARK_MM_SMALL_M rows, every tile: the mma path's
  *                         stages and k loop, 8 x 8 sums a thread, 16-byte shared-memory reads, FMA.
  *  simt                   small tiles the streaming paths cannot take (odd N or K, misaligned): the
@@ -1192,6 +1193,36 @@ __device__ __noinline__ void ark_mm_ffma(const ark_mm g, int m0, int m1, int n0,
 	ark_mm_epilogue<float>(g, t, ldt, m0, m1, n0, n1, G, sl);
 }
 
+/* The tile of shared-memory stages of T (the tensor cores for 2-byte types, ark_mm_ffma for fp32),
+ * built for b's layout and for whether both operands' rows are 16-byte aligned (STG false: 16-byte
+ * cp.async only; the k loop checks the same per operand, ark_mm_kloop). */
+template <typename T, bool TB, bool STG>
+__device__ __forceinline__ void ark_mm_staged_t(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+{
+	if constexpr (sizeof(T) == 2)
+		ark_mm_mma<T, TB, STG>(g, m0, m1, n0, n1, k0, k1, smem);
+	else
+		ark_mm_ffma<TB, STG>(g, m0, m1, n0, n1, k0, k1, smem);
+}
+template <typename T>
+__device__ __forceinline__ void ark_mm_staged(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+{
+	constexpr int VE = ark_mm_vecs<T>::VE;
+	const bool al = ark_aligned16(g.a) && ark_aligned16(g.b) && k0 % VE == 0 && g.K % VE == 0 &&
+			(g.tb || (g.N % VE == 0 && n0 % VE == 0));
+	if (g.tb) {
+		if (al)
+			ark_mm_staged_t<T, true, false>(g, m0, m1, n0, n1, k0, k1, smem);
+		else
+			ark_mm_staged_t<T, true, true>(g, m0, m1, n0, n1, k0, k1, smem);
+	} else {
+		if (al)
+			ark_mm_staged_t<T, false, false>(g, m0, m1, n0, n1, k0, k1, smem);
+		else
+			ark_mm_staged_t<T, false, true>(g, m0, m1, n0, n1, k0, k1, smem);
+	}
+}
+
 /* ---- generic FMA path ---------------------------------------------------------------------------
  * tile (R, C) = (m1-m0, n1-n0) <= (128, 128) of out over k0:k1 in steps of KS (a power of two, 32 for a
  * full tile, up to ARK_MM_SIMT_KSMAX as the tile shrinks: every step loads at most ARK_MM_SIMT_SLOTS
@@ -1440,36 +1471,9 @@ __device__ void ark_mm_sub(const ark_mm &g, int m0, int m1, int n0, int n1, int 
 		if (threadIdx.x == 0)
 			printf("ark: a matmul tile of %d rows with a fused rmsnorm\n", rows);
 		__trap();
-	} else if constexpr (mma) {
-		const bool al = ark_aligned16(g.a) && ark_aligned16(g.b) && k0 % 8 == 0 && g.K % 8 == 0 &&
-				(g.tb || (g.N % 8 == 0 && n0 % 8 == 0));
-		if (g.tb) {
-			if (al)
-				ark_mm_mma<T, true, false>(g, m0, m1, n0, n1, k0, k1, smem);
-			else
-				ark_mm_mma<T, true, true>(g, m0, m1, n0, n1, k0, k1, smem);
-		} else {
-			if (al)
-				ark_mm_mma<T, false, false>(g, m0, m1, n0, n1, k0, k1, smem);
-			else
-				ark_mm_mma<T, false, true>(g, m0, m1, n0, n1, k0, k1, smem);
-		}
-		return;
-	} else if constexpr (sizeof(T) == 4) {
-		if (ffma) {
-			const bool al = ark_aligned16(g.a) && ark_aligned16(g.b) && k0 % 4 == 0 && g.K % 4 == 0 &&
-					(g.tb || (g.N % 4 == 0 && n0 % 4 == 0));
-			if (g.tb) {
-				if (al)
-					ark_mm_ffma<true, false>(g, m0, m1, n0, n1, k0, k1, smem);
-				else
-					ark_mm_ffma<true, true>(g, m0, m1, n0, n1, k0, k1, smem);
-			} else {
-				if (al)
-					ark_mm_ffma<false, false>(g, m0, m1, n0, n1, k0, k1, smem);
-				else
-					ark_mm_ffma<false, true>(g, m0, m1, n0, n1, k0, k1, smem);
-			}
+	} else if constexpr (mma || (sizeof(T) == 4 && ARK_TILES_FFMA)) {
+		if (mma || ffma) {
+			ark_mm_staged<T>(g, m0, m1, n0, n1, k0, k1, smem);
 			return;
 		}
 	}
