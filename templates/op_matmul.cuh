@@ -11,7 +11,8 @@
  *  mma                    fp16/bf16, rows > ARK_MM_SMALL_M, any K, N, alignment: stages shaped to the
  *                         tile (up to 128 x 128), as many as shared memory holds (up to 8), warps
  *                         splitting k when the tile is small (rows not 16-byte aligned copied 4
- *                         bytes at a time, or through registers where their length is odd),
+ *                         bytes at a time, and realigned in shared memory where their length is
+ *                         odd),
  *                         ldmatrix + mma.sync.m16n8k16, fp32 sums.
  *  ffma                   fp32 matmuls of more than ARK_MM_SMALL_M rows, every tile: the mma path's
  *                         stages and k loop, 8 x 8 sums a thread, 16-byte shared-memory reads, FMA.
@@ -642,8 +643,8 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 /* ---- tensor cores (fp16 / bf16) -----------------------------------------------------------------
  * ark_mm_mma below: a tile of up to (128, 128), warp tiles of up to (64, 32) = 4 x 4 mma m16n8k16,
  * stages shaped to the tile. STG == false: both operands' rows 16-byte aligned (K % 8 == 0, k0 % 8 == 0, and N % 8 == 0,
- * n0 % 8 == 0 if !TB), cp.async only. STG == true: any K, N, k0 and alignment, an operand whose rows are
- * not aligned comes through registers (see fetch below). */
+ * n0 % 8 == 0 if !TB), 16-byte cp.async only. STG == true: any K, N, k0 and alignment, an operand whose
+ * rows are not 16-byte aligned comes by 4-byte cp.async (see ark_mm_kloop below). */
 /* ldmatrix x4 (and transposed) at a shared-window address s, or at a generic pointer into shared memory */
 __device__ __forceinline__ void ark_ldsm_x4a(uint32_t *r, uint32_t s)
 {
@@ -731,58 +732,22 @@ __device__ __forceinline__ void ark_cp_wait_n(int n)
 	}
 }
 
-/* 8 elements of a 2-byte type from p, zero past the first n (n <= 0: none read), all loads issued
- * before any is used. All 8 there: four 4-byte loads where p is 4-byte aligned, else five from the
- * word holding p[-1] to the one holding p[8], each pair of elements put together by a byte permute
- * (p is then 2 bytes past a 4-byte boundary, so p[-1] lies in the arena, which starts aligned, and
- * p[8] shares its word, and sector, with p[7]). Fewer: 2-byte loads. */
-template <typename T> __device__ __forceinline__ uint4 ark_mm_ld8(const T *p, int n)
+/* 16 bytes and 4 bytes of shared memory at a shared address, and 16 bytes into it. */
+__device__ __forceinline__ uint4 ark_lds_u32x4(uint32_t a)
 {
-	static_assert(sizeof(T) == 2, "ark_mm_ld8 is for 2-byte types");
-	uint32_t w[4];
-	if (n >= 8 && ((uintptr_t)p & 3) == 0) {
-		const uint32_t *q = reinterpret_cast<const uint32_t *>(p);
-#pragma unroll
-		for (int j = 0; j < 4; j++)
-			w[j] = q[j];
-	} else if (n >= 8) {
-		const uint32_t *q = reinterpret_cast<const uint32_t *>(p - 1);
-		uint32_t v[5];
-#pragma unroll
-		for (int j = 0; j < 5; j++)
-			v[j] = q[j];
-#pragma unroll
-		for (int j = 0; j < 4; j++)
-			w[j] = __byte_perm(v[j], v[j + 1], 0x5432); /* p[2j] (v[j]'s high half), p[2j + 1] */
-	} else {
-		const uint16_t *q = reinterpret_cast<const uint16_t *>(p);
-		uint32_t h[8];
-#pragma unroll
-		for (int j = 0; j < 8; j++)
-			h[j] = j < n ? q[j] : 0u;
-#pragma unroll
-		for (int j = 0; j < 4; j++)
-			w[j] = h[2 * j] | h[2 * j + 1] << 16;
-	}
-	return make_uint4(w[0], w[1], w[2], w[3]);
+	uint4 v;
+	asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a) : "memory");
+	return v;
 }
-/* One 16-byte vector of T from p (16 / sizeof(T) elements), zero past the first n: 2-byte types as
- * ark_mm_ld8, fp32 as four 4-byte loads (one 16-byte load where p allows). */
-template <typename T> __device__ __forceinline__ uint4 ark_mm_ldv(const T *p, int n)
+__device__ __forceinline__ uint32_t ark_lds_u32(uint32_t a)
 {
-	if constexpr (sizeof(T) == 2) {
-		return ark_mm_ld8(p, n);
-	} else {
-		static_assert(sizeof(T) == 4, "ark_mm_ldv: 2- or 4-byte types");
-		if (n >= 4 && ((uintptr_t)p & 15) == 0)
-			return *reinterpret_cast<const uint4 *>(p);
-		const uint32_t *q = reinterpret_cast<const uint32_t *>(p);
-		uint32_t w[4];
-#pragma unroll
-		for (int j = 0; j < 4; j++)
-			w[j] = j < n ? q[j] : 0u;
-		return make_uint4(w[0], w[1], w[2], w[3]);
-	}
+	uint32_t v;
+	asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(a) : "memory");
+	return v;
+}
+__device__ __forceinline__ void ark_sts_u32x4(uint32_t a, const uint4 &v)
+{
+	asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
 
 /* The 16-byte vectors (VE = 16 / sizeof(T) elements) one thread moves into each stage of one operand:
@@ -790,18 +755,25 @@ template <typename T> __device__ __forceinline__ uint4 ark_mm_ldv(const T *p, in
  * ceil(vectors / threads)), worked out once per tile so that the k loop only steps a pointer. A vector
  * lies along k (a, and b if TB: rows of the tile, k-runs of VE) or along n (b if !TB: rows of k,
  * n-runs of VE).
- *   p    its first element at the current stage (advanced by the stage's elements after each); a
- *        vector outside the tile points at one inside it (valid memory; nothing is read from it);
+ *   p    its first element at the current stage (advanced by the stage's elements after each, a
+ *        multiple of 16 bytes); a vector of a row outside the tile points at one inside it (valid
+ *        memory; nothing is read from it); elsewhere it may point past the operand, with nothing
+ *        read from there either;
  *   s    its byte offset in the operand's stage (-1: v is past the stage);
  *   nb   the bytes it takes from p while the stage lies inside k0:k1 (16, or 0 outside the tile, or
  *        the columns left at the tile's right edge);
- *   rem  the elements of k from its first one at the first stage to k1.
+ *   rem  the elements of k from its first one at the first stage to k1;
+ *   cl   along n, the columns from its first one to the tile's right edge (negative past it);
+ *   x    (rows not 16-byte aligned, copy_raw) the byte offset from the stage of the 16 bytes after
+ *        the vector's where this thread copies them: the row's padding where the vector is the last
+ *        of its row, a slot of its warp's where the last of its warp; else -1 (the next lane's
+ *        vector is the next of the row).
  * At the last stage, which may reach past k1, kd elements of k past the first: along k
  * min(nb / ES, rem - kd) elements (>= 0), along n rem - kd > 0 ? nb / ES : 0. */
 template <typename T> struct ark_mm_vecs {
 	static constexpr int ES = sizeof(T), VE = 16 / ES;
 	const T *p[ARK_MM_STG_CH];
-	int s[ARK_MM_STG_CH], nb[ARK_MM_STG_CH], rem[ARK_MM_STG_CH];
+	int s[ARK_MM_STG_CH], nb[ARK_MM_STG_CH], rem[ARK_MM_STG_CH], cl[ARK_MM_STG_CH], x[ARK_MM_STG_CH];
 	int used;
 	/* the bytes vector c takes at the stage kd elements of k past the first */
 	__device__ __forceinline__ int bytes_at(int c, int kd, bool along_k) const
@@ -845,22 +817,75 @@ template <typename T> struct ark_mm_vecs {
 			}
 		step(elems);
 	}
-	/* the same stage into registers instead (2-byte operands whose rows are not 16-byte aligned), and
-	 * from there into the stage at sdst */
-	__device__ __forceinline__ void fetch(uint4 (&q)[ARK_MM_STG_CH], int kd, bool along_k, int64_t elems)
+	/* The same stage for 2-byte operands whose rows are not 4-byte aligned (odd lengths): each vector's 16-byte aligned
+	 * chunk of memory (the one holding its first element, o = p & 15 bytes into it) into the
+	 * vector's own 16 bytes of the stage, by 16-byte cp.async as aligned rows, and where o > 0 and
+	 * this thread is the last of its run, the chunk after it to x; realign() shifts them into
+	 * place once they have landed. A chunk takes the bytes up to the row's last element at the
+	 * stage (zeros after): those before the vector's, the tail of the vector before, feed that one. */
+	__device__ __forceinline__ int run(int c, int kd, bool along_k) const /* elements left from p */
+	{
+		return along_k ? (nb[c] ? rem[c] - kd : -VE) : (rem[c] - kd > 0 ? cl[c] : -VE);
+	}
+	__device__ __forceinline__ void copy_raw(uint32_t sdst, int kd, bool along_k, int64_t elems)
 	{
 #pragma unroll
 		for (int c = 0; c < ARK_MM_STG_CH; c++)
-			if (c < used && s[c] >= 0)
-				q[c] = ark_mm_ldv(p[c], bytes_at(c, kd, along_k) / ES);
+			if (c < used && s[c] >= 0) {
+				const int o = (int)((uintptr_t)p[c] & 15), r = run(c, kd, along_k);
+				const char *ch = reinterpret_cast<const char *>(p[c]) - o;
+				const int b0 = min(16, max(0, o + ES * r));
+				ark_cp_async16s(sdst + s[c], b0 ? ch : ch + o, b0);
+				if (o && x[c] >= 0) {
+					const int b1 = min(16, max(0, o - 16 + ES * r));
+					ark_cp_async16s(sdst + x[c], b1 ? ch + 16 : ch + o, b1);
+				}
+			}
 		step(elems);
 	}
-	__device__ __forceinline__ void put(char *sdst, const uint4 (&q)[ARK_MM_STG_CH]) const
+	/* the vectors copy_raw brought into the stage at sdst, once this thread's copies have landed:
+	 * each (o > 0) the 16 bytes from o of its chunk and the next (from x, or the next lane's
+	 * chunk). Every thread reads and writes only its own bytes. All threads of a warp (shuffles). */
+	__device__ __forceinline__ void realign(uint32_t sdst) const
 	{
+		/* all loads first, then the shuffles, then the shifts: independent chains in flight */
+		uint4 w[ARK_MM_STG_CH], u[ARK_MM_STG_CH];
+#pragma unroll
+		for (int c = 0; c < ARK_MM_STG_CH; c++) {
+			w[c] = make_uint4(0u, 0u, 0u, 0u);
+			if (c < used && s[c] >= 0)
+				w[c] = ark_lds_u32x4(sdst + s[c]);
+		}
 #pragma unroll
 		for (int c = 0; c < ARK_MM_STG_CH; c++)
-			if (c < used && s[c] >= 0)
-				ark_st16(sdst + s[c], q[c]);
+			if (c < used) {
+				u[c].x = __shfl_down_sync(0xffffffffu, w[c].x, 1);
+				u[c].y = __shfl_down_sync(0xffffffffu, w[c].y, 1);
+				u[c].z = __shfl_down_sync(0xffffffffu, w[c].z, 1);
+				u[c].w = __shfl_down_sync(0xffffffffu, w[c].w, 1);
+				if (s[c] >= 0 && x[c] >= 0 && ((uintptr_t)p[c] & 15))
+					u[c] = ark_lds_u32x4(sdst + x[c]);
+			}
+#pragma unroll
+		for (int c = 0; c < ARK_MM_STG_CH; c++) {
+			const int o = (int)((uintptr_t)p[c] & 15);
+			if (c < used && s[c] >= 0 && o) {
+				/* words q.. of the 8, then bytes o & 3 into each: a shift by o bytes */
+				const int q = o >> 2;
+				const uint32_t sel = 0x3210u + 0x1111u * (uint32_t)(o & 3);
+				uint32_t y[6], t[5];
+#pragma unroll
+				for (int j = 0; j < 6; j++) {
+					const uint32_t lo = j < 4 ? (&w[c].x)[j] : (&u[c].x)[j - 4], hi = j + 2 < 4 ? (&w[c].x)[j + 2] : (&u[c].x)[j - 2];
+					y[j] = q & 2 ? hi : lo;
+				}
+#pragma unroll
+				for (int j = 0; j < 5; j++)
+					t[j] = q & 1 ? y[j + 1] : y[j];
+				ark_sts_u32x4(sdst + s[c], make_uint4(__byte_perm(t[0], t[1], sel), __byte_perm(t[1], t[2], sel),
+								      __byte_perm(t[2], t[3], sel), __byte_perm(t[3], t[4], sel)));
+			}
+		}
 	}
 	__device__ __forceinline__ void step(int64_t elems)
 	{
@@ -870,9 +895,9 @@ template <typename T> struct ark_mm_vecs {
 				p[c] += elems;
 	}
 };
-/* Vectors along k of a [rows][ld] stage (kvn = bk / VE vectors a row, a power of two: 4 to 32) from
- * base (the tile's first row at its first k), rows gstride elements apart, rin of them inside the
- * tile, kn elements of k in all. */
+/* Vectors along k of a [rows][ld] stage (kvn = bk / VE vectors a row, a power of two: 4 to 32, so a
+ * row's vectors lie in consecutive lanes of one warp; ld >= bk + VE) from base (the tile's first row
+ * at its first k), rows gstride elements apart, rin of them inside the tile, kn elements of k in all. */
 template <typename T>
 __device__ __forceinline__ void ark_mm_vecs_k(ark_mm_vecs<T> &q, const T *base, int rows, int kvn, int ld, int64_t gstride,
 					      int rin, int kn)
@@ -888,34 +913,44 @@ __device__ __forceinline__ void ark_mm_vecs_k(ark_mm_vecs<T> &q, const T *base, 
 		q.s[c] = r < rows ? (int)sizeof(T) * (r * ld + kv) : -1;
 		q.nb[c] = r < rin ? 16 : 0;
 		q.rem[c] = kn - kv;
+		q.cl[c] = 0;
+		q.x[c] = kv + VE == kvn * VE ? q.s[c] + 16 : -1;
 	}
 }
-/* Vectors along n of a [bk][ld] stage of cvn = cp / VE vectors a row (any count), from base (the
- * tile's first column at its first k), rows of k gstride elements apart, cin columns inside the
- * tile, kn elements of k in all. */
+/* Vectors along n of a [bk][ld] stage of cvn = cp / VE vectors a row (any count up to 32, so that a
+ * row crosses at most one warp boundary; ld >= cp + VE), from base (the tile's first column at its
+ * first k), rows of k gstride elements apart, cin columns inside the tile, kn elements of k in all;
+ * xw: the byte offset from the stage of 16 bytes for each warp and vector (copy_raw). */
 template <typename T>
 __device__ __forceinline__ void ark_mm_vecs_n(ark_mm_vecs<T> &q, const T *base, int bk, int cvn, int ld, int64_t gstride,
-					      int cin, int kn)
+					      int cin, int kn, int xw)
 {
 	constexpr int VE = ark_mm_vecs<T>::VE;
 	q.used = (bk * cvn + ARK_THREADS - 1) / ARK_THREADS;
 #pragma unroll
 	for (int c = 0; c < ARK_MM_STG_CH; c++) {
 		const int v = threadIdx.x + c * ARK_THREADS, r = v / cvn, nv = (v - r * cvn) * VE;
-		q.p[c] = base + r * gstride + (nv < cin ? nv : 0);
+		q.p[c] = base + r * gstride + nv;
 		q.s[c] = r < bk ? (int)sizeof(T) * (r * ld + nv) : -1;
 		q.nb[c] = (int)sizeof(T) * max(0, min(VE, cin - nv));
 		q.rem[c] = kn - r;
+		q.cl[c] = cin - nv;
+		const int warp = (int)(threadIdx.x >> 5), last = (int)(threadIdx.x & 31) == 31;
+		q.x[c] = nv + VE == cvn * VE ? q.s[c] + 16 : last ? xw + 16 * (warp * ARK_MM_STG_CH + c) : -1;
 	}
 }
 
 /* The k loop of the tiles that stage both operands in shared memory (ark_mm_mma, ark_mm_ffma): a
  * ring of stages, each bk deep, of a [rp][lda] (a_stage bytes) then b [cp][lda] (TB) or [bk][ldb],
- * stage bytes in all, as many as ARK_SMEM_MATMUL holds (at most ARK_MM_MAX_STAGES), st - 1 of them in
- * flight. Operands whose rows are 16-byte aligned come by 16-byte cp.async; others (STG) whose rows
- * are 4-byte aligned (fp32 always, 2-byte types of even lengths) by 4-byte cp.async, so the ring
- * stays whole (fp32 tiles staged through registers took up to 3x the simt tile's time: bench/NOTES.md);
- * the rest (2-byte rows of odd length) are staged through registers one stage ahead. Rows and columns past the tile, and k past k1, are zero in the stages.
+ * stage bytes in all (and where b's rows along n have odd lengths, 16 bytes for each warp and
+ * vector after them), as many as ARK_SMEM_MATMUL holds (at most ARK_MM_MAX_STAGES), st - 1 of them
+ * in flight; a stage's rows end in at least 16 bytes of padding. Every operand comes by cp.async into
+ * the ring: 16 bytes a copy where its rows are 16-byte aligned; otherwise (STG) 4 bytes a copy where
+ * they are 4-byte aligned (fp32 always, 2-byte types of even lengths), and for 2-byte rows of odd
+ * length the 16-byte aligned chunks that hold them, each shifted into place by the thread that
+ * copied it once its copies have landed (ark_mm_vecs::copy_raw, realign; loading them through
+ * registers took 1.3x as long, and the same chunks and shifts for even rows 1.35x the 4-byte
+ * copies': bench/NOTES.md). Rows and columns past the tile, and k past k1, are zero in the stages.
  * compute(so) runs once per stage, so the byte offset of the stage it may read (between barriers);
  * on return every copy has landed and the stages are free. All threads. */
 template <typename T, bool TB, bool STG, typename F>
@@ -925,7 +960,17 @@ __device__ __forceinline__ void ark_mm_kloop(const ark_mm &g, int m0, int m1, in
 	constexpr int VE = ark_mm_vecs<T>::VE;
 	const T *a = reinterpret_cast<const T *>(g.a);
 	const T *b = reinterpret_cast<const T *>(g.b);
-	const int st = ARK_SMEM_MATMUL / stage > ARK_MM_MAX_STAGES ? ARK_MM_MAX_STAGES : ARK_SMEM_MATMUL / stage;
+	const bool avec = !STG || (ark_aligned16(g.a) && g.K % VE == 0 && k0 % VE == 0);
+	const bool bvec = !STG || (ark_aligned16(g.b) && (TB ? g.K % VE == 0 && k0 % VE == 0 : g.N % VE == 0 && n0 % VE == 0));
+	/* rows not 16-byte aligned but 4-byte aligned: 4-byte copies (fp32 always; 2-byte types with even
+	 * lengths and starts); the others (odd 2-byte rows) as aligned chunks, realigned */
+	constexpr int W = 4 / sizeof(T); /* elements a 4-byte word */
+	const bool aw = !avec && ((uintptr_t)g.a & 3) == 0 && g.K % W == 0 && k0 % W == 0;
+	const bool bw = !bvec && ((uintptr_t)g.b & 3) == 0 && (TB ? g.K % W == 0 && k0 % W == 0 : g.N % W == 0 && n0 % W == 0);
+	const bool araw = !avec && !aw, braw = !bvec && !bw;
+	/* the ring's stride: a stage, and the warps' slots of b's raw rows along n */
+	const int sstep = stage + (!TB && braw ? ARK_THREADS / 32 * ARK_MM_STG_CH * 16 : 0);
+	const int st = ARK_SMEM_MATMUL / sstep > ARK_MM_MAX_STAGES ? ARK_MM_MAX_STAGES : ARK_SMEM_MATMUL / sstep;
 	const int ktiles = (k1 - k0 + bk - 1) / bk;
 	const int64_t K = g.K, N = g.N;
 
@@ -937,56 +982,29 @@ __device__ __forceinline__ void ark_mm_kloop(const ark_mm &g, int m0, int m1, in
 		ark_mm_vecs_k(vb, b + (size_t)n0 * K + k0, cp, bk / VE, lda, K, n1 - n0, k1 - k0);
 		b_kstep = bk;
 	} else {
-		ark_mm_vecs_n(vb, b + (size_t)k0 * N + n0, bk, cp / VE, ldb, N, n1 - n0, k1 - k0);
+		ark_mm_vecs_n(vb, b + (size_t)k0 * N + n0, bk, cp / VE, ldb, N, n1 - n0, k1 - k0, stage - a_stage);
 		b_kstep = (int64_t)bk * N;
 	}
-	const bool avec = !STG || (ark_aligned16(g.a) && g.K % VE == 0 && k0 % VE == 0);
-	const bool bvec = !STG || (ark_aligned16(g.b) && (TB ? g.K % VE == 0 && k0 % VE == 0 : g.N % VE == 0 && n0 % VE == 0));
-	/* rows not 16-byte aligned but 4-byte aligned: 4-byte copies (fp32 always; 2-byte types with even
-	 * lengths and starts); the others (odd 2-byte rows) through registers */
-	constexpr int W = 4 / sizeof(T); /* elements a 4-byte word */
-	const bool aw = !avec && ((uintptr_t)g.a & 3) == 0 && g.K % W == 0 && k0 % W == 0;
-	const bool bw = !bvec && ((uintptr_t)g.b & 3) == 0 && (TB ? g.K % W == 0 && k0 % W == 0 : g.N % W == 0 && n0 % W == 0);
 	const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem);
 
-	/* stage s <- k-tile kt of the cp.async operands (16 or 4 bytes a copy); their vectors step to the
-	 * next */
+	/* stage s <- k-tile kt of both operands; their vectors step to the next */
 	auto load = [&](int s, int kt) {
-		const uint32_t sa = sbase + s * stage;
+		const uint32_t sa = sbase + s * sstep;
 		const bool inside = (kt + 1) * bk <= k1 - k0;
 		if (avec)
 			va.copy(sa, kt * bk, inside, true, bk);
 		else if (aw)
 			va.copy4(sa, kt * bk, true, bk);
+		else
+			va.copy_raw(sa, kt * bk, true, bk);
 		if (bvec)
 			vb.copy(sa + a_stage, kt * bk, inside, TB, b_kstep);
 		else if (bw)
 			vb.copy4(sa + a_stage, kt * bk, TB, b_kstep);
+		else
+			vb.copy_raw(sa + a_stage, kt * bk, TB, b_kstep);
 	};
-	/* Staged operands: k-tile kt fetched into registers (one stage ahead of the compute), stored
-	 * after it; their vectors step likewise. */
-	uint4 qa[ARK_MM_STG_CH], qb[ARK_MM_STG_CH];
-	const bool areg = !avec && !aw, breg = !bvec && !bw;
-	auto fetch = [&](int kt) {
-		if (areg)
-			va.fetch(qa, kt * bk, true, bk);
-		if (breg)
-			vb.fetch(qb, kt * bk, TB, b_kstep);
-	};
-	auto put = [&](int s) {
-		char *sa = smem + s * stage;
-		if (areg)
-			va.put(sa, qa);
-		if (breg)
-			vb.put(sa + a_stage, qb);
-	};
-	const bool staged = STG && (areg || breg);
 
-	if (staged) { /* tile 0 of the staged operands, in order with the first barrier below */
-		__syncthreads(); /* smem free of the previous tile */
-		fetch(0);
-		put(0);
-	}
 	for (int s = 0; s < st - 1; s++) {
 		if (s < ktiles)
 			load(s, s);
@@ -994,17 +1012,16 @@ __device__ __forceinline__ void ark_mm_kloop(const ark_mm &g, int m0, int m1, in
 	}
 	int cur = 0, nxt = st - 1; /* stages of k-tiles kt and kt + st - 1 */
 	for (int kt = 0; kt < ktiles; kt++) {
-		ark_cp_wait_n(st - 2);
+		ark_cp_wait_n(st - 2); /* this thread's copies of stage kt landed */
+		if (araw)
+			va.realign(sbase + cur * sstep);
+		if (braw)
+			vb.realign(sbase + cur * sstep + a_stage);
 		__syncthreads(); /* stage kt landed for all; stage kt - 1 free */
 		if (kt + st - 1 < ktiles)
 			load(nxt, kt + st - 1);
 		ark_cp_commit();
-		const bool pre = staged && kt + 1 < ktiles;
-		if (pre)
-			fetch(kt + 1); /* in flight during this tile's compute */
-		compute((uint32_t)(cur * stage));
-		if (pre)
-			put(cur + 1 == st ? 0 : cur + 1); /* last read at tile kt + 1 - st, before this barrier */
+		compute((uint32_t)(cur * sstep));
 		cur = cur + 1 == st ? 0 : cur + 1;
 		nxt = nxt + 1 == st ? 0 : nxt + 1;
 	}
