@@ -139,6 +139,7 @@ template <typename T>
 __device__ __noinline__ void ark_decode_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
 {
 	constexpr int RM = ARK_DEC_ROWS, BK = ARK_DEC_BK;
+	constexpr int DU = 4, PU = 8; /* keys in flight a warp (scores) and a thread (P.V) */
 	const ark_dec d = ark_dec_geom(p, t, e);
 	T *out = reinterpret_cast<T *>(e.arena + p.out);
 	if (d.bad) {
@@ -177,29 +178,48 @@ __device__ __noinline__ void ark_decode_tile(const ark_opp &p, const ark_task &t
 	__syncthreads();
 	for (int64_t kb = k0; kb < kend; kb += BK) {
 		const int nb = (int)min((int64_t)BK, kend - kb);
-		/* scores: every lane of a warp runs the same steps (the shuffles need all 32) */
-		for (int j0 = warp * KPW; j0 < nb; j0 += ARK_WARPS * KPW) {
-			const int j = j0 + lane / LK;
-			const bool on = j < nb && c8 < ch;
-			float kf[8];
-			if (on)
-				ark_dec_load8<T>(kc + (kb + j) * d.Ekv + c8 * 8, kf);
+		/* scores: every lane of a warp runs the same steps (the shuffles need all 32); DU keys of
+		 * the warp at a time, all loaded before any is used and their dot products reduced side by
+		 * side, so that DU loads and DU shuffle chains are in flight instead of one */
+		for (int j0 = warp * KPW; j0 < nb; j0 += DU * ARK_WARPS * KPW) {
+			float kf[DU][8];
+			bool on[DU];
+#pragma unroll
+			for (int u = 0; u < DU; u++) {
+				const int j = j0 + u * ARK_WARPS * KPW + lane / LK;
+				on[u] = j < nb && c8 < ch;
+				if (on[u])
+					ark_dec_load8<T>(kc + (kb + j) * d.Ekv + c8 * 8, kf[u]);
+			}
 #pragma unroll
 			for (int r = 0; r < RM; r++) {
-				if (r >= R)
-					break;
-				float s = 0.0f;
-				if (on) {
+				if (r < R) {
 					const float *qr = qs + r * Dh + c8 * 8;
+					float qv[8];
 #pragma unroll
 					for (int i = 0; i < 8; i++)
-						s = fmaf(qr[i], kf[i], s);
+						qv[i] = c8 < ch ? qr[i] : 0.0f;
+					float sv[DU];
+#pragma unroll
+					for (int u = 0; u < DU; u++) {
+						sv[u] = 0.0f;
+						if (on[u])
+#pragma unroll
+							for (int i = 0; i < 8; i++)
+								sv[u] = fmaf(qv[i], kf[u][i], sv[u]);
+					}
+					for (int o = LK / 2; o > 0; o >>= 1)
+#pragma unroll
+						for (int u = 0; u < DU; u++)
+							sv[u] += __shfl_xor_sync(0xffffffffu, sv[u], o);
+					const int64_t last = (int64_t)d.pos + d.t0 + r / d.nh; /* the row's last key */
+#pragma unroll
+					for (int u = 0; u < DU; u++) {
+						const int j = j0 + u * ARK_WARPS * KPW + lane / LK;
+						if (c8 == 0 && j < nb)
+							sc[r * BK + j] = kb + j <= last ? sv[u] : -INFINITY;
+					}
 				}
-				for (int o = LK / 2; o > 0; o >>= 1)
-					s += __shfl_xor_sync(0xffffffffu, s, o);
-				const int64_t last = (int64_t)d.pos + d.t0 + r / d.nh; /* the row's last key */
-				if (c8 == 0 && j < nb)
-					sc[r * BK + j] = kb + j <= last ? s : -INFINITY;
 			}
 		}
 		__syncthreads();
@@ -230,12 +250,23 @@ __device__ __noinline__ void ark_decode_tile(const ark_opp &p, const ark_task &t
 			for (int r = 0; r < RM; r++)
 				if (r < R)
 					acc[r] *= ra[r];
-			for (int j = kg; j < nb; j += KG) {
-				const float v = ark_to_f(vc[(kb + j) * d.Ekv + dc]);
+			/* PU keys at a time, their values loaded before any is used */
+			for (int j0 = kg; j0 < nb; j0 += PU * KG) {
+				float v[PU];
 #pragma unroll
-				for (int r = 0; r < RM; r++)
-					if (r < R)
-						acc[r] = fmaf(sc[r * BK + j], v, acc[r]);
+				for (int u = 0; u < PU; u++) {
+					const int j = j0 + u * KG;
+					v[u] = j < nb ? ark_to_f(vc[(kb + j) * d.Ekv + dc]) : 0.0f;
+				}
+#pragma unroll
+				for (int u = 0; u < PU; u++) {
+					const int j = j0 + u * KG;
+					if (j < nb)
+#pragma unroll
+						for (int r = 0; r < RM; r++)
+							if (r < R)
+								acc[r] = fmaf(sc[r * BK + j], v[u], acc[r]);
+				}
 			}
 		}
 		__syncthreads();
