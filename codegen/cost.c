@@ -64,8 +64,8 @@ static int query_of(const struct tiling *s, const struct vcta *v, struct calib_q
 			q->m = CALIB_SMALL_M + 1;
 		/* an mma tile whose rows are 4-byte aligned without being 16-byte aligned (even K, and N
 		 * with b [K, N]) copies them 4 bytes at a time into the same ring of stages (ark_mm_kloop):
-		 * priced as the aligned tile; the table's odd points are rows of odd length, which go
-		 * through registers */
+		 * priced as the aligned tile; the table's odd points are rows of odd length, which come
+		 * as aligned chunks realigned in shared memory */
 		if ((q->layout == CALIB_L_KN_ODD || q->layout == CALIB_L_NK_ODD) && tile_matmul_mma(s, v) &&
 		    s->cols[o->in[0]] % 2 == 0 && (o->transpose_b || s->cols[out] % 2 == 0))
 			q->layout = q->layout == CALIB_L_KN_ODD ? CALIB_L_KN : CALIB_L_NK;
