@@ -62,13 +62,6 @@ static int query_of(const struct tiling *s, const struct vcta *v, struct calib_q
 		 * ark_mm_sub) is priced as the smallest tile there, not as a streaming one */
 		if (q->m <= CALIB_SMALL_M && (tile_matmul_mma(s, v) || tile_matmul_ffma(s, v)))
 			q->m = CALIB_SMALL_M + 1;
-		/* an mma tile whose rows are 4-byte aligned without being 16-byte aligned (even K, and N
-		 * with b [K, N]) copies them 4 bytes at a time into the same ring of stages (ark_mm_kloop):
-		 * priced as the aligned tile; the table's odd points are rows of odd length, which come
-		 * as aligned chunks realigned in shared memory */
-		if ((q->layout == CALIB_L_KN_ODD || q->layout == CALIB_L_NK_ODD) && tile_matmul_mma(s, v) &&
-		    s->cols[o->in[0]] % 2 == 0 && (o->transpose_b || s->cols[out] % 2 == 0))
-			q->layout = q->layout == CALIB_L_KN_ODD ? CALIB_L_KN : CALIB_L_NK;
 		break;
 	case ARK_T_REDUCE:
 		q->k = pl->splits;
@@ -91,6 +84,30 @@ static int query_of(const struct tiling *s, const struct vcta *v, struct calib_q
 		break;
 	}
 	return q->m > 0 && q->n > 0 && q->k > 0 ? 0 : -1;
+}
+
+/* The table's times of q for vCTA v (calib_lookup). An mma tile whose rows are 4-byte aligned without
+ * being 16-byte aligned (even K, and even N with b [K, N]) copies them 4 bytes at a time into its
+ * stages (templates/op_matmul.cuh, ark_mm_kloop): slower than aligned rows, faster than rows of odd
+ * length (the table's odd points, which come as 16-byte chunks realigned in shared memory), so it is
+ * priced as the geometric mean of the two (mm_probe, [128, 1002] . [768, 1002]^T and
+ * [128, 768] . [768, 1002]: the measured times within 6% of that mean, against 1.24-1.49x the
+ * aligned tile's and 0.74-0.87x the odd one's). */
+static int lookup(const struct tiling *s, const struct vcta *v, const struct calib_table *t,
+		  const struct calib_query *q, double us[2])
+{
+	if (calib_lookup(t, q, us) < 0)
+		return -1;
+	const struct op *o = &s->g->ops[v->op];
+	if ((q->layout != CALIB_L_KN_ODD && q->layout != CALIB_L_NK_ODD) || !tile_matmul_mma(s, v) ||
+	    s->cols[o->in[0]] % 2 != 0 || (!o->transpose_b && s->cols[s->per_op[v->op].out_tensor] % 2 != 0))
+		return 0;
+	struct calib_query a = *q;
+	double ua[2];
+	a.layout = q->layout == CALIB_L_KN_ODD ? CALIB_L_KN : CALIB_L_NK;
+	if (calib_lookup(t, &a, ua) == 0)
+		us[CALIB_ALONE] = sqrt(us[CALIB_ALONE] * ua[CALIB_ALONE]), us[CALIB_BUSY] = sqrt(us[CALIB_BUSY] * ua[CALIB_BUSY]);
+	return 0;
 }
 
 /* A matmul tile whose b is block-quantized (q4_1, q8_0): the table has no points for those dtypes
@@ -134,7 +151,7 @@ void cost_calibrate(struct tiling *s, const struct calib_table *t, const struct 
 		struct calib_query q;
 		double us[2];
 		double qs = 1;
-		if (query_of(s, &s->v[i], &q) < 0 || (qs = quant_scale(s, &s->v[i], &q), calib_lookup(t, &q, us) < 0)) {
+		if (query_of(s, &s->v[i], &q) < 0 || (qs = quant_scale(s, &s->v[i], &q), lookup(s, &s->v[i], t, &q, us) < 0)) {
 			if (calib_tmpl_name(s->v[i].tmpl) && s->v[i].opp < s->g->n_ops)
 				s->calib_missing |= 1u << s->v[i].tmpl;
 			continue;
@@ -156,7 +173,7 @@ double cost_vcta_us(const struct tiling *s, const struct vcta *v, const struct c
 	if (query_of(s, v, &q) < 0)
 		return gpu->task_us;
 	const double qs = quant_scale(s, v, &q);
-	if (!t || calib_lookup(t, &q, us) < 0)
+	if (!t || lookup(s, v, t, &q, us) < 0)
 		calib_analytic(gpu, &q, us);
 	us[CALIB_ALONE] *= qs, us[CALIB_BUSY] *= qs;
 	double sms = t && t->sms > 0 ? t->sms : gpu->sms;

@@ -526,15 +526,17 @@ static double mma_tile_us(int64_t K)
 	return us;
 }
 /* Rows of an even length that is not a multiple of 8 reach the mma tile's stages by 4-byte cp.async
- * (ark_mm_kloop), priced as aligned rows; rows of odd length go through registers, priced as the
- * table's odd points. */
+ * (ark_mm_kloop), priced between aligned rows and rows of odd length (which come as 16-byte chunks
+ * realigned in shared memory, the table's odd points): the geometric mean of the two. */
 static void test_matmul_mma_layouts(void **state)
 {
 	(void)state;
-	const double al = mma_tile_us(1008), even = mma_tile_us(1000), odd = mma_tile_us(1001);
-	print_message("# bf16 64 x 64 x 1024 tile, K = 1008 / 1000 / 1001: %.2f / %.2f / %.2f us\n", al, even, odd);
-	assert_true(even < al * 1.2 && al < even * 1.2); /* the same table points; the layer's bytes differ */
-	assert_true(odd > even * 2);
+	const double al = mma_tile_us(1008), even = mma_tile_us(1002), odd = mma_tile_us(1001);
+	print_message("# bf16 64 x 64 x 1024 tile, K = 1008 / 1002 / 1001: %.2f / %.2f / %.2f us\n", al, even, odd);
+	assert_true(odd > al * 1.2); /* the table's odd points cost more than its aligned ones */
+	assert_true(even > al * 1.05 && even < odd / 1.05);
+	/* the layer's bytes differ between the three K, so the mean holds to a few percent */
+	assert_true(fabs(even * even / (al * odd) - 1) < 0.1);
 }
 
 /* A quantized matmul of more than ARK_MM_SMALL_M rows (a's leading dimensions folded) becomes a
