@@ -181,7 +181,10 @@ int tile_matmul_mma(const struct tiling *s, const struct vcta *v)
 	const int a = o->in[0];
 	if (esize(s, a) != 2 || ark_dtype_quantized(g->tensors[o->in[1]].dtype) || s->per_op[v->op].pre_op >= 0)
 		return 0;
-	return v->m1 - v->m0 > ARK_MM_SMALL_M || !ARK_MM_STREAMS16(s->rows[a], o->transpose_b);
+	/* few rows stream b, unless its rows (or a's, with b [N, K]) are not whole 16-byte vectors: the
+	 * streaming tiles need them, the tensor cores' stages do not (templates/op_matmul.cuh, ark_mm_sub) */
+	const int64_t run = o->transpose_b ? s->cols[a] : s->cols[s->per_op[v->op].out_tensor];
+	return v->m1 - v->m0 > ARK_MM_SMALL_M || !ARK_MM_STREAMS16(s->rows[a], o->transpose_b) || run % 8 != 0;
 }
 
 int tile_matmul_ffma(const struct tiling *s, const struct vcta *v)

@@ -195,7 +195,8 @@ void tile_reduce_view(const struct graph *g, const struct op *o, int64_t v[4]);
 /* tile.c: whether matmul vCTA v (MATMUL or MATMUL_PARTIAL) runs on the tensor cores, as
  * templates/op_matmul.cuh's ark_mm_sub decides: a of 2 bytes, b not quantized, no fused norm, and
  * more rows in v than the streaming path takes (ARK_MM_SMALL_M), or more rows in its matmul than
- * 16-bit streaming takes (ARK_MM_STREAMS16, abi/ark_smem.h). */
+ * 16-bit streaming takes (ARK_MM_STREAMS16, abi/ark_smem.h), or rows the streaming tiles cannot take
+ * (K with b [N, K], N with b [K, N], not a multiple of 8). */
 int tile_matmul_mma(const struct tiling *s, const struct vcta *v);
 
 /* tile.c: whether matmul vCTA v runs on the fp32 FMA tile of shared-memory stages (ark_mm_ffma): a in

@@ -1471,6 +1471,14 @@ __device__ void ark_mm_sub(const ark_mm &g, int m0, int m1, int n0, int n1, int 
 				printf("ark: a matmul tile with a fused rmsnorm off the streaming paths\n");
 			__trap();
 		}
+		/* 16-bit rows that cannot stream (odd or unaligned lengths) go to the tensor cores, whose
+		 * stages take any alignment (tile_matmul_mma in codegen/tile.c says the same) */
+		if constexpr (mma) {
+			if (!ok && !g.pre) {
+				ark_mm_staged<T>(g, m0, m1, n0, n1, k0, k1, smem);
+				return;
+			}
+		}
 		if (ok) {
 			if (rows <= 1)
 				ark_mm_stream<T, 1>(g, m0, m1, n0, n1, k0, k1, smem);
