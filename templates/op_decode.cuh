@@ -135,22 +135,18 @@ template <typename T> __device__ __forceinline__ void ark_dec_zero(const ark_dec
 	}
 }
 
-template <typename T>
-__device__ __noinline__ void ark_decode_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+/* The tile for RC >= R query rows, a power of 2: every loop over rows runs RC of them, unrolled
+ * without a test per row, so that their shared-memory loads and FMAs overlap (a test per row of 16
+ * left each row's loads exposed: 45 us a 128-key block of 16 rows, bench/NOTES.md); rows R..RC-1 have
+ * zero queries, and their sums are dropped. */
+template <typename T, int RC>
+__device__ __noinline__ void ark_decode_rows(const ark_opp &p, const ark_task &t, const ark_tile_env &e, const ark_dec &d,
+					     int64_t k0, int64_t kend)
 {
 	constexpr int RM = ARK_DEC_ROWS, BK = ARK_DEC_BK;
 	constexpr int DU = 4, PU = 8; /* keys in flight a warp (scores) and a thread (P.V) */
-	const ark_dec d = ark_dec_geom(p, t, e);
+	static_assert(RC <= RM, "ark_decode_rows: at most ARK_DEC_ROWS rows");
 	T *out = reinterpret_cast<T *>(e.arena + p.out);
-	if (d.bad) {
-		ark_tile_fault(e, 1, d.pos); /* a position outside 0..K-1 */
-		if (d.S <= 1)
-			ark_dec_zero<T>(d, out);
-		return;
-	}
-	const int64_t k0 = t.k0, kend = min((int64_t)t.k1, (int64_t)d.pos + d.TT); /* keys this split may use */
-	if (k0 >= kend)
-		return; /* past the position: no work (the combine reads no split from here on) */
 	const T *q = reinterpret_cast<const T *>(e.arena + p.in[0]);
 	const int kvh = d.h0 / d.G, Dh = d.Dh, R = d.R;
 	const T *kc = reinterpret_cast<const T *>(e.arena + p.in[1]) + (int64_t)kvh * Dh;
@@ -160,9 +156,9 @@ __device__ __noinline__ void ark_decode_tile(const ark_opp &p, const ark_task &t
 	float *rm = sc + RM * BK, *rl = rm + RM, *ra = rl + RM;
 	float *red = ra + RM; /* [KG][R][Dh] */
 	const float sc2 = p.f * ARK_DEC_LOG2E;
-	for (int i = threadIdx.x; i < R * Dh; i += ARK_THREADS) {
+	for (int i = threadIdx.x; i < RC * Dh; i += ARK_THREADS) {
 		const int r = i / Dh, c = i % Dh;
-		qs[i] = ark_to_f(q[(int64_t)(d.t0 + r / d.nh) * d.E + (int64_t)(d.h0 + r % d.nh) * Dh + c]) * sc2;
+		qs[i] = r < R ? ark_to_f(q[(int64_t)(d.t0 + r / d.nh) * d.E + (int64_t)(d.h0 + r % d.nh) * Dh + c]) * sc2 : 0.0f;
 	}
 	if (threadIdx.x < RM)
 		rm[threadIdx.x] = -INFINITY, rl[threadIdx.x] = 0.0f;
@@ -171,9 +167,9 @@ __device__ __noinline__ void ark_decode_tile(const ark_opp &p, const ark_task &t
 	const int LK = ch <= 1 ? 1 : ch <= 2 ? 2 : ch <= 4 ? 4 : ch <= 8 ? 8 : 16; /* lanes per key */
 	const int KPW = 32 / LK, c8 = lane % LK;                  /* keys per warp step, this lane's chunk */
 	const int KG = ARK_THREADS / Dh, kg = threadIdx.x / Dh, dc = threadIdx.x % Dh;
-	float acc[RM];
+	float acc[RC];
 #pragma unroll
-	for (int r = 0; r < RM; r++)
+	for (int r = 0; r < RC; r++)
 		acc[r] = 0.0f;
 	__syncthreads();
 	for (int64_t kb = k0; kb < kend; kb += BK) {
@@ -192,8 +188,8 @@ __device__ __noinline__ void ark_decode_tile(const ark_opp &p, const ark_task &t
 					ark_dec_load8<T>(kc + (kb + j) * d.Ekv + c8 * 8, kf[u]);
 			}
 #pragma unroll
-			for (int r = 0; r < RM; r++) {
-				if (r < R) {
+			for (int r = 0; r < RC; r++) {
+				{
 					const float *qr = qs + r * Dh + c8 * 8;
 					float qv[8];
 #pragma unroll
@@ -224,7 +220,7 @@ __device__ __noinline__ void ark_decode_tile(const ark_opp &p, const ark_task &t
 		}
 		__syncthreads();
 		/* the online softmax, a warp per row */
-		for (int r = warp; r < R; r += ARK_WARPS) {
+		for (int r = warp; r < RC; r += ARK_WARPS) {
 			float mb = -INFINITY;
 			for (int j = lane; j < nb; j += 32)
 				mb = fmaxf(mb, sc[r * BK + j]);
@@ -247,9 +243,8 @@ __device__ __noinline__ void ark_decode_tile(const ark_opp &p, const ark_task &t
 		__syncthreads();
 		if (kg < KG) {
 #pragma unroll
-			for (int r = 0; r < RM; r++)
-				if (r < R)
-					acc[r] *= ra[r];
+			for (int r = 0; r < RC; r++)
+				acc[r] *= ra[r];
 			/* PU keys at a time, their values loaded before any is used */
 			for (int j0 = kg; j0 < nb; j0 += PU * KG) {
 				float v[PU];
@@ -263,9 +258,8 @@ __device__ __noinline__ void ark_decode_tile(const ark_opp &p, const ark_task &t
 					const int j = j0 + u * KG;
 					if (j < nb)
 #pragma unroll
-						for (int r = 0; r < RM; r++)
-							if (r < R)
-								acc[r] = fmaf(sc[r * BK + j], v[u], acc[r]);
+						for (int r = 0; r < RC; r++)
+							acc[r] = fmaf(sc[r * BK + j], v[u], acc[r]);
 				}
 			}
 		}
@@ -273,7 +267,7 @@ __device__ __noinline__ void ark_decode_tile(const ark_opp &p, const ark_task &t
 	}
 	if (kg < KG)
 #pragma unroll
-		for (int r = 0; r < RM; r++)
+		for (int r = 0; r < RC; r++)
 			if (r < R)
 				red[(kg * R + r) * Dh + dc] = acc[r];
 	__syncthreads();
@@ -294,6 +288,31 @@ __device__ __noinline__ void ark_decode_tile(const ark_opp &p, const ark_task &t
 				w[Dh] = rm[r], w[Dh + 1] = rl[r];
 		}
 	}
+}
+
+template <typename T>
+__device__ __noinline__ void ark_decode_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+{
+	const ark_dec d = ark_dec_geom(p, t, e);
+	if (d.bad) {
+		ark_tile_fault(e, 1, d.pos); /* a position outside 0..K-1 */
+		if (d.S <= 1)
+			ark_dec_zero<T>(d, reinterpret_cast<T *>(e.arena + p.out));
+		return;
+	}
+	const int64_t k0 = t.k0, kend = min((int64_t)t.k1, (int64_t)d.pos + d.TT); /* keys this split may use */
+	if (k0 >= kend)
+		return; /* past the position: no work (the combine reads no split from here on) */
+	if (d.R <= 1)
+		ark_decode_rows<T, 1>(p, t, e, d, k0, kend);
+	else if (d.R <= 2)
+		ark_decode_rows<T, 2>(p, t, e, d, k0, kend);
+	else if (d.R <= 4)
+		ark_decode_rows<T, 4>(p, t, e, d, k0, kend);
+	else if (d.R <= 8)
+		ark_decode_rows<T, 8>(p, t, e, d, k0, kend);
+	else
+		ark_decode_rows<T, ARK_DEC_ROWS>(p, t, e, d, k0, kend);
 }
 
 /* DECODE_COMBINE: the task's rows (t, h) merge the splits that hold keys of theirs, s * chunk <= pos + t
