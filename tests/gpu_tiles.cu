@@ -20,8 +20,11 @@ struct harness_tiles {
 #define ARENA_BYTES (192u << 20)
 
 /* Compares output tensor `o` (GPU result in c.host[o]) with want: relative L2 error <= tol, no NaN
- * (every element written), and every element within tol * max|want| (a single wrong element fails). */
-static void verdict(tcase &c, int o, const void *want, double tol, bool guards_ok, const std::string &why)
+ * (every element written), and every element within tol * max|want| (a single wrong element fails).
+ * floor > max|want|: every element within tol * floor instead, and no L2 test (outputs that are all
+ * far smaller than what they were computed from, see verdict_matmul). */
+static void verdict(tcase &c, int o, const void *want, double tol, bool guards_ok, const std::string &why,
+		    double floor = 0)
 {
 	const ark_tensor &T = c.t[o];
 	const int64_t n = ark_tensor_elems(&T);
@@ -37,7 +40,7 @@ static void verdict(tcase &c, int o, const void *want, double tol, bool guards_o
 			worst = i;
 		}
 	}
-	const bool pass = guards_ok && bad == 0 && rel <= tol && maxd <= tol * maxw;
+	const bool pass = guards_ok && bad == 0 && (rel <= tol || maxw < floor) && maxd <= tol * fmax(maxw, floor);
 	ok(pass, c.desc, pass ? "" : "rel %.2e max|diff| %.2e at %lld (got %g want %g) max|want| %.2e tol %.0e, %lld NaN %s",
 	   rel, maxd, (long long)worst, ark_get(c.host[o].data(), T.dtype, worst), ark_get(want, T.dtype, worst), maxw,
 	   tol, (long long)bad, why.c_str());
@@ -109,7 +112,16 @@ static void verdict_matmul(tcase &c, int dt, int64_t M, int64_t N, int ia, int i
 	 * the terms' sizes, which cancellation can make far larger than the output (most where N is 1:
 	 * 4.8e-5 was seen at K = 8192), so the tolerance grows with K past 1024 */
 	const double K = (double)c.t[ia].shape[1];
-	verdict(c, io, bufs[last], dt == ARK_FP32 ? 1e-5 * fmax(1.0, K / 1024) : dt == ARK_BF16 ? 2e-2 : 1e-2, guards, why);
+	/* 16-bit with an activation: the reference rounds the product to the dtype before the activation,
+	 * which in the exponential tail of silu, gelu or sigmoid (x near -18: outputs near 1e-7) moves
+	 * the output by several percent; where every output lies there (N = 1 and M = 1 can draw that) the
+	 * largest output is no scale to judge by, and 1e-3 of the largest product is */
+	double floor = 0;
+	if (dt != ARK_FP32 && act != ARK_ACT_NONE)
+		for (int64_t i = 0; i < ark_tensor_elems(&c.t[io]); i++)
+			floor = fmax(floor, 1e-3 * fabs(ark_get(bufs[io], dt, i)));
+	verdict(c, io, bufs[last], dt == ARK_FP32 ? 1e-5 * fmax(1.0, K / 1024) : dt == ARK_BF16 ? 2e-2 : 1e-2, guards, why,
+		floor);
 }
 
 /* A fused rmsnorm on a (ARK_PRE_RMSNORM, the streaming paths): the op params name gamma (tensor ig of
