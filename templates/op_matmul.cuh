@@ -644,7 +644,8 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
  * ark_mm_mma below: a tile of up to (128, 128), warp tiles of up to (64, 32) = 4 x 4 mma m16n8k16,
  * stages shaped to the tile. STG == false: both operands' rows 16-byte aligned (K % 8 == 0, k0 % 8 == 0, and N % 8 == 0,
  * n0 % 8 == 0 if !TB), 16-byte cp.async only. STG == true: any K, N, k0 and alignment, an operand whose
- * rows are not 16-byte aligned comes by 4-byte cp.async (see ark_mm_kloop below). */
+ * rows are not 16-byte aligned comes by 4-byte cp.async, or where their length is odd as the aligned
+ * chunks that hold them, realigned in shared memory (see ark_mm_kloop below). */
 /* ldmatrix x4 (and transposed) at a shared-window address s, or at a generic pointer into shared memory */
 __device__ __forceinline__ void ark_ldsm_x4a(uint32_t *r, uint32_t s)
 {
@@ -732,17 +733,11 @@ __device__ __forceinline__ void ark_cp_wait_n(int n)
 	}
 }
 
-/* 16 bytes and 4 bytes of shared memory at a shared address, and 16 bytes into it. */
+/* 16 bytes of shared memory at a shared address, and 16 bytes into it. */
 __device__ __forceinline__ uint4 ark_lds_u32x4(uint32_t a)
 {
 	uint4 v;
 	asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a) : "memory");
-	return v;
-}
-__device__ __forceinline__ uint32_t ark_lds_u32(uint32_t a)
-{
-	uint32_t v;
-	asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(a) : "memory");
 	return v;
 }
 __device__ __forceinline__ void ark_sts_u32x4(uint32_t a, const uint4 &v)
@@ -817,11 +812,11 @@ template <typename T> struct ark_mm_vecs {
 			}
 		step(elems);
 	}
-	/* The same stage for 2-byte operands whose rows are not 4-byte aligned (odd lengths): each vector's 16-byte aligned
-	 * chunk of memory (the one holding its first element, o = p & 15 bytes into it) into the
-	 * vector's own 16 bytes of the stage, by 16-byte cp.async as aligned rows, and where o > 0 and
-	 * this thread is the last of its run, the chunk after it to x; realign() shifts them into
-	 * place once they have landed. A chunk takes the bytes up to the row's last element at the
+	/* The same stage for 2-byte operands whose rows are not 4-byte aligned (odd lengths): each
+	 * vector's 16-byte aligned chunk of memory (the one holding its first element, o = p & 15 bytes
+	 * into it) into the vector's own 16 bytes of the stage, by 16-byte cp.async as aligned rows,
+	 * and where o > 0 and this thread is the last of its run, the chunk after it to x; realign()
+	 * shifts them into place once they have landed. A chunk takes the bytes up to the row's last element at the
 	 * stage (zeros after): those before the vector's, the tail of the vector before, feed that one. */
 	__device__ __forceinline__ int run(int c, int kd, bool along_k) const /* elements left from p */
 	{
