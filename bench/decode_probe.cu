@@ -1,0 +1,139 @@
+// decode_probe.cu: the DECODE tile (decode attention, templates/op_decode.cuh) alone, one task per
+// CTA, timed on the GPU.
+//
+// For each case (query rows T, heads H over Hkv kv heads, head size Dh, cache rows L) the tasks are cut
+// as codegen/tile.c cuts them for one split (a kv head's query rows in blocks of at most ARK_DEC_ROWS,
+// R = rows x heads per task), at position L - T (every task sees all L keys); every CTA runs one task
+// on random fp16 data. Events around REPS back-to-back launches after a warm-up, the median of 5 such
+// runs: us per launch, the tasks' FLOP (2 R L Dh for the scores, the same for P.V) and the rate per
+// SM. With one CTA (the first task only) the figure is that task alone on a warm GPU.
+//
+//   build/bench/decode_probe [T,H,Hkv,Dh,L[,ctas]] ...   (make bench-probe; ctas: 1 for one task,
+//                                                          default every task)
+#include <cuda_runtime.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <vector>
+
+#define ARK_THREADS 256
+#define ARK_TILES_DECODE 1
+#ifndef ARK_SMEM_BYTES
+#define ARK_SMEM_BYTES 131072
+#endif
+#include "ark_tiles.cuh"
+#include "bench_cuda.h"
+
+__global__ void __launch_bounds__(ARK_THREADS, 1) decode_kernel(ark_opp p, const ark_task *tasks, char *arena)
+{
+	extern __shared__ __align__(16) char smem[];
+	const ark_tile_env e = {arena, nullptr, smem, 0, nullptr, nullptr};
+	ark_decode_tile<__half>(p, tasks[blockIdx.x], e);
+}
+
+__global__ void fill_kernel(__half *x, size_t n, uint32_t seed)
+{
+	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+		uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+		h ^= h >> 15, h *= 2246822519u, h ^= h >> 13, h *= 3266489917u, h ^= h >> 16;
+		x[i] = __float2half((float)(h >> 8) * (2.0f / 16777216.0f) - 1.0f);
+	}
+}
+
+enum { REPS = 20 };
+
+int main(int argc, char **argv)
+{
+	struct shape {
+		int T, H, Hkv, Dh, L, ctas;
+	};
+	std::vector<shape> shapes;
+	for (int i = 1; i < argc; i++) {
+		shape s = {0, 0, 0, 0, 0, 0};
+		const int got = sscanf(argv[i], "%d,%d,%d,%d,%d,%d", &s.T, &s.H, &s.Hkv, &s.Dh, &s.L, &s.ctas);
+		if (got < 5 || s.T <= 0 || s.Hkv <= 0 || s.H % s.Hkv != 0 || s.Dh <= 0 || s.Dh > 128 || s.Dh % 8 != 0 ||
+		    s.L < s.T) {
+			fprintf(stderr, "usage: decode_probe [T,H,Hkv,Dh,L[,ctas]] ...  (Dh a multiple of 8, at most 128; L >= T)\n");
+			return 2;
+		}
+		shapes.push_back(s);
+	}
+	if (shapes.empty())
+		shapes = {{1, 32, 8, 64, 512, 0}, {512, 5, 5, 128, 552, 0}, {512, 5, 5, 128, 552, 1},
+			  {16, 1, 1, 128, 128, 1}, {16, 1, 1, 128, 65, 1},    {4, 9, 3, 64, 300, 0}};
+	cudaDeviceProp prop;
+	CK(cudaGetDeviceProperties(&prop, 0));
+	CK(cudaFuncSetAttribute(decode_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, ARK_SMEM_BYTES));
+	printf("# decode_probe on %s (%d SMs): fp16, one split, position L - T; us per launch (median of 5 x %d)\n",
+	       prop.name, prop.multiProcessorCount, REPS);
+	printf("%-24s %5s %5s %8s %10s %12s\n", "T,H,Hkv,Dh,L", "R", "ctas", "us", "MFLOP/task", "GFLOP/s/SM");
+	for (const shape &s : shapes) {
+		const int G = s.H / s.Hkv, tb = G <= ARK_DEC_ROWS ? std::max(1, std::min(s.T, ARK_DEC_ROWS / G)) : 1;
+		const int gb = G <= ARK_DEC_ROWS ? G : ARK_DEC_ROWS;
+		std::vector<ark_task> tasks;
+		for (int kvh = 0; kvh < s.Hkv; kvh++)
+			for (int t0 = 0; t0 < s.T; t0 += tb)
+				for (int g0 = 0; g0 < G; g0 += gb) {
+					ark_task t = {};
+					t.tmpl = ARK_T_DECODE;
+					t.m0 = t0, t.m1 = std::min(s.T, t0 + tb);
+					t.n0 = (kvh * G + g0) * s.Dh, t.n1 = (kvh * G + std::min(G, g0 + gb)) * s.Dh;
+					t.k0 = 0, t.k1 = s.L;
+					tasks.push_back(t);
+				}
+		const int ctas = s.ctas > 0 ? std::min<int>(s.ctas, (int)tasks.size()) : (int)tasks.size();
+		const size_t nq = (size_t)s.T * s.H * s.Dh, nkv = (size_t)s.L * s.Hkv * s.Dh;
+		const size_t oq = 0, ok = (oq + 2 * nq + 255) & ~(size_t)255, ov = (ok + 2 * nkv + 255) & ~(size_t)255;
+		const size_t oo = (ov + 2 * nkv + 255) & ~(size_t)255, op = (oo + 2 * nq + 255) & ~(size_t)255;
+		char *arena;
+		ark_task *dt;
+		CK(cudaMalloc(&arena, op + 256));
+		CK(cudaMalloc(&dt, tasks.size() * sizeof(ark_task)));
+		CK(cudaMemcpy(dt, tasks.data(), tasks.size() * sizeof(ark_task), cudaMemcpyHostToDevice));
+		fill_kernel<<<256, 256>>>(reinterpret_cast<__half *>(arena + oq), nq, 1);
+		fill_kernel<<<256, 256>>>(reinterpret_cast<__half *>(arena + ok), nkv, 2);
+		fill_kernel<<<256, 256>>>(reinterpret_cast<__half *>(arena + ov), nkv, 3);
+		const int32_t pos = s.L - s.T;
+		CK(cudaMemcpy(arena + op, &pos, sizeof pos, cudaMemcpyHostToDevice));
+		ark_opp p;
+		memset(&p, 0, sizeof p);
+		p.kind = ARK_OP_DECODE_ATTENTION, p.dtype = ARK_FP16, p.act = ARK_ACT_NONE, p.splits = 1, p.peer = -1;
+		p.in[0] = oq, p.in[1] = ok, p.in[2] = ov, p.out = oo;
+		p.M = s.T, p.N = (int64_t)s.H * s.Dh, p.K = s.L - s.T + 1, p.f = 1.0f / sqrtf((float)s.Dh);
+		p.oshape[0] = s.L, p.oshape[1] = s.H, p.oshape[2] = s.Hkv, p.oshape[3] = s.Dh;
+		p.istride[0][0] = (int64_t)op, p.istride[0][1] = s.L;
+		auto run = [&] { decode_kernel<<<ctas, ARK_THREADS, ARK_SMEM_BYTES>>>(p, dt, arena); };
+		run();
+		CK(cudaDeviceSynchronize());
+		cudaEvent_t e0, e1;
+		CK(cudaEventCreate(&e0));
+		CK(cudaEventCreate(&e1));
+		std::vector<double> v;
+		for (int r = 0; r < 5; r++) {
+			CK(cudaEventRecord(e0));
+			for (int i = 0; i < REPS; i++)
+				run();
+			CK(cudaEventRecord(e1));
+			CK(cudaEventSynchronize(e1));
+			float ms;
+			CK(cudaEventElapsedTime(&ms, e0, e1));
+			v.push_back(ms * 1e3 / REPS);
+		}
+		CK(cudaGetLastError());
+		std::sort(v.begin(), v.end());
+		const ark_task &t0 = tasks[0];
+		const double R = (double)(t0.m1 - t0.m0) * ((t0.n1 - t0.n0) / s.Dh), flop = 4.0 * R * s.L * s.Dh;
+		char name[64];
+		snprintf(name, sizeof name, "%d,%d,%d,%d,%d", s.T, s.H, s.Hkv, s.Dh, s.L);
+		const double waves = ceil((double)ctas / prop.multiProcessorCount);
+		printf("%-24s %5.0f %5d %8.2f %10.3f %12.1f\n", name, R, ctas, v[2], flop * 1e-6, flop * waves / v[2] * 1e-3);
+		CK(cudaEventDestroy(e0));
+		CK(cudaEventDestroy(e1));
+		CK(cudaFree(arena));
+		CK(cudaFree(dt));
+	}
+	return 0;
+}
