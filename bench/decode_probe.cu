@@ -4,9 +4,9 @@
 // For each case (query rows T, heads H over Hkv kv heads, head size Dh, cache rows L) the tasks are cut
 // as codegen/tile.c cuts them for one split (a kv head's query rows in blocks of at most ARK_DEC_ROWS,
 // R = rows x heads per task), at position L - T (every task sees all L keys); every CTA runs one task
-// on random fp16 data. Events around REPS back-to-back launches after a warm-up, the median of 5 such
-// runs: us per launch, the tasks' FLOP (2 R L Dh for the scores, the same for P.V) and the rate per
-// SM. With one CTA (the first task only) the figure is that task alone on a warm GPU.
+// on random fp16 data: us per launch, the tasks' FLOP (2 R L Dh for the scores, the same for P.V) and
+// the rate per SM. With one CTA (the first task only) the figure is that task alone on a warm GPU.
+// Events around batches of REPS back-to-back launches after a warm-up, the median of 5 batches.
 //
 //   build/bench/decode_probe [T,H,Hkv,Dh,L[,ctas]] ...   (make bench-probe; ctas: 1 for one task,
 //                                                          default every task)
@@ -106,32 +106,18 @@ int main(int argc, char **argv)
 		p.oshape[0] = s.L, p.oshape[1] = s.H, p.oshape[2] = s.Hkv, p.oshape[3] = s.Dh;
 		p.istride[0][0] = (int64_t)op, p.istride[0][1] = s.L;
 		auto run = [&] { decode_kernel<<<ctas, ARK_THREADS, ARK_SMEM_BYTES>>>(p, dt, arena); };
-		run();
-		CK(cudaDeviceSynchronize());
-		cudaEvent_t e0, e1;
-		CK(cudaEventCreate(&e0));
-		CK(cudaEventCreate(&e1));
-		std::vector<double> v;
-		for (int r = 0; r < 5; r++) {
-			CK(cudaEventRecord(e0));
-			for (int i = 0; i < REPS; i++)
-				run();
-			CK(cudaEventRecord(e1));
-			CK(cudaEventSynchronize(e1));
-			float ms;
-			CK(cudaEventElapsedTime(&ms, e0, e1));
-			v.push_back(ms * 1e3 / REPS);
-		}
-		CK(cudaGetLastError());
-		std::sort(v.begin(), v.end());
+		/* batches of REPS launches, so that the launch gaps are not part of the figure */
+		const double us = bench_time_us(5, [&] {
+					  for (int i = 0; i < REPS; i++)
+						  run();
+				  }) /
+				  REPS;
 		const ark_task &t0 = tasks[0];
 		const double R = (double)(t0.m1 - t0.m0) * ((t0.n1 - t0.n0) / s.Dh), flop = 4.0 * R * s.L * s.Dh;
 		char name[64];
 		snprintf(name, sizeof name, "%d,%d,%d,%d,%d", s.T, s.H, s.Hkv, s.Dh, s.L);
 		const double waves = ceil((double)ctas / prop.multiProcessorCount);
-		printf("%-24s %5.0f %5d %8.2f %10.3f %12.1f\n", name, R, ctas, v[2], flop * 1e-6, flop * waves / v[2] * 1e-3);
-		CK(cudaEventDestroy(e0));
-		CK(cudaEventDestroy(e1));
+		printf("%-24s %5.0f %5d %8.2f %10.3f %12.1f\n", name, R, ctas, us, flop * 1e-6, flop * waves / us * 1e-3);
 		CK(cudaFree(arena));
 		CK(cudaFree(dt));
 	}
