@@ -193,32 +193,30 @@ __device__ __noinline__ void ark_decode_rows(const ark_opp &p, const ark_task &t
 			}
 #pragma unroll
 			for (int r = 0; r < RC; r++) {
-				{
-					const float *qr = qs + r * Dh + c8 * 8;
-					float qv[8];
+				const float *qr = qs + r * Dh + c8 * 8;
+				float qv[8];
 #pragma unroll
-					for (int i = 0; i < 8; i++)
-						qv[i] = c8 < ch ? qr[i] : 0.0f;
-					float sv[DU];
+				for (int i = 0; i < 8; i++)
+					qv[i] = c8 < ch ? qr[i] : 0.0f;
+				float sv[DU];
 #pragma unroll
-					for (int u = 0; u < DU; u++) {
-						sv[u] = 0.0f;
-						if (on[u])
+				for (int u = 0; u < DU; u++) {
+					sv[u] = 0.0f;
+					if (on[u])
 #pragma unroll
-							for (int i = 0; i < 8; i++)
-								sv[u] = fmaf(qv[i], kf[u][i], sv[u]);
-					}
-					for (int o = LK / 2; o > 0; o >>= 1)
+						for (int i = 0; i < 8; i++)
+							sv[u] = fmaf(qv[i], kf[u][i], sv[u]);
+				}
+				for (int o = LK / 2; o > 0; o >>= 1)
 #pragma unroll
-						for (int u = 0; u < DU; u++)
-							sv[u] += __shfl_xor_sync(0xffffffffu, sv[u], o);
-					const int64_t last = (int64_t)d.pos + d.t0 + r / d.nh; /* the row's last key */
+					for (int u = 0; u < DU; u++)
+						sv[u] += __shfl_xor_sync(0xffffffffu, sv[u], o);
+				const int64_t last = (int64_t)d.pos + d.t0 + r / d.nh; /* the row's last key */
 #pragma unroll
-					for (int u = 0; u < DU; u++) {
-						const int j = j0 + u * ARK_WARPS * KPW + lane / LK;
-						if (c8 == 0 && j < nb)
-							sc[r * BK + j] = kb + j <= last ? sv[u] : -INFINITY;
-					}
+				for (int u = 0; u < DU; u++) {
+					const int j = j0 + u * ARK_WARPS * KPW + lane / LK;
+					if (c8 == 0 && j < nb)
+						sc[r * BK + j] = kb + j <= last ? sv[u] : -INFINITY;
 				}
 			}
 		}
