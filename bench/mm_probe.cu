@@ -63,28 +63,14 @@ template <typename T> __global__ void fill_kernel(T *p, size_t n, uint32_t seed)
 
 enum { REPS = 20 };
 
+/* us per launch: the median of 5 batches of REPS back-to-back launches, after a warm-up batch */
 template <typename F> static double time_us(F launch)
 {
-	cudaEvent_t e0, e1;
-	CK(cudaEventCreate(&e0));
-	CK(cudaEventCreate(&e1));
-	launch();
-	CK(cudaDeviceSynchronize());
-	std::vector<double> v;
-	for (int r = 0; r < 5; r++) {
-		CK(cudaEventRecord(e0));
-		for (int i = 0; i < REPS; i++)
-			launch();
-		CK(cudaEventRecord(e1));
-		CK(cudaEventSynchronize(e1));
-		float ms;
-		CK(cudaEventElapsedTime(&ms, e0, e1));
-		v.push_back(ms * 1e3 / REPS);
-	}
-	CK(cudaGetLastError());
-	CK(cudaEventDestroy(e0));
-	CK(cudaEventDestroy(e1));
-	return bench_median(v);
+	return bench_time_us(5, [&] {
+		       for (int i = 0; i < REPS; i++)
+			       launch();
+	       }) /
+	       REPS;
 }
 
 /* ark_to_f on the host (ark_dt's conversions are device-only) */
