@@ -40,7 +40,9 @@
 
 #define ARK_MM_MAX_STAGES 8 /* mma: deepest pipeline (small tiles) */
 #define ARK_MM_WARPS 8      /* mma: warps that compute (the others only load) */
-#define ARK_MM_STG_CH 4     /* mma: staged 16-byte vectors per thread and operand per stage */
+#ifndef ARK_MM_STG_CH
+#define ARK_MM_STG_CH 4 /* mma: staged 16-byte vectors per thread and operand per stage */
+#endif
 /* mma: the largest stage, a 128 x 128 tile 32 deep ([128][40] of a, [128][40] or [32][136] of b), at
  * least twice; ffma: a 128 x 128 fp32 tile as deep as ARK_MM_STG_CH vectors a thread allow ([128][36]
  * of a and of b at 256 threads), twice. The shared memory of the streaming path, which is larger,

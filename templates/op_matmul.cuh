@@ -163,10 +163,11 @@ template <typename T> __device__ __forceinline__ void ark_mm_store(const ark_mm 
 
 /* Epilogue of the tile (m0:m1, n0:n1) whose fp32 sums lie in shared memory, t [m1 - m0][ldt] (or the sum
  * of nsl such slices sl floats apart): fp32 into the split-K workspace, or bias + activation +
- * conversion into out. A warp takes a row at a time, a lane four adjacent columns of it (C <= 128: one
- * group of four per lane), so a lane's columns, and its bias values, are fixed for the whole tile: no
- * division per element, 16-byte reads of t where its rows allow, and 8- or 16-byte stores where the
- * output allows. The activation is switched on once per tile (ark_with_act). All threads. */
+ * conversion into out. A lane takes four adjacent columns of a row (C <= 128: one group of four per
+ * lane), a warp a row at a time, or several where a row has fewer than 32 such groups, so a lane's
+ * columns, and its bias values, are fixed for the whole tile: no division per element, 16-byte reads
+ * of t where its rows allow, and 8- or 16-byte stores where the output allows. The activation is
+ * switched on once per tile (ark_with_act). All threads. */
 __device__ __forceinline__ float4 ark_lds_f32x4(uint32_t a)
 {
 	float4 v;
@@ -223,7 +224,11 @@ __device__ __forceinline__ void ark_mm_epilogue(const ark_mm &g, const float *t,
 	const uint32_t ts = (uint32_t)__cvta_generic_to_shared(t);
 	const bool tv = (ldt & 3) == 0 && (sl & 3) == 0 && (ts & 15) == 0; /* t's rows take 16-byte reads */
 	const T *bias = g.bias && !g.ws ? reinterpret_cast<const T *>(g.bias) + n0 : nullptr;
-	for (int c4 = lane; c4 < cw; c4 += 32) {
+	/* lw lanes a row (a power of two covering the row's groups of four, at most 32), so a warp takes
+	 * 32 / lw rows at once and no lane idles on a narrow tile */
+	const int lw = cw > 16 ? 32 : cw > 1 ? 1 << (32 - __clz(cw - 1)) : 1, rw = 32 / lw;
+	const int r0 = warp * rw + lane / lw, rstep = NW * rw;
+	for (int c4 = lane & (lw - 1); c4 < cw; c4 += lw) {
 		const int c = 4 * c4, nc = min(4, C - c);
 		float b[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 		if (bias)
@@ -252,7 +257,7 @@ __device__ __forceinline__ void ark_mm_epilogue(const ark_mm &g, const float *t,
 		if (g.ws) {
 			float *ws = g.ws + (size_t)m0 * N + n0 + c;
 			const bool vec = ((uintptr_t)ws & 15) == 0 && (N & 3) == 0;
-			for (int r = warp; r < R; r += NW) {
+			for (int r = r0; r < R; r += rstep) {
 				float v[4];
 				row(r, v);
 				ark_mm_store4<float>(ws + r * N, v, nc, vec);
@@ -264,7 +269,7 @@ __device__ __forceinline__ void ark_mm_epilogue(const ark_mm &g, const float *t,
 		const T *res = g.res ? reinterpret_cast<const T *>(g.res) + (size_t)m0 * N + n0 + c : nullptr;
 		const bool rvec = ((uintptr_t)res & (4 * sizeof(T) - 1)) == 0 && (N & 3) == 0;
 		ark_with_act(g.act, [&](auto f) {
-			for (int r = warp; r < R; r += NW) {
+			for (int r = r0; r < R; r += rstep) {
 				float v[4];
 				row(r, v);
 #pragma unroll
@@ -935,6 +940,94 @@ __device__ __forceinline__ void ark_mm_vecs_n(ark_mm_vecs<T> &q, const T *base, 
 	}
 }
 
+/* The 16-byte vectors one thread copies into each whole stage of an operand whose rows are 16-byte
+ * aligned, where they fall on a regular grid: rows r0 + c rstep (c < n) of one column vector of the
+ * stage, so that a copy is an address and a cp.async and a stage steps one pointer (ark_mm_vecs keeps
+ * each vector's own pointer, bytes and bounds, which the last stage, cut by k1, and unaligned rows
+ * need: about three times the instructions a stage). Vectors of rows past the tile are not copied:
+ * those rows of the stage keep what they held, and their sums are never stored. */
+struct ark_mm_grid {
+	const char *g; /* the first vector at the current stage */
+	uint32_t s;    /* its byte offset in the operand's stage */
+	int n;         /* vectors inside the tile: 0 to ARK_MM_STG_CH */
+	int gs;        /* bytes between two vectors in memory */
+	uint32_t ss;   /* and in the stage */
+	/* rows r0, r0 + rstep, ... of the stage's rows (rin of them inside the tile; vpr vectors a row),
+	 * col bytes into each, from base (the stage's first row, rows gstride bytes apart), ld bytes a
+	 * stage row; false where the vectors' span does not fit gs */
+	__device__ __forceinline__ bool init(const char *base, int64_t gstride, int r0, int rstep, int vpr, int rows,
+					     int rin, int col, int ld)
+	{
+		const int used = (rows * vpr + ARK_THREADS - 1) / ARK_THREADS;
+		n = 0;
+#pragma unroll
+		for (int c = 0; c < ARK_MM_STG_CH; c++)
+			n += c < used && r0 + c * rstep < rin;
+		g = base + r0 * gstride + col;
+		s = (uint32_t)(r0 * ld + col);
+		ss = (uint32_t)(rstep * ld);
+		gs = (int)(rstep * gstride);
+		return rstep * gstride * (ARK_MM_STG_CH - 1) < ((int64_t)1 << 31);
+	}
+	__device__ __forceinline__ void copy(uint32_t sdst) const
+	{
+#pragma unroll
+		for (int c = 0; c < ARK_MM_STG_CH; c++)
+			if (c < n)
+				ark_cp_async16s(sdst + s + c * ss, g + c * gs, 16);
+	}
+};
+
+/* The ring of stages of ark_mm_kloop: st - 1 k-tiles in flight; load(s, kt) copies k-tile kt into
+ * stage s (cp.async, committed here), landed(s) runs once this thread's copies of stage s have
+ * landed (before the barrier that publishes it), compute(so) once the stage at byte offset so has
+ * landed for all threads. On return every copy has landed and the stages are free. All threads. */
+template <typename L, typename D, typename F>
+__device__ __forceinline__ void ark_mm_ring(int st, int ktiles, int sstep, L &&load, D &&landed, F &&compute)
+{
+#pragma unroll 1 /* code that runs once a tile costs its fetch: kept as a loop */
+	for (int s = 0; s < st - 1; s++) {
+		if (s < ktiles)
+			load(s, s);
+		ark_cp_commit();
+	}
+	int cur = 0, nxt = st - 1; /* stages of k-tiles kt and kt + st - 1 */
+	for (int kt = 0; kt < ktiles; kt++) {
+		ark_cp_wait_n(st - 2); /* this thread's copies of stage kt landed */
+		landed(cur);
+		__syncthreads(); /* stage kt landed for all; stage kt - 1 free */
+		if (kt + st - 1 < ktiles)
+			load(nxt, kt + st - 1);
+		ark_cp_commit();
+		compute((uint32_t)(cur * sstep));
+		cur = cur + 1 == st ? 0 : cur + 1;
+		nxt = nxt + 1 == st ? 0 : nxt + 1;
+	}
+	ark_cp_wait<0>();
+	__syncthreads(); /* the stages are free */
+}
+
+/* The stage from kc (a k-tile that k1 cuts) of operands whose rows are 16-byte aligned, into the stage
+ * at shared address sa, by the 16-byte copies that fill zeros past k1 and past the tile: out of line,
+ * as it runs at most once a tile and the vectors' state would otherwise stay in registers through
+ * the whole k loop. Layout as ark_mm_kloop's. All threads. */
+template <typename T, bool TB>
+__device__ __noinline__ void ark_mm_cut_stage(const ark_mm g, int m0, int m1, int n0, int n1, int kc, int k1, int rp,
+					      int cp, int bk, int lda, int ldb, uint32_t sa, int a_stage)
+{
+	constexpr int VE = ark_mm_vecs<T>::VE;
+	const T *a = reinterpret_cast<const T *>(g.a), *b = reinterpret_cast<const T *>(g.b);
+	const int64_t K = g.K, N = g.N;
+	ark_mm_vecs<T> va, vb;
+	ark_mm_vecs_k(va, a + (size_t)m0 * K + kc, rp, bk / VE, lda, K, m1 - m0, k1 - kc);
+	if (TB)
+		ark_mm_vecs_k(vb, b + (size_t)n0 * K + kc, cp, bk / VE, lda, K, n1 - n0, k1 - kc);
+	else
+		ark_mm_vecs_n(vb, b + (size_t)kc * N + n0, bk, cp / VE, ldb, N, n1 - n0, k1 - kc, 0);
+	va.copy(sa, 0, false, true, 0);
+	vb.copy(sa + a_stage, 0, false, TB, 0);
+}
+
 /* The k loop of the tiles that stage both operands in shared memory (ark_mm_mma, ark_mm_ffma): a
  * ring of stages, each bk deep, of a [rp][lda] (a_stage bytes) then b [cp][lda] (TB) or [bk][ldb],
  * stage bytes in all (and where b's rows along n have odd lengths, 16 bytes for each warp and
@@ -945,14 +1038,15 @@ __device__ __forceinline__ void ark_mm_vecs_n(ark_mm_vecs<T> &q, const T *base, 
  * length the 16-byte aligned chunks that hold them, each shifted into place by the thread that
  * copied it once its copies have landed (ark_mm_vecs::copy_raw, realign; loading them through
  * registers took 1.3x as long, and the same chunks and shifts for even rows 1.35x the 4-byte
- * copies': bench/NOTES.md). Rows and columns past the tile, and k past k1, are zero in the stages.
- * compute(so) runs once per stage, so the byte offset of the stage it may read (between barriers);
+ * copies': bench/NOTES.md); aligned operands' whole stages on a grid (ark_mm_grid). k past k1 is
+ * zero in the stages, and so are rows and columns past the tile except in stages copied on a grid
+ * (their sums are never stored). compute(so) runs once per stage, so the byte offset of the stage it may read (between barriers);
  * on return every copy has landed and the stages are free. All threads. */
 template <typename T, bool TB, bool STG, typename F>
 __device__ __forceinline__ void ark_mm_kloop(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem,
 					     int rp, int cp, int bk, int lda, int ldb, int a_stage, int stage, F &&compute)
 {
-	constexpr int VE = ark_mm_vecs<T>::VE;
+	constexpr int VE = ark_mm_vecs<T>::VE, ES = sizeof(T);
 	const T *a = reinterpret_cast<const T *>(g.a);
 	const T *b = reinterpret_cast<const T *>(g.b);
 	const bool avec = !STG || (ark_aligned16(g.a) && g.K % VE == 0 && k0 % VE == 0);
@@ -969,18 +1063,60 @@ __device__ __forceinline__ void ark_mm_kloop(const ark_mm &g, int m0, int m1, in
 	const int ktiles = (k1 - k0 + bk - 1) / bk;
 	const int64_t K = g.K, N = g.N;
 
+	const int rin = m1 - m0, cin = n1 - n0;
+	const int64_t b_kstep = TB ? (int64_t)bk : (int64_t)bk * N; /* b's elements from a stage to the next */
+
+	/* Aligned operands (!STG) copy their whole stages on a grid (ark_mm_grid): a's rows and b's (TB)
+	 * take kvn = bk / VE vectors a row in consecutive threads; b [K, N]'s rows of k cvn = cp / VE,
+	 * a grid where cvn divides the threads. */
+	ark_mm_grid ga, gb;
+	bool grid = false;
+	if constexpr (!STG) {
+		const int kvn = bk / VE, lk = __ffs(kvn) - 1, kr = ARK_THREADS >> lk, kc = (int)(threadIdx.x & (kvn - 1)) * VE * ES;
+		grid = ga.init(reinterpret_cast<const char *>(a + (size_t)m0 * K + k0), K * ES, threadIdx.x >> lk, kr, kvn, rp,
+			       rin, kc, lda * ES);
+		if (TB) {
+			grid &= gb.init(reinterpret_cast<const char *>(b + (size_t)n0 * K + k0), K * ES, threadIdx.x >> lk, kr, kvn,
+					cp, cin, kc, lda * ES);
+		} else {
+			const int cvn = cp / VE, nr = ARK_THREADS / cvn, nc = (int)(threadIdx.x % cvn) * VE;
+			grid &= ARK_THREADS % cvn == 0 &&
+				gb.init(reinterpret_cast<const char *>(b + (size_t)k0 * N + n0), N * ES, threadIdx.x / cvn, nr, cvn,
+					bk, nc < cin ? bk : 0, nc * ES, ldb * ES);
+		}
+	}
+
+	const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem);
+	if constexpr (!STG) {
+		if (grid) {
+			/* the k loop's code kept small: the grid's copies inline, the stage k1 cuts out of line */
+			const int whole = (k1 - k0) / bk; /* k-tiles copied on the grid */
+			ark_mm_ring(
+				st, ktiles, sstep,
+				[&](int s, int kt) {
+					const uint32_t sa = sbase + s * sstep;
+					if (kt < whole) {
+						ga.copy(sa);
+						gb.copy(sa + a_stage);
+						ga.g += bk * ES;
+						gb.g += b_kstep * ES;
+					} else {
+						ark_mm_cut_stage<T, TB>(g, m0, m1, n0, n1, k0 + kt * bk, k1, rp, cp, bk, lda, ldb, sa,
+									a_stage);
+					}
+				},
+				[](int) {}, compute);
+			return;
+		}
+	}
+
 	/* the vectors of both operands, and the elements of each per stage */
 	ark_mm_vecs<T> va, vb;
-	ark_mm_vecs_k(va, a + (size_t)m0 * K + k0, rp, bk / VE, lda, K, m1 - m0, k1 - k0);
-	int64_t b_kstep;
-	if (TB) {
-		ark_mm_vecs_k(vb, b + (size_t)n0 * K + k0, cp, bk / VE, lda, K, n1 - n0, k1 - k0);
-		b_kstep = bk;
-	} else {
-		ark_mm_vecs_n(vb, b + (size_t)k0 * N + n0, bk, cp / VE, ldb, N, n1 - n0, k1 - k0, stage - a_stage);
-		b_kstep = (int64_t)bk * N;
-	}
-	const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem);
+	ark_mm_vecs_k(va, a + (size_t)m0 * K + k0, rp, bk / VE, lda, K, rin, k1 - k0);
+	if (TB)
+		ark_mm_vecs_k(vb, b + (size_t)n0 * K + k0, cp, bk / VE, lda, K, cin, k1 - k0);
+	else
+		ark_mm_vecs_n(vb, b + (size_t)k0 * N + n0, bk, cp / VE, ldb, N, cin, k1 - k0, stage - a_stage);
 
 	/* stage s <- k-tile kt of both operands; their vectors step to the next */
 	auto load = [&](int s, int kt) {
@@ -999,29 +1135,15 @@ __device__ __forceinline__ void ark_mm_kloop(const ark_mm &g, int m0, int m1, in
 		else
 			vb.copy_raw(sa + a_stage, kt * bk, TB, b_kstep);
 	};
-
-	for (int s = 0; s < st - 1; s++) {
-		if (s < ktiles)
-			load(s, s);
-		ark_cp_commit();
-	}
-	int cur = 0, nxt = st - 1; /* stages of k-tiles kt and kt + st - 1 */
-	for (int kt = 0; kt < ktiles; kt++) {
-		ark_cp_wait_n(st - 2); /* this thread's copies of stage kt landed */
-		if (araw)
-			va.realign(sbase + cur * sstep);
-		if (braw)
-			vb.realign(sbase + cur * sstep + a_stage);
-		__syncthreads(); /* stage kt landed for all; stage kt - 1 free */
-		if (kt + st - 1 < ktiles)
-			load(nxt, kt + st - 1);
-		ark_cp_commit();
-		compute((uint32_t)(cur * sstep));
-		cur = cur + 1 == st ? 0 : cur + 1;
-		nxt = nxt + 1 == st ? 0 : nxt + 1;
-	}
-	ark_cp_wait<0>();
-	__syncthreads(); /* the stages are free */
+	ark_mm_ring(
+		st, ktiles, sstep, load,
+		[&](int cur) {
+			if (araw)
+				va.realign(sbase + cur * sstep);
+			if (braw)
+				vb.realign(sbase + cur * sstep + a_stage);
+		},
+		compute);
 }
 
 /* The mma tile (R, C) = (m1 - m0, n1 - n0) <= (128, 128) over k0:k1, shaped at run time:
@@ -1043,11 +1165,11 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int rp = (m1 - m0 + 15) & ~15, cp = (n1 - n0 + 15) & ~15;
 	const int nwm = (rp + 63) / 64, nwn = (cp + 31) / 32, wmn = nwm * nwn;
-	const int kg = ARK_MM_WARPS / wmn;
-	/* 16 kg ARK_MM_KSTEPS deep, 32 to 128, at most 8192 elements of either operand (ARK_MM_STG_CH vectors a thread) */
-	const int bk = min(max(rp, cp) > 64 ? 64 : 128, max(32, kg * 16 * ARK_MM_KSTEPS)), lda = bk + 8, ldb = cp + 8;
+	const int kg = ark_div_small(ARK_MM_WARPS, wmn);
+	/* 16 kg ARK_MM_KSTEPS deep, 32 to 32 ARK_MM_STG_CH (128), at most ARK_MM_STG_CH vectors a thread of either operand */
+	const int bk = min(max(rp, cp) > 64 ? 16 * ARK_MM_STG_CH : 32 * ARK_MM_STG_CH, max(32, kg * 16 * ARK_MM_KSTEPS)), lda = bk + 8, ldb = cp + 8;
 	const int a_stage = rp * lda * 2, stage = a_stage + (TB ? cp * lda : bk * ldb) * 2;
-	const int wk = warp / wmn, wi = warp % wmn, wm = wi / nwn, wn = wi % nwn;
+	const int wk = ark_div_small(warp, wmn), wi = warp - wk * wmn, wm = ark_div_small(wi, nwn), wn = wi - wm * nwn;
 	const bool computes = warp < wmn * kg;
 	const int mts = min(4, (rp - wm * 64) / 16), nts = min(4, (cp - wn * 32) / 8);
 	const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem);
