@@ -756,9 +756,9 @@ __device__ __forceinline__ void ark_sts_u32x4(uint32_t a, const uint4 &v)
  * lies along k (a, and b if TB: rows of the tile, k-runs of VE) or along n (b if !TB: rows of k,
  * n-runs of VE).
  *   p    its first element at the current stage (advanced by the stage's elements after each, a
- *        multiple of 16 bytes); a vector of a row outside the tile points at one inside it (valid
- *        memory; nothing is read from it); elsewhere it may point past the operand, with nothing
- *        read from there either;
+ *        multiple of 16 bytes); it may point past the operand where the copy takes no bytes, and
+ *        such a copy gets z instead (the tile's first element rounded down to 16 bytes: memory of
+ *        the operand, as cp.async wants a valid address even for no bytes);
  *   s    its byte offset in the operand's stage (-1: v is past the stage);
  *   nb   the bytes it takes from p while the stage lies inside k0:k1 (16, or 0 outside the tile, or
  *        the columns left at the tile's right edge);
@@ -773,6 +773,7 @@ __device__ __forceinline__ void ark_sts_u32x4(uint32_t a, const uint4 &v)
 template <typename T> struct ark_mm_vecs {
 	static constexpr int ES = sizeof(T), VE = 16 / ES;
 	const T *p[ARK_MM_STG_CH];
+	const char *z; /* where a copy of no bytes points: 16-byte aligned, inside the operand's memory */
 	int s[ARK_MM_STG_CH], nb[ARK_MM_STG_CH], rem[ARK_MM_STG_CH], cl[ARK_MM_STG_CH], x[ARK_MM_STG_CH];
 	int used;
 	/* the bytes vector c takes at the stage kd elements of k past the first */
@@ -789,12 +790,14 @@ template <typename T> struct ark_mm_vecs {
 #pragma unroll
 			for (int c = 0; c < ARK_MM_STG_CH; c++)
 				if (c < used && s[c] >= 0)
-					ark_cp_async16s(sdst + s[c], p[c], nb[c]);
+					ark_cp_async16s(sdst + s[c], nb[c] ? (const char *)p[c] : z, nb[c]);
 		} else {
 #pragma unroll
 			for (int c = 0; c < ARK_MM_STG_CH; c++)
-				if (c < used && s[c] >= 0)
-					ark_cp_async16s(sdst + s[c], p[c], bytes_at(c, kd, along_k));
+				if (c < used && s[c] >= 0) {
+					const int b = bytes_at(c, kd, along_k);
+					ark_cp_async16s(sdst + s[c], b ? (const char *)p[c] : z, b);
+				}
 		}
 		step(elems);
 	}
@@ -812,7 +815,7 @@ template <typename T> struct ark_mm_vecs {
 #pragma unroll
 				for (int j = 0; j < 4; j++) {
 					const int w = min(4, max(0, nb4 - 4 * j));
-					ark_cp_async4s(sdst + s[c] + 4 * j, src + (w ? 4 * j : 0), w);
+					ark_cp_async4s(sdst + s[c] + 4 * j, w ? src + 4 * j : z, w);
 				}
 			}
 		step(elems);
@@ -835,10 +838,10 @@ template <typename T> struct ark_mm_vecs {
 				const int o = (int)((uintptr_t)p[c] & 15), r = run(c, kd, along_k);
 				const char *ch = reinterpret_cast<const char *>(p[c]) - o;
 				const int b0 = min(16, max(0, o + ES * r));
-				ark_cp_async16s(sdst + s[c], b0 ? ch : ch + o, b0);
+				ark_cp_async16s(sdst + s[c], b0 ? ch : z, b0);
 				if (o && x[c] >= 0) {
 					const int b1 = min(16, max(0, o - 16 + ES * r));
-					ark_cp_async16s(sdst + x[c], b1 ? ch + 16 : ch + o, b1);
+					ark_cp_async16s(sdst + x[c], b1 ? ch + 16 : z, b1);
 				}
 			}
 		step(elems);
@@ -906,6 +909,7 @@ __device__ __forceinline__ void ark_mm_vecs_k(ark_mm_vecs<T> &q, const T *base, 
 	const int lk = __ffs(kvn) - 1, rstep = ARK_THREADS >> lk;
 	const int r0 = threadIdx.x >> lk, kv = (threadIdx.x & (kvn - 1)) * VE;
 	q.used = (rows * kvn + ARK_THREADS - 1) / ARK_THREADS;
+	q.z = reinterpret_cast<const char *>((uintptr_t)base & ~(uintptr_t)15);
 #pragma unroll
 	for (int c = 0; c < ARK_MM_STG_CH; c++) {
 		const int r = r0 + c * rstep;
@@ -927,6 +931,7 @@ __device__ __forceinline__ void ark_mm_vecs_n(ark_mm_vecs<T> &q, const T *base, 
 {
 	constexpr int VE = ark_mm_vecs<T>::VE;
 	q.used = (bk * cvn + ARK_THREADS - 1) / ARK_THREADS;
+	q.z = reinterpret_cast<const char *>((uintptr_t)base & ~(uintptr_t)15);
 #pragma unroll
 	for (int c = 0; c < ARK_MM_STG_CH; c++) {
 		const int v = threadIdx.x + c * ARK_THREADS, r = v / cvn, nv = (v - r * cvn) * VE;
