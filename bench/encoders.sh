@@ -14,7 +14,8 @@
 #   NVCC        nvcc (default nvcc)
 #   SKIP_BUILD  1: use the binaries and schedules already in OUT_DIR (no arkgen, no nvcc needed)
 #   BENCH_N     timed iterations of --bench (default 1000)
-#   TORCH_ARGS  extra options of torch_baseline.py (default "--iters 1000 --warmup 100")
+#   TORCH_ARGS  extra options of torch_baseline.py (default "--iters 1000 --warmup 100"); its --iters,
+#               --warmup and --seed also go to encoder_parts.py
 #   PYTHON      python3 with torch for the baselines (default python3)
 #   MODELS      models of models/ to run (default "bert_base minilm_l6")
 #   PARTS       parts to run (default: attention and every mm_NAME of MATMULS below)
@@ -154,8 +155,11 @@ for m in $MODELS; do
 	sed 's/^/   /' "$OUT/$m.torch.log" | tail -n 6
 done
 # shellcheck disable=SC2086
+# encoder_parts.py takes --iters, --warmup and --seed of TORCH_ARGS, not torch_baseline.py's others
+parts_args=$(echo $TORCH_ARGS | awk '{ for (i = 1; i < NF; i++) if ($i == "--iters" || $i == "--warmup" || $i == "--seed") { printf "%s %s ", $i, $(i + 1); i++ } }')
+# shellcheck disable=SC2086
 limit 600 "$PYTHON" "$ROOT/bench/encoder_parts.py" torch "$OUT/parts.torch.json" --matmuls "$(echo "$MATMULS" | tr '\n' ';')" \
-	$TORCH_ARGS >"$OUT/parts.torch.log" 2>&1
+	$parts_args >"$OUT/parts.torch.log" 2>&1
 echo "== PyTorch parts (exit $?):"
 sed 's/^/   /' "$OUT/parts.torch.log" | tail -n 10
 
