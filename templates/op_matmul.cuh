@@ -1043,10 +1043,11 @@ __device__ __noinline__ void ark_mm_cut_stage(const ark_mm g, int m0, int m1, in
  * length the 16-byte aligned chunks that hold them, each shifted into place by the thread that
  * copied it once its copies have landed (ark_mm_vecs::copy_raw, realign; loading them through
  * registers took 1.3x as long, and the same chunks and shifts for even rows 1.35x the 4-byte
- * copies': bench/NOTES.md); aligned operands' whole stages on a grid (ark_mm_grid). k past k1 is
- * zero in the stages, and so are rows and columns past the tile except in stages copied on a grid
- * (their sums are never stored). compute(so) runs once per stage, so the byte offset of the stage it may read (between barriers);
- * on return every copy has landed and the stages are free. All threads. */
+ * copies': bench/NOTES.md); aligned operands copy their whole stages on a grid (ark_mm_grid) and
+ * the stage k1 cuts out of line (ark_mm_cut_stage). k past k1 is zero in the stages, and so are rows
+ * and columns past the tile except in stages copied on a grid (their sums are never stored).
+ * compute(so) runs once per stage, so the byte offset of the stage it may read (between barriers);
+ * on return every copy has landed and the stages are free (ark_mm_ring). All threads. */
 template <typename T, bool TB, bool STG, typename F>
 __device__ __forceinline__ void ark_mm_kloop(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem,
 					     int rp, int cp, int bk, int lda, int ldb, int a_stage, int stage, F &&compute)
