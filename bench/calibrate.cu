@@ -214,6 +214,7 @@ static void setup_chain(setup &u, const calib_gpoint &p)
 	for (int i = 0; i < p.k; i++) {
 		ark_opp s = opp_base(i % 2 ? ARK_OP_ADD : ARK_OP_SCALE, p.dtype);
 		s.f = 1.0001f, s.in[1] = v;
+		s.flags = ARK_OPP_SAME_SHAPE; /* the operand has the chain's shape, as arkgen's flags say */
 		u.opp.push_back(s);
 	}
 	for (int s = 0; s < g_sms; s++)

@@ -41,7 +41,7 @@ int main(int argc, char **argv)
 	for (int r = 0; r < rounds; r++) {
 		ark_opp &s = opp[1 + 2 * r], &a = opp[2 + 2 * r];
 		s.kind = ARK_OP_SCALE, s.dtype = ARK_FP32, s.f = 1.0001f;
-		a.kind = ARK_OP_ADD, a.dtype = ARK_FP32, a.in[1] = n_el * 4;
+		a.kind = ARK_OP_ADD, a.dtype = ARK_FP32, a.in[1] = n_el * 4, a.flags = ARK_OPP_SAME_SHAPE;
 	}
 	ark_opp *d_opp;
 	CK(cudaMalloc(&d_opp, opp.size() * sizeof(ark_opp)));

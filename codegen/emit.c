@@ -426,6 +426,7 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 			bcast_strides(I, T, ist[i]);
 		}
 		flags |= same ? ARK_OPP_SAME_SHAPE : 0;
+		ARK_ASSERT(N == T->shape[T->ndim - 1]); /* the broadcasting tile's rows (op_elementwise.cuh) */
 		fval = o->factor;
 	} else if (o->kind == ARK_OP_LAYERNORM || o->kind == ARK_OP_RMSNORM || o->kind == ARK_OP_L2_NORMALIZE) {
 		fval = o->eps;
@@ -553,7 +554,7 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 	free(ins.s);
 }
 
-/* A chain of elementwise ops (tile.c: plan_chains) at entry `index`: its descriptor (dtype, first
+/* A chain of elementwise ops (fuse.c: fuse_chains) at entry `index`: its descriptor (dtype, first
  * input, last output, number of steps), then every op's own params, in order. */
 static void emit_chain_opp(const struct emitter *e, int head, int index)
 {
@@ -562,15 +563,18 @@ static void emit_chain_opp(const struct emitter *e, int head, int index)
 	const struct op_tiling *pl = &s->per_op[head];
 	const struct op *h = &g->ops[head];
 	int outt = pl->out_tensor;
+	/* the chained value starts as the head's input of out's shape: in[1] where in[0] is broadcast */
+	const struct tensor *h0 = &g->tensors[h->in[0]], *T = &g->tensors[outt];
+	const int head_in1 = h->n_in > 1 && (h0->ndim != T->ndim || memcmp(h0->shape, T->shape, sizeof(int64_t) * (size_t)T->ndim));
 	char c1[256], c2[1024], c3[256], c4[256], c5[256];
 	out(e->f, "\t/* %d: chain of %d elementwise ops, %s (%s:%d) to %s, in registers: %s -> %s */\n", index,
 	    pl->chain_len, c_comment_text(c1, sizeof c1, h->name), c_comment_text(c2, sizeof c2, g->file), h->line,
-	    c_comment_text(c3, sizeof c3, g->ops[g->tensors[outt].producer].name), c_comment_text(c4, sizeof c4, g->tensors[h->in[0]].name),
-	    c_comment_text(c5, sizeof c5, g->tensors[outt].name));
+	    c_comment_text(c3, sizeof c3, g->ops[g->tensors[outt].producer].name),
+	    c_comment_text(c4, sizeof c4, g->tensors[h->in[head_in1]].name), c_comment_text(c5, sizeof c5, g->tensors[outt].name));
 	struct init in;
 	init_begin(&in, e->f, 1);
-	opp_head(&in, h->kind, g->tensors[outt].dtype, 0, ARK_ACT_NONE, -1, -1, (uint32_t)pl->chain_len, -1);
-	init_field(&in, ".in = {%s}", offset_of(e, h->in[0]));
+	opp_head(&in, h->kind, T->dtype, 0, ARK_ACT_NONE, -1, -1, (uint32_t)pl->chain_len, -1);
+	init_field(&in, ".in = {%s}", offset_of(e, h->in[head_in1]));
 	init_field(&in, ".out = %s", offset_of(e, outt));
 	init_field(&in, ".M = %" PRId64, s->rows[outt]);
 	init_field(&in, ".N = %" PRId64, s->cols[outt]);
@@ -578,7 +582,8 @@ static void emit_chain_opp(const struct emitter *e, int head, int index)
 	int prev_out = -1, k = index + 1;
 	for (int x = head; x >= 0; x = s->per_op[x].chain_next, k++) {
 		const struct op *o = &g->ops[x];
-		emit_opp(e, x, prev_out >= 0 && o->n_in > 1 && o->in[1] == prev_out ? ARK_OPP_CHAIN_IN1 : 0, k);
+		const int in1 = prev_out >= 0 ? o->n_in > 1 && o->in[1] == prev_out : head_in1;
+		emit_opp(e, x, in1 ? ARK_OPP_CHAIN_IN1 : 0, k);
 		prev_out = o->out[0];
 	}
 }

@@ -77,6 +77,11 @@ static void fuse_into_matmul(struct tiling *s)
 	}
 }
 
+static int same_shape(const struct tensor *a, const struct tensor *b)
+{
+	return a->ndim == b->ndim && !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim);
+}
+
 /* Every input of elementwise op o has its output's shape and dtype (no broadcasting). */
 static int ew_plain(const struct graph *g, const struct op *o)
 {
@@ -85,11 +90,46 @@ static int ew_plain(const struct graph *g, const struct op *o)
 	const struct tensor *to = &g->tensors[o->out[0]];
 	for (int i = 0; i < o->n_in; i++) {
 		const struct tensor *ti = &g->tensors[o->in[i]];
-		if (ti->dtype != to->dtype || ti->ndim != to->ndim ||
-		    memcmp(ti->shape, to->shape, sizeof(int64_t) * (size_t)to->ndim))
+		if (ti->dtype != to->dtype || !same_shape(ti, to))
 			return 0;
 	}
 	return 1;
+}
+
+int fuse_chain_repeats(const struct tensor *I, const struct tensor *T)
+{
+	int phase = 0; /* 0: T's last dimensions, along which I is broadcast; 1: I's own; 2: broadcast again */
+	for (int d = T->ndim - 1; d >= 0; d--) {
+		const int di = d - (T->ndim - I->ndim);
+		const int bc = (di >= 0 ? I->shape[di] : 1) == 1;
+		if (T->shape[d] == 1)
+			continue;
+		if (phase == 0 && !bc)
+			phase = 1;
+		else if (phase == 1 && bc)
+			phase = 2;
+		else if (phase == 2 && !bc)
+			return 0;
+	}
+	return 1;
+}
+
+/* Elementwise op o can be a chain's step: every input of its output's dtype, one of its output's
+ * shape (the chained value, or the head's input), the other of its shape or broadcast in the form
+ * the chain template reads (fuse_chain_repeats). */
+static int ew_chainable(const struct graph *g, const struct op *o)
+{
+	if (!(op_info[o->kind].flags & ARK_OPF_ELEMENTWISE))
+		return 0;
+	const struct tensor *to = &g->tensors[o->out[0]];
+	int whole = 0;
+	for (int i = 0; i < o->n_in; i++) {
+		const struct tensor *ti = &g->tensors[o->in[i]];
+		if (ti->dtype != to->dtype || !fuse_chain_repeats(ti, to))
+			return 0;
+		whole += same_shape(ti, to);
+	}
+	return whole > 0;
 }
 
 /* Whether op o reads a state's bytes (the state, or a view of it). */
@@ -231,15 +271,15 @@ static void link_chains(struct tiling *s, int *prev)
 	for (int k = 0; k < g->n_ops; k++) {
 		int oi = g->order[k];
 		const struct op *o = &g->ops[oi];
-		if (s->per_op[oi].fused_into >= 0 || !ew_plain(g, o) || reads_state(g, o))
+		if (s->per_op[oi].fused_into >= 0 || !ew_chainable(g, o) || reads_state(g, o))
 			continue;
 		const struct tensor *t = &g->tensors[o->out[0]];
 		int r = reader[o->out[0]];
 		if (t->n_readers != 1 || t->role == ARK_ROLE_OUTPUT || r < 0 || prev[r] >= 0)
 			continue;
 		const struct op *ro = &g->ops[r];
-		if (ro->gpu != o->gpu || s->per_op[r].fused_into >= 0 || !ew_plain(g, ro) ||
-		    (ro->n_in > 1 && ro->in[0] == ro->in[1]))
+		if (ro->gpu != o->gpu || s->per_op[r].fused_into >= 0 || !ew_chainable(g, ro) ||
+		    (ro->n_in > 1 && ro->in[0] == ro->in[1]) || !same_shape(t, &g->tensors[ro->out[0]]))
 			continue;
 		s->per_op[oi].chain_next = r;
 		prev[r] = oi;
@@ -247,9 +287,10 @@ static void link_chains(struct tiling *s, int *prev)
 	free(reader);
 }
 
-/* Chains of elementwise ops without broadcasting where each intermediate is read once, by the next op
- * of the chain, and is no output: one vCTA runs the whole chain on a range of elements, values staying
- * in registers, so the intermediates are never stored. The head owns the vCTAs; the others are fused
+/* Chains of elementwise ops where each intermediate is read once, by the next op of the chain, and
+ * is no output, and every operand has the chain's shape or repeats along it (fuse_chain_repeats): one
+ * vCTA runs the whole chain on a range of elements, values staying in registers, so the intermediates
+ * are never stored. The head owns the vCTAs; the others are fused
  * into it. A chain stops before it would read more distinct tensors than a vCTA can record. */
 static void fuse_chains(struct tiling *s)
 {

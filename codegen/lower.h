@@ -17,6 +17,12 @@ static inline int64_t esize(const struct tiling *s, int t) { return ark_dtype_si
 int fuse_sole_activation(const struct graph *g, int t);
 /* fuse.c: the distinct tensors the chain headed by `head` reads, into reads[VCTA_MAX_READS]; their number. */
 int fuse_chain_reads(const struct tiling *s, int head, int *reads);
+/* fuse.c: whether out's element e reads element (e / div) % mod of tensor I broadcast to T's shape:
+ * I's dimensions, right-aligned on T's, are 1 (or absent) along T's last dimensions, then T's own,
+ * then 1 again (a row repeated: bias, per-channel scale; a column; a tensor of T's trailing
+ * dimensions; the same shape). The one broadcast a chain step takes: the chain template reads the
+ * same runs from the strides (templates/op_elementwise.cuh, ark_chain_repeat). */
+int fuse_chain_repeats(const struct tensor *I, const struct tensor *T);
 
 /* lower_comm.c: communication ops to communication vCTAs. lower_copy: a copy from another GPU. */
 void lower_copy(struct tiling *s, int oi);

@@ -370,9 +370,14 @@ static void tile_chain(struct tiling *s, int head)
 		const struct region box = range_box(out, e0, e1, C);
 		v->k0 = (uint32_t)e0, v->k1 = (uint32_t)e1;
 		v->m0 = (uint32_t)box.r0, v->m1 = (uint32_t)box.r1, v->n0 = (uint32_t)box.c0, v->n1 = (uint32_t)box.c1;
-		/* the same box of every tensor read (they all have out's shape) */
-		for (int j = 0; j < n_reads; j++)
-			vcta_add_read(v, reads[j], box.r0, box.r1, box.c0, box.c1);
+		/* the same box of every tensor of out's shape; all of a broadcast operand (a superset) */
+		for (int j = 0; j < n_reads; j++) {
+			const struct tensor *R = &s->g->tensors[reads[j]], *O = &s->g->tensors[out];
+			if (R->ndim == O->ndim && !memcmp(R->shape, O->shape, sizeof(int64_t) * (size_t)O->ndim))
+				vcta_add_read(v, reads[j], box.r0, box.r1, box.c0, box.c1);
+			else
+				vcta_add_read(v, reads[j], 0, s->rows[reads[j]], 0, s->cols[reads[j]]);
+		}
 		v->write = box;
 		v->flops = (double)(pl->chain_len * (e1 - e0));
 		/* each step waits for the one before: ~0.17 us a step per pass of one vector per thread

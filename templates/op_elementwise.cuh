@@ -100,7 +100,7 @@ __device__ void ark_ew_range(const T *x, const T *y, T *o, size_t e0, size_t e1,
 	}
 }
 
-/* The op with the kind known only at run time (the broadcasting path, one copy per dtype). */
+/* The op with the kind known only at run time. */
 __device__ __forceinline__ float ark_ew_rt(int kind, float x, float y, float f)
 {
 	switch (kind) {
@@ -112,43 +112,150 @@ __device__ __forceinline__ float ark_ew_rt(int kind, float x, float y, float f)
 	}
 }
 
-/* Broadcasting: rows m0:m1, cols n0:n1 of out's [M, N] view; element e = m * N + n of out (row-major
- * over oshape[0:ndim]) reads in[i] at sum_d idx_d * istride[i][d]. */
-template <typename T>
-__device__ __noinline__ void ark_ew_bcast(const ark_opp &p, size_t m0, size_t m1, size_t n0, size_t n1, char *arena)
+/* The op of kind KIND, or with KIND < 0 the run-time `kind` (every kind: one copy per dtype). */
+template <int KIND> __device__ __forceinline__ float ark_ew_fk(int kind, float x, float y, float f)
 {
+	if constexpr (KIND < 0)
+		return ark_ew_rt(kind, x, y, f);
+	else
+		return ark_ew_f<KIND>(x, y, f);
+}
+
+/* Where a broadcasting op's inputs are, for the rows of out: out is [M, N] (N its last dimension),
+ * row m has indices i_0..i_{no-1} over out's outer dimensions, and input k reads element n of row m
+ * at sum_d i_d s[k][d] + n in[k] (in[k] = 1: stride 1 along the last dimension; 0: broadcast along
+ * it, every element of the row reads the one at the row's offset). */
+struct ark_ew_rows {
+	uint32_t shp[3];   /* out's outer dimensions, no of them */
+	int64_t s[2][3];   /* the inputs' strides along them (0: broadcast) */
+	int no;
+	bool in[2];
+	/* the offsets of row m in both inputs: 32-bit divisions by the outer dimensions but the first */
+	__device__ __forceinline__ void at(uint32_t m, int64_t &ox, int64_t &oy) const
+	{
+		ox = 0, oy = 0;
+#pragma unroll
+		for (int d = 2; d >= 1; d--)
+			if (d < no) {
+				const uint32_t q = m / shp[d], i = m - q * shp[d];
+				ox += (int64_t)i * s[0][d], oy += (int64_t)i * s[1][d];
+				m = q;
+			}
+		if (no > 0)
+			ox += (int64_t)m * s[0][0], oy += (int64_t)m * s[1][0];
+	}
+};
+
+/* Input values of one item, W elements of a row from p (along: stride 1; else one element, repeated). */
+template <typename T, int W>
+__device__ __forceinline__ void ark_ew_item(const T *p, bool along, float (&v)[W])
+{
+	if (!along) {
+		const float e = ark_to_f(*p);
+#pragma unroll
+		for (int j = 0; j < W; j++)
+			v[j] = e;
+	} else if constexpr (W > 1) {
+		ark_unpack<T>(ark_ld16(p), v);
+	} else {
+		v[0] = ark_to_f(*p);
+	}
+}
+
+/* Broadcasting, items of W elements (W = the dtype's 16-byte vector, or 1) of rows m0:m0+rows, cols
+ * n0:n0+tn of out [M, N]: a row's offsets are worked out once per item, and every thread has U items'
+ * loads in flight before it computes any (one element at a time, with 64-bit divisions per element
+ * and dimension, an add of a [1168] bias to 64 rows took 12.6 us a task: bench/NOTES.md). */
+template <typename T, int KIND, int W>
+__device__ __forceinline__ void ark_ew_bcast_w(const ark_ew_rows &rw, int kind, const T *x, const T *y, T *o, uint32_t m0,
+					       uint32_t rows, uint32_t n0, uint32_t tn, uint64_t N, float f)
+{
+	constexpr int U = 4;
+	const uint32_t per_row = tn / W, cnt = rows * per_row;
+	for (uint32_t q0 = threadIdx.x; q0 < cnt; q0 += U * ARK_THREADS) {
+		float a[U][W], b[U][W];
+		uint64_t oe[U];
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			const uint32_t q = q0 + u * ARK_THREADS;
+			oe[u] = ~0ull;
+			if (q >= cnt)
+				continue;
+			const uint32_t r = q / per_row, n = n0 + (q - r * per_row) * W, m = m0 + r;
+			int64_t ox, oy;
+			rw.at(m, ox, oy);
+			oe[u] = (uint64_t)m * N + n;
+			ark_ew_item<T, W>(x + ox + (rw.in[0] ? n : 0), rw.in[0], a[u]);
+			if (y)
+				ark_ew_item<T, W>(y + oy + (rw.in[1] ? n : 0), rw.in[1], b[u]);
+		}
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			if (oe[u] == ~0ull)
+				continue;
+#pragma unroll
+			for (int j = 0; j < W; j++)
+				a[u][j] = ark_ew_fk<KIND>(kind, a[u][j], y ? b[u][j] : 0.0f, f);
+			if constexpr (W > 1)
+				ark_st16(o + oe[u], ark_pack<T>(a[u]));
+			else
+				o[oe[u]] = ark_from_f<T>(a[u][0]);
+		}
+	}
+}
+
+/* Broadcasting: rows m0:m1, cols n0:n1 of out's [M, N] view (N = oshape[ndim - 1]; arkgen asserts
+ * it); input i reads out's element (i_0, .., i_{nd-1}) at sum_d i_d istride[i][d], where the last
+ * stride is 1 or 0. 16-byte vectors of out where every row of the tile allows them (N, n0 and the
+ * tile's width multiples of the vector, the tensors 16-byte aligned; an input broadcast along the
+ * last dimension is read one element a row), else elements. */
+template <typename T, int KIND>
+__device__ __noinline__ void ark_ew_bcast_k(const ark_opp &p, size_t m0, size_t m1, size_t n0, size_t n1, char *arena)
+{
+	constexpr int VEC = ark_dt<T>::vec;
 	const int kind = p.kind, nd = p.ndim;
 	const bool two = ark_ew_inputs(kind) == 2;
 	const T *x = reinterpret_cast<const T *>(arena + p.in[0]);
-	const T *y = reinterpret_cast<const T *>(arena + p.in[1]);
+	const T *y = two ? reinterpret_cast<const T *>(arena + p.in[1]) : nullptr;
 	T *o = reinterpret_cast<T *>(arena + p.out);
-	uint64_t shp[4];
-	int64_t sx[4], sy[4];
+	ark_ew_rows rw;
+	rw.no = nd - 1;
 #pragma unroll
-	for (int d = 0; d < 4; d++) {
-		shp[d] = d < nd ? p.oshape[d] : 1;
-		sx[d] = d < nd ? p.istride[0][d] : 0;
-		sy[d] = d < nd ? p.istride[1][d] : 0;
+	for (int d = 0; d < 3; d++) {
+		rw.shp[d] = d < nd - 1 ? (uint32_t)p.oshape[d] : 1;
+		rw.s[0][d] = d < nd - 1 ? p.istride[0][d] : 0;
+		rw.s[1][d] = d < nd - 1 && two ? p.istride[1][d] : 0;
 	}
-	const size_t N = p.N, tn = n1 - n0, cnt = (m1 - m0) * tn;
-	const float f = p.f;
-	for (size_t q = threadIdx.x; q < cnt; q += ARK_THREADS) {
-		const size_t r = q / tn;
-		const uint64_t oe = (m0 + r) * N + n0 + (q - r * tn);
-		uint64_t e = oe;
-		int64_t ix = 0, iy = 0;
-#pragma unroll
-		for (int d = 3; d >= 0; d--) {
-			if (d < nd) {
-				const uint64_t i = e % shp[d];
-				e /= shp[d];
-				ix += (int64_t)i * sx[d];
-				iy += (int64_t)i * sy[d];
-			}
-		}
-		const float yv = two ? ark_to_f(y[iy]) : 0.0f;
-		o[oe] = ark_from_f<T>(ark_ew_rt(kind, ark_to_f(x[ix]), yv, f));
+	rw.in[0] = p.istride[0][nd - 1] != 0;
+	rw.in[1] = two && p.istride[1][nd - 1] != 0;
+	const uint64_t N = p.N;
+	const uint32_t tn = (uint32_t)(n1 - n0);
+	const bool vec = N % VEC == 0 && n0 % VEC == 0 && tn % VEC == 0 && ark_aligned16(o) &&
+			 (!rw.in[0] || ark_aligned16(x)) && (!rw.in[1] || ark_aligned16(y));
+	if (vec)
+		ark_ew_bcast_w<T, KIND, VEC>(rw, kind, x, y, o, (uint32_t)m0, (uint32_t)(m1 - m0), (uint32_t)n0, tn, N, p.f);
+	else
+		ark_ew_bcast_w<T, KIND, 1>(rw, kind, x, y, o, (uint32_t)m0, (uint32_t)(m1 - m0), (uint32_t)n0, tn, N, p.f);
+}
+
+/* Only two-input kinds broadcast (a one-input op's out has its input's shape): one copy each, and
+ * one for any other kind. */
+template <typename T>
+__device__ __forceinline__ void ark_ew_bcast(const ark_opp &p, size_t m0, size_t m1, size_t n0, size_t n1, char *arena)
+{
+	switch (p.kind) {
+#define X(id, n, fn)                                                        \
+	case ARK_OP_##id:                                                   \
+		if constexpr (n == 2) {                                     \
+			ark_ew_bcast_k<T, ARK_OP_##id>(p, m0, m1, n0, n1, arena); \
+			return;                                             \
+		}                                                           \
+		break;
+		EW_LIST(X)
+#undef X
+	default: break;
 	}
+	ark_ew_bcast_k<T, -1>(p, m0, m1, n0, n1, arena);
 }
 
 /* Same shape: rows m0:m1, cols n0:n1 of out's 2-D view [M, N] (N = p.N), input element e at e. */
@@ -202,16 +309,38 @@ __device__ __forceinline__ void ark_chain_apply(float (&v)[U][VEC], const float 
 		}
 }
 
-#define ARK_CHAIN_BLOCK 256 /* steps whose descriptors sit in shared memory at once */
+#define ARK_CHAIN_BLOCK 128 /* steps whose descriptors sit in shared memory at once */
 
-/* A chain step as the template keeps it in shared memory (16 bytes: one load). */
-struct ark_chain_step {
+/* How a thread reads a step's operand for a 16-byte vector of out's elements e..e+VEC-1 (e a
+ * multiple of VEC; the tail of a range and unaligned ranges go element by element). */
+enum { ARK_CHAIN_VEC, ARK_CHAIN_SPLAT, ARK_CHAIN_ELEMS };
+
+/* A chain step as the template keeps it in shared memory (32 bytes: two loads). Out's element e
+ * reads the operand's element e where mod = 0 (same shape), else (e / div) % mod: a row of bias or
+ * scale repeated (div 1), a column (div a row's length), a tensor of out's trailing dimensions;
+ * arkgen chains no other broadcast (codegen/fuse.c: chain_repeats). */
+struct __align__(16) ark_chain_step {
 	uint64_t opnd;   /* arena offset of the operand (two-input kinds) */
 	float f;         /* scale factor */
+	uint32_t div, mod;
 	uint16_t kind;   /* enum ark_op_kind */
 	uint8_t in1;     /* the chained value is the op's second input */
 	uint8_t binary;  /* the op reads an operand */
+	uint8_t mode;    /* ARK_CHAIN_VEC, _SPLAT or _ELEMS */
 };
+
+/* div and mod of a step's broadcast operand from its strides over out's shape (0 where broadcast):
+ * the trailing dimensions it is broadcast along make div, the ones it follows after them mod. */
+__device__ __forceinline__ void ark_chain_repeat(const ark_opp &q, const int64_t *st, uint32_t &div, uint32_t &mod)
+{
+	int d = q.ndim - 1;
+	div = 1, mod = 1;
+	for (; d >= 0 && st[d] == 0; d--)
+		div *= (uint32_t)q.oshape[d];
+	for (; d >= 0 && (st[d] != 0 || q.oshape[d] == 1); d--)
+		mod *= (uint32_t)q.oshape[d];
+}
+
 /* 16-byte vectors per thread and pass of a chain: a step costs each warp about 70 instructions and
  * 400 cycles with 4 (measured on H200); with 1 the chain's latency is spread over more SMs instead
  * (codegen/tile.c cuts chains into ranges of ARK_THREADS vectors). */
@@ -219,10 +348,10 @@ struct ark_chain_step {
 
 /* EW_CHAIN: elements k0:k1 of out = the chain's ops applied in turn to p.in[0], every intermediate
  * rounded to T as if it had been stored. p.splits steps follow p in the op-params table; step s is op
- * s's own params: kind, f, and its other input (in[1], or in[0] with ARK_OPP_CHAIN_IN1). The steps'
- * descriptors are loaded into shared memory together (one latency, not one per step); each thread keeps
- * U vectors in registers and walks the steps once for all of them, operands loaded a step ahead. Every
- * tensor of a chain has the same shape. */
+ * s's own params: kind, f, and its other input (in[1], or in[0] with ARK_OPP_CHAIN_IN1), of out's
+ * shape or broadcast (ark_chain_step). The steps' descriptors are loaded into shared memory together
+ * (one latency, not one per step); each thread keeps U vectors in registers and walks the steps once
+ * for all of them, operands loaded a step ahead. The chained values have out's shape. */
 template <typename T>
 __device__ __noinline__ void ark_ew_chain_tile(const ark_opp &p, const ark_task &t, char *arena)
 {
@@ -232,41 +361,59 @@ __device__ __noinline__ void ark_ew_chain_tile(const ark_opp &p, const ark_task 
 	const int n = (int)p.splits, tid = threadIdx.x;
 	const T *x = reinterpret_cast<const T *>(arena + p.in[0]);
 	T *o = reinterpret_cast<T *>(arena + p.out);
-	const size_t e0 = t.k0, e1 = t.k1;
+	const uint32_t e0 = t.k0, e1 = t.k1;
 	/* the emitter keeps every tensor 256-byte aligned; a range start off a vector takes the scalar path */
 	const bool vec = e0 % VEC == 0 && ark_aligned16(x) && ark_aligned16(o);
-	for (size_t base = e0; base < e1; base += (size_t)U * VEC * ARK_THREADS) { /* uniform */
+	const ark_chain_step same = {0, 0.0f, 1, 0, 0, 0, 0, ARK_CHAIN_VEC};
+	for (uint32_t base = e0; base < e1; base += (uint32_t)U * VEC * ARK_THREADS) { /* uniform */
 		/* element (u, j) of this thread: base + (u * ARK_THREADS + tid) * VEC + j */
-		const size_t mine = base + (size_t)tid * VEC, stride = (size_t)ARK_THREADS * VEC;
+		const uint32_t mine = base + (uint32_t)tid * VEC, stride = (uint32_t)ARK_THREADS * VEC;
 		float v[U][VEC];
-		/* raw: all U vectors requested at once (predicated loads, nothing uses them yet); expand:
-		 * into fp32, with the elements past the range or off the vector grid read one by one */
-		auto raw = [&](const T *src, uint4 (&q)[U]) {
+		/* the operand's element that out's element e reads */
+		auto at = [](const ark_chain_step &st, uint32_t e) { return st.mod ? e / st.div % st.mod : e; };
+		/* raw: all U vectors requested at once (predicated loads, nothing uses them yet; a splat's one
+		 * element in q.x); expand: into fp32, with the elements past the range or off the vector grid
+		 * read one by one */
+		auto raw = [&](const T *src, const ark_chain_step &st, uint4 (&q)[U]) {
 #pragma unroll
 			for (int u = 0; u < U; u++) {
-				const size_t e = mine + u * stride;
-				q[u] = vec && e + VEC <= e1 ? ark_ld16(src + e) : make_uint4(0, 0, 0, 0);
-			}
-		};
-		auto expand = [&](const T *src, const uint4 (&q)[U], float (&dst)[U][VEC]) {
-#pragma unroll
-			for (int u = 0; u < U; u++) {
-				const size_t e = mine + u * stride;
+				const uint32_t e = mine + u * stride;
+				q[u] = make_uint4(0, 0, 0, 0);
 				if (vec && e + VEC <= e1) {
-					ark_unpack<T>(q[u], dst[u]);
-				} else {
-#pragma unroll
-					for (int j = 0; j < VEC; j++)
-						dst[u][j] = e + j < e1 ? ark_to_f(src[e + j]) : 0.0f;
+					if (st.mode == ARK_CHAIN_VEC) {
+						q[u] = ark_ld16(src + (st.mod ? e % st.mod : e));
+					} else if (st.mode == ARK_CHAIN_SPLAT) {
+						const T s = src[at(st, e)];
+						memcpy(&q[u].x, &s, sizeof(T));
+					}
 				}
 			}
 		};
-		auto load = [&](const T *src, float (&dst)[U][VEC]) {
-			uint4 q[U];
-			raw(src, q);
-			expand(src, q, dst);
+		auto expand = [&](const T *src, const ark_chain_step &st, const uint4 (&q)[U], float (&dst)[U][VEC]) {
+#pragma unroll
+			for (int u = 0; u < U; u++) {
+				const uint32_t e = mine + u * stride;
+				if (vec && e + VEC <= e1 && st.mode == ARK_CHAIN_VEC) {
+					ark_unpack<T>(q[u], dst[u]);
+				} else if (vec && e + VEC <= e1 && st.mode == ARK_CHAIN_SPLAT) {
+					T s;
+					memcpy(&s, &q[u].x, sizeof(T));
+#pragma unroll
+					for (int j = 0; j < VEC; j++)
+						dst[u][j] = ark_to_f(s);
+				} else {
+#pragma unroll
+					for (int j = 0; j < VEC; j++)
+						dst[u][j] = e + j < e1 ? ark_to_f(src[at(st, e + j)]) : 0.0f;
+				}
+			}
 		};
-		load(x, v);
+		auto load = [&](const T *src, const ark_chain_step &st, float (&dst)[U][VEC]) {
+			uint4 q[U];
+			raw(src, st, q);
+			expand(src, st, q, dst);
+		};
+		load(x, same, v);
 		for (int b0 = 0; b0 < n; b0 += ARK_CHAIN_BLOCK) { /* uniform */
 			const int bn = min(ARK_CHAIN_BLOCK, n - b0);
 			__syncthreads(); /* the previous block's descriptors are read by all */
@@ -274,8 +421,15 @@ __device__ __noinline__ void ark_ew_chain_tile(const ark_opp &p, const ark_task 
 				const ark_opp &q = steps[b0 + s];
 				const bool in1 = q.flags & ARK_OPP_CHAIN_IN1;
 				const int kind = q.kind;
-				s_step[s] = {in1 ? q.in[0] : q.in[1], q.f, (uint16_t)kind, (uint8_t)in1,
-					     (uint8_t)(ark_ew_inputs(kind) == 2)};
+				const bool binary = ark_ew_inputs(kind) == 2;
+				uint32_t div = 1, mod = 0;
+				uint8_t mode = ARK_CHAIN_VEC;
+				if (binary && !(q.flags & ARK_OPP_SAME_SHAPE) && q.ndim > 0) {
+					ark_chain_repeat(q, q.istride[in1 ? 0 : 1], div, mod);
+					mode = div == 1 ? (mod % VEC == 0 ? ARK_CHAIN_VEC : ARK_CHAIN_ELEMS)
+					       : div % VEC == 0 ? ARK_CHAIN_SPLAT : ARK_CHAIN_ELEMS;
+				}
+				s_step[s] = {in1 ? q.in[0] : q.in[1], q.f, div, mod, (uint16_t)kind, (uint8_t)in1, (uint8_t)binary, mode};
 			}
 			__syncthreads();
 			/* the next step's descriptor and operand are fetched while this step computes: the only
@@ -283,14 +437,14 @@ __device__ __noinline__ void ark_ew_chain_tile(const ark_opp &p, const ark_task 
 			ark_chain_step cur = s_step[0];
 			float y[U][VEC] = {};
 			if (cur.binary)
-				load(reinterpret_cast<const T *>(arena + cur.opnd), y);
+				load(reinterpret_cast<const T *>(arena + cur.opnd), cur, y);
 			for (int s = 0; s < bn; s++) {
 				const ark_chain_step nxt = s_step[s + 1 < bn ? s + 1 : s];
 				const bool more = s + 1 < bn && nxt.binary;
 				const T *src = reinterpret_cast<const T *>(arena + nxt.opnd);
 				uint4 qn[U];
 				if (more)
-					raw(src, qn);
+					raw(src, nxt, qn);
 				switch (cur.kind) {
 #define X(id, n, fn) \
 	case ARK_OP_##id: ark_chain_apply<T, ARK_OP_##id>(v, y, cur.f, cur.in1); break;
@@ -299,13 +453,13 @@ __device__ __noinline__ void ark_ew_chain_tile(const ark_opp &p, const ark_task 
 				default: break;
 				}
 				if (more)
-					expand(src, qn, y);
+					expand(src, nxt, qn, y);
 				cur = nxt;
 			}
 		}
 #pragma unroll
 		for (int u = 0; u < U; u++) {
-			const size_t e = mine + u * stride;
+			const uint32_t e = mine + u * stride;
 			if (vec && e + VEC <= e1) {
 				ark_st16(o + e, ark_pack<T>(v[u]));
 			} else {

@@ -1307,6 +1307,14 @@ static void cases_float(void)
 		case_ew(dt, ARK_OP_ADD, {4, 3, 5}, {3, 1}, 5, 3);
 		case_ew(dt, ARK_OP_MUL, {64, 100}, {100}, 16, 64);
 		case_ew(dt, ARK_OP_ADD, {2, 1, 6}, {3, 1}, 2, 6);
+		/* broadcasting in 16-byte vectors (bias rows, a column, both inputs, 4-D) and element by element */
+		case_ew(dt, ARK_OP_ADD, {64, 1168}, {1168}, 2, 1168);
+		case_ew(dt, ARK_OP_MUL, {1, 72}, {5, 3, 72}, 4, 72);
+		case_ew(dt, ARK_OP_ADD, {7, 1, 64}, {1, 5, 64}, 3, 32);
+		case_ew(dt, ARK_OP_ADD, {2, 3, 4, 48}, {3, 1, 48}, 5, 48);
+		case_ew(dt, ARK_OP_MUL, {9, 40}, {9, 1}, 4, 16);
+		case_ew(dt, ARK_OP_ADD, {37, 123}, {123}, 8, 123, skew);
+		case_ew(dt, ARK_OP_MUL, {6, 5, 3}, {5, 1}, 7, 3);
 		case_ew(dt, ARK_OP_SWIGLU, {3, 1001}, {3, 1001}, 3, 1001, skew);
 		case_ew(dt, ARK_OP_ADD, {16, 64}, {16, 64}, 16, 40, skew);
 		case_ew(dt, ARK_OP_SWIGLU, {16, 256}, {16, 256}, 4, 64);

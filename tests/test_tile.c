@@ -15,6 +15,7 @@
 
 #include "ark_smem.h" /* ARK_MM_STREAM_KN, ARK_MM_STREAM_NK */
 #include "harness.h"
+#include "codegen/lower.h" /* fuse_chain_repeats */
 
 static struct arkgen_result r;
 static const struct graph *g = &r.graph;
@@ -219,8 +220,8 @@ static void test_norm_prologue(void **state)
 	done();
 }
 
-/* A chain stops at an output, at an intermediate read twice and at broadcasting; a matmul keeps its
- * activation in the epilogue. */
+/* A chain stops at an output and at an intermediate read twice; a matmul keeps its activation in the
+ * epilogue; a bias row broadcast over the rows joins a chain. */
 static void test_chain_stops(void **state)
 {
 	(void)state;
@@ -240,19 +241,69 @@ static void test_chain_stops(void **state)
 	/* s1 -> s2 chain ends at the output o1 */
 	assert_int_equal(s->per_op[op("s1")].chain_len, 2);
 	assert_int_equal(s->per_op[op("s2")].fused_into, op("s1"));
-	/* s3's result is read twice by one op: no chain into 'twice'; 'bc' broadcasts g */
+	/* s3's result is read twice by one op: no chain into 'twice'; 'bc' broadcasts g [64] along the
+	 * rows, a form a chain step takes: twice -> bc */
 	assert_int_equal(s->per_op[op("s3")].chain_len, 0);
 	assert_int_equal(s->per_op[op("s3")].fused_into, -1);
 	assert_int_equal(s->per_op[op("twice")].fused_into, -1);
-	assert_int_equal(s->per_op[op("twice")].chain_len, 0);
-	assert_int_equal(s->per_op[op("bc")].fused_into, -1);
+	assert_int_equal(s->per_op[op("twice")].chain_len, 2);
+	assert_int_equal(s->per_op[op("bc")].fused_into, op("twice"));
 	int n_chain = 0, n_ew = 0;
 	for (int i = 0; i < s->n_vcta; i++) {
 		n_chain += s->v[i].tmpl == ARK_T_EW_CHAIN;
 		n_ew += s->v[i].tmpl == ARK_T_ELEMENTWISE;
+		/* the chain's vCTAs read all of g, whatever rows they cover */
+		for (int j = 0; s->v[i].tmpl == ARK_T_EW_CHAIN && j < s->v[i].n_reads; j++)
+			if (s->v[i].reads[j].tensor == tensor("g")) {
+				assert_int_equal(s->v[i].reads[j].r0, 0);
+				assert_int_equal(s->v[i].reads[j].r1, 1);
+				assert_int_equal(s->v[i].reads[j].c0, 0);
+				assert_int_equal(s->v[i].reads[j].c1, 64);
+			}
 	}
-	assert_int_equal(n_chain, 1);
-	assert_true(n_ew >= 3);
+	assert_int_equal(n_chain, 2);
+	assert_true(n_ew >= 1);
+	done();
+}
+
+/* The broadcasts a chain step takes: out's element e reads (e / div) % mod of the operand (a row, a
+ * column, trailing dimensions, the same shape); not rows repeated along a middle dimension, nor
+ * two inputs both broadcast. */
+static void test_chain_broadcast(void **state)
+{
+	(void)state;
+	static const struct {
+		int64_t in[4], out[4];
+		int ni, no, ok;
+	} cases[] = {
+		{{64}, {8, 64}, 1, 2, 1},          {{1, 64}, {8, 64}, 2, 2, 1},     {{8, 1}, {8, 64}, 2, 2, 1},
+		{{5, 7}, {3, 5, 7}, 2, 3, 1},      {{3, 1, 1}, {3, 5, 7}, 3, 3, 1}, {{1, 5, 1}, {3, 5, 7}, 3, 3, 1},
+		{{3, 1, 7}, {3, 5, 7}, 3, 3, 0},   {{3, 5, 1}, {3, 5, 7}, 3, 3, 1}, {{1}, {3, 5, 7}, 1, 3, 1},
+		{{3, 1, 1, 7}, {3, 1, 5, 7}, 4, 4, 0}, {{3, 1, 5, 1}, {3, 1, 5, 7}, 4, 4, 1},
+		{{2, 1, 5, 7}, {2, 1, 5, 7}, 4, 4, 1},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct tensor I = {0}, T = {0};
+		I.ndim = cases[i].ni, T.ndim = cases[i].no;
+		memcpy(I.shape, cases[i].in, sizeof I.shape);
+		memcpy(T.shape, cases[i].out, sizeof T.shape);
+		if (fuse_chain_repeats(&I, &T) != cases[i].ok)
+			fail_msg("case %zu: fuse_chain_repeats gave %d", i, !cases[i].ok);
+	}
+	/* in a model: q * k [4, 1, 64] over [4, 8, 64] runs alone; r [64] * q chains with its relu */
+	tile_text("{ name = \"q\"; shape = [4, 8, 64]; role = \"input\"; },"
+		  "{ name = \"k\"; shape = [4, 1, 64]; role = \"weight\"; },"
+		  "{ name = \"r\"; shape = [64]; role = \"weight\"; },"
+		  "{ name = \"y\"; role = \"output\"; },"
+		  "{ name = \"z\"; role = \"output\"; }",
+		  "{ name = \"mid\"; op = \"mul\"; in = [\"q\", \"k\"]; out = \"a\"; },"
+		  "{ name = \"ra\"; op = \"relu\"; in = [\"a\"]; out = \"y\"; },"
+		  "{ name = \"row\"; op = \"mul\"; in = [\"r\", \"q\"]; out = \"b\"; },"
+		  "{ name = \"rb\"; op = \"relu\"; in = [\"b\"]; out = \"z\"; }");
+	assert_int_equal(s->per_op[op("mid")].chain_len, 0);
+	assert_int_equal(s->per_op[op("ra")].fused_into, -1);
+	assert_int_equal(s->per_op[op("row")].chain_len, 2);
+	assert_int_equal(s->per_op[op("rb")].fused_into, op("row"));
 	done();
 }
 
@@ -744,6 +795,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chain_whole),
 		cmocka_unit_test(test_chain_stops),
+		cmocka_unit_test(test_chain_broadcast),
 		cmocka_unit_test(test_residual),
 		cmocka_unit_test(test_norm_prologue),
 		cmocka_unit_test(test_chain_order),
