@@ -323,6 +323,30 @@ __device__ __forceinline__ float ark_warp_sum(float v)
 		v += __shfl_xor_sync(0xffffffffu, v, o);
 	return v;
 }
+/* The warp's sums of N values at once (N a power of two), by halving: at each of the five lane
+ * bits, from the highest, a lane keeps one half of its values and adds its partner's of that half,
+ * so N values cost N - 1 shuffles where N separate sums cost 5 N. On return, for N >= 32, lane L holds
+ * the totals of values L (N / 32) + j in v[j], j < N / 32; for N < 32, v[0] of lane L is the total of
+ * value L / (32 / N). Call with W = 16. All lanes. */
+template <int N, int W>
+__device__ __forceinline__ void ark_warp_sums(float *v, int lane)
+{
+	if constexpr (W > 0) {
+		if constexpr (N > 1) {
+			constexpr int H = N / 2;
+			const bool up = (lane & W) != 0;
+#pragma unroll
+			for (int i = 0; i < H; i++) {
+				const float send = up ? v[i] : v[i + H], keep = up ? v[i + H] : v[i];
+				v[i] = keep + __shfl_xor_sync(0xffffffffu, send, W);
+			}
+			ark_warp_sums<H, W / 2>(v, lane);
+		} else {
+			v[0] += __shfl_xor_sync(0xffffffffu, v[0], W);
+			ark_warp_sums<1, W / 2>(v, lane);
+		}
+	}
+}
 __device__ __forceinline__ float ark_warp_max(float v)
 {
 #pragma unroll

@@ -618,16 +618,22 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 							acc[c][m] = fmaf(av[j], bf[c][j], acc[c][m]);
 				}
 			}
-			if (s == spi - 1) { /* item done: warp sums into sacc */
+			if (s == spi - 1) { /* item done: the warp's C x MB sums (halving) into sacc */
+				constexpr int NV = C * MB, PER = NV >= 32 ? NV / 32 : 1, GRP = NV >= 32 ? 1 : 32 / NV;
+				float v[NV];
 #pragma unroll
-				for (int c = 0; c < C; c++) {
+				for (int c = 0; c < C; c++)
 #pragma unroll
-					for (int m = 0; m < MB; m++) {
-						const float x = ark_warp_sum(acc[c][m]);
-						acc[c][m] = 0.0f;
+					for (int m = 0; m < MB; m++)
+						v[c * MB + m] = acc[c][m], acc[c][m] = 0.0f;
+				ark_warp_sums<NV, 16>(v, lane);
+				if (lane % GRP == 0) {
+#pragma unroll
+					for (int j = 0; j < PER; j++) {
+						const int i = NV >= 32 ? lane * PER + j : lane / GRP, c = i / MB, m = i % MB;
 						const int nl = grp * C + c;
-						if (lane == ((c * MB + m) & 31) && m < rows && nl < tn)
-							atomicAdd(&sacc[m * tn + nl], x);
+						if (m < rows && nl < tn)
+							atomicAdd(&sacc[m * tn + nl], v[j]);
 					}
 				}
 			}
