@@ -192,8 +192,11 @@ int tile_matmul_ffma(const struct tiling *s, const struct vcta *v)
 	const struct graph *g = s->g;
 	const struct op *o = &g->ops[v->op];
 	const int a = o->in[0];
+	/* few rows stream b, unless its rows (or a's, with b [N, K]) are not whole 16-byte vectors
+	 * (templates/op_matmul.cuh, ark_mm_sub) */
+	const int64_t run = o->transpose_b ? s->cols[a] : s->cols[s->per_op[v->op].out_tensor];
 	return g->tensors[a].dtype == ARK_FP32 && !ark_dtype_quantized(g->tensors[o->in[1]].dtype) &&
-	       s->per_op[v->op].pre_op < 0 && ARK_MM_FFMA(s->rows[a]);
+	       s->per_op[v->op].pre_op < 0 && (ARK_MM_FFMA(s->rows[a]) || run % 4 != 0);
 }
 
 /* Tiles (tm, tn) of out, each one vCTA, or with split-K one MATMUL_PARTIAL per split into an fp32

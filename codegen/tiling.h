@@ -201,7 +201,8 @@ int tile_matmul_mma(const struct tiling *s, const struct vcta *v);
 
 /* tile.c: whether matmul vCTA v runs on the fp32 FMA tile of shared-memory stages (ark_mm_ffma): a in
  * fp32, b not quantized, no fused norm, and more rows in its matmul than streaming takes
- * (ARK_MM_FFMA, abi/ark_smem.h), whatever rows v itself has. */
+ * (ARK_MM_FFMA, abi/ark_smem.h), whatever rows v itself has, or rows the streaming tiles cannot take
+ * (K with b [N, K], N with b [K, N], not a multiple of 4). */
 int tile_matmul_ffma(const struct tiling *s, const struct vcta *v);
 
 #endif

@@ -1600,9 +1600,11 @@ __device__ void ark_mm_sub(const ark_mm &g, int m0, int m1, int n0, int n1, int 
 				printf("ark: a matmul tile with a fused rmsnorm off the streaming paths\n");
 			__trap();
 		}
-		/* 16-bit rows that cannot stream (odd or unaligned lengths) go to the tensor cores, whose
-		 * stages take any alignment (tile_matmul_mma in codegen/tile.c says the same) */
-		if constexpr (mma) {
+		/* rows that cannot stream (odd or unaligned lengths) go to the tiles of shared-memory stages,
+		 * which take any alignment: 16-bit to the tensor cores, fp32 to the FMA tile (1.1-1.6x faster
+		 * there than on the generic FMA path, bench/NOTES.md); tile_matmul_mma and tile_matmul_ffma in
+		 * codegen/tile.c say the same */
+		if constexpr (mma || (sizeof(T) == 4 && ARK_TILES_FFMA)) {
 			if (!ok && !g.pre) {
 				ark_mm_staged<T>(g, m0, m1, n0, n1, k0, k1, smem);
 				return;
