@@ -771,6 +771,8 @@ static void decode_blocks(int64_t T, int64_t G, int64_t *tb, int64_t *gb)
 	*gb = G <= ARK_DEC_ROWS ? G : ARK_DEC_ROWS;
 }
 
+#define DEC_ROW_BLOCK_US 1.8 /* a DECODE tile's time per query row and block of ARK_DEC_BK keys */
+
 /* decode_attention (flash-decoding): one vCTA per (kv head, block of query rows, split of the cache's
  * L rows). S splits when the blocks alone leave SMs idle: as many as fill the SMs, each of at least
  * 64 keys (a split reads 2 * keys * Dh elements; fewer would cost more in the combine and the
@@ -831,6 +833,10 @@ static void tile_decode_attention(struct tiling *s, int oi)
 						/* q.k and p.v per row and key, the softmax's few operations per score */
 						v->flops = (double)(rows * (k1 - k0)) * (4.0 * (double)Dh + 8.0);
 						v->bytes = (double)(es * (2 * (k1 - k0) * Dh + 2 * rows * Dh));
+						/* the tile's own time, far above its FMAs: ~1.8 us a row and block of
+						 * ARK_DEC_BK keys at head sizes 64-128 (bench/decode_probe, NVIDIA H100:
+						 * 4 rows x 4 blocks 29 us, 16 x 1 34 us, 16 x 5 141 us; bench/NOTES.md) */
+						v->lat_us = DEC_ROW_BLOCK_US * (double)rows * (double)cdiv(k1 - k0, ARK_DEC_BK);
 					}
 				}
 }
