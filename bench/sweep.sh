@@ -105,10 +105,9 @@ build() {
 		nvcc_one "$d" "$n" &
 	done
 	wait
-	# the shared libraries of the binaries that a GPU machine may lack (as scripts/gpu-bundle.sh)
+	# the shared libraries of the binaries that a GPU machine may lack (as scripts/gpu-bundle.sh),
+	# where the loader finds them (LD_LIBRARY_PATH first, as on a machine that carries its own)
 	mkdir -p "$d/lib"
-	cp -L /usr/lib/x86_64-linux-gnu/libcjson.so.1 "$d/lib/" 2>/dev/null ||
-		echo "sweep.sh: no /usr/lib/x86_64-linux-gnu/libcjson.so.1 to copy into $d/lib" >&2
 	for n in $names; do
 		[ -x "$d/$n" ] || continue
 		ldd "$d/$n" 2>/dev/null | awk '/libcudart|libcjson/ && $3 ~ /^\// {print $3}' | while read -r l; do
@@ -116,6 +115,7 @@ build() {
 		done
 		break
 	done
+	ls "$d"/lib/libcjson.so* >/dev/null 2>&1 || echo "sweep.sh: no libcjson.so.1 found for $d/lib" >&2
 	local built=0 failed=""
 	for n in $names; do
 		if [ -x "$d/$n" ]; then built=$((built + 1)); else failed="$failed $n"; fi
