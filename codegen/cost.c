@@ -22,8 +22,7 @@ static int same_shapes(const struct graph *g, const struct op *o)
 {
 	const struct tensor *out = &g->tensors[o->out[0]];
 	for (int i = 0; i < o->n_in; i++) {
-		const struct tensor *t = &g->tensors[o->in[i]];
-		if (t->ndim != out->ndim || memcmp(t->shape, out->shape, sizeof(int64_t) * (size_t)out->ndim))
+		if (!tensor_same_shape(&g->tensors[o->in[i]], out))
 			return 0;
 	}
 	return 1;

@@ -422,7 +422,7 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 		memcpy(oshape, T->shape, sizeof oshape);
 		for (int i = 0; i < o->n_in && i < 2; i++) {
 			const struct tensor *I = &g->tensors[o->in[i]];
-			same &= I->ndim == T->ndim && !memcmp(I->shape, T->shape, sizeof(int64_t) * (size_t)T->ndim);
+			same &= tensor_same_shape(I, T);
 			bcast_strides(I, T, ist[i]);
 		}
 		flags |= same ? ARK_OPP_SAME_SHAPE : 0;
@@ -564,8 +564,8 @@ static void emit_chain_opp(const struct emitter *e, int head, int index)
 	const struct op *h = &g->ops[head];
 	int outt = pl->out_tensor;
 	/* the chained value starts as the head's input of out's shape: in[1] where in[0] is broadcast */
-	const struct tensor *h0 = &g->tensors[h->in[0]], *T = &g->tensors[outt];
-	const int head_in1 = h->n_in > 1 && (h0->ndim != T->ndim || memcmp(h0->shape, T->shape, sizeof(int64_t) * (size_t)T->ndim));
+	const struct tensor *T = &g->tensors[outt];
+	const int head_in1 = h->n_in > 1 && !tensor_same_shape(&g->tensors[h->in[0]], T);
 	char c1[256], c2[1024], c3[256], c4[256], c5[256];
 	out(e->f, "\t/* %d: chain of %d elementwise ops, %s (%s:%d) to %s, in registers: %s -> %s */\n", index,
 	    pl->chain_len, c_comment_text(c1, sizeof c1, h->name), c_comment_text(c2, sizeof c2, g->file), h->line,

@@ -77,11 +77,6 @@ static void fuse_into_matmul(struct tiling *s)
 	}
 }
 
-static int same_shape(const struct tensor *a, const struct tensor *b)
-{
-	return a->ndim == b->ndim && !memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim);
-}
-
 /* Every input of elementwise op o has its output's shape and dtype (no broadcasting). */
 static int ew_plain(const struct graph *g, const struct op *o)
 {
@@ -90,7 +85,7 @@ static int ew_plain(const struct graph *g, const struct op *o)
 	const struct tensor *to = &g->tensors[o->out[0]];
 	for (int i = 0; i < o->n_in; i++) {
 		const struct tensor *ti = &g->tensors[o->in[i]];
-		if (ti->dtype != to->dtype || !same_shape(ti, to))
+		if (ti->dtype != to->dtype || !tensor_same_shape(ti, to))
 			return 0;
 	}
 	return 1;
@@ -127,7 +122,7 @@ static int ew_chainable(const struct graph *g, const struct op *o)
 		const struct tensor *ti = &g->tensors[o->in[i]];
 		if (ti->dtype != to->dtype || !fuse_chain_repeats(ti, to))
 			return 0;
-		whole += same_shape(ti, to);
+		whole += tensor_same_shape(ti, to);
 	}
 	return whole > 0;
 }
@@ -279,7 +274,7 @@ static void link_chains(struct tiling *s, int *prev)
 			continue;
 		const struct op *ro = &g->ops[r];
 		if (ro->gpu != o->gpu || s->per_op[r].fused_into >= 0 || !ew_chainable(g, ro) ||
-		    (ro->n_in > 1 && ro->in[0] == ro->in[1]) || !same_shape(t, &g->tensors[ro->out[0]]))
+		    (ro->n_in > 1 && ro->in[0] == ro->in[1]) || !tensor_same_shape(t, &g->tensors[ro->out[0]]))
 			continue;
 		s->per_op[oi].chain_next = r;
 		prev[r] = oi;
@@ -290,8 +285,7 @@ static void link_chains(struct tiling *s, int *prev)
 /* Chains of elementwise ops where each intermediate is read once, by the next op of the chain, and
  * is no output, and every operand has the chain's shape or repeats along it (fuse_chain_repeats): one
  * vCTA runs the whole chain on a range of elements, values staying in registers, so the intermediates
- * are never stored. The head owns the vCTAs; the others are fused
- * into it. A chain stops before it would read more distinct tensors than a vCTA can record. */
+ * are never stored. The head owns the vCTAs; the others are fused into it. A chain stops before it would read more distinct tensors than a vCTA can record. */
 static void fuse_chains(struct tiling *s)
 {
 	struct graph *g = s->g;

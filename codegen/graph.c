@@ -127,6 +127,16 @@ uint64_t tensor_elems(const struct tensor *t)
 	return n;
 }
 
+int tensor_same_shape(const struct tensor *a, const struct tensor *b)
+{
+	if (a->ndim != b->ndim)
+		return 0;
+	for (int i = 0; i < a->ndim; i++)
+		if (a->shape[i] != b->shape[i])
+			return 0;
+	return 1;
+}
+
 uint64_t tensor_bytes(const struct tensor *t)
 {
 	if (ark_dtype_quantized(t->dtype) && t->ndim > 0) /* rows of blocks */
@@ -727,15 +737,6 @@ static void set_shape(int64_t *dst, int *ndim, int n, const int64_t *src)
 	memmove(dst, src, sizeof(int64_t) * (size_t)n);
 }
 
-static int same_shape(const struct tensor *a, const struct tensor *b)
-{
-	if (a->ndim != b->ndim)
-		return 0;
-	for (int i = 0; i < a->ndim; i++)
-		if (a->shape[i] != b->shape[i])
-			return 0;
-	return 1;
-}
 
 static void note_tensor(const struct graph *g, const struct tensor *t)
 {
@@ -831,7 +832,7 @@ static int infer_same(struct graph *g, struct op *o)
 	const struct tensor *a = &g->tensors[o->in[0]];
 	for (int j = 1; j < o->n_in; j++) {
 		const struct tensor *b = &g->tensors[o->in[j]];
-		if (!same_shape(a, b)) {
+		if (!tensor_same_shape(a, b)) {
 			diag_error(AT(o), "input '%s' of op '%s' (%s) has shape %s, expected %s like '%s'",
 				   b->name, o->name, op_info[o->kind].name, shp(b), shp(a), a->name);
 			note_tensor(g, b);
@@ -943,7 +944,7 @@ static int infer_attention(struct graph *g, struct op *o, int *nd, int64_t *shap
 			return -1;
 		}
 	}
-	if (!same_shape(k, v)) {
+	if (!tensor_same_shape(k, v)) {
 		diag_error(AT(o), "value '%s' of op '%s' (attention) has shape %s, expected %s like the key '%s'", v->name,
 			   o->name, shp(v), shp(k), k->name);
 		note_tensor(g, v);
@@ -1108,7 +1109,7 @@ static int infer_concat(struct graph *g, struct op *o, int *nd, int64_t *shape)
 static int infer_assign(struct graph *g, struct op *o)
 {
 	const struct tensor *st = &g->tensors[o->in[0]], *v = &g->tensors[o->in[1]];
-	if (!same_shape(st, v)) {
+	if (!tensor_same_shape(st, v)) {
 		diag_error(AT(o), "value '%s' of op '%s' (assign) has shape %s, expected %s like state '%s'", v->name,
 			   o->name, shp(v), shp(st), st->name);
 		note_tensor(g, v);
@@ -1240,7 +1241,7 @@ static int infer_decode_attention(struct graph *g, struct op *o, int *nd, int64_
 			return -1;
 		}
 	}
-	if (!same_shape(k, v)) {
+	if (!tensor_same_shape(k, v)) {
 		diag_error(AT(o), "value cache '%s' of op '%s' (decode_attention) has shape %s, expected %s like the "
 			   "key cache '%s'", v->name, o->name, shp(v), shp(k), k->name);
 		note_tensor(g, v);

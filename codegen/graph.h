@@ -119,6 +119,8 @@ const char *graph_file_of(const struct graph *g, const char *file);
 uint64_t tensor_bytes(const struct tensor *t);
 /* Its element count (checked not to overflow by graph_check, as its bytes). */
 uint64_t tensor_elems(const struct tensor *t);
+/* Whether a and b have the same shape (dimensions and sizes). */
+int tensor_same_shape(const struct tensor *a, const struct tensor *b);
 /* "[8, 1024]" into buf. */
 const char *shape_str(char *buf, size_t n, int ndim, const int64_t *shape);
 

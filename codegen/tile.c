@@ -294,7 +294,7 @@ static void bcast_read(struct tiling *s, struct vcta *v, int in, int out, int64_
 		       int64_t c1)
 {
 	const struct tensor *ti = &s->g->tensors[in], *to = &s->g->tensors[out];
-	int same = ti->ndim == to->ndim && !memcmp(ti->shape, to->shape, sizeof(int64_t) * (size_t)to->ndim);
+	int same = tensor_same_shape(ti, to);
 	if (same) {
 		vcta_add_read(v, in, r0, r1, c0, c1);
 		return;
@@ -375,8 +375,7 @@ static void tile_chain(struct tiling *s, int head)
 		v->m0 = (uint32_t)box.r0, v->m1 = (uint32_t)box.r1, v->n0 = (uint32_t)box.c0, v->n1 = (uint32_t)box.c1;
 		/* the same box of every tensor of out's shape; all of a broadcast operand (a superset) */
 		for (int j = 0; j < n_reads; j++) {
-			const struct tensor *R = &s->g->tensors[reads[j]], *O = &s->g->tensors[out];
-			if (R->ndim == O->ndim && !memcmp(R->shape, O->shape, sizeof(int64_t) * (size_t)O->ndim))
+			if (tensor_same_shape(&s->g->tensors[reads[j]], &s->g->tensors[out]))
 				vcta_add_read(v, reads[j], box.r0, box.r1, box.c0, box.c1);
 			else
 				vcta_add_read(v, reads[j], 0, s->rows[reads[j]], 0, s->cols[reads[j]]);

@@ -318,7 +318,7 @@ enum { ARK_CHAIN_VEC, ARK_CHAIN_SPLAT, ARK_CHAIN_ELEMS };
 /* A chain step as the template keeps it in shared memory (32 bytes: two loads). Out's element e
  * reads the operand's element e where mod = 0 (same shape), else (e / div) % mod: a row of bias or
  * scale repeated (div 1), a column (div a row's length), a tensor of out's trailing dimensions;
- * arkgen chains no other broadcast (codegen/fuse.c: chain_repeats). */
+ * arkgen chains no other broadcast (codegen/fuse.c: fuse_chain_repeats). */
 struct __align__(16) ark_chain_step {
 	uint64_t opnd;   /* arena offset of the operand (two-input kinds) */
 	float f;         /* scale factor */
