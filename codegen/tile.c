@@ -12,9 +12,23 @@
 #include "diag.h"
 #include "lower.h"
 
+/* The narrowest tile width, a multiple of 16 bytes of a row and at most 128, whose tiles (mt rows of
+ * them) fit in `sms` SMs at once; 0 when none does. */
+static int balanced_tn(int64_t mt, int64_t N, int64_t sms, int64_t es)
+{
+	const int64_t align = 16 / es, per = sms / imax(mt, 1);
+	if (per < 1)
+		return 0;
+	int64_t w = cdiv(cdiv(N, per), align) * align;
+	return w <= 128 && mt * cdiv(N, w) <= sms ? (int)imin(w, N) : 0;
+}
+
 /* Tile width for the output of a matmul: the widest that still gives about one tile per SM,
- * never narrower than 32 bytes of a row (one memory sector). */
-static int pick_tn(int64_t mt, int64_t N, int64_t sms, int64_t min_tn)
+ * never narrower than 32 bytes of a row (one memory sector). With `balance`, where that gives more
+ * tiles than SMs (a second, partial wave: N = 2624 in 16-column tiles is 164 tiles on 132 SMs, so 32
+ * SMs run two), the narrowest multiple of 16 bytes of a row that fits them in one wave instead
+ * (balanced_tn: 24 columns, 110 tiles). */
+static int pick_tn(int64_t mt, int64_t N, int64_t sms, int64_t min_tn, int64_t es, int balance)
 {
 	static const int cand[] = {128, 64, 32, 16, 8};
 	int tn = (int)min_tn;
@@ -26,28 +40,56 @@ static int pick_tn(int64_t mt, int64_t N, int64_t sms, int64_t min_tn)
 			break;
 		}
 	}
-	return (int)imin(tn, imax(N, 1));
+	tn = (int)imin(tn, imax(N, 1));
+	if (balance && mt * cdiv(N, tn) > sms) {
+		int w = balanced_tn(mt, N, sms, es);
+		if (w > 0)
+			tn = w;
+	}
+	return tn;
 }
+
+/* The rows, columns and element size pick_matmul tiles matmul oi by. */
+static void matmul_dims(const struct tiling *s, int oi, int64_t *M, int64_t *N, int64_t *es)
+{
+	const struct op_tiling *pl = &s->per_op[oi];
+	int a = pl->pre_op >= 0 ? s->g->ops[pl->pre_op].in[0] : s->g->ops[oi].in[0];
+	*M = s->rows[a], *N = s->cols[pl->out_tensor], *es = esize(s, a);
+}
+
+static int rule_tm(int64_t M) { return M <= 16 ? (int)M : M <= 256 ? 64 : 128; }
 
 /* SMs each matmul can count on (op_tiling.sm_share): the GPU's SMs shared among the matmuls of its
  * dependency level on its GPU (level: longest path from the graph's inputs, in ops), so that
  * independent branches get about one tile per SM between them instead of each cutting itself for
- * the whole GPU. */
+ * the whole GPU; and the tiles of the level as the fixed rule cuts them (op_tiling.level_tiles), so
+ * that a matmul is balanced only when the level as a whole overflows the GPU. */
 static void share_sms(struct tiling *s)
 {
 	const struct graph *g = s->g;
 	int sms = s->opt.sms, *level = xcalloc((size_t)g->n_ops, sizeof *level);
 	int max_level = graph_levels(g, level);
 	int *width = xcalloc((size_t)(max_level + 1) * ARK_MAX_GPUS, sizeof *width);
+	int64_t *tiles = xcalloc((size_t)(max_level + 1) * ARK_MAX_GPUS, sizeof *tiles);
 	for (int i = 0; i < g->n_ops; i++)
 		if (g->ops[i].kind == ARK_OP_MATMUL)
 			width[level[i] * ARK_MAX_GPUS + g->ops[i].gpu]++;
 	for (int i = 0; i < g->n_ops; i++) {
 		int w = width[level[i] * ARK_MAX_GPUS + g->ops[i].gpu];
 		s->per_op[i].sm_share = w > 1 ? (sms + w - 1) / w : sms;
+		if (g->ops[i].kind != ARK_OP_MATMUL)
+			continue;
+		int64_t M, N, es;
+		matmul_dims(s, i, &M, &N, &es);
+		int64_t mt = cdiv(M, rule_tm(M));
+		tiles[level[i] * ARK_MAX_GPUS + g->ops[i].gpu] +=
+			mt * cdiv(N, pick_tn(mt, N, s->per_op[i].sm_share, es == 4 ? 8 : 16, es, 0));
 	}
+	for (int i = 0; i < g->n_ops; i++)
+		s->per_op[i].level_tiles = tiles[level[i] * ARK_MAX_GPUS + g->ops[i].gpu];
 	free(level);
 	free(width);
+	free(tiles);
 }
 
 /* Split K while the layer has clearly fewer tiles than SMs, keeping chunks of >= 256, never into
@@ -126,9 +168,14 @@ static void pick_matmul(struct tiling *s, int oi, int64_t M, int64_t N, int64_t 
 			int64_t *psplits)
 {
 	int64_t sms = s->per_op[oi].sm_share;
-	int tm = M <= 16 ? (int)M : M <= 256 ? 64 : 128;
+	int tm = rule_tm(M);
 	int64_t mt = cdiv(M, tm);
-	int tn = pick_tn(mt, N, sms, es == 4 ? 8 : 16);
+	/* Tiles of few rows (streaming, or 16 rows on the tensor cores) take as long as their bytes, so
+	 * one wave of wider tiles ends sooner than a second wave of narrow ones (a tile's dispatch, first
+	 * loads and epilogue paid once per SM). An mma tile of more rows takes about as long whatever
+	 * its width (its stages: bench/NOTES.md), so narrowing it only adds tiles: the search below
+	 * picks those. */
+	int tn = pick_tn(mt, N, sms, es == 4 ? 8 : 16, es, M <= 16 && s->per_op[oi].level_tiles > s->opt.sms);
 	int64_t splits = matmul_splits(mt * cdiv(N, tn), K, sms);
 	*ptm = tm, *ptn = tn, *psplits = splits;
 	/* Up to 16 rows (the weight-streaming tiles) the rules stand: the cost model is least accurate

@@ -52,6 +52,8 @@ struct op_tiling {
 	int chain_len;        /* head of a chain: its number of ops (>= 2), else 0 */
 	int sm_share;         /* SMs its tiles may count on: the GPU's, shared among the matmuls of its
 			       * dependency level on its GPU (the matmul tiler reads it) */
+	int64_t level_tiles;  /* matmul: the tiles of its level's matmuls on its GPU, as the fixed rule
+			       * (pick_tn) cuts them; more than the GPU's SMs: a second wave */
 };
 
 /* Transfers of a communication op of at most this many bytes go GPU to GPU by SM stores (p2p),

@@ -1210,6 +1210,12 @@ static void cases_float(void)
 		/* batch 1 and small M: weight streaming ([K,N] and [N,K]), a chunked over K, edge tiles */
 		case_matmul(dt, 1, 1000, 777, false, false, ARK_ACT_NONE, 128, 128);
 		case_matmul(dt, 1, 1000, 1024, true, true, ARK_OP_GELU, 128, 128);
+		/* tiles one wave wide (codegen/tile.c, balanced_tn): widths of 16-byte multiples that are
+		 * not powers of two, the last tile narrower, both layouts, 1 to 16 rows */
+		case_matmul(dt, 16, 2624, 2048, false, true, ARK_OP_SILU, 16, dt == ARK_FP32 ? 20 : 24);
+		case_matmul(dt, 1, 2624, 1000, true, false, ARK_ACT_NONE, 1, dt == ARK_FP32 ? 20 : 24);
+		case_matmul(dt, 5, 3001, 691, false, false, ARK_ACT_NONE, 5, 40);
+		case_matmul(dt, 8, 3001, 1024, true, true, ARK_OP_GELU, 8, dt == ARK_FP32 ? 44 : 40);
 		case_matmul(dt, 1, 256, 5000, false, true, ARK_OP_SILU, 1, 64);
 		case_matmul(dt, 1, 200, 9000, true, false, ARK_ACT_NONE, 1, 8);
 		case_matmul(dt, 3, 1000, 777, true, false, ARK_ACT_NONE, 128, 128);

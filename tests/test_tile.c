@@ -559,6 +559,40 @@ static void test_matmul_few_rows(void **state)
 	assert_int_equal(mma_of("bf16", 397, 0, NULL, NULL), 1);
 }
 
+/* Tiles of few rows fill the GPU in one wave. [16, 2048] . [2624, 2048]^T in 16-column tiles would be
+ * 164 tiles on 132 SMs (32 SMs running two); the tiler takes the narrowest 16-byte multiple that fits
+ * one wave instead (24 columns: 110 tiles). Widths of powers of two that already fit stay (2048:
+ * 128 tiles of 16), and so does the rule where independent matmuls together fit the GPU: q, k and v
+ * of one row ([1, 2048] . [2048, 2048]^T and twice [512, 2048]^T: 64 + 32 + 32 tiles). */
+static void test_matmul_one_wave(void **state)
+{
+	(void)state;
+	const struct op_tiling *pl = matmul_tiles(16, 2624, 2048);
+	assert_int_equal(pl->tn, 24);
+	assert_int_equal(pl->n_vcta, 110);
+	done();
+	pl = matmul_tiles(1, 4100, 1024);
+	assert_true(pl->n_vcta <= 132 && pl->tn % 8 == 0 && pl->tn < 64);
+	done();
+	pl = matmul_tiles(16, 2048, 2048);
+	assert_int_equal(pl->tn, 16);
+	assert_int_equal(pl->n_vcta, 128);
+	done();
+	tile_text("{ name = \"x\"; shape = [1, 2048]; role = \"input\"; dtype = \"bf16\"; },"
+		  "{ name = \"wq\"; shape = [2048, 2048]; role = \"weight\"; dtype = \"bf16\"; },"
+		  "{ name = \"wk\"; shape = [512, 2048]; role = \"weight\"; dtype = \"bf16\"; },"
+		  "{ name = \"wv\"; shape = [512, 2048]; role = \"weight\"; dtype = \"bf16\"; },"
+		  "{ name = \"q\"; role = \"output\"; }, { name = \"k\"; role = \"output\"; },"
+		  "{ name = \"v\"; role = \"output\"; }",
+		  "{ name = \"mq\"; op = \"matmul\"; in = [\"x\", \"wq\"]; out = \"q\"; transpose_b = true; },"
+		  "{ name = \"mk\"; op = \"matmul\"; in = [\"x\", \"wk\"]; out = \"k\"; transpose_b = true; },"
+		  "{ name = \"mv\"; op = \"matmul\"; in = [\"x\", \"wv\"]; out = \"v\"; transpose_b = true; }");
+	assert_int_equal(s->per_op[op("mq")].tn, 32);
+	assert_int_equal(s->per_op[op("mq")].level_tiles, 128);
+	assert_int_equal(s->per_op[op("mk")].tn, 16);
+	done();
+}
+
 /* The price of one 64 x 64 x 1024 tile of a bf16 [100, K] . [512, K]^T matmul: between two K, its
  * layout (K even or odd, a multiple of 8 or not) and the layer's bytes differ. */
 static double mma_tile_us(int64_t K)
@@ -804,6 +838,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_costed_analytic),
 		cmocka_unit_test(test_matmul_quant),
 		cmocka_unit_test(test_matmul_few_rows),
+		cmocka_unit_test(test_matmul_one_wave),
 		cmocka_unit_test(test_matmul_mma_layouts),
 		cmocka_unit_test(test_matmul_quant_rows),
 		cmocka_unit_test(test_attention_tiles),
