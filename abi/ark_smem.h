@@ -83,6 +83,9 @@
 #define ARK_DEC_BK 128
 #define ARK_SMEM_DECODE (ARK_DEC_ROWS * 128 * 4 + ARK_DEC_ROWS * ARK_DEC_BK * 4 + 3 * ARK_DEC_ROWS * 4 + \
 			 ARK_THREADS * ARK_DEC_ROWS * 4)
+/* A DECODE task of more than ARK_DEC_ROWS query rows (16-bit) runs the attention tile's tensor cores
+ * (op_decode.cuh): the template needs the larger of the two. */
+#define ARK_SMEM_DECODE_TILE (ARK_SMEM_DECODE > ARK_SMEM_ATTENTION ? ARK_SMEM_DECODE : ARK_SMEM_ATTENTION)
 #define ARK_SMEM_ARGMAX (ARK_THREADS / 32 * 8)
 
 /* DEQUANT (op_quant.cuh): two buffers of a chunk of ARK_THREADS blocks (at most 34 bytes each, q8_0),

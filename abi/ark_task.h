@@ -76,7 +76,7 @@ enum ark_span {
 	R(X, ROPE, ark_tile_rope, 0, ARK_SPAN_ROWS, "rope")                                                        \
 	/* decode_attention: query rows m0:m1 x heads n0:n1 of one kv head, keys k0:k1 (split `split`); one     \
 	 * split: out, else fp32 partials into the workspace */                                                   \
-	R(X, DECODE, ark_tile_decode, ARK_SMEM_DECODE, ARK_SPAN_TILE_K, "decode attention")                      \
+	R(X, DECODE, ark_tile_decode, ARK_SMEM_DECODE_TILE, ARK_SPAN_TILE_K, "decode attention")                 \
 	/* decode_attention: query rows m0:m1 x heads n0:n1, the splits' partials merged into out */              \
 	R(X, DECODE_COMBINE, ark_tile_decode_combine, 0, ARK_SPAN_TILE, "decode combine")                        \
 	/* argmax: rows m0:m1 over columns k0:k1 (split `split`); one split: out, else partial (value, index) */  \
@@ -189,7 +189,8 @@ enum ark_pre {
  * position pos + m % T), f = base, oshape = {head_dim, rotary_dim, style (0: half, 1: interleaved), 0}.
  * DECODE_ATTENTION's: in = {q [T, H*Dh], k_cache, v_cache [L, Hkv*Dh]}, istride[0][0] = pos's offset, out
  * [T, H*Dh], M = T, N = H*Dh, K = L - T + 1 (positions 0..L-T are valid; others abort the iteration), f =
- * scale, oshape = {L, H, Hkv, Dh}, splits = S, istride[0][1] = keys per split; with S > 1, ws = fp32
+ * scale, oshape = {L, H, Hkv, Dh}, splits = S, istride[0][1] = keys per split, istride[0][2] = 1: every task
+ * (one head's rows, S = 1, 16-bit) runs on the attention tile; with S > 1, ws = fp32
  * [H*T, S*(Dh + 2)]: row kvh*T*G + t*G + g (G = H/Hkv, query head kvh*G + g), columns s*(Dh+2): split s's
  * unnormalised output, then its running max (base 2) and sum.
  * ARGMAX's: in = {x [M, N]}, dtype x's, out int32 [M], splits = S column blocks; with S > 1, ws = fp32

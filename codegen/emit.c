@@ -171,7 +171,8 @@ static void emit_header(const struct emitter *e)
 	for (int v = 0; v < s->n_vcta; v++) {
 		const struct vcta *x = &s->v[v];
 		tmpl_used[x->tmpl] = 1;
-		att |= x->tmpl == ARK_T_ATTENTION;
+		/* decode_attention of many query rows runs on the attention tile (op_decode.cuh) */
+		att |= x->tmpl == ARK_T_ATTENTION || (x->tmpl == ARK_T_DECODE && s->per_op[x->op].att_tile);
 		dec |= x->tmpl == ARK_T_ROPE || x->tmpl == ARK_T_DECODE || x->tmpl == ARK_T_DECODE_COMBINE ||
 		       x->tmpl == ARK_T_ARGMAX || x->tmpl == ARK_T_ARGMAX_COMBINE;
 		const struct op *xo = &g->ops[x->op]; /* argmax computes in its input's dtype */
@@ -466,7 +467,7 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 		K = L - M + 1; /* positions 0..L-T */
 		fval = o->scale;
 		oshape[0] = L, oshape[1] = o->heads, oshape[2] = o->kv_heads, oshape[3] = N / o->heads;
-		snprintf(posf, sizeof posf, "{%s, %" PRId64 ", 0, 0}", offset_of(e, o->in[3]), pl->kchunk);
+		snprintf(posf, sizeof posf, "{%s, %" PRId64 ", %d, 0}", offset_of(e, o->in[3]), pl->kchunk, pl->att_tile);
 	} else if (o->kind == ARK_OP_ARGMAX) {
 		M = s->rows[o->in[0]], N = s->cols[o->in[0]];
 		dtype = g->tensors[o->in[0]].dtype; /* the templates' type: x's (out is int32) */

@@ -594,6 +594,21 @@ static void tile_copy(struct tiling *s, int oi)
  * 16 rows) would each get too few keys per block, and the K and V traffic grows with every copy.
  * [1, 12 heads, S 128, Dh 64] on 132 SMs: 48 vCTAs of 32 rows (24 of 64 would halve the parallelism
  * for no fewer loads per vCTA). With causal, a block's vCTA reads only the keys its last row sees. */
+/* An attention tile's time on one SM for `rows` query rows (at most 128) over `keys` keys of head size
+ * Dh, fitted to bench/decode_probe on an NVIDIA H100 (one CTA a launch; bench/NOTES.md). Tensor cores
+ * (16-bit): a fixed part, plus the keys at a cost that grows with the head and, sublinearly, with the
+ * rows (the warps split a block's keys among fewer key groups as the row groups grow: 32 rows x 552
+ * keys x 128 41.8 us, 64 rows 55.1, 128 rows 75.0, 2048 keys 116.9, head 64 26.4). The probe's fixed
+ * part, 13 us, holds a launch; in the loop kernel the tile of 32 rows x 128 keys x 64 took 12.3 us
+ * (bert_base's trace), so 9. fp32 (a warp a row, a key a lane): 1.4e-4 us per row, key and head
+ * column (32 x 552 x 128: 319 us). */
+static double att_tile_us(int64_t rows, int64_t keys, int64_t Dh, int64_t es)
+{
+	if (es != 2)
+		return 2.0 + 1.41e-4 * (double)rows * (double)keys * (double)Dh;
+	return 9.0 + 0.0507 * (double)keys * ((double)Dh / 128.0) * pow((double)imax(rows, 16) / 32.0, 0.55);
+}
+
 static void tile_attention(struct tiling *s, int oi)
 {
 	struct graph *g = s->g;
@@ -632,6 +647,7 @@ static void tile_attention(struct tiling *s, int oi)
 				v->bytes = (double)(es * (2 * (q1 - q0) * Dh + 2 * kend * Dh) +
 						    (mask >= 0 ? esize(s, mask) * kend : 0));
 				v->tc = es == 2;
+				v->lat_us = att_tile_us(q1 - q0, kend, Dh, es);
 			}
 		}
 }
@@ -835,8 +851,19 @@ static void tile_decode_attention(struct tiling *s, int oi)
 	int64_t Dh = E / H, G = H / Hkv, es = esize(s, out), W = Dh + 2;
 	int64_t tb, gb;
 	decode_blocks(T, G, &tb, &gb);
+	/* Many query rows of 16 bits (a prefill through the cache): one head's block of 16 to 128 rows
+	 * a task, about one task per SM, all of the cache in one split, on the attention tile's tensor
+	 * cores (op_decode.cuh), ~5x faster a row than the DECODE tile (bench/decode_probe; its fp32
+	 * path is 3x slower than the DECODE tile, so fp32 stays there). */
+	const int att = es == 2 && T > ARK_DEC_ROWS && Dh <= 128;
+	pl->att_tile = att;
+	if (att) {
+		tb = 16, gb = 1;
+		while (tb < 128 && H * cdiv(T, tb) > s->opt.sms)
+			tb *= 2;
+	}
 	int64_t blocks = Hkv * cdiv(T, tb) * cdiv(G, gb);
-	int64_t S = imax(1, imin(cdiv(s->opt.sms, blocks), L / 64));
+	int64_t S = att ? 1 : imax(1, imin(cdiv(s->opt.sms, blocks), L / 64));
 	int64_t chunk = cdiv(L, S);
 	S = cdiv(L, chunk);
 	pl->splits = (int)S;
@@ -882,7 +909,10 @@ static void tile_decode_attention(struct tiling *s, int oi)
 						/* the tile's own time, far above its FMAs: ~1.8 us a row and block of
 						 * ARK_DEC_BK keys at head sizes 64-128 (bench/decode_probe, NVIDIA H100:
 						 * 4 rows x 4 blocks 29 us, 16 x 1 34 us, 16 x 5 141 us; bench/NOTES.md) */
-						v->lat_us = DEC_ROW_BLOCK_US * (double)rows * (double)cdiv(k1 - k0, ARK_DEC_BK);
+						if (att)
+							v->lat_us = att_tile_us(rows, k1 - k0, Dh, 2);
+						else
+							v->lat_us = DEC_ROW_BLOCK_US * (double)rows * (double)cdiv(k1 - k0, ARK_DEC_BK);
 					}
 				}
 }

@@ -46,6 +46,8 @@ struct op_tiling {
 	int splits;           /* matmul split-K */
 	int ws_tensor;        /* matmul split-K workspace tensor, -1 */
 	int64_t kchunk;       /* decode_attention: keys per split */
+	int att_tile;         /* decode_attention: its tasks run on the attention tile (many query rows
+			       * of 16 bits; ark_opp.istride[0][2] = 1, op_decode.cuh) */
 	int tm, tn;           /* tile shape of out */
 	int first_vcta, n_vcta;
 	int chain_next;       /* elementwise chain: the next op of the chain, -1 */

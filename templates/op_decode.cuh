@@ -305,6 +305,40 @@ __device__ __noinline__ void ark_decode_tile(const ark_opp &p, const ark_task &t
 	const int64_t k0 = t.k0, kend = min((int64_t)t.k1, (int64_t)d.pos + d.TT); /* keys this split may use */
 	if (k0 >= kend)
 		return; /* past the position: no work (the combine reads no split from here on) */
+#if ARK_TILES_ATTENTION
+	if constexpr (sizeof(T) == 2) {
+		/* Many query rows (istride[0][2]: arkgen cuts one head's rows a task, one split, 16-bit;
+		 * codegen/tile.c) run on the attention tile's tensor cores: row r (t = t0 + r, at position
+		 * pos + t) sees keys 0..pos + t, its causal diagonal shifted by pos + t0. The DECODE tile
+		 * takes ~7 us a row for 552 keys, the attention tile ~1.3 (bench/NOTES.md). */
+		if (p.istride[0][2]) {
+			if (d.nh != 1 || d.S != 1 || d.Dh > 128) {
+				if (threadIdx.x == 0)
+					printf("ark: a decode_attention task for the attention tile of %d heads, %d splits\n", d.nh, d.S);
+				__trap();
+			}
+			const int h = d.h0, kvh = h / d.G;
+			ark_att a;
+			a.q = e.arena + p.in[0] + ((size_t)d.t0 * d.E + (size_t)h * d.Dh) * sizeof(T);
+			a.k = e.arena + p.in[1] + (size_t)kvh * d.Dh * sizeof(T);
+			a.v = e.arena + p.in[2] + (size_t)kvh * d.Dh * sizeof(T);
+			a.mask = nullptr, a.mask0 = 0, a.mask_dt = 0;
+			a.out = e.arena + p.out + ((size_t)d.t0 * d.E + (size_t)h * d.Dh) * sizeof(T);
+			a.rows = (int)(t.m1 - t.m0);
+			a.Dh = d.Dh, a.E = (int)d.E, a.Ekv = (int)d.Ekv;
+			a.kend = (int)min(kend, (int64_t)d.pos + (int64_t)t.m1);
+			a.shift = d.pos + d.t0;
+			a.scale2 = p.f * ARK_ATT_LOG2E;
+			if (d.Dh <= 32)
+				ark_att_mma<T, 32>(a, e.smem);
+			else if (d.Dh <= 64)
+				ark_att_mma<T, 64>(a, e.smem);
+			else
+				ark_att_mma<T, 128>(a, e.smem);
+			return;
+		}
+	}
+#endif
 	if (d.R <= 1)
 		ark_decode_rows<T, 1>(p, t, e, d, k0, kend);
 	else if (d.R <= 2)

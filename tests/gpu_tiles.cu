@@ -1058,12 +1058,14 @@ static void case_rope(int dt, int64_t B, int64_t T, int64_t H, int Dh, int rd, i
 /* out [T, H*Dh] = decode_attention(q, caches [L, Hkv*Dh], pos) with S splits of the cache rows, the
  * tasks as codegen/tile.c cuts them (a kv head's query rows in blocks of at most ARK_DEC_ROWS), then
  * the combine in a second launch. pos past L - T: every task records the fault and out is zeros. */
-static void case_decode(int dt, int64_t T, int64_t H, int64_t Hkv, int64_t Dh, int64_t L, int32_t pos, int64_t S)
+static void case_decode(int dt, int64_t T, int64_t H, int64_t Hkv, int64_t Dh, int64_t L, int32_t pos, int64_t S,
+			int64_t bq = 0)
 {
 	const bool bad = pos < 0 || pos > L - T;
 	char d[256];
-	snprintf(d, sizeof d, "decode_attention %s T=%lld heads %lld/%lld Dh=%lld L=%lld pos=%d, %lld split%s%s", dt_name[dt],
+	snprintf(d, sizeof d, "decode_attention %s T=%lld heads %lld/%lld Dh=%lld L=%lld pos=%d, %lld split%s%s%s", dt_name[dt],
 		 (long long)T, (long long)H, (long long)Hkv, (long long)Dh, (long long)L, pos, (long long)S, S > 1 ? "s" : "",
+		 bq ? (", one head's " + std::to_string(bq) + " rows a task (the attention tile)").c_str() : "",
 		 bad ? " (position outside the cache)" : "");
 	tcase c;
 	c.desc = d;
@@ -1081,9 +1083,11 @@ static void case_decode(int dt, int64_t T, int64_t H, int64_t Hkv, int64_t Dh, i
 	p.ws = ws;
 	p.M = T, p.N = H * Dh, p.K = L - T + 1, p.f = scale, p.splits = (uint32_t)S;
 	p.oshape[0] = L, p.oshape[1] = H, p.oshape[2] = Hkv, p.oshape[3] = Dh;
-	p.istride[0][0] = (int64_t)c.t[ip].offset, p.istride[0][1] = chunk;
-	const int64_t tb = G <= ARK_DEC_ROWS ? std::max<int64_t>(1, std::min<int64_t>(T, ARK_DEC_ROWS / G)) : 1;
-	const int64_t gb = G <= ARK_DEC_ROWS ? G : ARK_DEC_ROWS;
+	p.istride[0][0] = (int64_t)c.t[ip].offset, p.istride[0][1] = chunk, p.istride[0][2] = bq ? 1 : 0;
+	/* as codegen/tile.c cuts it: a kv head's rows in blocks of at most ARK_DEC_ROWS, or (bq: many rows of
+	 * 16 bits, one split) one head's blocks of bq rows on the attention tile */
+	const int64_t tb = bq ? bq : G <= ARK_DEC_ROWS ? std::max<int64_t>(1, std::min<int64_t>(T, ARK_DEC_ROWS / G)) : 1;
+	const int64_t gb = bq ? 1 : G <= ARK_DEC_ROWS ? G : ARK_DEC_ROWS;
 	std::vector<ark_task> split, comb;
 	for (int64_t kvh = 0; kvh < Hkv; kvh++)
 		for (int64_t t0 = 0; t0 < T; t0 += tb)
@@ -1419,6 +1423,16 @@ static void cases_float(void)
 		case_decode(dt, 1, 32, 8, 64, 512, 300, 8);
 		case_decode(dt, 3, 32, 1, 64, 300, 100, 5);
 		case_decode(dt, 1, 6, 2, 8, 100, 99, 4);
+		/* many query rows of 16 bits: one head's blocks of 16-128 rows on the attention tile, the
+		 * last block shorter; odd T, GQA, every head size, the position mid-cache */
+		if (dt != ARK_FP32) {
+			case_decode(dt, 77, 6, 2, 64, 300, 100, 1, 32);
+			case_decode(dt, 40, 4, 4, 128, 41, 1, 1, 16);
+			case_decode(dt, 300, 3, 1, 32, 511, 211, 1, 64);
+			case_decode(dt, 130, 2, 2, 80, 2048, 1918, 1, 128);
+			case_decode(dt, 33, 9, 3, 64, 64, 31, 1, 32);
+			case_decode(dt, 20, 4, 2, 64, 100, 90, 1, 32); /* past L - T: faults and zeros */
+		}
 		case_decode(dt, 3, 9, 3, 64, 2048, 2046, 16); /* past L - T: faults and zeros */
 		case_decode(dt, 1, 9, 3, 64, 64, -1, 1);
 		/* argmax: N = 1, 7, 49152, 128256; ties, the max in the last column, NaN */

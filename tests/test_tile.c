@@ -808,7 +808,35 @@ static void test_decode_tiles(void **state)
 	assert_int_equal(pl->splits, 1);
 	assert_int_equal(pl->n_vcta, 3); /* 3 kv heads, their 3 heads x 3 rows (9 <= 16) in one block */
 	assert_int_equal(s->v[pl->first_vcta].write.tensor, tensor("o"));
+	assert_false(pl->att_tile);
 	done();
+	/* many query rows of 16 bits: one head's 32 rows a task (5 heads x 16 blocks: 80 tasks, one
+	 * split) on the attention tile; in fp32 the DECODE tile's blocks of 16 rows */
+	for (int f32 = 0; f32 < 2; f32++) {
+		char t[1024];
+		snprintf(t, sizeof t,
+			 "{ name = \"q\"; shape = [512, 640]; role = \"input\"; dtype = \"%s\"; },"
+			 "{ name = \"kc\"; shape = [552, 640]; role = \"input\"; dtype = \"%s\"; },"
+			 "{ name = \"vc\"; shape = [552, 640]; role = \"input\"; dtype = \"%s\"; },"
+			 "{ name = \"pos\"; shape = [1]; role = \"input\"; dtype = \"int32\"; }, { name = \"o\"; role = \"output\"; }",
+			 f32 ? "fp32" : "bf16", f32 ? "fp32" : "bf16", f32 ? "fp32" : "bf16");
+		tile_text(t, "{ name = \"a\"; op = \"decode_attention\"; in = [\"q\", \"kc\", \"vc\", \"pos\"]; out = \"o\";"
+			     " heads = 5; kv_heads = 5; }");
+		pl = &s->per_op[op("a")];
+		assert_int_equal(pl->att_tile, !f32);
+		assert_int_equal(pl->splits, 1);
+		v = &s->v[pl->first_vcta + 17];
+		assert_int_equal(v->tmpl, ARK_T_DECODE);
+		if (!f32) {
+			assert_int_equal(pl->n_vcta, 80);
+			assert_int_equal(v->m0, 32), assert_int_equal(v->m1, 64); /* head 1, rows 32:64 */
+			assert_int_equal(v->n0, 128), assert_int_equal(v->n1, 256);
+			assert_int_equal(v->k1, 552);
+		} else {
+			assert_int_equal(v->m1 - v->m0, 16);
+		}
+		done();
+	}
 	tile_text("{ name = \"l\"; shape = [1, 128256]; role = \"input\"; }, { name = \"o\"; role = \"output\"; }",
 		  "{ name = \"a\"; op = \"argmax\"; in = [\"l\"]; out = \"o\"; }");
 	pl = &s->per_op[op("a")];
