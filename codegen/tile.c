@@ -397,6 +397,16 @@ static struct region range_box(int tensor, int64_t e0, int64_t e1, int64_t C)
 	return (struct region){tensor, r0, r1, 0, C};
 }
 
+/* The end of the range from element e0 of about `chunk` elements of an [E / C, C] view: it never
+ * straddles a row boundary partly, so it is an exact box of the view (a box rounded out to whole rows
+ * would make neighbouring ranges of one op depend on each other, and run one after the other):
+ * whole rows when rows are shorter than a range, else pieces of one row. */
+static int64_t range_end(int64_t e0, int64_t E, int64_t C, int64_t chunk)
+{
+	const int64_t rows_per = C >= chunk ? 0 : chunk / C;
+	return rows_per ? imin(E, e0 + rows_per * C) : imin(e0 / C * C + C, e0 + chunk);
+}
+
 static void tile_chain(struct tiling *s, int head)
 {
 	struct op_tiling *pl = &s->per_op[head];
@@ -407,15 +417,8 @@ static void tile_chain(struct tiling *s, int head)
 	pl->tn = (int)imin(chunk, INT32_MAX);
 	/* the distinct tensors the chain reads */
 	int reads[VCTA_MAX_READS], n_reads = fuse_chain_reads(s, head, reads);
-	/* Ranges never straddle a row boundary partly, so each is an exact box of the [rows, C] view
-	 * (a box rounded out to whole rows would make neighbouring ranges depend on each other): whole
-	 * rows when rows are shorter than a range, else pieces of one row. */
-	int64_t rows_per = C >= chunk ? 0 : chunk / C;
 	for (int64_t e0 = 0, e1; e0 < E; e0 = e1) {
-		if (rows_per)
-			e1 = imin(E, e0 + rows_per * C);
-		else
-			e1 = imin(e0 / C * C + C, e0 + chunk);
+		e1 = range_end(e0, E, C, chunk);
 		struct vcta *v = tiling_new_vcta(s, head, head, ARK_T_EW_CHAIN);
 		const struct region box = range_box(out, e0, e1, C);
 		v->k0 = (uint32_t)e0, v->k1 = (uint32_t)e1;
@@ -559,8 +562,8 @@ static void elem_ranges(struct tiling *s, int oi, int tmpl, int src, int dst)
 	int64_t chunk = cdiv(cdiv(E, T), 8) * 8;
 	pl->tm = 1;
 	pl->tn = (int)imin(chunk, INT32_MAX);
-	for (int64_t e0 = 0; e0 < E; e0 += chunk) {
-		int64_t e1 = imin(E, e0 + chunk);
+	for (int64_t e0 = 0, e1; e0 < E; e0 = e1) {
+		e1 = range_end(e0, E, C, chunk);
 		struct vcta *v = tiling_new_vcta(s, oi, oi, tmpl);
 		v->k0 = (uint32_t)e0, v->k1 = (uint32_t)e1;
 		const struct region box = range_box(dst, e0, e1, C);

@@ -271,17 +271,47 @@ __device__ __noinline__ void ark_att_simt(const ark_att a, char *smem)
 			o[i][c] = 0.0f;
 	}
 	const bool computes = warp < 8;
+	/* rows of 16-byte vectors: a block's keys and values come as float4, four of each a thread in
+	 * flight (one scalar load at a time left every element a memory round trip: 319 us for 32 rows x
+	 * 552 keys, bench/NOTES.md); the value columns past Dh are zeros once for all blocks */
+	const bool v4 = Dh % 4 == 0 && a.Ekv % 4 == 0 && ark_aligned16(a.k) && ark_aligned16(a.v);
+	if (v4 && Dh < LV)
+		for (int i = threadIdx.x; i < BK * (LV - Dh); i += ARK_THREADS)
+			vs[(i / (LV - Dh)) * LV + Dh + i % (LV - Dh)] = 0.0f;
 	for (int kb0 = 0; kb0 < a.kend; kb0 += BK) {
 		const int nk = a.kend - kb0 < BK ? a.kend - kb0 : BK;
 		__syncthreads(); /* the previous block is no longer read (and qs is written) */
 		const float *k = reinterpret_cast<const float *>(a.k) + (size_t)kb0 * a.Ekv;
 		const float *v = reinterpret_cast<const float *>(a.v) + (size_t)kb0 * a.Ekv;
-		for (int i = threadIdx.x; i < BK * LV; i += ARK_THREADS) {
-			const int j = i / LV, d = i % LV;
-			const bool in = j < nk && d < Dh;
-			if (d < Dh)
-				ks[j * LK + d] = in ? k[(size_t)j * a.Ekv + d] : 0.0f;
-			vs[j * LV + d] = in ? v[(size_t)j * a.Ekv + d] : 0.0f;
+		if (v4) {
+			const int dv = Dh / 4, n4 = BK * dv;
+			for (int i0 = threadIdx.x; i0 < n4; i0 += 4 * ARK_THREADS) {
+				float4 kr[4], vr[4];
+#pragma unroll
+				for (int u = 0; u < 4; u++) {
+					const int i = i0 + u * ARK_THREADS, j = i / dv, d = (i - j * dv) * 4;
+					const bool in = i < n4 && j < nk;
+					kr[u] = in ? *reinterpret_cast<const float4 *>(k + (size_t)j * a.Ekv + d) : make_float4(0, 0, 0, 0);
+					vr[u] = in ? *reinterpret_cast<const float4 *>(v + (size_t)j * a.Ekv + d) : make_float4(0, 0, 0, 0);
+				}
+#pragma unroll
+				for (int u = 0; u < 4; u++) {
+					const int i = i0 + u * ARK_THREADS, j = i / dv, d = (i - j * dv) * 4;
+					if (i < n4) {
+						float *kd = ks + j * LK + d; /* rows of Dh + 1: not 16-byte aligned */
+						kd[0] = kr[u].x, kd[1] = kr[u].y, kd[2] = kr[u].z, kd[3] = kr[u].w;
+						*reinterpret_cast<float4 *>(vs + j * LV + d) = vr[u];
+					}
+				}
+			}
+		} else {
+			for (int i = threadIdx.x; i < BK * LV; i += ARK_THREADS) {
+				const int j = i / LV, d = i % LV;
+				const bool in = j < nk && d < Dh;
+				if (d < Dh)
+					ks[j * LK + d] = in ? k[(size_t)j * a.Ekv + d] : 0.0f;
+				vs[j * LV + d] = in ? v[(size_t)j * a.Ekv + d] : 0.0f;
+			}
 		}
 		ark_att_flags(a, kb0, BK, fl);
 		__syncthreads();

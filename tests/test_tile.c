@@ -559,6 +559,37 @@ static void test_matmul_few_rows(void **state)
 	assert_int_equal(mma_of("bf16", 397, 0, NULL, NULL), 1);
 }
 
+/* An assign of a state [136, 1163] (and a copy) is cut into ranges of elements that never share a row
+ * partly: boxes rounded out to whole rows made neighbouring ranges overlap, so each waited for the
+ * one before (39 tasks in a row on one SM: 127 us where 38 run apart, bench/NOTES.md). Every pair
+ * of an op's write boxes is disjoint, and their elements cover the state once. */
+static void test_ranges_apart(void **state)
+{
+	(void)state;
+	tile_text("{ name = \"x\"; shape = [136, 1163]; role = \"input\"; },"
+		  "{ name = \"acc\"; shape = [136, 1163]; role = \"state\"; }, { name = \"y\"; role = \"output\"; }",
+		  "{ name = \"a\"; op = \"add\"; in = [\"x\", \"acc\"]; out = \"y\"; },"
+		  "{ name = \"asg\"; op = \"assign\"; in = [\"acc\", \"y\"]; },"
+		  "{ name = \"c\"; op = \"copy\"; in = [\"x\"]; out = \"z\"; }");
+	static const char *const names[] = {"asg", "c"};
+	for (int k = 0; k < 2; k++) {
+		const struct op_tiling *pl = &s->per_op[op(names[k])];
+		assert_true(pl->n_vcta > 1);
+		int64_t elems = 0;
+		for (int i = pl->first_vcta; i < pl->first_vcta + pl->n_vcta; i++) {
+			const struct region *a = &s->v[i].write;
+			elems += (int64_t)(s->v[i].k1 - s->v[i].k0);
+			assert_int_equal((a->r1 - a->r0) * (a->c1 - a->c0), s->v[i].k1 - s->v[i].k0); /* an exact box */
+			for (int j = pl->first_vcta; j < i; j++) {
+				const struct region *b = &s->v[j].write;
+				assert_false(a->r0 < b->r1 && b->r0 < a->r1 && a->c0 < b->c1 && b->c0 < a->c1);
+			}
+		}
+		assert_int_equal(elems, 136 * 1163);
+	}
+	done();
+}
+
 /* Tiles of few rows fill the GPU in one wave. [16, 2048] . [2624, 2048]^T in 16-column tiles would be
  * 164 tiles on 132 SMs (32 SMs running two); the tiler takes the narrowest 16-byte multiple that fits
  * one wave instead (24 columns: 110 tiles). Widths of powers of two that already fit stay (2048:
@@ -867,6 +898,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_quant),
 		cmocka_unit_test(test_matmul_few_rows),
 		cmocka_unit_test(test_matmul_one_wave),
+		cmocka_unit_test(test_ranges_apart),
 		cmocka_unit_test(test_matmul_mma_layouts),
 		cmocka_unit_test(test_matmul_quant_rows),
 		cmocka_unit_test(test_attention_tiles),
