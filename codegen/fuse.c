@@ -1,5 +1,6 @@
 /* fuse.c: fusion, a rewrite of the op graph decided before tiling and recorded in tiling.per_op:
- * activations run in the epilogue of the matmul before them or on the sums of an all_reduce, a
+ * activations run in the epilogue of the matmul before them, on the sums of an all_reduce or as a
+ * softmax or norm stores its rows, a
  * residual add in the epilogue of the matmul whose result it adds, an rmsnorm in the staging of a of
  * the small quantized matmuls that read it, and chains of elementwise ops run as one vCTA per range
  * of elements. A fused op gets no vCTAs of its own (fused_into); the op that computes it records
@@ -74,6 +75,30 @@ static void fuse_into_matmul(struct tiling *s)
 		s->per_op[i].fused_into = h->producer;
 		s->per_op[h->producer].act = o->kind;
 		s->per_op[h->producer].out_tensor = o->out[0];
+	}
+}
+
+/* An activation directly after a softmax or a norm, reading nothing else, runs as the row op stores
+ * each value: one task, and one round trip through memory, fewer. */
+static void fuse_into_rows(struct tiling *s)
+{
+	struct graph *g = s->g;
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct op *o = &g->ops[i];
+		if (!is_activation(o->kind) || s->per_op[i].fused_into >= 0)
+			continue;
+		const struct tensor *h = &g->tensors[o->in[0]];
+		if (h->producer < 0 || h->n_readers != 1 || h->role == ARK_ROLE_OUTPUT)
+			continue;
+		const int r = h->producer;
+		const enum ark_op_kind k = g->ops[r].kind;
+		if ((k != ARK_OP_SOFTMAX && k != ARK_OP_LAYERNORM && k != ARK_OP_RMSNORM && k != ARK_OP_L2_NORMALIZE) ||
+		    g->ops[r].gpu != o->gpu || s->per_op[r].act != ARK_ACT_NONE || s->per_op[r].fused_into >= 0 ||
+		    g->tensors[o->out[0]].dtype != h->dtype)
+			continue;
+		s->per_op[i].fused_into = r;
+		s->per_op[r].act = o->kind;
+		s->per_op[r].out_tensor = o->out[0];
 	}
 }
 
@@ -343,5 +368,6 @@ void fuse_graph(struct tiling *s)
 	fuse_into_matmul(s);
 	fuse_residual_into_matmul(s);
 	fuse_norm_into_matmul(s);
+	fuse_into_rows(s);
 	fuse_chains(s);
 }

@@ -107,17 +107,22 @@ void report_schedule(const struct arkgen_result *r, FILE *f)
 	const struct graph *g = &r->graph;
 	const struct tiling *s = &r->tiling;
 	const struct schedule *p = &r->schedule[0];
-	int fused = 0, reduced = 0, chained = 0, splitk = 0;
+	int fused = 0, reduced = 0, rowed = 0, chained = 0, splitk = 0;
 	for (int i = 0; i < g->n_ops; i++) {
 		int into = s->per_op[i].fused_into;
-		fused += into >= 0 && g->ops[into].kind == ARK_OP_MATMUL;
-		reduced += into >= 0 && g->ops[into].kind == ARK_OP_ALL_REDUCE;
-		chained += into >= 0 && g->ops[into].kind != ARK_OP_MATMUL && g->ops[into].kind != ARK_OP_ALL_REDUCE;
+		enum ark_op_kind k = into >= 0 ? g->ops[into].kind : ARK_OP__COUNT;
+		int row = k == ARK_OP_SOFTMAX || k == ARK_OP_LAYERNORM || k == ARK_OP_RMSNORM || k == ARK_OP_L2_NORMALIZE;
+		fused += k == ARK_OP_MATMUL;
+		reduced += k == ARK_OP_ALL_REDUCE;
+		rowed += row;
+		chained += into >= 0 && k != ARK_OP_MATMUL && k != ARK_OP_ALL_REDUCE && !row;
 		splitk += s->per_op[i].splits > 1;
 	}
 	fprintf(f, "%s: %d ops (%d fused into a matmul, ", g->name, g->n_ops, fused);
 	if (reduced)
 		fprintf(f, "%d into an all_reduce, ", reduced);
+	if (rowed)
+		fprintf(f, "%d into a softmax or norm, ", rowed);
 	fprintf(f, "%d into an elementwise chain, %d split along K), %d vCTAs on %d SMs\n", chained, splitk, s->n_vcta,
 		p->pl.sms);
 	fprintf(f, "  dependencies: %lld hazards, %lld edges after transitive reduction, %lld waits on %d counters "

@@ -450,7 +450,7 @@ static void tile_rows(struct tiling *s, int oi, enum ark_tmpl tmpl, rows_cost_fn
 	struct graph *g = s->g;
 	struct op *o = &g->ops[oi];
 	struct op_tiling *pl = &s->per_op[oi];
-	int out = o->out[0];
+	int out = pl->out_tensor; /* a fused activation's output */
 	int64_t R = s->rows[out], C = s->cols[out], es = esize(s, out);
 	int64_t tr = cdiv(R, imin(R, s->opt.sms));
 	pl->tm = (int)imin(tr, INT32_MAX);

@@ -66,10 +66,10 @@ __device__ __forceinline__ void ark_row_write(const T *x, T *y, int N, int gl, b
 		y[i] = ark_from_f<T>(f(i, ark_to_f(x[i])));
 }
 
-/* One row x [N] -> y [N]. */
-template <typename T, int TMPL, int G>
+/* One row x [N] -> y [N], every value through act (a fused activation, ark_act_k) as it is stored. */
+template <typename T, int TMPL, int G, typename A>
 __device__ __forceinline__ void ark_row(const T *x, T *y, const T *gamma, const T *beta, int N, float eps, int gl,
-					bool vec, float *scratch)
+					bool vec, float *scratch, A act)
 {
 	if constexpr (TMPL == ARK_T_SOFTMAX) {
 		float mx = -INFINITY;
@@ -78,7 +78,7 @@ __device__ __forceinline__ void ark_row(const T *x, T *y, const T *gamma, const 
 		float s = 0.0f;
 		ark_row_scan<T, G>(x, N, gl, vec, [&](float v) { s += expf(v - mx); });
 		const float inv = 1.0f / ark_grp_sum<G>(s, scratch);
-		ark_row_write<T, G>(x, y, N, gl, vec, [&](int, float v) { return expf(v - mx) * inv; });
+		ark_row_write<T, G>(x, y, N, gl, vec, [&](int, float v) { return act(expf(v - mx) * inv); });
 	} else if constexpr (TMPL == ARK_T_LAYERNORM) {
 		float s = 0.0f;
 		ark_row_scan<T, G>(x, N, gl, vec, [&](float v) { s += v; });
@@ -87,13 +87,13 @@ __device__ __forceinline__ void ark_row(const T *x, T *y, const T *gamma, const 
 		ark_row_scan<T, G>(x, N, gl, vec, [&](float v) { q += (v - mean) * (v - mean); });
 		const float rstd = rsqrtf(ark_grp_sum<G>(q, scratch) / N + eps);
 		ark_row_write<T, G>(x, y, N, gl, vec, [&](int i, float v) {
-			return (v - mean) * rstd * ark_to_f(gamma[i]) + ark_to_f(beta[i]);
+			return act((v - mean) * rstd * ark_to_f(gamma[i]) + ark_to_f(beta[i]));
 		});
 	} else if constexpr (TMPL == ARK_T_L2NORM) { /* x / max(||x||_2, eps) */
 		float q = 0.0f;
 		ark_row_scan<T, G>(x, N, gl, vec, [&](float v) { q += v * v; });
 		const float r = 1.0f / fmaxf(sqrtf(ark_grp_sum<G>(q, scratch)), eps);
-		ark_row_write<T, G>(x, y, N, gl, vec, [&](int, float v) { return v * r; });
+		ark_row_write<T, G>(x, y, N, gl, vec, [&](int, float v) { return act(v * r); });
 	} else { /* RMSNORM */
 		constexpr int VEC = ark_dt<T>::vec;
 		if (vec && N <= G * VEC && ark_aligned16(gamma)) {
@@ -114,7 +114,7 @@ __device__ __forceinline__ void ark_row(const T *x, T *y, const T *gamma, const 
 			if (mine) {
 #pragma unroll
 				for (int j = 0; j < VEC; j++)
-					a[j] = a[j] * r * g[j];
+					a[j] = act(a[j] * r * g[j]);
 				ark_st16(y + gl * VEC, ark_pack<T>(a));
 			}
 			return;
@@ -122,11 +122,12 @@ __device__ __forceinline__ void ark_row(const T *x, T *y, const T *gamma, const 
 		float q = 0.0f;
 		ark_row_scan<T, G>(x, N, gl, vec, [&](float v) { q += v * v; });
 		const float r = rsqrtf(ark_grp_sum<G>(q, scratch) / N + eps);
-		ark_row_write<T, G>(x, y, N, gl, vec, [&](int i, float v) { return v * r * ark_to_f(gamma[i]); });
+		ark_row_write<T, G>(x, y, N, gl, vec, [&](int i, float v) { return act(v * r * ark_to_f(gamma[i])); });
 	}
 }
 
-/* rows m0:m1 of in[0] / out viewed as [M, N], each row whole. */
+/* rows m0:m1 of in[0] / out viewed as [M, N], each row whole; p.act: an activation fused after it
+ * (codegen/fuse.c, fuse_into_rows). */
 template <typename T, int TMPL>
 __device__ __noinline__ void ark_rows_tile(const ark_opp &p, int m0, int m1, char *arena, char *smem)
 {
@@ -140,19 +141,21 @@ __device__ __noinline__ void ark_rows_tile(const ark_opp &p, int m0, int m1, cha
 	const float eps = p.f;
 	const bool vec = N % VEC == 0 && ark_aligned16(x) && ark_aligned16(y);
 	float *scratch = reinterpret_cast<float *>(smem);
-	if (N <= 1024 && (rows >= ARK_WARPS / 2 || N <= 128)) { /* a warp per row */
-		const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-		for (int r = warp; r < rows; r += ARK_WARPS) {
-			const size_t off = (size_t)(m0 + r) * N;
-			ark_row<T, TMPL, 32>(x + off, y + off, gamma, beta, N, eps, lane, vec, scratch);
+	ark_with_act(p.act, [&](auto act) {
+		if (N <= 1024 && (rows >= ARK_WARPS / 2 || N <= 128)) { /* a warp per row */
+			const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+			for (int r = warp; r < rows; r += ARK_WARPS) {
+				const size_t off = (size_t)(m0 + r) * N;
+				ark_row<T, TMPL, 32>(x + off, y + off, gamma, beta, N, eps, lane, vec, scratch, act);
+			}
+		} else {
+			for (int r = 0; r < rows; r++) {
+				const size_t off = (size_t)(m0 + r) * N;
+				ark_row<T, TMPL, ARK_THREADS>(x + off, y + off, gamma, beta, N, eps, threadIdx.x, vec, scratch, act);
+			}
+			__syncthreads(); /* scratch free for the next task */
 		}
-	} else {
-		for (int r = 0; r < rows; r++) {
-			const size_t off = (size_t)(m0 + r) * N;
-			ark_row<T, TMPL, ARK_THREADS>(x + off, y + off, gamma, beta, N, eps, threadIdx.x, vec, scratch);
-		}
-		__syncthreads(); /* scratch free for the next task */
-	}
+	});
 }
 
 /* The templates of this file, as TMPL_CATALOG names them. */

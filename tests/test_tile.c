@@ -590,6 +590,30 @@ static void test_ranges_apart(void **state)
 	done();
 }
 
+/* An activation right after a softmax or a norm runs as the row op stores (its act, its output the
+ * activation's); one that is an output, or that reads a norm output read elsewhere too, does not. */
+static void test_rows_act(void **state)
+{
+	(void)state;
+	tile_text("{ name = \"x\"; shape = [379, 597]; role = \"input\"; dtype = \"bf16\"; },"
+		  "{ name = \"g\"; shape = [597]; role = \"weight\"; dtype = \"bf16\"; },"
+		  "{ name = \"b\"; shape = [597]; role = \"weight\"; dtype = \"bf16\"; },"
+		  "{ name = \"y\"; role = \"output\"; }, { name = \"z\"; role = \"output\"; }",
+		  "{ name = \"ln\"; op = \"layernorm\"; in = [\"x\", \"g\", \"b\"]; out = \"n\"; },"
+		  "{ name = \"ge\"; op = \"gelu\"; in = [\"n\"]; out = \"y\"; },"
+		  "{ name = \"sm\"; op = \"softmax\"; in = [\"x\"]; out = \"s\"; },"
+		  "{ name = \"re\"; op = \"relu\"; in = [\"s\"]; out = \"r\"; },"
+		  "{ name = \"ad\"; op = \"add\"; in = [\"r\", \"s\"]; out = \"z\"; }");
+	const struct op_tiling *ln = &s->per_op[op("ln")], *sm = &s->per_op[op("sm")];
+	assert_int_equal(s->per_op[op("ge")].fused_into, op("ln"));
+	assert_int_equal(ln->act, ARK_OP_GELU);
+	assert_int_equal(ln->out_tensor, tensor("y"));
+	assert_int_equal(s->v[ln->first_vcta].write.tensor, tensor("y"));
+	assert_int_equal(s->per_op[op("re")].fused_into, -1); /* s is read twice */
+	assert_int_equal(sm->act, ARK_ACT_NONE);
+	done();
+}
+
 /* Tiles of few rows fill the GPU in one wave. [16, 2048] . [2624, 2048]^T in 16-column tiles would be
  * 164 tiles on 132 SMs (32 SMs running two); the tiler takes the narrowest 16-byte multiple that fits
  * one wave instead (24 columns: 110 tiles). Widths of powers of two that already fit stay (2048:
@@ -899,6 +923,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_few_rows),
 		cmocka_unit_test(test_matmul_one_wave),
 		cmocka_unit_test(test_ranges_apart),
+		cmocka_unit_test(test_rows_act),
 		cmocka_unit_test(test_matmul_mma_layouts),
 		cmocka_unit_test(test_matmul_quant_rows),
 		cmocka_unit_test(test_attention_tiles),
