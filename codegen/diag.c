@@ -6,11 +6,14 @@
 #include <string.h>
 
 FILE *diag_out;
+int diag_quiet;
 static int n_errors;
 
 static void vreport(const char *file, int line, const char *kind, const char *fmt, va_list ap)
 {
 	FILE *f = diag_out ? diag_out : stderr;
+	if (diag_quiet)
+		return;
 	if (file && line > 0)
 		fprintf(f, "%s:%d: %s: ", file, line, kind);
 	else if (file)

@@ -4,8 +4,10 @@
 
 #include <stdio.h>
 
-/* All diagnostics go to diag_out (stderr unless a test redirects them). */
+/* All diagnostics go to diag_out (stderr unless a test redirects them); none while diag_quiet (a
+ * second pass over a model already reported: errors are still counted). */
 extern FILE *diag_out;
+extern int diag_quiet;
 
 void diag_error(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void diag_warning(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -172,21 +172,47 @@ uint64_t mem_place(struct mem_life *lv, int n, uint64_t reuse_min, uint64_t *off
 	return end;
 }
 
-/* Lifetimes of the tensors vCTAs touch; birth = -1 for tensors no vCTA touches. */
-static void lifetimes(const struct tiling *s, int *birth, int *death)
+/* Lifetimes of the tensors vCTAs touch, in vCTA indices; birth = -1 for tensors no vCTA touches. With
+ * MEM_REUSE_LEVELS a tensor lives from the first vCTA of the ops of its first toucher's dependency
+ * level to the last of its last toucher's level: two tensors that ops of one level touch never share
+ * bytes. Sharing them orders those ops, which nothing else orders, one after the other (three
+ * independent matmuls of one level whose split-K workspaces shared bytes ran one after another: 75
+ * of a model's 108 us, bench/NOTES.md). With MEM_REUSE_ORDER, from its first toucher to its last.
+ * Returns whether some level's vCTAs do not all have one index (the two plans may differ). */
+static int lifetimes(const struct tiling *s, int *birth, int *death)
 {
-	int nt = s->g->n_tensors;
+	const struct graph *g = s->g;
+	int nt = g->n_tensors;
+	int *level = xcalloc((size_t)(g->n_ops ? g->n_ops : 1), sizeof *level);
+	int nl = graph_levels(g, level) + 1;
+	int *lo = xmalloc((size_t)nl * sizeof *lo), *hi = xmalloc((size_t)nl * sizeof *hi);
+	for (int l = 0; l < nl; l++)
+		lo[l] = s->n_vcta, hi[l] = -1;
+	for (int i = 0; i < s->n_vcta; i++) {
+		const int l = level[s->v[i].op];
+		lo[l] = i < lo[l] ? i : lo[l];
+		hi[l] = i;
+	}
+	const int by_level = s->opt.reuse == MEM_REUSE_LEVELS;
+	int apart = 0;
 	for (int t = 0; t < nt; t++)
 		birth[t] = -1, death[t] = -1;
 	for (int i = 0; i < s->n_vcta; i++) {
 		const struct vcta *v = &s->v[i];
+		const int l = level[v->op], b = by_level ? lo[l] : i, d = by_level ? hi[l] : i;
+		apart |= lo[l] != i || hi[l] != i;
 		for (int r = 0; r <= v->n_reads; r++) {
 			int t = r < v->n_reads ? v->reads[r].tensor : v->write.tensor;
-			if (birth[t] < 0)
-				birth[t] = i;
-			death[t] = i;
+			if (birth[t] < 0 || b < birth[t])
+				birth[t] = b;
+			if (d > death[t])
+				death[t] = d;
 		}
 	}
+	free(level);
+	free(lo);
+	free(hi);
+	return apart;
 }
 
 int mem_plan(struct tiling *s)
@@ -195,7 +221,7 @@ int mem_plan(struct tiling *s)
 	int nt = g->n_tensors;
 	s->offset = xmalloc((size_t)nt * sizeof *s->offset);
 	int *birth = xmalloc((size_t)nt * sizeof *birth), *death = xmalloc((size_t)nt * sizeof *death);
-	lifetimes(s, birth, death);
+	s->mem_levels_apart = lifetimes(s, birth, death) && s->opt.reuse;
 	/* Tensors a transfer between GPUs touches keep bytes of their own all iteration long: the DMA
 	 * engine reads its sources after the sending vCTA has finished, and sharing a destination's
 	 * bytes would order vCTAs of one GPU after those of another. */

@@ -93,7 +93,9 @@ struct tile_opts {
 	int sms;              /* SMs of the target GPU */
 	int smem;             /* shared memory per CTA, bytes */
 	int fuse;             /* fuse activations into the matmul before them */
-	int reuse;            /* memory plan reuses activation space */
+	int reuse;            /* memory plan reuses activation space: 0 no, MEM_REUSE_LEVELS (tensors that
+			       * ops of one dependency level touch never share bytes) or MEM_REUSE_ORDER
+			       * (any two whose vCTA index ranges do not overlap) */
 	int64_t p2p_max;      /* transport auto: p2p up to this many bytes per transfer, DMA above */
 	int64_t oneshot_max;  /* all_reduce: one-shot up to this many bytes per GPU, -1: the default rule */
 	int64_t ll_max;       /* one-shot all_reduce by p2p: packets up to this many bytes per GPU */
@@ -125,6 +127,7 @@ struct tiling {
 	/* memory plan, per GPU */
 	uint64_t *offset;             /* per tensor, byte offset in its GPU's arena */
 	uint64_t arena[ARK_MAX_GPUS], arena_noreuse[ARK_MAX_GPUS];
+	int mem_levels_apart; /* MEM_REUSE_LEVELS kept some tensors apart that MEM_REUSE_ORDER would not */
 	/* DAG view for partition/: the vCTAs' costs (from a calibration table where it has their tile) */
 	double *flops, *bytes, *lat_us;
 	uint8_t *tc;
@@ -137,6 +140,7 @@ struct tiling {
 /* Passes, in order, after tiling_init. Each returns 0, or -1 after reporting an error. */
 void fuse_graph(struct tiling *s);  /* fusion decisions in per_op (opt.fuse) */
 int tile_graph(struct tiling *s);   /* vCTAs of every op, communication ops lowered (lower_comm.c) */
+enum { MEM_REUSE_LEVELS = 1, MEM_REUSE_ORDER = 2 };
 int mem_plan(struct tiling *s);     /* offsets; adds reuse hazards later found by deps */
 /* One tensor to place: its lifetime (first and last vCTA, inclusive) and size. */
 struct mem_life {
