@@ -122,11 +122,22 @@ static int compile_plan(const char *path, const char *text, const struct arkgen_
 	return 0;
 }
 
+/* compile_plan again, its diagnostics unprinted: they are the first pass's. */
+static int compile_plan_again(const char *path, const char *text, const struct arkgen_options *opt,
+			      struct arkgen_result *r, int reuse)
+{
+	const int quiet = diag_quiet;
+	diag_quiet = 1;
+	const int rc = compile_plan(path, text, opt, r, reuse);
+	diag_quiet = quiet;
+	return rc;
+}
+
 /* With reuse, two memory plans: tensors of one dependency level apart (MEM_REUSE_LEVELS, so that
- * independent ops are not ordered by the bytes they share), and, where that kept some apart, the
- * plan by vCTA order (MEM_REUSE_ORDER), whose extra orderings sometimes place better. The one of
- * lower predicted latency is kept: on 12 models whose predictions the two plans set apart, the
- * prediction picked the faster on every one (bench/NOTES.md). */
+ * independent ops are not ordered by the bytes they share), and, where some level holds more than
+ * one op, the plan by vCTA order (MEM_REUSE_ORDER), whose extra orderings sometimes place better.
+ * The one of lower predicted latency is kept: on 12 models whose predictions the two plans set
+ * apart, the prediction picked the faster on every one (bench/NOTES.md). */
 int arkgen_compile(const char *path, const char *text, const struct arkgen_options *opt, struct arkgen_result *r)
 {
 	if (compile_plan(path, text, opt, r, opt->reuse ? MEM_REUSE_LEVELS : 0) < 0)
@@ -134,11 +145,7 @@ int arkgen_compile(const char *path, const char *text, const struct arkgen_optio
 	if (!opt->reuse || opt->policy == ARKGEN_POLICY_ALL || r->n_schedules != 1 || !r->tiling.mem_levels_apart)
 		return 0;
 	struct arkgen_result alt;
-	const int quiet = diag_quiet;
-	diag_quiet = 1; /* its warnings are the first pass's */
-	const int rc = compile_plan(path, text, opt, &alt, MEM_REUSE_ORDER);
-	diag_quiet = quiet;
-	if (rc < 0 || alt.n_schedules != 1) {
+	if (compile_plan_again(path, text, opt, &alt, MEM_REUSE_ORDER) < 0 || alt.n_schedules != 1) {
 		arkgen_result_free(&alt);
 		return 0;
 	}
@@ -147,10 +154,7 @@ int arkgen_compile(const char *path, const char *text, const struct arkgen_optio
 	arkgen_result_free(&alt);
 	if (better) { /* made again in place: a result points into itself (tiling.g, the gpu), so no copy */
 		arkgen_result_free(r);
-		diag_quiet = 1;
-		const int rc2 = compile_plan(path, text, opt, r, MEM_REUSE_ORDER);
-		diag_quiet = quiet;
-		if (rc2 < 0)
+		if (compile_plan_again(path, text, opt, r, MEM_REUSE_ORDER) < 0)
 			return -1;
 		secs += r->seconds;
 	}

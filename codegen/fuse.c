@@ -78,6 +78,11 @@ static void fuse_into_matmul(struct tiling *s)
 	}
 }
 
+int fuse_row_op(enum ark_op_kind k)
+{
+	return k == ARK_OP_SOFTMAX || k == ARK_OP_LAYERNORM || k == ARK_OP_RMSNORM || k == ARK_OP_L2_NORMALIZE;
+}
+
 /* An activation directly after a softmax or a norm, reading nothing else, runs as the row op stores
  * each value: one task, and one round trip through memory, fewer. */
 static void fuse_into_rows(struct tiling *s)
@@ -91,10 +96,8 @@ static void fuse_into_rows(struct tiling *s)
 		if (h->producer < 0 || h->n_readers != 1 || h->role == ARK_ROLE_OUTPUT)
 			continue;
 		const int r = h->producer;
-		const enum ark_op_kind k = g->ops[r].kind;
-		if ((k != ARK_OP_SOFTMAX && k != ARK_OP_LAYERNORM && k != ARK_OP_RMSNORM && k != ARK_OP_L2_NORMALIZE) ||
-		    g->ops[r].gpu != o->gpu || s->per_op[r].act != ARK_ACT_NONE || s->per_op[r].fused_into >= 0 ||
-		    g->tensors[o->out[0]].dtype != h->dtype)
+		if (!fuse_row_op(g->ops[r].kind) || g->ops[r].gpu != o->gpu || s->per_op[r].act != ARK_ACT_NONE ||
+		    s->per_op[r].fused_into >= 0 || g->tensors[o->out[0]].dtype != h->dtype)
 			continue;
 		s->per_op[i].fused_into = r;
 		s->per_op[r].act = o->kind;

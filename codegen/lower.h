@@ -15,6 +15,8 @@ static inline int64_t esize(const struct tiling *s, int t) { return ark_dtype_si
 /* fuse.c: the op reading tensor t when it is an activation that can run on t where t is computed
  * (t's only reader, on t's GPU, same dtype, t no output); else -1. */
 int fuse_sole_activation(const struct graph *g, int t);
+/* fuse.c: whether ops of kind k (softmax and the norms) take an activation after them in their tiles. */
+int fuse_row_op(enum ark_op_kind k);
 /* fuse.c: the distinct tensors the chain headed by `head` reads, into reads[VCTA_MAX_READS]; their number. */
 int fuse_chain_reads(const struct tiling *s, int head, int *reads);
 /* fuse.c: whether out's element e reads element (e / div) % mod of tensor I broadcast to T's shape:

@@ -173,34 +173,39 @@ uint64_t mem_place(struct mem_life *lv, int n, uint64_t reuse_min, uint64_t *off
 }
 
 /* Lifetimes of the tensors vCTAs touch, in vCTA indices; birth = -1 for tensors no vCTA touches. With
- * MEM_REUSE_LEVELS a tensor lives from the first vCTA of the ops of its first toucher's dependency
- * level to the last of its last toucher's level: two tensors that ops of one level touch never share
- * bytes. Sharing them orders those ops, which nothing else orders, one after the other (three
- * independent matmuls of one level whose split-K workspaces shared bytes ran one after another: 75
- * of a model's 108 us, bench/NOTES.md). With MEM_REUSE_ORDER, from its first toucher to its last.
- * Returns whether some level's vCTAs do not all have one index (the two plans may differ). */
+ * MEM_REUSE_ORDER a tensor lives from its first toucher to its last. With MEM_REUSE_LEVELS a toucher
+ * counts as its whole dependency level (the level's first vCTA to its last): two tensors that ops of
+ * one level touch never share bytes. Sharing them orders those ops, which nothing else orders, one
+ * after the other (three independent matmuls of one level whose split-K workspaces shared bytes ran
+ * one after another: 75 of a model's 108 us, bench/NOTES.md). Returns whether some level holds the
+ * vCTAs of more than one op: where none does, nothing is kept apart that the order would not keep
+ * apart, and compile.c makes the one plan. */
 static int lifetimes(const struct tiling *s, int *birth, int *death)
 {
 	const struct graph *g = s->g;
 	int nt = g->n_tensors;
 	int *level = xcalloc((size_t)(g->n_ops ? g->n_ops : 1), sizeof *level);
 	int nl = graph_levels(g, level) + 1;
+	/* per level: its first and last vCTA, and the op of its first */
 	int *lo = xmalloc((size_t)nl * sizeof *lo), *hi = xmalloc((size_t)nl * sizeof *hi);
+	int *op0 = xmalloc((size_t)nl * sizeof *op0);
 	for (int l = 0; l < nl; l++)
-		lo[l] = s->n_vcta, hi[l] = -1;
+		lo[l] = s->n_vcta, hi[l] = -1, op0[l] = -1;
+	int apart = 0;
 	for (int i = 0; i < s->n_vcta; i++) {
-		const int l = level[s->v[i].op];
+		const int op = s->v[i].op, l = level[op];
 		lo[l] = i < lo[l] ? i : lo[l];
 		hi[l] = i;
+		if (op0[l] < 0)
+			op0[l] = op;
+		apart |= op0[l] != op;
 	}
 	const int by_level = s->opt.reuse == MEM_REUSE_LEVELS;
-	int apart = 0;
 	for (int t = 0; t < nt; t++)
 		birth[t] = -1, death[t] = -1;
 	for (int i = 0; i < s->n_vcta; i++) {
 		const struct vcta *v = &s->v[i];
 		const int l = level[v->op], b = by_level ? lo[l] : i, d = by_level ? hi[l] : i;
-		apart |= lo[l] != i || hi[l] != i;
 		for (int r = 0; r <= v->n_reads; r++) {
 			int t = r < v->n_reads ? v->reads[r].tensor : v->write.tensor;
 			if (birth[t] < 0 || b < birth[t])
@@ -212,6 +217,7 @@ static int lifetimes(const struct tiling *s, int *birth, int *death)
 	free(level);
 	free(lo);
 	free(hi);
+	free(op0);
 	return apart;
 }
 

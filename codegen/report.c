@@ -4,6 +4,7 @@
 #include "report.h"
 
 #include "calib.h"
+#include "lower.h" /* fuse_row_op */
 
 void report_model(const struct graph *g, FILE *f)
 {
@@ -111,7 +112,7 @@ void report_schedule(const struct arkgen_result *r, FILE *f)
 	for (int i = 0; i < g->n_ops; i++) {
 		int into = s->per_op[i].fused_into;
 		enum ark_op_kind k = into >= 0 ? g->ops[into].kind : ARK_OP__COUNT;
-		int row = k == ARK_OP_SOFTMAX || k == ARK_OP_LAYERNORM || k == ARK_OP_RMSNORM || k == ARK_OP_L2_NORMALIZE;
+		int row = into >= 0 && fuse_row_op(k);
 		fused += k == ARK_OP_MATMUL;
 		reduced += k == ARK_OP_ALL_REDUCE;
 		rowed += row;

@@ -49,12 +49,11 @@ static int pick_tn(int64_t mt, int64_t N, int64_t sms, int64_t min_tn, int64_t e
 	return tn;
 }
 
-/* The rows, columns and element size pick_matmul tiles matmul oi by. */
-static void matmul_dims(const struct tiling *s, int oi, int64_t *M, int64_t *N, int64_t *es)
+/* The a that matmul oi's tiles read: its input, or with a fused rmsnorm the norm's input. */
+static int matmul_a(const struct tiling *s, int oi)
 {
-	const struct op_tiling *pl = &s->per_op[oi];
-	int a = pl->pre_op >= 0 ? s->g->ops[pl->pre_op].in[0] : s->g->ops[oi].in[0];
-	*M = s->rows[a], *N = s->cols[pl->out_tensor], *es = esize(s, a);
+	const int pre = s->per_op[oi].pre_op;
+	return pre >= 0 ? s->g->ops[pre].in[0] : s->g->ops[oi].in[0];
 }
 
 static int rule_tm(int64_t M) { return M <= 16 ? (int)M : M <= 256 ? 64 : 128; }
@@ -79,8 +78,8 @@ static void share_sms(struct tiling *s)
 		s->per_op[i].sm_share = w > 1 ? (sms + w - 1) / w : sms;
 		if (g->ops[i].kind != ARK_OP_MATMUL)
 			continue;
-		int64_t M, N, es;
-		matmul_dims(s, i, &M, &N, &es);
+		const int a = matmul_a(s, i);
+		const int64_t M = s->rows[a], N = s->cols[s->per_op[i].out_tensor], es = esize(s, a);
 		int64_t mt = cdiv(M, rule_tm(M));
 		tiles[level[i] * ARK_MAX_GPUS + g->ops[i].gpu] +=
 			mt * cdiv(N, pick_tn(mt, N, s->per_op[i].sm_share, es == 4 ? 8 : 16, es, 0));
@@ -253,11 +252,9 @@ static void tile_matmul(struct tiling *s, int oi)
 	struct graph *g = s->g;
 	struct op *o = &g->ops[oi];
 	struct op_tiling *pl = &s->per_op[oi];
-	int a = o->in[0], b = o->in[1], bias = o->n_in > 2 ? o->in[2] : -1, out = pl->out_tensor, res = pl->residual;
+	int b = o->in[1], bias = o->n_in > 2 ? o->in[2] : -1, out = pl->out_tensor, res = pl->residual;
 	/* a fused rmsnorm: the tiles read its input instead, every row whole (its sum of squares), and gamma */
-	const int pre = pl->pre_op, gamma = pre >= 0 ? g->ops[pre].in[1] : -1;
-	if (pre >= 0)
-		a = g->ops[pre].in[0];
+	const int pre = pl->pre_op, gamma = pre >= 0 ? g->ops[pre].in[1] : -1, a = matmul_a(s, oi);
 	int64_t M = s->rows[a], K = s->cols[a], N = s->cols[out];
 	int64_t es = esize(s, a);
 	const enum ark_dtype bdt = g->tensors[b].dtype; /* q4_1 or q8_0: b [N, K] in blocks of 32 along K */
@@ -588,15 +585,6 @@ static void tile_copy(struct tiling *s, int oi)
 	elem_ranges(s, oi, ARK_T_COPY, in, out);
 }
 
-/* Attention: one vCTA per (batch, head, block of BQ query rows), every key of its kv head (the
- * template streams them in blocks through an online softmax; no [Sq, Skv] matrix in memory).
- * BQ is the smallest of 32, 64, 128 whose vCTAs fit on the GPU's SMs in one wave (16 when Sq <= 16):
- * every vCTA of a head loads the whole of its K and V, whatever its rows, so its time is that load
- * (about the same for any BQ) plus its rows' arithmetic, which a finer split shortens as long as the
- * vCTAs still run side by side. Below 32 rows the 8 warps of a CTA (2 row groups x 4 key groups of
- * 16 rows) would each get too few keys per block, and the K and V traffic grows with every copy.
- * [1, 12 heads, S 128, Dh 64] on 132 SMs: 48 vCTAs of 32 rows (24 of 64 would halve the parallelism
- * for no fewer loads per vCTA). With causal, a block's vCTA reads only the keys its last row sees. */
 /* An attention tile's time on one SM for `rows` query rows (at most 128) over `keys` keys of head size
  * Dh, fitted to bench/decode_probe on an NVIDIA H100 (one CTA a launch; bench/NOTES.md). Tensor cores
  * (16-bit): a fixed part, plus the keys at a cost that grows with the head and, sublinearly, with the
@@ -612,6 +600,15 @@ static double att_tile_us(int64_t rows, int64_t keys, int64_t Dh, int64_t es)
 	return 9.0 + 0.0507 * (double)keys * ((double)Dh / 128.0) * pow((double)imax(rows, 16) / 32.0, 0.55);
 }
 
+/* Attention: one vCTA per (batch, head, block of BQ query rows), every key of its kv head (the
+ * template streams them in blocks through an online softmax; no [Sq, Skv] matrix in memory).
+ * BQ is the smallest of 32, 64, 128 whose vCTAs fit on the GPU's SMs in one wave (16 when Sq <= 16):
+ * every vCTA of a head loads the whole of its K and V, whatever its rows, so its time is that load
+ * (about the same for any BQ) plus its rows' arithmetic, which a finer split shortens as long as the
+ * vCTAs still run side by side. Below 32 rows the 8 warps of a CTA (2 row groups x 4 key groups of
+ * 16 rows) would each get too few keys per block, and the K and V traffic grows with every copy.
+ * [1, 12 heads, S 128, Dh 64] on 132 SMs: 48 vCTAs of 32 rows (24 of 64 would halve the parallelism
+ * for no fewer loads per vCTA). With causal, a block's vCTA reads only the keys its last row sees. */
 static void tile_attention(struct tiling *s, int oi)
 {
 	struct graph *g = s->g;

@@ -127,7 +127,8 @@ struct tiling {
 	/* memory plan, per GPU */
 	uint64_t *offset;             /* per tensor, byte offset in its GPU's arena */
 	uint64_t arena[ARK_MAX_GPUS], arena_noreuse[ARK_MAX_GPUS];
-	int mem_levels_apart; /* MEM_REUSE_LEVELS kept some tensors apart that MEM_REUSE_ORDER would not */
+	int mem_levels_apart; /* some dependency level holds more than one op: MEM_REUSE_LEVELS and
+			       * MEM_REUSE_ORDER may differ */
 	/* DAG view for partition/: the vCTAs' costs (from a calibration table where it has their tile) */
 	double *flops, *bytes, *lat_us;
 	uint8_t *tc;
