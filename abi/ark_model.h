@@ -19,7 +19,9 @@ struct ark_tensor {
 	uint8_t gpu;    /* GPU whose arena holds it */
 	int64_t shape[ARK_MAX_DIMS];
 	uint64_t offset; /* byte offset in its GPU's arena, ARK_NOT_STORED if never stored there */
-	uint64_t bytes;
+	uint64_t bytes;  /* of its data, rows packed (as on the host) */
+	uint64_t pitch;  /* bytes from a row (last dimension) to the next in the arena where arkgen pads
+			  * rows to whole 16-byte vectors (a weight only matmuls read); 0: rows packed */
 };
 
 /* One op of the model, as written in the model file (after inference). */
@@ -84,6 +86,14 @@ static inline uint64_t ark_tensor_bytes(const struct ark_tensor *t)
 		return 0;
 	const int64_t last = t->shape[t->ndim - 1];
 	return (uint64_t)(ark_tensor_elems(t) / last) * (uint64_t)ark_row_bytes(t->dtype, last);
+}
+
+/* Bytes a tensor takes in its arena: its data, or its rows at their pitch. */
+static inline uint64_t ark_tensor_extent(const struct ark_tensor *t)
+{
+	if (!t->pitch || t->ndim < 1)
+		return t->bytes;
+	return (uint64_t)(ark_tensor_elems(t) / t->shape[t->ndim - 1]) * t->pitch;
 }
 
 #include "ark_task.h"

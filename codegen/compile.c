@@ -93,6 +93,7 @@ static int compile_plan(const char *path, const char *text, const struct arkgen_
 		return 0;
 	if (graph_check(&r->graph) < 0 || graph_lower_quant(&r->graph) < 0)
 		return -1;
+	graph_pad_weights(&r->graph);
 	r->n_model_tensors = r->graph.n_tensors;
 	if (done(r, ARKGEN_PASS_CHECK))
 		return 0;

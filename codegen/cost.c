@@ -28,12 +28,13 @@ static int same_shapes(const struct graph *g, const struct op *o)
 	return 1;
 }
 
-/* The matmul's layout: transpose_b, and whether the rows of a and b are whole 16-byte vectors. */
-static int matmul_layout(const struct tiling *s, const struct op *o, int out)
+/* The matmul's layout: transpose_b, and whether the rows of a and b are whole 16-byte vectors (b's
+ * at their pitch where padded). */
+static int matmul_layout(const struct tiling *s, const struct op *o, int oi)
 {
 	int a = o->in[0];
-	int64_t es = esize(s, a), K = s->cols[a], N = s->cols[out];
-	int aligned = (K * es) % 16 == 0 && (o->transpose_b || (N * es) % 16 == 0);
+	int64_t es = esize(s, a), K = s->cols[a];
+	int aligned = (K * es) % 16 == 0 && (matmul_b_stride(s, oi) * es) % 16 == 0;
 	if (o->transpose_b)
 		return aligned ? CALIB_L_NK : CALIB_L_NK_ODD;
 	return aligned ? CALIB_L_KN : CALIB_L_KN_ODD;
@@ -54,7 +55,7 @@ static int query_of(const struct tiling *s, const struct vcta *v, struct calib_q
 	case ARK_T_MATMUL:
 	case ARK_T_MATMUL_PARTIAL:
 		q->dtype = g->tensors[o->in[0]].dtype;
-		q->layout = matmul_layout(s, o, out);
+		q->layout = matmul_layout(s, o, v->op);
 		q->k = v->k1 - v->k0;
 		/* a tile of few rows on the tensor cores or the fp32 FMA tile (the last of a matmul of many
 		 * rows, or one of a 16-bit matmul of more rows than streaming takes; templates/op_matmul.cuh,
@@ -85,27 +86,45 @@ static int query_of(const struct tiling *s, const struct vcta *v, struct calib_q
 	return q->m > 0 && q->n > 0 && q->k > 0 ? 0 : -1;
 }
 
-/* The table's times of q for vCTA v (calib_lookup). An mma tile whose rows are 4-byte aligned without
- * being 16-byte aligned (even K, and even N with b [K, N]) copies them 4 bytes at a time into its
- * stages (templates/op_matmul.cuh, ark_mm_kloop): slower than aligned rows, faster than rows of odd
- * length (the table's odd points, which come as 16-byte chunks realigned in shared memory), so it is
- * priced as the geometric mean of the two (mm_probe, [128, 1002] . [768, 1002]^T and
- * [128, 768] . [768, 1002]: the measured times within 6% of that mean, against 1.24-1.49x the
- * aligned tile's and 0.74-0.87x the odd one's). */
+/* How an mma tile copies rows of n elements into its stages (templates/op_matmul.cuh, ark_mm_kloop):
+ * 0 as 16-byte vectors, 0.5 four bytes at a time (even lengths), 1 as 16-byte chunks realigned in
+ * shared memory (odd lengths). */
+static double mma_rows(int64_t n)
+{
+	return n % 8 == 0 ? 0 : n % 2 == 0 ? 0.5 : 1;
+}
+
+/* The table's times of q for vCTA v (calib_lookup). The table's odd points have both operands' rows
+ * of odd length; a tile between them and the aligned points is priced between the two, as
+ * aligned^(1 - x) odd^x:
+ *   - an mma tile, x the mean of its operands' mma_rows: rows 4-byte aligned copy 4 bytes at a time,
+ *     slower than aligned rows, faster than odd ones (mm_probe, [128, 1002] . [768, 1002]^T and
+ *     [128, 768] . [768, 1002]: within 6% of the geometric mean, against 1.24-1.49x the aligned
+ *     tile's and 0.74-0.87x the odd one's); a b padded to whole vectors (lower_pad.c) copies as
+ *     aligned rows beside an odd a;
+ *   - a streaming tile of a padded b, x = 0: it streams b as aligned rows, a (a few rows) element by
+ *     element. */
 static int lookup(const struct tiling *s, const struct vcta *v, const struct calib_table *t,
 		  const struct calib_query *q, double us[2])
 {
 	if (calib_lookup(t, q, us) < 0)
 		return -1;
-	const struct op *o = &s->g->ops[v->op];
-	if ((q->layout != CALIB_L_KN_ODD && q->layout != CALIB_L_NK_ODD) || !tile_matmul_mma(s, v) ||
-	    s->cols[o->in[0]] % 2 != 0 || (!o->transpose_b && s->cols[s->per_op[v->op].out_tensor] % 2 != 0))
+	if (q->layout != CALIB_L_KN_ODD && q->layout != CALIB_L_NK_ODD)
+		return 0;
+	const int64_t bs = matmul_b_stride(s, v->op), vec = 16 / esize(s, s->g->ops[v->op].in[0]);
+	double x;
+	if (tile_matmul_mma(s, v))
+		x = (mma_rows(s->cols[s->g->ops[v->op].in[0]]) + mma_rows(bs)) / 2;
+	else if (!tile_matmul_ffma(s, v) && bs % vec == 0)
+		x = 0;
+	else
 		return 0;
 	struct calib_query a = *q;
 	double ua[2];
 	a.layout = q->layout == CALIB_L_KN_ODD ? CALIB_L_KN : CALIB_L_NK;
-	if (calib_lookup(t, &a, ua) == 0)
-		us[CALIB_ALONE] = sqrt(us[CALIB_ALONE] * ua[CALIB_ALONE]), us[CALIB_BUSY] = sqrt(us[CALIB_BUSY] * ua[CALIB_BUSY]);
+	if (x < 1 && calib_lookup(t, &a, ua) == 0)
+		for (int i = 0; i < 2; i++)
+			us[i] = pow(ua[i], 1 - x) * pow(us[i], x);
 	return 0;
 }
 

@@ -308,7 +308,7 @@ static int by_birth(const void *x, const void *y)
 /* Byte span [lo, hi) of a region inside its GPU's arena. */
 static struct acc span(const struct tiling *s, const struct region *r, int v, int write)
 {
-	int64_t cols = s->cols[r->tensor], es = ark_dtype_size(s->g->tensors[r->tensor].dtype);
+	int64_t cols = tiling_mem_cols(s, r->tensor), es = ark_dtype_size(s->g->tensors[r->tensor].dtype);
 	int64_t base = (int64_t)s->offset[r->tensor];
 	return (struct acc){0, 1, base + (r->r0 * cols + r->c0) * es, base + ((r->r1 - 1) * cols + r->c1) * es, v,
 			    write};
@@ -449,7 +449,7 @@ static void reuse_hazards(const struct tiling *s, struct pairs *ps)
 		int n = 0;
 		for (int t = 0; t < nt; t++)
 			if (g->tensors[t].gpu == gpu && s->offset[t] != UINT64_MAX && written[t])
-				list[n++] = (struct tspan){t, s->offset[t], s->offset[t] + tensor_bytes(&g->tensors[t])};
+				list[n++] = (struct tspan){t, s->offset[t], s->offset[t] + tensor_arena_bytes(&g->tensors[t])};
 		mark_sharing(list, n, shared);
 	}
 	free(list);

@@ -247,9 +247,10 @@ static void emit_offsets(const struct emitter *e)
 static void emit_tensors(const struct emitter *e)
 {
 	const struct graph *g = e->g;
-	static const char *const head[] = {"name", "dtype", "role", "ndim", "GPU", "shape", "offset", "bytes"};
-	struct tab t = {.cols = 8, .head = head, .align = "lllrrllr"};
-	out(e->f, "/* Tensors: row-major, each in the arena of its GPU. */\n");
+	static const char *const head[] = {"name", "dtype", "role", "ndim", "GPU", "shape", "offset", "bytes", "pitch"};
+	struct tab t = {.cols = 9, .head = head, .align = "lllrrllrr"};
+	out(e->f, "/* Tensors: row-major, each in the arena of its GPU; pitch: bytes from a row to the next where\n"
+		  " * rows are padded to 16-byte vectors (0: rows packed). */\n");
 	out(e->f, "static const struct ark_tensor tensors[%d] = {\n", g->n_tensors);
 	for (int i = 0; i < g->n_tensors; i++) {
 		const struct tensor *T = &g->tensors[i];
@@ -264,6 +265,7 @@ static void emit_tensors(const struct emitter *e)
 		tab_cell(&t, "%s", i64_list(sh, sizeof sh, T->shape, T->ndim));
 		tab_cell(&t, "%s", e->off_name[i]);
 		tab_cell(&t, "%" PRIu64 "u", tensor_bytes(T));
+		tab_cell(&t, "%" PRId64 "u", T->pitch * (int64_t)ark_dtype_size(T->dtype));
 		tab_end(&t, "%d", i);
 		free(name.s);
 	}
@@ -547,6 +549,8 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 	if (o->kind == ARK_OP_REDUCE_MEAN) {
 		init_field(&in, ".oshape = %s", i64_list(c1, sizeof c1, rview, 4));
 	}
+	if (o->kind == ARK_OP_MATMUL && g->tensors[o->in[1]].pitch) /* b's rows padded (lower_pad.c) */
+		init_field(&in, ".istride = {{%" PRId64 "}}", g->tensors[o->in[1]].pitch);
 	if (pl->pre_op >= 0) {
 		init_field(&in, ".pre_in = %s", offset_of(e, g->ops[pl->pre_op].in[1]));
 		init_field(&in, ".pre = ARK_PRE_RMSNORM");

@@ -199,7 +199,7 @@ static void node_ranges(const struct tiling *s, const struct schedule *p, struct
 			int t = k / 2;
 			if (hi[k] <= lo[k] || s->offset[t] == ARK_NOT_STORED)
 				continue;
-			uint64_t row = (uint64_t)s->cols[t] * (uint64_t)ark_dtype_size(g->tensors[t].dtype);
+			uint64_t row = (uint64_t)tiling_mem_cols(s, t) * (uint64_t)ark_dtype_size(g->tensors[t].dtype);
 			if (sp->n_ranges == cap) {
 				cap = cap ? 2 * cap : 64;
 				sp->ranges = xrealloc(sp->ranges, (size_t)cap * sizeof *sp->ranges);

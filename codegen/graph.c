@@ -145,6 +145,13 @@ uint64_t tensor_bytes(const struct tensor *t)
 	return tensor_elems(t) * (uint64_t)dtype_size(t->dtype);
 }
 
+uint64_t tensor_arena_bytes(const struct tensor *t)
+{
+	if (!t->pitch)
+		return tensor_bytes(t);
+	return tensor_elems(t) / (uint64_t)t->shape[t->ndim - 1] * (uint64_t)t->pitch * (uint64_t)dtype_size(t->dtype);
+}
+
 const char *shape_str(char *buf, size_t n, int ndim, const int64_t *shape)
 {
 	size_t k = 0;

@@ -39,6 +39,8 @@ struct tensor {
 	const char *file;      /* file of `line` when it is not the model file (an @include'd one) */
 	int view_of;           /* a view (codegen/view.c): the tensor whose bytes it aliases, -1: none */
 	int64_t view_off;      /* a view: its first element's index in view_of's elements */
+	int64_t pitch;         /* elements from one row (last dimension) to the next in memory where
+				* rows are padded to whole 16-byte vectors (lower_pad.c); 0: rows packed */
 };
 
 struct op {
@@ -100,6 +102,11 @@ int graph_check(struct graph *g);
  * first one's. 0. */
 int graph_lower_quant(struct graph *g);
 
+/* After graph_lower_quant: a weight of 2 or 4-byte elements whose rows are not whole 16-byte vectors,
+ * and that only matmuls read, as their b, gets rows padded to whole vectors in memory (pitch), so that
+ * its tiles stream it as 16-byte vectors (lower_pad.c). Returns the number of weights padded. */
+int graph_pad_weights(struct graph *g);
+
 void graph_free(struct graph *g);
 /* The tensor whose bytes t aliases through views (t itself if it is no view), and in *off (may be
  * NULL) t's first element's index in it. */
@@ -117,6 +124,8 @@ const char *graph_file_of(const struct graph *g, const char *file);
 
 /* Byte size of a tensor; its element count times the dtype size (checked not to overflow by graph_check). */
 uint64_t tensor_bytes(const struct tensor *t);
+/* The bytes it takes in the arena: tensor_bytes, or its rows at their pitch where padded. */
+uint64_t tensor_arena_bytes(const struct tensor *t);
 /* Its element count (checked not to overflow by graph_check, as its bytes). */
 uint64_t tensor_elems(const struct tensor *t);
 /* Whether a and b have the same shape (dimensions and sizes). */

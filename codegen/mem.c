@@ -260,7 +260,7 @@ int mem_plan(struct tiling *s)
 			const struct tensor *T = &g->tensors[t];
 			if (T->gpu != gpu || T->view_of >= 0) /* a view: inside its base (view_offsets) */
 				continue;
-			uint64_t bytes = tensor_bytes(T);
+			uint64_t bytes = tensor_arena_bytes(T);
 			/* inputs, weights, outputs and state: bytes of their own, never shared (a state keeps
 			 * its value from one iteration to the next) */
 			if (T->role != ARK_ROLE_ACTIVATION && T->role != ARK_ROLE_INTERNAL) {

@@ -220,6 +220,15 @@ static void pick_matmul(struct tiling *s, int oi, int64_t M, int64_t N, int64_t 
 	}
 }
 
+int64_t matmul_b_stride(const struct tiling *s, int oi)
+{
+	const struct op *o = &s->g->ops[oi];
+	const struct tensor *b = &s->g->tensors[o->in[1]];
+	if (b->pitch)
+		return b->pitch;
+	return o->transpose_b ? s->cols[o->in[0]] : s->cols[s->per_op[oi].out_tensor];
+}
+
 int tile_matmul_mma(const struct tiling *s, const struct vcta *v)
 {
 	const struct graph *g = s->g;
@@ -227,10 +236,10 @@ int tile_matmul_mma(const struct tiling *s, const struct vcta *v)
 	const int a = o->in[0];
 	if (esize(s, a) != 2 || ark_dtype_quantized(g->tensors[o->in[1]].dtype) || s->per_op[v->op].pre_op >= 0)
 		return 0;
-	/* few rows stream b, unless its rows (or a's, with b [N, K]) are not whole 16-byte vectors: the
-	 * streaming tiles need them, the tensor cores' stages do not (templates/op_matmul.cuh, ark_mm_sub) */
-	const int64_t run = o->transpose_b ? s->cols[a] : s->cols[s->per_op[v->op].out_tensor];
-	return v->m1 - v->m0 > ARK_MM_SMALL_M || !ARK_MM_STREAMS16(s->rows[a], o->transpose_b) || run % 8 != 0;
+	/* few rows stream b, unless its rows are not whole 16-byte vectors: the streaming tiles need them,
+	 * the tensor cores' stages do not (templates/op_matmul.cuh, ark_mm_sub) */
+	return v->m1 - v->m0 > ARK_MM_SMALL_M || !ARK_MM_STREAMS16(s->rows[a], o->transpose_b) ||
+	       matmul_b_stride(s, v->op) % 8 != 0;
 }
 
 int tile_matmul_ffma(const struct tiling *s, const struct vcta *v)
@@ -238,11 +247,10 @@ int tile_matmul_ffma(const struct tiling *s, const struct vcta *v)
 	const struct graph *g = s->g;
 	const struct op *o = &g->ops[v->op];
 	const int a = o->in[0];
-	/* few rows stream b, unless its rows (or a's, with b [N, K]) are not whole 16-byte vectors
-	 * (templates/op_matmul.cuh, ark_mm_sub) */
-	const int64_t run = o->transpose_b ? s->cols[a] : s->cols[s->per_op[v->op].out_tensor];
+	/* few rows stream b, unless its rows are not whole 16-byte vectors (templates/op_matmul.cuh,
+	 * ark_mm_sub) */
 	return g->tensors[a].dtype == ARK_FP32 && !ark_dtype_quantized(g->tensors[o->in[1]].dtype) &&
-	       s->per_op[v->op].pre_op < 0 && (ARK_MM_FFMA(s->rows[a]) || run % 4 != 0);
+	       s->per_op[v->op].pre_op < 0 && (ARK_MM_FFMA(s->rows[a]) || matmul_b_stride(s, v->op) % 4 != 0);
 }
 
 /* Tiles (tm, tn) of out, each one vCTA, or with split-K one MATMUL_PARTIAL per split into an fp32

@@ -81,6 +81,11 @@ void tiling_init(struct tiling *s, struct graph *g, const struct tile_opts *opt)
 	}
 }
 
+int64_t tiling_mem_cols(const struct tiling *s, int t)
+{
+	return s->g->tensors[t].pitch ? s->g->tensors[t].pitch : s->cols[t];
+}
+
 int tiling_add_tensor(struct tiling *s, const char *base, const char *suffix, int gpu, int64_t rows, int64_t cols,
 		      enum ark_dtype dtype)
 {

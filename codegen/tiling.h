@@ -183,6 +183,9 @@ void tiling_init(struct tiling *s, struct graph *g, const struct tile_opts *opt)
 /* Adds an internal tensor [rows, cols] of dtype on gpu, named base + suffix, with its 2-D view. */
 int tiling_add_tensor(struct tiling *s, const char *base, const char *suffix, int gpu, int64_t rows, int64_t cols,
 		      enum ark_dtype dtype);
+/* Elements from a row of tensor t's 2-D view to the next in its arena: its columns, or its pitch
+ * where its rows are padded (lower_pad.c). */
+int64_t tiling_mem_cols(const struct tiling *s, int t);
 struct vcta *tiling_new_vcta(struct tiling *s, int op, int opp, enum ark_tmpl tmpl);
 int tiling_new_comm(struct tiling *s, int op, int gpu, enum ark_tmpl tmpl); /* index into s->comm */
 void vcta_add_read(struct vcta *v, int tensor, int64_t r0, int64_t r1, int64_t c0, int64_t c1);
@@ -204,14 +207,17 @@ void tile_reduce_view(const struct graph *g, const struct op *o, int64_t v[4]);
 /* tile.c: whether matmul vCTA v (MATMUL or MATMUL_PARTIAL) runs on the tensor cores, as
  * templates/op_matmul.cuh's ark_mm_sub decides: a of 2 bytes, b not quantized, no fused norm, and
  * more rows in v than the streaming path takes (ARK_MM_SMALL_M), or more rows in its matmul than
- * 16-bit streaming takes (ARK_MM_STREAMS16, abi/ark_smem.h), or rows the streaming tiles cannot take
- * (K with b [N, K], N with b [K, N], not a multiple of 8). */
+ * 16-bit streaming takes (ARK_MM_STREAMS16, abi/ark_smem.h), or rows of b the streaming tiles cannot
+ * take (matmul_b_stride not a multiple of 8). */
 int tile_matmul_mma(const struct tiling *s, const struct vcta *v);
+/* tile.c: elements from a row of matmul oi's b to the next in memory: K with b [N, K], N with b [K, N],
+ * or the pitch its rows are padded to (lower_pad.c). */
+int64_t matmul_b_stride(const struct tiling *s, int oi);
 
 /* tile.c: whether matmul vCTA v runs on the fp32 FMA tile of shared-memory stages (ark_mm_ffma): a in
  * fp32, b not quantized, no fused norm, and more rows in its matmul than streaming takes
- * (ARK_MM_FFMA, abi/ark_smem.h), whatever rows v itself has, or rows the streaming tiles cannot take
- * (K with b [N, K], N with b [K, N], not a multiple of 4). */
+ * (ARK_MM_FFMA, abi/ark_smem.h), whatever rows v itself has, or rows of b the streaming tiles cannot
+ * take (matmul_b_stride not a multiple of 4). */
 int tile_matmul_ffma(const struct tiling *s, const struct vcta *v);
 
 #endif

@@ -326,7 +326,8 @@ static int64_t runs(const struct tiling *s, const struct region *r, int *gpu, ui
 {
 	if (r->r0 >= r->r1 || r->c0 >= r->c1 || s->offset[r->tensor] == UINT64_MAX)
 		return 0;
-	uint64_t es = (uint64_t)ark_dtype_size(s->g->tensors[r->tensor].dtype), cols = (uint64_t)s->cols[r->tensor];
+	uint64_t es = (uint64_t)ark_dtype_size(s->g->tensors[r->tensor].dtype);
+	uint64_t cols = (uint64_t)tiling_mem_cols(s, r->tensor);
 	uint64_t base = s->offset[r->tensor];
 	*gpu = s->g->tensors[r->tensor].gpu;
 	if (r->c0 == 0 && (uint64_t)r->c1 == cols) {
@@ -834,7 +835,7 @@ static void region_boxes(const struct vf *f, struct gbytes *B, const struct regi
 	if (r->r0 >= r->r1 || r->c0 >= r->c1 || s->offset[t] == UINT64_MAX)
 		return;
 	const struct space *S = &B->sp[B->sp_of[t]];
-	uint64_t es = (uint64_t)ark_dtype_size(s->g->tensors[t].dtype), cols = (uint64_t)s->cols[t];
+	uint64_t es = (uint64_t)ark_dtype_size(s->g->tensors[t].dtype), cols = (uint64_t)tiling_mem_cols(s, t);
 	uint64_t base = s->offset[t];
 	struct box x = {.node = node, .vcta = vcta, .tensor = t, .sp = B->sp_of[t], .write = (uint8_t)write};
 	if (r->c0 == 0 && (uint64_t)r->c1 == cols) {
@@ -925,7 +926,7 @@ static void make_spaces(const struct vf *f, struct gbytes *B)
 	for (int t = 0; t < nt; t++) {
 		uint64_t es = (uint64_t)ark_dtype_size(s->g->tensors[t].dtype);
 		lo[t] = s->offset[t];
-		hi[t] = s->offset[t] + (uint64_t)s->rows[t] * (uint64_t)s->cols[t] * es;
+		hi[t] = s->offset[t] + (uint64_t)s->rows[t] * (uint64_t)tiling_mem_cols(s, t) * es;
 	}
 	for (int x = 0; x < f->n_tasks; x++) {
 		const struct ark_task *k = task(f, x);
@@ -938,10 +939,10 @@ static void make_spaces(const struct vf *f, struct gbytes *B)
 			used[t] = 1;
 			if (r->r0 >= r->r1 || r->c0 >= r->c1 || s->offset[t] == UINT64_MAX)
 				continue;
-			int64_t es = ark_dtype_size(s->g->tensors[t].dtype), cols = s->cols[t];
+			int64_t es = ark_dtype_size(s->g->tensors[t].dtype), cols = tiling_mem_cols(s, t);
 			int64_t a = (int64_t)s->offset[t] + (r->r0 * cols + r->c0) * es;
 			int64_t e = (int64_t)s->offset[t] + ((r->r1 - 1) * cols + r->c1) * es;
-			odd[t] |= r->r0 < 0 || r->c0 < 0 || r->c1 > cols;
+			odd[t] |= r->r0 < 0 || r->c0 < 0 || r->c1 > s->cols[t];
 			if (a < (int64_t)lo[t])
 				lo[t] = a > 0 ? (uint64_t)a : 0;
 			if (e > (int64_t)hi[t])
@@ -963,7 +964,7 @@ static void make_spaces(const struct vf *f, struct gbytes *B)
 		G->n_sp = 0;
 		for (int i = 0; i < n; i++) {
 			int t = (int)key[i][1];
-			uint64_t pitch = odd[t] ? 0 : (uint64_t)s->cols[t] * (uint64_t)ark_dtype_size(s->g->tensors[t].dtype);
+			uint64_t pitch = odd[t] ? 0 : (uint64_t)tiling_mem_cols(s, t) * (uint64_t)ark_dtype_size(s->g->tensors[t].dtype);
 			uint64_t end = hi[t] > lo[t] ? hi[t] : lo[t] + 1;
 			struct space *S = G->n_sp ? &G->sp[G->n_sp - 1] : NULL;
 			if (!S || lo[t] >= S->end) {

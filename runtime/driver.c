@@ -376,7 +376,7 @@ static int overlap(const struct ark_tensor *a, const struct ark_tensor *b)
 {
 	if (a->offset == ARK_NOT_STORED || b->offset == ARK_NOT_STORED)
 		return 0;
-	return a->gpu == b->gpu && a->offset < b->offset + b->bytes && b->offset < a->offset + a->bytes;
+	return a->gpu == b->gpu && a->offset < b->offset + ark_tensor_extent(b) && b->offset < a->offset + ark_tensor_extent(a);
 }
 
 /* Outputs, activations and internal buffers (split-K workspaces, staging slots, packet buffers) get

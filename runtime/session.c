@@ -179,9 +179,13 @@ static int check_plan(const struct ark_model *m, int g)
 	}
 	for (int t = 0; t < m->n_tensors; t++) {
 		const struct ark_tensor *T = &m->tensors[t];
-		if (T->gpu == g && T->offset != ARK_NOT_STORED && T->offset + T->bytes > p->arena_bytes)
+		if (T->pitch && (T->ndim < 1 || T->pitch < (uint64_t)ark_row_bytes(T->dtype, T->shape[T->ndim - 1])))
+			return ark_error("model '%s': tensor '%s' has rows of %lld bytes at a pitch of %llu", m->name,
+					 T->name, T->ndim < 1 ? 0LL : (long long)ark_row_bytes(T->dtype, T->shape[T->ndim - 1]),
+					 (unsigned long long)T->pitch);
+		if (T->gpu == g && T->offset != ARK_NOT_STORED && T->offset + ark_tensor_extent(T) > p->arena_bytes)
 			return ark_error("model '%s': tensor '%s' ends at byte %llu of GPU %d's arena of %llu",
-					 m->name, T->name, (unsigned long long)(T->offset + T->bytes), g,
+					 m->name, T->name, (unsigned long long)(T->offset + ark_tensor_extent(T)), g,
 					 (unsigned long long)p->arena_bytes);
 	}
 	return ARK_OK;
@@ -602,8 +606,33 @@ static int tensor_copy(struct ark_session *s, int t, void *host, int to_gpu)
 	char *dev = G->arena + T->offset;
 	if (CUDA_FAILS(T->gpu, cudaSetDevice(T->gpu)))
 		return ARK_ERR;
-	cudaError_t e = to_gpu ? cudaMemcpyAsync(dev, host, T->bytes, cudaMemcpyHostToDevice, G->side)
-			       : cudaMemcpyAsync(host, dev, T->bytes, cudaMemcpyDeviceToHost, G->side);
+	cudaError_t e;
+	if (T->pitch) {
+		/* rows padded in the arena (zeros after each), packed on the host: through a host image of
+		 * the arena's bytes, one plain copy (the copy engine: cudaMemset and 2-D copies may need a
+		 * kernel, which would never find room on SMs the loop occupies) */
+		const size_t row = (size_t)ark_row_bytes(T->dtype, T->shape[T->ndim - 1]), rows = T->bytes / row;
+		const size_t ext = (size_t)ark_tensor_extent(T);
+		char *img = (char *)calloc(ext, 1);
+		if (!img)
+			return ark_error("tensor '%s': out of host memory (%zu bytes)", T->name, ext);
+		if (to_gpu) {
+			for (size_t r = 0; r < rows; r++)
+				memcpy(img + r * T->pitch, (const char *)host + r * row, row);
+			e = cudaMemcpyAsync(dev, img, ext, cudaMemcpyHostToDevice, G->side);
+		} else {
+			e = cudaMemcpyAsync(img, dev, ext, cudaMemcpyDeviceToHost, G->side);
+		}
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(G->side);
+		if (e == cudaSuccess && !to_gpu)
+			for (size_t r = 0; r < rows; r++)
+				memcpy((char *)host + r * row, img + r * T->pitch, row);
+		free(img);
+	} else {
+		e = to_gpu ? cudaMemcpyAsync(dev, host, T->bytes, cudaMemcpyHostToDevice, G->side)
+			   : cudaMemcpyAsync(host, dev, T->bytes, cudaMemcpyDeviceToHost, G->side);
+	}
 	if (e == cudaSuccess)
 		e = cudaStreamSynchronize(G->side);
 	if (e != cudaSuccess)

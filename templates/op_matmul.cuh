@@ -61,6 +61,8 @@ struct ark_mm {
 	char *out;          /* [M, N] */
 	float *ws;          /* partial: fp32 [M, N] slice of this split, else null */
 	int64_t M, N, K;
+	int64_t bstride;    /* elements from a row of b to the next: K if tb, else N, or more where arkgen
+			     * pads b's rows to whole 16-byte vectors (lower_pad.c) */
 	int act;
 	bool tb;
 	int qdt;            /* b's dtype when it is block-quantized (ARK_Q4_1, ARK_Q8_0; op_quant.cuh), else 0 */
@@ -343,7 +345,7 @@ __device__ __noinline__ void ark_mm_stage_a_kn(const ark_mm &g, int m0, int m1, 
  * tile (m1-m0 <= MB, n1-n0 <= 128) of out over k0:k1. Thread = (k-lane kl, column vector cv): at step i
  * it reads the 16-byte vector of b row k0 + i*KL + kl at columns n0 + cv*VEC, so a step reads KL whole
  * rows of the tile, coalesced. Partial sums [MB][VEC] per thread, reduced over the k-lanes in smem.
- * Needs N % VEC == 0, n0 % VEC == 0, b 16-byte aligned. */
+ * Needs bstride % VEC == 0, n0 % VEC == 0, b 16-byte aligned. */
 template <typename T, int MB>
 __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
@@ -377,7 +379,7 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
 	auto issue = [&](int i) {
 		const int k = k0 + i * KL + kl;
 		if (active && k < k1)
-			ark_cp_async16_once(&ring[(i % S) * ARK_THREADS + tid], bcol + (size_t)k * g.N, 16, pol);
+			ark_cp_async16_once(&ring[(i % S) * ARK_THREADS + tid], bcol + (size_t)k * g.bstride, 16, pol);
 		ark_cp_commit();
 	};
 #pragma unroll
@@ -465,8 +467,9 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
  * tile (m1-m0 <= MB, n1-n0 <= 128) of out over k0:k1. A work item is (group of TC columns, k-slice);
  * warps take items, lanes take consecutive 16-byte vectors along K (one warp step = 32 vectors of each
  * of TC rows of b, coalesced); per-lane sums [TC][MB] are reduced with shuffles and added into
- * sacc [MB][tn] in smem. a is staged as [MB][KC] in its own type. Needs K % VEC == 0, k0 % VEC == 0,
- * a and b 16-byte aligned. */
+ * sacc [MB][tn] in smem. a is staged as [MB][KC] in its own type. Needs b's rows to be whole 16-byte
+ * vectors (b 16-byte aligned, bstride % VEC == 0, k0 % VEC == 0); a's are loaded element by element
+ * where they are not. */
 template <typename T, int MB>
 __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
@@ -483,6 +486,8 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 	const int tn = n1 - n0, rows = m1 - m0;
 	const int groups = (tn + C - 1) / C;
+	/* a's chunks start at k0 + multiples of KC: 16-byte vectors where a's rows are */
+	const bool avec = ark_aligned16(g.a) && g.K % VEC == 0 && k0 % VEC == 0;
 	ARK_MM_STAMP(0);
 	if (g.pre)
 		ark_mm_pre_stats<T>(g, m0, m1, inv);
@@ -534,7 +539,7 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 					const int n = n0 + ic.grp * C + c;
 					uint4 *dst = &ring[((ic.f % S) * C + c) * ARK_THREADS + tid];
 					if (n < n1)
-						ark_cp_async16_once(dst, b + (size_t)n * g.K + k, nb < 16 ? nb : 16, pol);
+						ark_cp_async16_once(dst, b + (size_t)n * g.bstride + k, nb < 16 ? nb : 16, pol);
 					else
 						ark_cp_async16(dst, b, 0);
 				}
@@ -552,8 +557,18 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 				const int m = e / (nks * 32), v = e - m * (nks * 32);
 				const int k = kc0 + v * VEC;
 				q[u] = make_uint4(0, 0, 0, 0);
-				if (m < rows && k < kce)
-					q[u] = ark_ld16(a + (size_t)(m0 + m) * g.K + k);
+				if (m < rows && k < kce) {
+					const T *x = a + (size_t)(m0 + m) * g.K + k;
+					if (avec) {
+						q[u] = ark_ld16(x);
+					} else { /* a's rows not 16-byte vectors (b's padded): element by element */
+						T e[VEC];
+#pragma unroll
+						for (int j = 0; j < VEC; j++)
+							e[j] = k + j < kce ? x[j] : ark_from_f<T>(0.0f);
+						memcpy(&q[u], e, 16);
+					}
+				}
 			}
 		};
 		uint4 q[4];
@@ -1028,13 +1043,13 @@ __device__ __noinline__ void ark_mm_cut_stage(const ark_mm g, int m0, int m1, in
 {
 	constexpr int VE = ark_mm_vecs<T>::VE;
 	const T *a = reinterpret_cast<const T *>(g.a), *b = reinterpret_cast<const T *>(g.b);
-	const int64_t K = g.K, N = g.N;
+	const int64_t K = g.K, BS = g.bstride;
 	ark_mm_vecs<T> va, vb;
 	ark_mm_vecs_k(va, a + (size_t)m0 * K + kc, rp, bk / VE, lda, K, m1 - m0, k1 - kc);
 	if (TB)
-		ark_mm_vecs_k(vb, b + (size_t)n0 * K + kc, cp, bk / VE, lda, K, n1 - n0, k1 - kc);
+		ark_mm_vecs_k(vb, b + (size_t)n0 * BS + kc, cp, bk / VE, lda, BS, n1 - n0, k1 - kc);
 	else
-		ark_mm_vecs_n(vb, b + (size_t)kc * N + n0, bk, cp / VE, ldb, N, n1 - n0, k1 - kc, 0);
+		ark_mm_vecs_n(vb, b + (size_t)kc * BS + n0, bk, cp / VE, ldb, BS, n1 - n0, k1 - kc, 0);
 	va.copy(sa, 0, false, true, 0);
 	vb.copy(sa + a_stage, 0, false, TB, 0);
 }
@@ -1062,21 +1077,21 @@ __device__ __forceinline__ void ark_mm_kloop(const ark_mm &g, int m0, int m1, in
 	const T *a = reinterpret_cast<const T *>(g.a);
 	const T *b = reinterpret_cast<const T *>(g.b);
 	const bool avec = !STG || (ark_aligned16(g.a) && g.K % VE == 0 && k0 % VE == 0);
-	const bool bvec = !STG || (ark_aligned16(g.b) && (TB ? g.K % VE == 0 && k0 % VE == 0 : g.N % VE == 0 && n0 % VE == 0));
+	const bool bvec = !STG || (ark_aligned16(g.b) && g.bstride % VE == 0 && (TB ? k0 : n0) % VE == 0);
 	/* rows not 16-byte aligned but 4-byte aligned: 4-byte copies (fp32 always; 2-byte types with even
 	 * lengths and starts); the others (odd 2-byte rows) as aligned chunks, realigned */
 	constexpr int W = 4 / sizeof(T); /* elements a 4-byte word */
 	const bool aw = !avec && ((uintptr_t)g.a & 3) == 0 && g.K % W == 0 && k0 % W == 0;
-	const bool bw = !bvec && ((uintptr_t)g.b & 3) == 0 && (TB ? g.K % W == 0 && k0 % W == 0 : g.N % W == 0 && n0 % W == 0);
+	const bool bw = !bvec && ((uintptr_t)g.b & 3) == 0 && g.bstride % W == 0 && (TB ? k0 : n0) % W == 0;
 	const bool araw = !avec && !aw, braw = !bvec && !bw;
 	/* the ring's stride: a stage, and the warps' slots of b's raw rows along n */
 	const int sstep = stage + (!TB && braw ? ARK_THREADS / 32 * ARK_MM_STG_CH * 16 : 0);
 	const int st = ARK_SMEM_MATMUL / sstep > ARK_MM_MAX_STAGES ? ARK_MM_MAX_STAGES : ARK_SMEM_MATMUL / sstep;
 	const int ktiles = (k1 - k0 + bk - 1) / bk;
-	const int64_t K = g.K, N = g.N;
+	const int64_t K = g.K, BS = g.bstride;
 
 	const int rin = m1 - m0, cin = n1 - n0;
-	const int64_t b_kstep = TB ? (int64_t)bk : (int64_t)bk * N; /* b's elements from a stage to the next */
+	const int64_t b_kstep = TB ? (int64_t)bk : (int64_t)bk * BS; /* b's elements from a stage to the next */
 
 	/* Aligned operands (!STG) copy their whole stages on a grid (ark_mm_grid): a's rows and b's (TB)
 	 * take kvn = bk / VE vectors a row in consecutive threads; b [K, N]'s rows of k cvn = cp / VE,
@@ -1088,12 +1103,12 @@ __device__ __forceinline__ void ark_mm_kloop(const ark_mm &g, int m0, int m1, in
 		grid = ga.init(reinterpret_cast<const char *>(a + (size_t)m0 * K + k0), K * ES, threadIdx.x >> lk, kr, kvn, rp,
 			       rin, kc, lda * ES);
 		if (TB) {
-			grid &= gb.init(reinterpret_cast<const char *>(b + (size_t)n0 * K + k0), K * ES, threadIdx.x >> lk, kr, kvn,
+			grid &= gb.init(reinterpret_cast<const char *>(b + (size_t)n0 * BS + k0), BS * ES, threadIdx.x >> lk, kr, kvn,
 					cp, cin, kc, lda * ES);
 		} else {
 			const int cvn = cp / VE, nr = ARK_THREADS / cvn, nc = (int)(threadIdx.x % cvn) * VE;
 			grid &= ARK_THREADS % cvn == 0 &&
-				gb.init(reinterpret_cast<const char *>(b + (size_t)k0 * N + n0), N * ES, threadIdx.x / cvn, nr, cvn,
+				gb.init(reinterpret_cast<const char *>(b + (size_t)k0 * BS + n0), BS * ES, threadIdx.x / cvn, nr, cvn,
 					bk, nc < cin ? bk : 0, nc * ES, ldb * ES);
 		}
 	}
@@ -1126,9 +1141,9 @@ __device__ __forceinline__ void ark_mm_kloop(const ark_mm &g, int m0, int m1, in
 	ark_mm_vecs<T> va, vb;
 	ark_mm_vecs_k(va, a + (size_t)m0 * K + k0, rp, bk / VE, lda, K, rin, k1 - k0);
 	if (TB)
-		ark_mm_vecs_k(vb, b + (size_t)n0 * K + k0, cp, bk / VE, lda, K, cin, k1 - k0);
+		ark_mm_vecs_k(vb, b + (size_t)n0 * BS + k0, cp, bk / VE, lda, BS, cin, k1 - k0);
 	else
-		ark_mm_vecs_n(vb, b + (size_t)k0 * N + n0, bk, cp / VE, ldb, N, cin, k1 - k0, stage - a_stage);
+		ark_mm_vecs_n(vb, b + (size_t)k0 * BS + n0, bk, cp / VE, ldb, BS, cin, k1 - k0, stage - a_stage);
 
 	/* stage s <- k-tile kt of both operands; their vectors step to the next */
 	auto load = [&](int s, int kt) {
@@ -1354,8 +1369,8 @@ template <typename T>
 __device__ __forceinline__ void ark_mm_staged(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
 	constexpr int VE = ark_mm_vecs<T>::VE;
-	const bool al = ark_aligned16(g.a) && ark_aligned16(g.b) && k0 % VE == 0 && g.K % VE == 0 &&
-			(g.tb || (g.N % VE == 0 && n0 % VE == 0));
+	const bool al = ark_aligned16(g.a) && ark_aligned16(g.b) && k0 % VE == 0 && g.K % VE == 0 && g.bstride % VE == 0 &&
+			(g.tb || n0 % VE == 0);
 	if (g.tb) {
 		if (al)
 			ark_mm_staged_t<T, true, false>(g, m0, m1, n0, n1, k0, k1, smem);
@@ -1420,9 +1435,9 @@ __device__ __noinline__ void ark_mm_simt_t(const ark_mm g, int m0, int m1, int n
 	const int akk = tid & (KS - 1), ar0 = tid >> lks, adr = ARK_THREADS >> lks;
 	const int bkk = TB ? akk : tid >> lcw, bc0 = TB ? ar0 : tid & (cw - 1), bdk = ARK_THREADS >> (TB ? lks : lcw);
 	const T *ap = a + (size_t)(m0 + ar0) * g.K + k0 + akk;               /* + kb - k0, + u adr K */
-	const T *bp = TB ? b + (size_t)(n0 + bc0) * g.K + k0 + bkk           /* + kb - k0, + u bdk K */
-			 : b + (size_t)(k0 + bkk) * g.N + n0 + bc0;            /* + (kb - k0) N, + u bdk N */
-	const size_t astep = (size_t)adr * g.K, bstep = (size_t)bdk * (TB ? g.K : g.N);
+	const T *bp = TB ? b + (size_t)(n0 + bc0) * g.bstride + k0 + bkk     /* + kb - k0, + u bdk bstride */
+			 : b + (size_t)(k0 + bkk) * g.bstride + n0 + bc0;      /* + (kb - k0) bstride, + u bdk bstride */
+	const size_t astep = (size_t)adr * g.K, bstep = (size_t)bdk * g.bstride;
 
 	float ra[U], rb[U]; /* one step of each operand in flight */
 	auto load = [&](int kb) {
@@ -1437,7 +1452,7 @@ __device__ __noinline__ void ark_mm_simt_t(const ark_mm g, int m0, int m1, int n
 			for (int u = 0; u < U; u++)
 				rb[u] = ka && bc0 + u * bdk < C ? ark_to_f(q[u * bstep]) : 0.0f;
 		} else {
-			const T *q = bp + (size_t)(kb - k0) * g.N;
+			const T *q = bp + (size_t)(kb - k0) * g.bstride;
 #pragma unroll
 			for (int u = 0; u < U; u++)
 				rb[u] = bc0 < C && bkk + u * bdk < KS && kb + bkk + u * bdk < k1 ? ark_to_f(q[u * bstep]) : 0.0f;
@@ -1593,8 +1608,7 @@ __device__ void ark_mm_sub(const ark_mm &g, int m0, int m1, int n0, int n1, int 
 	 * rows too (ARK_MM_FFMA, abi/ark_smem.h) */
 	const bool ffma = sizeof(T) == 4 && ARK_TILES_FFMA && ARK_MM_FFMA(g.M);
 	if (rows <= ARK_MM_SMALL_M && (!(mma || ffma) || (mma && ARK_MM_STREAMS16(g.M, g.tb)) || g.pre)) {
-		const bool ok = ark_aligned16(g.b) &&
-				(g.tb ? g.K % VEC == 0 && k0 % VEC == 0 && ark_aligned16(g.a) : g.N % VEC == 0 && n0 % VEC == 0);
+		const bool ok = ark_aligned16(g.b) && g.bstride % VEC == 0 && (g.tb ? k0 : n0) % VEC == 0;
 		if (!ok && g.pre) { /* arkgen fuses a norm only where the tiles stream (fuse.c) */
 			if (threadIdx.x == 0)
 				printf("ark: a matmul tile with a fused rmsnorm off the streaming paths\n");
@@ -1654,6 +1668,7 @@ __device__ __noinline__ void ark_matmul_tile(const ark_opp &p, int m0, int m1, i
 	g.out = arena + p.out;
 	g.ws = partial ? reinterpret_cast<float *>(arena + p.ws) + (size_t)split * p.M * p.N : nullptr;
 	g.M = p.M, g.N = p.N, g.K = p.K;
+	g.bstride = p.istride[0][0] ? p.istride[0][0] : (p.flags & ARK_OPP_TRANSPOSE_B) ? p.K : p.N;
 	g.act = partial ? ARK_ACT_NONE : p.act;
 	g.tb = (p.flags & ARK_OPP_TRANSPOSE_B) != 0;
 	g.qdt = p.wdtype == ARK_Q4_1 || p.wdtype == ARK_Q8_0 ? p.wdtype : 0;

@@ -284,7 +284,7 @@ static void ref_tables(const struct arkgen_result *r, struct ark_tensor *T, stru
 	for (int t = 0; t < g->n_tensors; t++) {
 		const struct tensor *x = &g->tensors[t];
 		T[t] = (struct ark_tensor){x->name, (uint8_t)x->dtype, (uint8_t)x->role, (uint8_t)x->ndim, (uint8_t)x->gpu,
-					   {0}, r->tiling.offset[t], tensor_bytes(x)};
+					   {0}, r->tiling.offset[t], tensor_bytes(x), 0};
 		memcpy(T[t].shape, x->shape, sizeof T[t].shape);
 	}
 	for (int k = 0; k < g->n_ops; k++) {

@@ -117,9 +117,10 @@ struct tcase {
 	std::vector<int> is_out;
 	uint64_t cursor = 256;
 
-	/* Adds a tensor at the next 256-byte boundary plus `skew` bytes; returns its index. An output
-	 * is left poisoned by upload and read back by download. */
-	int add(const char *name, int dtype, std::vector<int64_t> shape, bool out, int skew = 0)
+	/* Adds a tensor at the next 256-byte boundary plus `skew` bytes, rows `pitch` bytes apart where
+	 * given (an input only: the bytes between rows stay poisoned); returns its index. An output is
+	 * left poisoned by upload and read back by download. */
+	int add(const char *name, int dtype, std::vector<int64_t> shape, bool out, int skew = 0, uint64_t pitch = 0)
 	{
 		ark_tensor x;
 		memset(&x, 0, sizeof x);
@@ -130,8 +131,9 @@ struct tcase {
 		for (size_t d = 0; d < shape.size(); d++)
 			x.shape[d] = shape[d];
 		x.bytes = ark_tensor_bytes(&x); /* a quantized tensor: its blocks */
+		x.pitch = pitch;
 		x.offset = (cursor + GUARD + 255) / 256 * 256 + skew;
-		cursor = x.offset + x.bytes + GUARD;
+		cursor = x.offset + ark_tensor_extent(&x) + GUARD;
 		t.push_back(x);
 		host.emplace_back(x.bytes ? x.bytes : 1);
 		is_out.push_back(out);
@@ -166,6 +168,7 @@ static void ok(bool pass, const std::string &desc, const char *fmt = "", ...)
 /* Poisons the whole used arena (0xFF: NaN in every dtype), fills the inputs with fresh random values
  * in [-scale, scale) (quantized: valid blocks; int32: 0 or 1, a mask, or with int32_max >= 0 any
  * value in 0..int32_max) and uploads them. */
+static void put(const tcase &c, int i);
 static void upload(tcase &c, float scale, int32_t int32_max = -1)
 {
 	if (c.cursor > g_arena_bytes) {
@@ -183,14 +186,21 @@ static void upload(tcase &c, float scale, int32_t int32_max = -1)
 			ark_fill_random_ints(reinterpret_cast<int32_t *>(c.host[i].data()), n, ++g_seed, int32_max);
 		else
 			ark_fill_random(c.host[i].data(), c.t[i].dtype, n, ++g_seed, scale);
-		CUDA_CHECK(cudaMemcpy(g_arena + c.t[i].offset, c.host[i].data(), c.t[i].bytes, cudaMemcpyHostToDevice));
+		put(c, i);
 	}
 }
 
-/* Uploads tensor i again (after a case changed its host values). */
+/* Uploads tensor i again (after a case changed its host values); padded rows at their pitch. */
 static void put(const tcase &c, int i)
 {
-	CUDA_CHECK(cudaMemcpy(g_arena + c.t[i].offset, c.host[i].data(), c.t[i].bytes, cudaMemcpyHostToDevice));
+	const ark_tensor &T = c.t[i];
+	if (T.pitch) {
+		const size_t row = (size_t)ark_row_bytes(T.dtype, T.shape[T.ndim - 1]);
+		CUDA_CHECK(cudaMemcpy2D(g_arena + T.offset, T.pitch, c.host[i].data(), row, row, T.bytes / row,
+					cudaMemcpyHostToDevice));
+	} else {
+		CUDA_CHECK(cudaMemcpy(g_arena + T.offset, c.host[i].data(), T.bytes, cudaMemcpyHostToDevice));
+	}
 }
 
 /* The int32 [1] at ip (a position) set to pos, on the host and on the GPU. */
@@ -240,7 +250,7 @@ static bool fetch(const tcase &c, int i, std::vector<unsigned char> *got)
 {
 	unsigned char g[2][GUARD];
 	CUDA_CHECK(cudaMemcpy(g[0], g_arena + c.t[i].offset - GUARD, GUARD, cudaMemcpyDeviceToHost));
-	CUDA_CHECK(cudaMemcpy(g[1], g_arena + c.t[i].offset + c.t[i].bytes, GUARD, cudaMemcpyDeviceToHost));
+	CUDA_CHECK(cudaMemcpy(g[1], g_arena + c.t[i].offset + ark_tensor_extent(&c.t[i]), GUARD, cudaMemcpyDeviceToHost));
 	if (got) {
 		if (got->size() < c.t[i].bytes)
 			got->resize(c.t[i].bytes);

@@ -144,19 +144,23 @@ static int pre_norm_ref(tcase &c, int dt, int64_t M, int64_t K, int ia, int ig)
 }
 
 /* out [M, N] = act(a [M, K] . b + bias) in tiles (tm, tn); splits > 1: MATMUL_PARTIAL over equal K
- * ranges (a multiple of 8), then REDUCE in a second launch. */
+ * ranges (a multiple of kalign), then REDUCE in a second launch. pad: b's rows padded to whole 16-byte
+ * vectors and one more (codegen/lower_pad.c), the padding poisoned (NaN). */
 static void case_matmul(int dt, int64_t M, int64_t N, int64_t K, bool tb, bool bias, int act, int tm, int tn,
-			int splits = 1, int skew = 0, int64_t kalign = 8, bool residual = false, bool norm = false)
+			int splits = 1, int skew = 0, int64_t kalign = 8, bool residual = false, bool norm = false,
+			bool pad = false)
 {
 	char d[256];
-	snprintf(d, sizeof d, "matmul %s%s M=%lld N=%lld K=%lld%s%s act=%s%s tile %dx%d%s%s", dt_name[dt],
+	snprintf(d, sizeof d, "matmul %s%s M=%lld N=%lld K=%lld%s%s act=%s%s tile %dx%d%s%s%s", dt_name[dt],
 		 norm ? " rmsnorm(a)" : "", (long long)M, (long long)N, (long long)K, tb ? " transpose_b" : "",
 		 bias ? " bias" : "", act_name(act), residual ? " + residual" : "", tm, tn, splits > 1 ? " split-K" : "",
-		 skew ? " misaligned" : "");
+		 skew ? " misaligned" : "", pad ? " b padded" : "");
 	tcase c;
 	c.desc = d;
+	const int64_t brow = (tb ? K : N) * ark_dtype_size(dt);
 	int ia = c.add("a", dt, {M, K}, false, skew);
-	int ib = c.add("b", dt, tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, false);
+	int ib = c.add("b", dt, tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, false, 0,
+		       pad ? (uint64_t)(brow / 16 + 1) * 16 : 0);
 	int ibias = bias ? c.add("bias", dt, {N}, false) : -1;
 	int ires = residual ? c.add("residual", dt, {M, N}, false) : -1;
 	int ig = norm ? c.add("gamma", dt, {K}, false) : -1;
@@ -175,6 +179,8 @@ static void case_matmul(int dt, int64_t M, int64_t N, int64_t K, bool tb, bool b
 	p.out = c.t[io].offset;
 	p.ws = ws;
 	p.M = M, p.N = N, p.K = K;
+	if (pad)
+		p.istride[0][0] = (int64_t)c.t[ib].pitch / ark_dtype_size(dt);
 	std::vector<ark_task> tasks, red;
 	const int64_t kstep = splits > 1 ? ((K + splits - 1) / splits + kalign - 1) / kalign * kalign : K;
 	for (int64_t m0 = 0; m0 < M; m0 += tm)
@@ -1300,6 +1306,18 @@ static void cases_float(void)
 		case_matmul(dt, 64, 256, 1000, true, true, ARK_OP_GELU_TANH, 64, 128, 3);
 		case_matmul(dt, 3, 1000, 1024, false, true, ARK_OP_TANH, 128, 100);
 		case_matmul(dt, 97, 130, 518, false, true, ARK_OP_TANH, 64, 64);
+		/* b's rows padded (codegen/lower_pad.c): few rows stream b beside a's odd rows, mma and FMA
+		 * tiles take b as aligned rows (a odd, or aligned: the tile of whole vectors), split-K */
+		case_matmul(dt, 1, 777, 1001, true, false, ARK_ACT_NONE, 1, 64, 1, 0, 8, false, false, true);
+		case_matmul(dt, 8, 1001, 777, false, true, ARK_OP_SILU, 8, 64, 1, 0, 8, false, false, true);
+		case_matmul(dt, 5, 1993, 4049, true, true, ARK_OP_GELU, 5, 128, 3, 0, 8, false, false, true);
+		case_matmul(dt, 16, 331, 2049, false, false, ARK_ACT_NONE, 16, 128, 2, 0, 1, false, false, true);
+		case_matmul(dt, 32, 1993, 4049, true, false, ARK_ACT_NONE, 32, 32, 1, 0, 8, false, false, true);
+		case_matmul(dt, 64, 777, 1000, false, true, ARK_ACT_NONE, 64, 64, 1, 0, 8, false, false, true);
+		case_matmul(dt, 135, 129, 743, false, false, ARK_OP_RELU, 128, 128, 1, 0, 8, false, false, true);
+		case_matmul(dt, 97, 131, 517, true, true, ARK_ACT_NONE, 97, 16, 1, 0, 8, false, false, true);
+		case_matmul(dt, 296, 1453, 1453, true, false, ARK_ACT_NONE, 128, 64, 3, 0, 8, false, false, true);
+		case_matmul(dt, 64, 768, 768, true, true, ARK_ACT_NONE, 64, 64, 1, 0, 8, false, false, true);
 
 		/* elementwise */
 		case_ew(dt, ARK_OP_ADD, {37, 1000}, {37, 1000}, 8, 1000);

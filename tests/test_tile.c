@@ -649,14 +649,15 @@ static void test_matmul_one_wave(void **state)
 }
 
 /* The price of one 64 x 64 x 1024 tile of a bf16 [100, K] . [512, K]^T matmul: between two K, its
- * layout (K even or odd, a multiple of 8 or not) and the layer's bytes differ. */
-static double mma_tile_us(int64_t K)
+ * layout (K even or odd, a multiple of 8 or not) and the layer's bytes differ. b is an input (rows
+ * packed as given) or a weight (rows of odd length padded, lower_pad.c). */
+static double mma_tile_us(int64_t K, const char *role)
 {
 	char t[512];
 	snprintf(t, sizeof t,
 		 "{ name = \"x\"; shape = [100, %" PRId64 "]; role = \"input\"; dtype = \"bf16\"; },"
-		 "{ name = \"w\"; shape = [512, %" PRId64 "]; role = \"weight\"; dtype = \"bf16\"; },"
-		 "{ name = \"y\"; role = \"output\"; dtype = \"bf16\"; }", K, K);
+		 "{ name = \"w\"; shape = [512, %" PRId64 "]; role = \"%s\"; dtype = \"bf16\"; },"
+		 "{ name = \"y\"; role = \"output\"; dtype = \"bf16\"; }", K, K, role);
 	tile_text(t, "{ name = \"m\"; op = \"matmul\"; in = [\"x\", \"w\"]; out = \"y\"; transpose_b = true; }");
 	struct vcta v = s->v[s->per_op[op("m")].first_vcta];
 	assert_true(tile_matmul_mma(s, &v));
@@ -667,11 +668,15 @@ static double mma_tile_us(int64_t K)
 }
 /* Rows of an even length that is not a multiple of 8 reach the mma tile's stages by 4-byte cp.async
  * (ark_mm_kloop), priced between aligned rows and rows of odd length (which come as 16-byte chunks
- * realigned in shared memory, the table's odd points): the geometric mean of the two. */
+ * realigned in shared memory, the table's odd points): the geometric mean of the two. A weight b of
+ * odd rows, padded, comes as aligned rows beside a's odd ones: the geometric mean too. */
 static void test_matmul_mma_layouts(void **state)
 {
 	(void)state;
-	const double al = mma_tile_us(1008), even = mma_tile_us(1002), odd = mma_tile_us(1001);
+	const double al = mma_tile_us(1008, "input"), even = mma_tile_us(1002, "input"), odd = mma_tile_us(1001, "input");
+	const double padded = mma_tile_us(1001, "weight");
+	print_message("# the same with K = 1001 and b a weight, padded: %.2f us\n", padded);
+	assert_true(padded < odd / 1.05 && fabs(padded / even - 1) < 0.05);
 	print_message("# bf16 64 x 64 x 1024 tile, K = 1008 / 1002 / 1001: %.2f / %.2f / %.2f us\n", al, even, odd);
 	assert_true(odd > al * 1.2); /* the table's odd points cost more than its aligned ones */
 	assert_true(even > al * 1.05 && even < odd / 1.05);
@@ -679,6 +684,54 @@ static void test_matmul_mma_layouts(void **state)
 	 * memory shared with the other SMs, and the layer's bytes differ between the three K, so the
 	 * prices hold it to 15% (11.6% with the H100 table of 2026-11-27) */
 	assert_true(fabs(even * even / (al * odd) - 1) < 0.15);
+}
+
+/* Weights that only matmuls read as b, of 2- or 4-byte rows that are not whole 16-byte vectors and at
+ * least 128 bytes long, get rows padded to whole vectors (lower_pad.c): their tiles stream them (few
+ * rows) or copy them as aligned rows; the others stay packed. The arena holds them at their pitch. */
+static void test_pad_weights(void **state)
+{
+	(void)state;
+	tile_text("{ name = \"x\"; shape = [3, 4049]; role = \"input\"; dtype = \"fp16\"; },"
+		  "{ name = \"w1\"; shape = [336, 4049]; role = \"weight\"; dtype = \"fp16\"; },"
+		  "{ name = \"w2\"; shape = [336, 777]; role = \"weight\"; dtype = \"fp16\"; },"
+		  "{ name = \"w3\"; shape = [3, 777]; role = \"weight\"; dtype = \"fp16\"; },"
+		  "{ name = \"w4\"; shape = [777, 60]; role = \"weight\"; dtype = \"fp16\"; },"
+		  "{ name = \"w5\"; shape = [60, 1024]; role = \"weight\"; dtype = \"fp16\"; },"
+		  "{ name = \"xf\"; shape = [3, 1001]; role = \"input\"; },"
+		  "{ name = \"w6\"; shape = [1001, 999]; role = \"weight\"; },"
+		  "{ name = \"y\"; role = \"output\"; dtype = \"fp16\"; }, { name = \"h4\"; role = \"output\"; dtype = \"fp16\"; },"
+		  "{ name = \"yf\"; role = \"output\"; }",
+		  "{ name = \"m1\"; op = \"matmul\"; in = [\"x\", \"w1\"]; out = \"h1\"; transpose_b = true; },"
+		  "{ name = \"m2\"; op = \"matmul\"; in = [\"h1\", \"w2\"]; out = \"h2\"; },"
+		  "{ name = \"a1\"; op = \"add\"; in = [\"h2\", \"w3\"]; out = \"h3\"; },"
+		  "{ name = \"m3\"; op = \"matmul\"; in = [\"h3\", \"w3\"]; out = \"h4\"; transpose_b = true; },"
+		  "{ name = \"m4\"; op = \"matmul\"; in = [\"h3\", \"w4\"]; out = \"h5\"; },"
+		  "{ name = \"m5\"; op = \"matmul\"; in = [\"h5\", \"w5\"]; out = \"y\"; },"
+		  "{ name = \"m6\"; op = \"matmul\"; in = [\"xf\", \"w6\"]; out = \"yf\"; }");
+	assert_int_equal(g->tensors[tensor("w1")].pitch, 4056);
+	assert_int_equal(g->tensors[tensor("w2")].pitch, 784);
+	assert_int_equal(g->tensors[tensor("w3")].pitch, 0); /* an add reads it too */
+	assert_int_equal(g->tensors[tensor("w4")].pitch, 0); /* rows of 120 bytes */
+	assert_int_equal(g->tensors[tensor("w5")].pitch, 0); /* whole vectors already */
+	assert_int_equal(g->tensors[tensor("w6")].pitch, 1000);
+	assert_int_equal(matmul_b_stride(s, op("m1")), 4056);
+	assert_int_equal(matmul_b_stride(s, op("m3")), 777); /* K, as packed */
+	assert_int_equal(tensor_arena_bytes(&g->tensors[tensor("w1")]), 336 * 4056 * 2);
+	assert_int_equal(tensor_bytes(&g->tensors[tensor("w1")]), 336 * 4049 * 2);
+	/* few rows stream the padded weights (a of odd rows element by element; 16-bit b [N, K] streams
+	 * up to ARK_MM_STREAM_NK rows); the packed odd rows go to the tile of shared-memory stages */
+	const int ops[] = {op("m1"), op("m2"), op("m6"), op("m3")}, staged[] = {0, 0, 0, 1};
+	for (int i = 0; i < 4; i++) {
+		const struct vcta *v = &s->v[s->per_op[ops[i]].first_vcta];
+		assert_int_equal(tile_matmul_mma(s, v) || tile_matmul_ffma(s, v), staged[i]);
+	}
+	/* the memory plan gives w1 its padded bytes: nothing else starts inside them */
+	const uint64_t o1 = r.tiling.offset[tensor("w1")], e1 = o1 + tensor_arena_bytes(&g->tensors[tensor("w1")]);
+	for (int t = 0; t < g->n_tensors; t++)
+		if (t != tensor("w1") && r.tiling.offset[t] != UINT64_MAX && g->tensors[t].view_of < 0)
+			assert_false(r.tiling.offset[t] >= o1 && r.tiling.offset[t] < e1);
+	done();
 }
 
 /* A quantized matmul of more than ARK_MM_SMALL_M rows (a's leading dimensions folded) becomes a
@@ -925,6 +978,7 @@ int main(void)
 		cmocka_unit_test(test_ranges_apart),
 		cmocka_unit_test(test_rows_act),
 		cmocka_unit_test(test_matmul_mma_layouts),
+		cmocka_unit_test(test_pad_weights),
 		cmocka_unit_test(test_matmul_quant_rows),
 		cmocka_unit_test(test_attention_tiles),
 		cmocka_unit_test(test_decode_tiles),

@@ -151,139 +151,140 @@
 #define ARK_OFF_r62 ARK_NOT_STORED
 #define ARK_OFF_s63 ARK_NOT_STORED
 
-/* Tensors: row-major, each in the arena of its GPU. */
+/* Tensors: row-major, each in the arena of its GPU; pitch: bytes from a row to the next where
+ * rows are padded to 16-byte vectors (0: rows packed). */
 static const struct ark_tensor tensors[130] = {
-	/* name  dtype     role                 ndim  GPU  shape   offset        bytes */
-	{"x",    ARK_FP32, ARK_ROLE_INPUT,         1,   0, {4096}, ARK_OFF_x,   16384u}, /* 0 */
-	{"v",    ARK_FP32, ARK_ROLE_WEIGHT,        1,   0, {4096}, ARK_OFF_v,   16384u}, /* 1 */
-	{"y",    ARK_FP32, ARK_ROLE_OUTPUT,        1,   0, {4096}, ARK_OFF_y,   16384u}, /* 2 */
-	{"s0",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s0,  16384u}, /* 3 */
-	{"r0",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r0,  16384u}, /* 4 */
-	{"s1",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s1,  16384u}, /* 5 */
-	{"r1",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r1,  16384u}, /* 6 */
-	{"s2",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s2,  16384u}, /* 7 */
-	{"r2",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r2,  16384u}, /* 8 */
-	{"s3",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s3,  16384u}, /* 9 */
-	{"r3",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r3,  16384u}, /* 10 */
-	{"s4",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s4,  16384u}, /* 11 */
-	{"r4",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r4,  16384u}, /* 12 */
-	{"s5",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s5,  16384u}, /* 13 */
-	{"r5",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r5,  16384u}, /* 14 */
-	{"s6",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s6,  16384u}, /* 15 */
-	{"r6",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r6,  16384u}, /* 16 */
-	{"s7",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s7,  16384u}, /* 17 */
-	{"r7",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r7,  16384u}, /* 18 */
-	{"s8",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s8,  16384u}, /* 19 */
-	{"r8",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r8,  16384u}, /* 20 */
-	{"s9",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s9,  16384u}, /* 21 */
-	{"r9",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r9,  16384u}, /* 22 */
-	{"s10",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s10, 16384u}, /* 23 */
-	{"r10",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r10, 16384u}, /* 24 */
-	{"s11",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s11, 16384u}, /* 25 */
-	{"r11",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r11, 16384u}, /* 26 */
-	{"s12",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s12, 16384u}, /* 27 */
-	{"r12",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r12, 16384u}, /* 28 */
-	{"s13",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s13, 16384u}, /* 29 */
-	{"r13",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r13, 16384u}, /* 30 */
-	{"s14",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s14, 16384u}, /* 31 */
-	{"r14",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r14, 16384u}, /* 32 */
-	{"s15",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s15, 16384u}, /* 33 */
-	{"r15",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r15, 16384u}, /* 34 */
-	{"s16",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s16, 16384u}, /* 35 */
-	{"r16",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r16, 16384u}, /* 36 */
-	{"s17",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s17, 16384u}, /* 37 */
-	{"r17",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r17, 16384u}, /* 38 */
-	{"s18",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s18, 16384u}, /* 39 */
-	{"r18",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r18, 16384u}, /* 40 */
-	{"s19",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s19, 16384u}, /* 41 */
-	{"r19",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r19, 16384u}, /* 42 */
-	{"s20",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s20, 16384u}, /* 43 */
-	{"r20",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r20, 16384u}, /* 44 */
-	{"s21",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s21, 16384u}, /* 45 */
-	{"r21",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r21, 16384u}, /* 46 */
-	{"s22",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s22, 16384u}, /* 47 */
-	{"r22",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r22, 16384u}, /* 48 */
-	{"s23",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s23, 16384u}, /* 49 */
-	{"r23",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r23, 16384u}, /* 50 */
-	{"s24",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s24, 16384u}, /* 51 */
-	{"r24",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r24, 16384u}, /* 52 */
-	{"s25",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s25, 16384u}, /* 53 */
-	{"r25",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r25, 16384u}, /* 54 */
-	{"s26",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s26, 16384u}, /* 55 */
-	{"r26",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r26, 16384u}, /* 56 */
-	{"s27",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s27, 16384u}, /* 57 */
-	{"r27",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r27, 16384u}, /* 58 */
-	{"s28",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s28, 16384u}, /* 59 */
-	{"r28",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r28, 16384u}, /* 60 */
-	{"s29",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s29, 16384u}, /* 61 */
-	{"r29",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r29, 16384u}, /* 62 */
-	{"s30",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s30, 16384u}, /* 63 */
-	{"r30",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r30, 16384u}, /* 64 */
-	{"s31",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s31, 16384u}, /* 65 */
-	{"r31",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r31, 16384u}, /* 66 */
-	{"s32",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s32, 16384u}, /* 67 */
-	{"r32",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r32, 16384u}, /* 68 */
-	{"s33",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s33, 16384u}, /* 69 */
-	{"r33",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r33, 16384u}, /* 70 */
-	{"s34",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s34, 16384u}, /* 71 */
-	{"r34",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r34, 16384u}, /* 72 */
-	{"s35",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s35, 16384u}, /* 73 */
-	{"r35",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r35, 16384u}, /* 74 */
-	{"s36",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s36, 16384u}, /* 75 */
-	{"r36",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r36, 16384u}, /* 76 */
-	{"s37",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s37, 16384u}, /* 77 */
-	{"r37",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r37, 16384u}, /* 78 */
-	{"s38",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s38, 16384u}, /* 79 */
-	{"r38",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r38, 16384u}, /* 80 */
-	{"s39",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s39, 16384u}, /* 81 */
-	{"r39",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r39, 16384u}, /* 82 */
-	{"s40",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s40, 16384u}, /* 83 */
-	{"r40",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r40, 16384u}, /* 84 */
-	{"s41",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s41, 16384u}, /* 85 */
-	{"r41",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r41, 16384u}, /* 86 */
-	{"s42",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s42, 16384u}, /* 87 */
-	{"r42",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r42, 16384u}, /* 88 */
-	{"s43",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s43, 16384u}, /* 89 */
-	{"r43",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r43, 16384u}, /* 90 */
-	{"s44",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s44, 16384u}, /* 91 */
-	{"r44",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r44, 16384u}, /* 92 */
-	{"s45",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s45, 16384u}, /* 93 */
-	{"r45",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r45, 16384u}, /* 94 */
-	{"s46",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s46, 16384u}, /* 95 */
-	{"r46",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r46, 16384u}, /* 96 */
-	{"s47",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s47, 16384u}, /* 97 */
-	{"r47",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r47, 16384u}, /* 98 */
-	{"s48",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s48, 16384u}, /* 99 */
-	{"r48",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r48, 16384u}, /* 100 */
-	{"s49",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s49, 16384u}, /* 101 */
-	{"r49",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r49, 16384u}, /* 102 */
-	{"s50",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s50, 16384u}, /* 103 */
-	{"r50",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r50, 16384u}, /* 104 */
-	{"s51",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s51, 16384u}, /* 105 */
-	{"r51",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r51, 16384u}, /* 106 */
-	{"s52",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s52, 16384u}, /* 107 */
-	{"r52",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r52, 16384u}, /* 108 */
-	{"s53",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s53, 16384u}, /* 109 */
-	{"r53",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r53, 16384u}, /* 110 */
-	{"s54",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s54, 16384u}, /* 111 */
-	{"r54",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r54, 16384u}, /* 112 */
-	{"s55",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s55, 16384u}, /* 113 */
-	{"r55",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r55, 16384u}, /* 114 */
-	{"s56",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s56, 16384u}, /* 115 */
-	{"r56",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r56, 16384u}, /* 116 */
-	{"s57",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s57, 16384u}, /* 117 */
-	{"r57",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r57, 16384u}, /* 118 */
-	{"s58",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s58, 16384u}, /* 119 */
-	{"r58",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r58, 16384u}, /* 120 */
-	{"s59",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s59, 16384u}, /* 121 */
-	{"r59",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r59, 16384u}, /* 122 */
-	{"s60",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s60, 16384u}, /* 123 */
-	{"r60",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r60, 16384u}, /* 124 */
-	{"s61",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s61, 16384u}, /* 125 */
-	{"r61",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r61, 16384u}, /* 126 */
-	{"s62",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s62, 16384u}, /* 127 */
-	{"r62",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r62, 16384u}, /* 128 */
-	{"s63",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s63, 16384u}, /* 129 */
+	/* name  dtype     role                 ndim  GPU  shape   offset        bytes  pitch */
+	{"x",    ARK_FP32, ARK_ROLE_INPUT,         1,   0, {4096}, ARK_OFF_x,   16384u,    0u}, /* 0 */
+	{"v",    ARK_FP32, ARK_ROLE_WEIGHT,        1,   0, {4096}, ARK_OFF_v,   16384u,    0u}, /* 1 */
+	{"y",    ARK_FP32, ARK_ROLE_OUTPUT,        1,   0, {4096}, ARK_OFF_y,   16384u,    0u}, /* 2 */
+	{"s0",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s0,  16384u,    0u}, /* 3 */
+	{"r0",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r0,  16384u,    0u}, /* 4 */
+	{"s1",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s1,  16384u,    0u}, /* 5 */
+	{"r1",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r1,  16384u,    0u}, /* 6 */
+	{"s2",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s2,  16384u,    0u}, /* 7 */
+	{"r2",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r2,  16384u,    0u}, /* 8 */
+	{"s3",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s3,  16384u,    0u}, /* 9 */
+	{"r3",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r3,  16384u,    0u}, /* 10 */
+	{"s4",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s4,  16384u,    0u}, /* 11 */
+	{"r4",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r4,  16384u,    0u}, /* 12 */
+	{"s5",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s5,  16384u,    0u}, /* 13 */
+	{"r5",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r5,  16384u,    0u}, /* 14 */
+	{"s6",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s6,  16384u,    0u}, /* 15 */
+	{"r6",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r6,  16384u,    0u}, /* 16 */
+	{"s7",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s7,  16384u,    0u}, /* 17 */
+	{"r7",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r7,  16384u,    0u}, /* 18 */
+	{"s8",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s8,  16384u,    0u}, /* 19 */
+	{"r8",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r8,  16384u,    0u}, /* 20 */
+	{"s9",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s9,  16384u,    0u}, /* 21 */
+	{"r9",   ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r9,  16384u,    0u}, /* 22 */
+	{"s10",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s10, 16384u,    0u}, /* 23 */
+	{"r10",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r10, 16384u,    0u}, /* 24 */
+	{"s11",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s11, 16384u,    0u}, /* 25 */
+	{"r11",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r11, 16384u,    0u}, /* 26 */
+	{"s12",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s12, 16384u,    0u}, /* 27 */
+	{"r12",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r12, 16384u,    0u}, /* 28 */
+	{"s13",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s13, 16384u,    0u}, /* 29 */
+	{"r13",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r13, 16384u,    0u}, /* 30 */
+	{"s14",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s14, 16384u,    0u}, /* 31 */
+	{"r14",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r14, 16384u,    0u}, /* 32 */
+	{"s15",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s15, 16384u,    0u}, /* 33 */
+	{"r15",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r15, 16384u,    0u}, /* 34 */
+	{"s16",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s16, 16384u,    0u}, /* 35 */
+	{"r16",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r16, 16384u,    0u}, /* 36 */
+	{"s17",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s17, 16384u,    0u}, /* 37 */
+	{"r17",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r17, 16384u,    0u}, /* 38 */
+	{"s18",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s18, 16384u,    0u}, /* 39 */
+	{"r18",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r18, 16384u,    0u}, /* 40 */
+	{"s19",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s19, 16384u,    0u}, /* 41 */
+	{"r19",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r19, 16384u,    0u}, /* 42 */
+	{"s20",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s20, 16384u,    0u}, /* 43 */
+	{"r20",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r20, 16384u,    0u}, /* 44 */
+	{"s21",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s21, 16384u,    0u}, /* 45 */
+	{"r21",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r21, 16384u,    0u}, /* 46 */
+	{"s22",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s22, 16384u,    0u}, /* 47 */
+	{"r22",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r22, 16384u,    0u}, /* 48 */
+	{"s23",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s23, 16384u,    0u}, /* 49 */
+	{"r23",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r23, 16384u,    0u}, /* 50 */
+	{"s24",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s24, 16384u,    0u}, /* 51 */
+	{"r24",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r24, 16384u,    0u}, /* 52 */
+	{"s25",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s25, 16384u,    0u}, /* 53 */
+	{"r25",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r25, 16384u,    0u}, /* 54 */
+	{"s26",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s26, 16384u,    0u}, /* 55 */
+	{"r26",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r26, 16384u,    0u}, /* 56 */
+	{"s27",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s27, 16384u,    0u}, /* 57 */
+	{"r27",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r27, 16384u,    0u}, /* 58 */
+	{"s28",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s28, 16384u,    0u}, /* 59 */
+	{"r28",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r28, 16384u,    0u}, /* 60 */
+	{"s29",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s29, 16384u,    0u}, /* 61 */
+	{"r29",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r29, 16384u,    0u}, /* 62 */
+	{"s30",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s30, 16384u,    0u}, /* 63 */
+	{"r30",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r30, 16384u,    0u}, /* 64 */
+	{"s31",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s31, 16384u,    0u}, /* 65 */
+	{"r31",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r31, 16384u,    0u}, /* 66 */
+	{"s32",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s32, 16384u,    0u}, /* 67 */
+	{"r32",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r32, 16384u,    0u}, /* 68 */
+	{"s33",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s33, 16384u,    0u}, /* 69 */
+	{"r33",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r33, 16384u,    0u}, /* 70 */
+	{"s34",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s34, 16384u,    0u}, /* 71 */
+	{"r34",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r34, 16384u,    0u}, /* 72 */
+	{"s35",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s35, 16384u,    0u}, /* 73 */
+	{"r35",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r35, 16384u,    0u}, /* 74 */
+	{"s36",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s36, 16384u,    0u}, /* 75 */
+	{"r36",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r36, 16384u,    0u}, /* 76 */
+	{"s37",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s37, 16384u,    0u}, /* 77 */
+	{"r37",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r37, 16384u,    0u}, /* 78 */
+	{"s38",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s38, 16384u,    0u}, /* 79 */
+	{"r38",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r38, 16384u,    0u}, /* 80 */
+	{"s39",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s39, 16384u,    0u}, /* 81 */
+	{"r39",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r39, 16384u,    0u}, /* 82 */
+	{"s40",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s40, 16384u,    0u}, /* 83 */
+	{"r40",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r40, 16384u,    0u}, /* 84 */
+	{"s41",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s41, 16384u,    0u}, /* 85 */
+	{"r41",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r41, 16384u,    0u}, /* 86 */
+	{"s42",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s42, 16384u,    0u}, /* 87 */
+	{"r42",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r42, 16384u,    0u}, /* 88 */
+	{"s43",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s43, 16384u,    0u}, /* 89 */
+	{"r43",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r43, 16384u,    0u}, /* 90 */
+	{"s44",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s44, 16384u,    0u}, /* 91 */
+	{"r44",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r44, 16384u,    0u}, /* 92 */
+	{"s45",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s45, 16384u,    0u}, /* 93 */
+	{"r45",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r45, 16384u,    0u}, /* 94 */
+	{"s46",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s46, 16384u,    0u}, /* 95 */
+	{"r46",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r46, 16384u,    0u}, /* 96 */
+	{"s47",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s47, 16384u,    0u}, /* 97 */
+	{"r47",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r47, 16384u,    0u}, /* 98 */
+	{"s48",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s48, 16384u,    0u}, /* 99 */
+	{"r48",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r48, 16384u,    0u}, /* 100 */
+	{"s49",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s49, 16384u,    0u}, /* 101 */
+	{"r49",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r49, 16384u,    0u}, /* 102 */
+	{"s50",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s50, 16384u,    0u}, /* 103 */
+	{"r50",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r50, 16384u,    0u}, /* 104 */
+	{"s51",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s51, 16384u,    0u}, /* 105 */
+	{"r51",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r51, 16384u,    0u}, /* 106 */
+	{"s52",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s52, 16384u,    0u}, /* 107 */
+	{"r52",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r52, 16384u,    0u}, /* 108 */
+	{"s53",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s53, 16384u,    0u}, /* 109 */
+	{"r53",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r53, 16384u,    0u}, /* 110 */
+	{"s54",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s54, 16384u,    0u}, /* 111 */
+	{"r54",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r54, 16384u,    0u}, /* 112 */
+	{"s55",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s55, 16384u,    0u}, /* 113 */
+	{"r55",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r55, 16384u,    0u}, /* 114 */
+	{"s56",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s56, 16384u,    0u}, /* 115 */
+	{"r56",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r56, 16384u,    0u}, /* 116 */
+	{"s57",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s57, 16384u,    0u}, /* 117 */
+	{"r57",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r57, 16384u,    0u}, /* 118 */
+	{"s58",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s58, 16384u,    0u}, /* 119 */
+	{"r58",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r58, 16384u,    0u}, /* 120 */
+	{"s59",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s59, 16384u,    0u}, /* 121 */
+	{"r59",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r59, 16384u,    0u}, /* 122 */
+	{"s60",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s60, 16384u,    0u}, /* 123 */
+	{"r60",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r60, 16384u,    0u}, /* 124 */
+	{"s61",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s61, 16384u,    0u}, /* 125 */
+	{"r61",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r61, 16384u,    0u}, /* 126 */
+	{"s62",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s62, 16384u,    0u}, /* 127 */
+	{"r62",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_r62, 16384u,    0u}, /* 128 */
+	{"s63",  ARK_FP32, ARK_ROLE_ACTIVATION,    1,   0, {4096}, ARK_OFF_s63, 16384u,    0u}, /* 129 */
 };
 
 /* Ops in a topological order, inputs and outputs by tensor index. */

@@ -39,23 +39,24 @@
 #define ARK_OFF_s1__os 10752u
 #define ARK_OFF_g1__ag 11264u
 
-/* Tensors: row-major, each in the arena of its GPU. */
+/* Tensors: row-major, each in the arena of its GPU; pitch: bytes from a row to the next where
+ * rows are padded to 16-byte vectors (0: rows packed). */
 static const struct ark_tensor tensors[14] = {
-	/* name    dtype     role                 ndim  GPU  shape     offset          bytes */
-	{"x",      ARK_FP16, ARK_ROLE_INPUT,         2,   0, {4, 64},  ARK_OFF_x,       512u}, /* 0 */
-	{"w0",     ARK_FP16, ARK_ROLE_WEIGHT,        2,   0, {64, 64}, ARK_OFF_w0,     8192u}, /* 1 */
-	{"w1",     ARK_FP16, ARK_ROLE_WEIGHT,        2,   1, {64, 64}, ARK_OFF_w1,     8192u}, /* 2 */
-	{"g0",     ARK_FP16, ARK_ROLE_OUTPUT,        2,   0, {4, 128}, ARK_OFF_g0,     1024u}, /* 3 */
-	{"g1",     ARK_FP16, ARK_ROLE_OUTPUT,        2,   1, {4, 128}, ARK_OFF_g1,     1024u}, /* 4 */
-	{"x1",     ARK_FP16, ARK_ROLE_ACTIVATION,    2,   1, {4, 64},  ARK_OFF_x1,      512u}, /* 5 */
-	{"h0",     ARK_FP16, ARK_ROLE_ACTIVATION,    2,   0, {4, 64},  ARK_OFF_h0,      512u}, /* 6 */
-	{"h1",     ARK_FP16, ARK_ROLE_ACTIVATION,    2,   1, {4, 64},  ARK_OFF_h1,      512u}, /* 7 */
-	{"s0",     ARK_FP16, ARK_ROLE_ACTIVATION,    2,   0, {4, 64},  ARK_OFF_s0,      512u}, /* 8 */
-	{"s1",     ARK_FP16, ARK_ROLE_ACTIVATION,    2,   1, {4, 64},  ARK_OFF_s1,      512u}, /* 9 */
-	{"s0__os", ARK_FP16, ARK_ROLE_INTERNAL,      2,   0, {4, 64},  ARK_OFF_s0__os,  512u}, /* 10 */
-	{"s1__os", ARK_FP16, ARK_ROLE_INTERNAL,      2,   1, {4, 64},  ARK_OFF_s1__os,  512u}, /* 11 */
-	{"g0__ag", ARK_FP16, ARK_ROLE_INTERNAL,      2,   0, {4, 64},  ARK_OFF_g0__ag,  512u}, /* 12 */
-	{"g1__ag", ARK_FP16, ARK_ROLE_INTERNAL,      2,   1, {4, 64},  ARK_OFF_g1__ag,  512u}, /* 13 */
+	/* name    dtype     role                 ndim  GPU  shape     offset          bytes  pitch */
+	{"x",      ARK_FP16, ARK_ROLE_INPUT,         2,   0, {4, 64},  ARK_OFF_x,       512u,    0u}, /* 0 */
+	{"w0",     ARK_FP16, ARK_ROLE_WEIGHT,        2,   0, {64, 64}, ARK_OFF_w0,     8192u,    0u}, /* 1 */
+	{"w1",     ARK_FP16, ARK_ROLE_WEIGHT,        2,   1, {64, 64}, ARK_OFF_w1,     8192u,    0u}, /* 2 */
+	{"g0",     ARK_FP16, ARK_ROLE_OUTPUT,        2,   0, {4, 128}, ARK_OFF_g0,     1024u,    0u}, /* 3 */
+	{"g1",     ARK_FP16, ARK_ROLE_OUTPUT,        2,   1, {4, 128}, ARK_OFF_g1,     1024u,    0u}, /* 4 */
+	{"x1",     ARK_FP16, ARK_ROLE_ACTIVATION,    2,   1, {4, 64},  ARK_OFF_x1,      512u,    0u}, /* 5 */
+	{"h0",     ARK_FP16, ARK_ROLE_ACTIVATION,    2,   0, {4, 64},  ARK_OFF_h0,      512u,    0u}, /* 6 */
+	{"h1",     ARK_FP16, ARK_ROLE_ACTIVATION,    2,   1, {4, 64},  ARK_OFF_h1,      512u,    0u}, /* 7 */
+	{"s0",     ARK_FP16, ARK_ROLE_ACTIVATION,    2,   0, {4, 64},  ARK_OFF_s0,      512u,    0u}, /* 8 */
+	{"s1",     ARK_FP16, ARK_ROLE_ACTIVATION,    2,   1, {4, 64},  ARK_OFF_s1,      512u,    0u}, /* 9 */
+	{"s0__os", ARK_FP16, ARK_ROLE_INTERNAL,      2,   0, {4, 64},  ARK_OFF_s0__os,  512u,    0u}, /* 10 */
+	{"s1__os", ARK_FP16, ARK_ROLE_INTERNAL,      2,   1, {4, 64},  ARK_OFF_s1__os,  512u,    0u}, /* 11 */
+	{"g0__ag", ARK_FP16, ARK_ROLE_INTERNAL,      2,   0, {4, 64},  ARK_OFF_g0__ag,  512u,    0u}, /* 12 */
+	{"g1__ag", ARK_FP16, ARK_ROLE_INTERNAL,      2,   1, {4, 64},  ARK_OFF_g1__ag,  512u,    0u}, /* 13 */
 };
 
 /* Ops in a topological order, inputs and outputs by tensor index. */

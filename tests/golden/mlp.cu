@@ -29,17 +29,18 @@
 #define ARK_OFF_a     16818176u
 #define ARK_OFF_y__ws 16883712u
 
-/* Tensors: row-major, each in the arena of its GPU. */
+/* Tensors: row-major, each in the arena of its GPU; pitch: bytes from a row to the next where
+ * rows are padded to 16-byte vectors (0: rows packed). */
 static const struct ark_tensor tensors[8] = {
-	/* name   dtype     role                 ndim  GPU  shape         offset            bytes */
-	{"x",     ARK_FP16, ARK_ROLE_INPUT,         2,   0, {8, 1024},    ARK_OFF_x,       16384u}, /* 0 */
-	{"w1",    ARK_FP16, ARK_ROLE_WEIGHT,        2,   0, {1024, 4096}, ARK_OFF_w1,    8388608u}, /* 1 */
-	{"b1",    ARK_FP16, ARK_ROLE_WEIGHT,        1,   0, {4096},       ARK_OFF_b1,       8192u}, /* 2 */
-	{"w2",    ARK_FP16, ARK_ROLE_WEIGHT,        2,   0, {4096, 1024}, ARK_OFF_w2,    8388608u}, /* 3 */
-	{"y",     ARK_FP16, ARK_ROLE_OUTPUT,        2,   0, {8, 1024},    ARK_OFF_y,       16384u}, /* 4 */
-	{"h",     ARK_FP16, ARK_ROLE_ACTIVATION,    2,   0, {8, 4096},    ARK_OFF_h,       65536u}, /* 5 */
-	{"a",     ARK_FP16, ARK_ROLE_ACTIVATION,    2,   0, {8, 4096},    ARK_OFF_a,       65536u}, /* 6 */
-	{"y__ws", ARK_FP32, ARK_ROLE_INTERNAL,      2,   0, {16, 1024},   ARK_OFF_y__ws,   65536u}, /* 7 */
+	/* name   dtype     role                 ndim  GPU  shape         offset            bytes  pitch */
+	{"x",     ARK_FP16, ARK_ROLE_INPUT,         2,   0, {8, 1024},    ARK_OFF_x,       16384u,    0u}, /* 0 */
+	{"w1",    ARK_FP16, ARK_ROLE_WEIGHT,        2,   0, {1024, 4096}, ARK_OFF_w1,    8388608u,    0u}, /* 1 */
+	{"b1",    ARK_FP16, ARK_ROLE_WEIGHT,        1,   0, {4096},       ARK_OFF_b1,       8192u,    0u}, /* 2 */
+	{"w2",    ARK_FP16, ARK_ROLE_WEIGHT,        2,   0, {4096, 1024}, ARK_OFF_w2,    8388608u,    0u}, /* 3 */
+	{"y",     ARK_FP16, ARK_ROLE_OUTPUT,        2,   0, {8, 1024},    ARK_OFF_y,       16384u,    0u}, /* 4 */
+	{"h",     ARK_FP16, ARK_ROLE_ACTIVATION,    2,   0, {8, 4096},    ARK_OFF_h,       65536u,    0u}, /* 5 */
+	{"a",     ARK_FP16, ARK_ROLE_ACTIVATION,    2,   0, {8, 4096},    ARK_OFF_a,       65536u,    0u}, /* 6 */
+	{"y__ws", ARK_FP32, ARK_ROLE_INTERNAL,      2,   0, {16, 1024},   ARK_OFF_y__ws,   65536u,    0u}, /* 7 */
 };
 
 /* Ops in a topological order, inputs and outputs by tensor index. */
