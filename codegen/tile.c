@@ -722,8 +722,8 @@ static void tile_strided(struct tiling *s, int oi)
 	int64_t chunk = cdiv(cdiv(E, T), 8) * 8;
 	pl->tm = 1;
 	pl->tn = (int)imin(chunk, INT32_MAX);
-	for (int64_t e0 = 0; e0 < E; e0 += chunk) {
-		int64_t e1 = imin(E, e0 + chunk);
+	for (int64_t e0 = 0, e1; e0 < E; e0 = e1) {
+		e1 = range_end(e0, E, C, chunk);
 		struct vcta *v = tiling_new_vcta(s, oi, oi, ARK_T_STRIDED);
 		v->k0 = (uint32_t)e0, v->k1 = (uint32_t)e1;
 		const struct region box = range_box(out, e0, e1, C);
@@ -735,8 +735,9 @@ static void tile_strided(struct tiling *s, int oi)
 }
 
 /* A concat that copies: per input, ranges of its elements, each copied to where it lies in out
- * (vCTA part j: the op params entry of input j). The box written is the one of out's rows the range
- * spans (a superset where the input is not a block of out). */
+ * (vCTA part j: the op params entry of input j). The box written is exact along the last axis; along
+ * another, the one of out's rows the range spans (a superset where the input is not a block of out:
+ * other inputs' rows lie between its own). */
 static void tile_concat_copy(struct tiling *s, int oi)
 {
 	struct graph *g = s->g;
@@ -755,15 +756,22 @@ static void tile_concat_copy(struct tiling *s, int oi)
 		int64_t nt = imax(1, imin(s->opt.sms, cdiv(E, 4096)));
 		int64_t chunk = cdiv(cdiv(E, nt), 8) * 8;
 		pl->tn = (int)imin(chunk, INT32_MAX);
-		for (int64_t e0 = 0; e0 < E; e0 += chunk) {
-			int64_t e1 = imin(E, e0 + chunk);
+		const int64_t ci = s->cols[in];
+		for (int64_t e0 = 0, e1; e0 < E; e0 = e1) {
+			/* ranges of whole rows of the input, or pieces of one: a row of it lies in one row of
+			 * out, so that the boxes of one input's ranges never overlap (boxes rounded out to
+			 * whole rows chained each range to the one before) */
+			e1 = range_end(e0, E, ci, chunk);
 			struct vcta *v = tiling_new_vcta(s, oi, oi, ARK_T_STRIDED);
 			v->part = j;
 			v->k0 = (uint32_t)e0, v->k1 = (uint32_t)e1;
 			/* element e of input j is element e / row_in * row_out + at * inner + e % row_in of out */
 			int64_t lo = e0 / row_in * row_out + at * inner + e0 % row_in;
 			int64_t hi = (e1 - 1) / row_in * row_out + at * inner + (e1 - 1) % row_in + 1;
-			const struct region rd = range_box(in, e0, e1, s->cols[in]), wr = range_box(out, lo, hi, C);
+			const struct region rd = range_box(in, e0, e1, ci);
+			struct region wr = range_box(out, lo, hi, C);
+			if (inner == 1 && e1 - e0 > ci) /* along the last axis: its rows, at its columns */
+				wr = (struct region){out, e0 / ci, e1 / ci, at, at + ci};
 			v->m0 = (uint32_t)wr.r0, v->m1 = (uint32_t)wr.r1, v->n0 = (uint32_t)wr.c0, v->n1 = (uint32_t)wr.c1;
 			vcta_add_read(v, in, rd.r0, rd.r1, rd.c0, rd.c1);
 			v->write = wr;

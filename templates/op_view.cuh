@@ -42,19 +42,37 @@ __device__ __forceinline__ void ark_embedding_tile(const ark_opp &p, const ark_t
 template <typename E>
 __device__ __forceinline__ void ark_strided_elems(const ark_opp &p, const ark_task &t, const char *in, char *out)
 {
+	/* U elements a thread at a time, every load issued before the first store: one element at a time
+	 * left each thread waiting out a memory round trip per element (a transpose of [1993, 32] in 16
+	 * ranges took 10 us a range, bench/NOTES.md). Indices in 32 bits: a task's elements are. */
+	constexpr int U = 8;
 	const E *src = reinterpret_cast<const E *>(in);
 	E *dst = reinterpret_cast<E *>(out);
 	const bool placed = p.istride[1][p.ndim - 1] != 0; /* the same for every thread */
-	for (uint64_t i = t.k0 + threadIdx.x; i < t.k1; i += ARK_THREADS) {
-		uint64_t rest = i;
-		int64_t at = p.K, to = 0;
-		for (int d = p.ndim - 1; d >= 0; d--) {
-			const int64_t k = (int64_t)(rest % (uint64_t)p.oshape[d]);
-			at += k * p.istride[0][d];
-			to += k * p.istride[1][d];
-			rest /= (uint64_t)p.oshape[d];
+	for (uint32_t i0 = t.k0 + threadIdx.x; i0 < t.k1; i0 += U * ARK_THREADS) {
+		E v[U];
+		int64_t to[U];
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			const uint32_t i = i0 + u * ARK_THREADS;
+			to[u] = -1;
+			if (i >= t.k1)
+				continue;
+			uint32_t rest = i;
+			int64_t at = p.K, o = 0;
+			for (int d = p.ndim - 1; d >= 0; d--) {
+				const uint32_t n = (uint32_t)p.oshape[d], q = rest / n, k = rest - q * n;
+				at += (int64_t)k * p.istride[0][d];
+				o += (int64_t)k * p.istride[1][d];
+				rest = q;
+			}
+			v[u] = src[at];
+			to[u] = placed ? o : (int64_t)i;
 		}
-		dst[placed ? (uint64_t)to : i] = src[at];
+#pragma unroll
+		for (int u = 0; u < U; u++)
+			if (to[u] >= 0)
+				dst[to[u]] = v[u];
 	}
 }
 

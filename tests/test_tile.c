@@ -559,10 +559,11 @@ static void test_matmul_few_rows(void **state)
 	assert_int_equal(mma_of("bf16", 397, 0, NULL, NULL), 1);
 }
 
-/* An assign of a state [136, 1163] (and a copy) is cut into ranges of elements that never share a row
- * partly: boxes rounded out to whole rows made neighbouring ranges overlap, so each waited for the
- * one before (39 tasks in a row on one SM: 127 us where 38 run apart, bench/NOTES.md). Every pair
- * of an op's write boxes is disjoint, and their elements cover the state once. */
+/* An assign of a state [136, 1163] (and a copy, and a copying transpose) is cut into ranges of
+ * elements that never share a row partly: boxes rounded out to whole rows made neighbouring ranges
+ * overlap, so each waited for the one before (39 tasks in a row on one SM: 127 us where 38 run
+ * apart; 16 transposing ranges one after another: 165 us, bench/NOTES.md). Every pair of an op's
+ * write boxes is disjoint, and their elements cover its output once. */
 static void test_ranges_apart(void **state)
 {
 	(void)state;
@@ -570,9 +571,10 @@ static void test_ranges_apart(void **state)
 		  "{ name = \"acc\"; shape = [136, 1163]; role = \"state\"; }, { name = \"y\"; role = \"output\"; }",
 		  "{ name = \"a\"; op = \"add\"; in = [\"x\", \"acc\"]; out = \"y\"; },"
 		  "{ name = \"asg\"; op = \"assign\"; in = [\"acc\", \"y\"]; },"
-		  "{ name = \"c\"; op = \"copy\"; in = [\"x\"]; out = \"z\"; }");
-	static const char *const names[] = {"asg", "c"};
-	for (int k = 0; k < 2; k++) {
+		  "{ name = \"c\"; op = \"copy\"; in = [\"x\"]; out = \"z\"; },"
+		  "{ name = \"t\"; op = \"transpose\"; in = [\"x\"]; out = \"xt\"; dims = [0, 1]; copy = true; }");
+	static const char *const names[] = {"asg", "c", "t"}; /* t: a copying transpose (STRIDED) */
+	for (int k = 0; k < 3; k++) {
 		const struct op_tiling *pl = &s->per_op[op(names[k])];
 		assert_true(pl->n_vcta > 1);
 		int64_t elems = 0;
@@ -684,6 +686,39 @@ static void test_matmul_mma_layouts(void **state)
 	 * memory shared with the other SMs, and the layer's bytes differ between the three K, so the
 	 * prices hold it to 15% (11.6% with the H100 table of 2026-11-27) */
 	assert_true(fabs(even * even / (al * odd) - 1) < 0.15);
+}
+
+/* A concat that copies (along the last axis, and along the first of a 3-D tensor, whose inputs have
+ * bytes of their own as model inputs): every input's ranges write boxes that cover exactly the out
+ * elements they copy along the last axis, and never overlap one another (rounded out to whole rows,
+ * each waited for the one before). */
+static void test_concat_ranges(void **state)
+{
+	(void)state;
+	tile_text("{ name = \"a\"; shape = [40, 777]; role = \"input\"; }, { name = \"b\"; shape = [40, 1001]; role = \"input\"; },"
+		  "{ name = \"p\"; shape = [3, 50, 77]; role = \"input\"; }, { name = \"q\"; shape = [5, 50, 77]; role = \"input\"; },"
+		  "{ name = \"y\"; role = \"output\"; }, { name = \"z\"; role = \"output\"; }",
+		  "{ name = \"r1\"; op = \"relu\"; in = [\"a\"]; out = \"ra\"; },"
+		  "{ name = \"r2\"; op = \"relu\"; in = [\"b\"]; out = \"rb\"; },"
+		  "{ name = \"c\"; op = \"concat\"; in = [\"ra\", \"rb\"]; out = \"y\"; axis = 1; copy = true; },"
+		  "{ name = \"d\"; op = \"concat\"; in = [\"q\", \"p\"]; out = \"z\"; axis = 0; copy = true; }");
+	static const char *const names[] = {"c", "d"};
+	for (int k = 0; k < 2; k++) {
+		const struct op_tiling *pl = &s->per_op[op(names[k])];
+		assert_true(pl->n_vcta > 2);
+		for (int i = pl->first_vcta; i < pl->first_vcta + pl->n_vcta; i++) {
+			const struct vcta *v = &s->v[i];
+			const struct region *a = &v->write;
+			if (k == 0) /* along the last axis: an exact box */
+				assert_int_equal((a->r1 - a->r0) * (a->c1 - a->c0), v->k1 - v->k0);
+			for (int j = pl->first_vcta; j < i; j++) {
+				const struct region *b = &s->v[j].write;
+				if (s->v[j].part == v->part)
+					assert_false(a->r0 < b->r1 && b->r0 < a->r1 && a->c0 < b->c1 && b->c0 < a->c1);
+			}
+		}
+	}
+	done();
 }
 
 /* Weights that only matmuls read as b, of 2- or 4-byte rows that are not whole 16-byte vectors and at
@@ -976,6 +1011,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_few_rows),
 		cmocka_unit_test(test_matmul_one_wave),
 		cmocka_unit_test(test_ranges_apart),
+		cmocka_unit_test(test_concat_ranges),
 		cmocka_unit_test(test_rows_act),
 		cmocka_unit_test(test_matmul_mma_layouts),
 		cmocka_unit_test(test_pad_weights),
