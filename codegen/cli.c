@@ -54,7 +54,7 @@ static const struct {
 	const char *what;
 } dump_letters[] = {
 	{ 'G', "the checked graph: tensors with shapes, ops in topological order" },
-	{ 'T', "the vCTAs: template, tile, regions read and written, cost" },
+	{ 'T', "the vCTAs: template, tile, regions, flops, bytes, price in us" },
 	{ 'P', "the placement: every SM's list with its waits (w:counter/need) and signals" },
 };
 

@@ -181,7 +181,11 @@ void tiling_dump(const struct tiling *s, FILE *f)
 			g->ops[v->op].name, v->m0, v->m1, v->n0, v->n1, v->k0, v->k1);
 		if (v->tmpl == ARK_T_MATMUL_PARTIAL)
 			fprintf(f, " split %u", v->split);
-		fprintf(f, "  %.0f flop %.0f B\n", v->flops, v->bytes);
+		fprintf(f, "  %.0f flop %.0f B", v->flops, v->bytes);
+		if (s->opt.gpu) /* the cost model's price: alone, and with every SM streaming beside it */
+			fprintf(f, "  %.2f us (%.2f us busy)", cost_vcta_us(s, v, s->opt.calib, s->opt.gpu, 1),
+				cost_vcta_us(s, v, s->opt.calib, s->opt.gpu, s->opt.gpu->sms));
+		fprintf(f, "\n");
 		for (int r = 0; r < v->n_reads; r++) {
 			const struct region *R = &v->reads[r];
 			fprintf(f, "        reads  %s[%lld:%lld, %lld:%lld]\n", g->tensors[R->tensor].name,
