@@ -1037,6 +1037,31 @@ static void run_tiler(struct tiling *s, int oi, tiler_fn *fn)
 	pl->n_vcta = s->n_vcta - pl->first_vcta;
 }
 
+/* Fixed latency (us, beside the dispatch) of the tiles the calibration table does not measure and
+ * whose tilers set none: the memory round trips one after another that their bytes alone do not
+ * price (an id or a position read before the rows it names, a reduction before its store). Fitted to
+ * the traced task times of a fresh sweep draw on an H100 (bench/NOTES.md), against 1.0-1.7 us
+ * predicted without them: EMBEDDING 3.6-6.0 us, ROPE 2.7-3.5, REDUCE_MEAN 1.5-3.3, L2NORM 1.7-5.1,
+ * ARGMAX ~1.9x, KV_APPEND 2.0-2.6, ASSIGN 1.5-2.0. */
+static double fixed_latency_us(enum ark_tmpl t)
+{
+	switch (t) {
+	case ARK_T_EMBEDDING: return 3.0;
+	case ARK_T_ROPE: return 2.0;
+	case ARK_T_REDUCE_MEAN: return 1.5;
+	case ARK_T_L2NORM: return 1.2;
+	case ARK_T_ARGMAX: return 1.0;
+	case ARK_T_KV_APPEND: return 1.2;
+	case ARK_T_ASSIGN: return 0.7;
+	default: return 0;
+	}
+}
+
+/* A KV_APPEND into a cache whose rows are not whole 16-byte vectors copies in units as small as the
+ * cache's and x's addresses agree on, which the position decides at run time: priced at 5 GB/s (32 KiB
+ * of bf16 rows of 2234 bytes took 7.1-8.2 us a task, bench/NOTES.md). */
+#define KV_UNALIGNED_BPUS 5e3
+
 /* Each vCTA's cost, in the form partition/ reads (tiling_dag). */
 static void cost_view(struct tiling *s)
 {
@@ -1048,7 +1073,9 @@ static void cost_view(struct tiling *s)
 	for (int i = 0; i < s->n_vcta; i++) {
 		s->flops[i] = s->v[i].flops;
 		s->bytes[i] = s->v[i].bytes;
-		s->lat_us[i] = s->v[i].lat_us;
+		s->lat_us[i] = s->v[i].lat_us ? s->v[i].lat_us : fixed_latency_us(s->v[i].tmpl);
+		if (s->v[i].tmpl == ARK_T_KV_APPEND && (s->cols[s->v[i].write.tensor] * esize(s, s->v[i].write.tensor)) % 16)
+			s->lat_us[i] += s->v[i].bytes / KV_UNALIGNED_BPUS;
 		s->tc[i] = s->v[i].tc;
 		s->group[i] = s->v[i].op;
 	}
