@@ -175,6 +175,9 @@ void tiling_dump(const struct tiling *s, FILE *f)
 {
 	const struct graph *g = s->g;
 	fprintf(f, "# vCTAs of %s: %d\n", g->name, s->n_vcta);
+	struct part_dag dag = {0};
+	if (s->lat_us)
+		tiling_dag(s, &dag);
 	for (int i = 0; i < s->n_vcta; i++) {
 		const struct vcta *v = &s->v[i];
 		fprintf(f, "v%-6d %-14s op %-12s rows %u:%u cols %u:%u k %u:%u", i, tmpl_name(v->tmpl),
@@ -182,9 +185,9 @@ void tiling_dump(const struct tiling *s, FILE *f)
 		if (v->tmpl == ARK_T_MATMUL_PARTIAL)
 			fprintf(f, " split %u", v->split);
 		fprintf(f, "  %.0f flop %.0f B", v->flops, v->bytes);
-		if (s->opt.gpu) /* the cost model's price: alone, and with every SM streaming beside it */
-			fprintf(f, "  %.2f us (%.2f us busy)", cost_vcta_us(s, v, s->opt.calib, s->opt.gpu, 1),
-				cost_vcta_us(s, v, s->opt.calib, s->opt.gpu, s->opt.gpu->sms));
+		if (s->opt.gpu && s->lat_us) /* the simulator's time: alone, and with every SM streaming */
+			fprintf(f, "  %.2f us (%.2f us busy)", part_vertex_us(&dag, s->opt.gpu, i, s->opt.gpu->dram_gbps),
+				part_vertex_us(&dag, s->opt.gpu, i, s->opt.gpu->dram_gbps / s->opt.gpu->sms));
 		fprintf(f, "\n");
 		for (int r = 0; r < v->n_reads; r++) {
 			const struct region *R = &v->reads[r];
