@@ -1,9 +1,8 @@
 /* fuse.c: fusion, a rewrite of the op graph decided before tiling and recorded in tiling.per_op:
  * activations run in the epilogue of the matmul before them, on the sums of an all_reduce or as a
- * softmax or norm stores its rows, a
- * residual add in the epilogue of the matmul whose result it adds, an rmsnorm in the staging of a of
- * the small quantized matmuls that read it, and chains of elementwise ops run as one vCTA per range
- * of elements. A fused op gets no vCTAs of its own (fused_into); the op that computes it records
+ * softmax or norm stores its rows, a residual add in the epilogue of the matmul whose result it adds,
+ * an rmsnorm in the staging of a of the small quantized matmuls that read it, and chains of
+ * elementwise ops run as one vCTA per range of elements. A fused op gets no vCTAs of its own (fused_into); the op that computes it records
  * what it took over (act, residual, pre_op, out_tensor, chain_*). */
 #include <stdlib.h>
 #include <string.h>
@@ -56,36 +55,9 @@ static void fuse_into_all_reduce(struct tiling *s)
 	}
 }
 
-/* An activation directly after a matmul, reading nothing else, runs in the matmul's epilogue. */
-static void fuse_into_matmul(struct tiling *s)
-{
-	struct graph *g = s->g;
-	for (int i = 0; i < g->n_ops; i++) {
-		struct op *o = &g->ops[i];
-		if (!is_activation(o->kind))
-			continue;
-		const struct tensor *h = &g->tensors[o->in[0]];
-		if (h->producer < 0 || h->n_readers != 1 || h->role == ARK_ROLE_OUTPUT)
-			continue;
-		struct op *mm = &g->ops[h->producer];
-		if (mm->kind != ARK_OP_MATMUL || mm->gpu != o->gpu || s->per_op[h->producer].act != ARK_ACT_NONE)
-			continue;
-		if (g->tensors[o->out[0]].dtype != h->dtype)
-			continue;
-		s->per_op[i].fused_into = h->producer;
-		s->per_op[h->producer].act = o->kind;
-		s->per_op[h->producer].out_tensor = o->out[0];
-	}
-}
-
-int fuse_row_op(enum ark_op_kind k)
-{
-	return k == ARK_OP_SOFTMAX || k == ARK_OP_LAYERNORM || k == ARK_OP_RMSNORM || k == ARK_OP_L2_NORMALIZE;
-}
-
-/* An activation directly after a softmax or a norm, reading nothing else, runs as the row op stores
- * each value: one task, and one round trip through memory, fewer. */
-static void fuse_into_rows(struct tiling *s)
+/* An activation directly after an op its producer's tiles can apply it in (takes), reading nothing
+ * else, runs as the producer stores its values: one task, and one round trip through memory, fewer. */
+static void fuse_act_into(struct tiling *s, int (*takes)(const struct tiling *s, int producer))
 {
 	struct graph *g = s->g;
 	for (int i = 0; i < g->n_ops; i++) {
@@ -96,13 +68,30 @@ static void fuse_into_rows(struct tiling *s)
 		if (h->producer < 0 || h->n_readers != 1 || h->role == ARK_ROLE_OUTPUT)
 			continue;
 		const int r = h->producer;
-		if (!fuse_row_op(g->ops[r].kind) || g->ops[r].gpu != o->gpu || s->per_op[r].act != ARK_ACT_NONE ||
-		    s->per_op[r].fused_into >= 0 || g->tensors[o->out[0]].dtype != h->dtype)
+		if (!takes(s, r) || g->ops[r].gpu != o->gpu || s->per_op[r].act != ARK_ACT_NONE ||
+		    g->tensors[o->out[0]].dtype != h->dtype)
 			continue;
 		s->per_op[i].fused_into = r;
 		s->per_op[r].act = o->kind;
 		s->per_op[r].out_tensor = o->out[0];
 	}
+}
+
+/* A matmul applies an activation in its epilogue. */
+static int matmul_takes(const struct tiling *s, int r)
+{
+	return s->g->ops[r].kind == ARK_OP_MATMUL;
+}
+
+int fuse_row_op(enum ark_op_kind k)
+{
+	return k == ARK_OP_SOFTMAX || k == ARK_OP_LAYERNORM || k == ARK_OP_RMSNORM || k == ARK_OP_L2_NORMALIZE;
+}
+
+/* A softmax or a norm not itself fused applies an activation as it stores each value. */
+static int rows_take(const struct tiling *s, int r)
+{
+	return fuse_row_op(s->g->ops[r].kind) && s->per_op[r].fused_into < 0;
 }
 
 /* Every input of elementwise op o has its output's shape and dtype (no broadcasting). */
@@ -368,9 +357,9 @@ void fuse_graph(struct tiling *s)
 	if (!s->opt.fuse)
 		return;
 	fuse_into_all_reduce(s);
-	fuse_into_matmul(s);
+	fuse_act_into(s, matmul_takes);
 	fuse_residual_into_matmul(s);
 	fuse_norm_into_matmul(s);
-	fuse_into_rows(s);
+	fuse_act_into(s, rows_take);
 	fuse_chains(s);
 }

@@ -127,7 +127,7 @@ __device__ __forceinline__ void ark_row(const T *x, T *y, const T *gamma, const 
 }
 
 /* rows m0:m1 of in[0] / out viewed as [M, N], each row whole; p.act: an activation fused after it
- * (codegen/fuse.c, fuse_into_rows). */
+ * (codegen/fuse.c, fuse_act_into). */
 template <typename T, int TMPL>
 __device__ __noinline__ void ark_rows_tile(const ark_opp &p, int m0, int m1, char *arena, char *smem)
 {
