@@ -179,7 +179,8 @@ static int check_plan(const struct ark_model *m, int g)
 	}
 	for (int t = 0; t < m->n_tensors; t++) {
 		const struct ark_tensor *T = &m->tensors[t];
-		if (T->pitch && (T->ndim < 1 || T->pitch < (uint64_t)ark_row_bytes(T->dtype, T->shape[T->ndim - 1])))
+		if (T->gpu == g && T->pitch &&
+		    (T->ndim < 1 || T->pitch < (uint64_t)ark_row_bytes(T->dtype, T->shape[T->ndim - 1])))
 			return ark_error("model '%s': tensor '%s' has rows of %lld bytes at a pitch of %llu", m->name,
 					 T->name, T->ndim < 1 ? 0LL : (long long)ark_row_bytes(T->dtype, T->shape[T->ndim - 1]),
 					 (unsigned long long)T->pitch);
@@ -607,34 +608,30 @@ static int tensor_copy(struct ark_session *s, int t, void *host, int to_gpu)
 	if (CUDA_FAILS(T->gpu, cudaSetDevice(T->gpu)))
 		return ARK_ERR;
 	cudaError_t e;
+	char *img = NULL; /* rows padded in the arena (zeros after each), packed on the host: a host image
+			   * of the arena's bytes, one plain copy (the copy engine: cudaMemset and 2-D copies
+			   * may need a kernel, which would never find room on SMs the loop occupies) */
+	size_t row = 0, rows = 0;
 	if (T->pitch) {
-		/* rows padded in the arena (zeros after each), packed on the host: through a host image of
-		 * the arena's bytes, one plain copy (the copy engine: cudaMemset and 2-D copies may need a
-		 * kernel, which would never find room on SMs the loop occupies) */
-		const size_t row = (size_t)ark_row_bytes(T->dtype, T->shape[T->ndim - 1]), rows = T->bytes / row;
+		row = (size_t)ark_row_bytes(T->dtype, T->shape[T->ndim - 1]), rows = T->bytes / row;
 		const size_t ext = (size_t)ark_tensor_extent(T);
-		char *img = (char *)calloc(ext, 1);
-		if (!img)
+		if (!(img = (char *)calloc(ext, 1)))
 			return ark_error("tensor '%s': out of host memory (%zu bytes)", T->name, ext);
-		if (to_gpu) {
+		if (to_gpu)
 			for (size_t r = 0; r < rows; r++)
 				memcpy(img + r * T->pitch, (const char *)host + r * row, row);
-			e = cudaMemcpyAsync(dev, img, ext, cudaMemcpyHostToDevice, G->side);
-		} else {
-			e = cudaMemcpyAsync(img, dev, ext, cudaMemcpyDeviceToHost, G->side);
-		}
-		if (e == cudaSuccess)
-			e = cudaStreamSynchronize(G->side);
-		if (e == cudaSuccess && !to_gpu)
-			for (size_t r = 0; r < rows; r++)
-				memcpy((char *)host + r * row, img + r * T->pitch, row);
-		free(img);
+		e = to_gpu ? cudaMemcpyAsync(dev, img, ext, cudaMemcpyHostToDevice, G->side)
+			   : cudaMemcpyAsync(img, dev, ext, cudaMemcpyDeviceToHost, G->side);
 	} else {
 		e = to_gpu ? cudaMemcpyAsync(dev, host, T->bytes, cudaMemcpyHostToDevice, G->side)
 			   : cudaMemcpyAsync(host, dev, T->bytes, cudaMemcpyDeviceToHost, G->side);
 	}
 	if (e == cudaSuccess)
 		e = cudaStreamSynchronize(G->side);
+	if (img && e == cudaSuccess && !to_gpu)
+		for (size_t r = 0; r < rows; r++)
+			memcpy((char *)host + r * row, img + r * T->pitch, row);
+	free(img);
 	if (e != cudaSuccess)
 		return ark_error("tensor '%s': copy %s GPU %d failed: %s", T->name, to_gpu ? "to" : "from",
 				 T->gpu, cudaGetErrorString(e));
