@@ -176,8 +176,9 @@ struct ark_opp {
 	float f;          /* scale: factor; norms: eps */
 	int32_t ndim;     /* elementwise with broadcasting: out shape and the inputs' element strides */
 	int64_t oshape[4]; /* REDUCE_MEAN: {P, S, Q, D}, in[0] viewed as [P, S, Q, D], mean over S */
-	int64_t istride[2][4]; /* 0 where an input is broadcast along that dimension; matmul: istride[0][0]
-				* = elements from a row of b to the next where its rows are padded, 0: packed */
+	int64_t istride[2][4]; /* 0 where an input is broadcast along that dimension; matmul: istride[0][0],
+				* [0][1], [0][2] = elements from a row of b, a, out to the next where its rows
+				* are padded, 0: packed */
 	uint64_t pre_in;  /* matmul with a prologue: its other input (ARK_PRE_RMSNORM: gamma [K]) */
 	uint16_t pre;     /* matmul: enum ark_pre, what its tiles apply to a's rows as they stage them */
 };

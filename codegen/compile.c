@@ -100,6 +100,7 @@ static int compile_plan(const char *path, const char *text, const struct arkgen_
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	tiling_init(&r->tiling, &r->graph, &to);
 	fuse_graph(&r->tiling);
+	tiling_pad_activations(&r->tiling);
 	if (done(r, ARKGEN_PASS_FUSE))
 		return 0;
 	if (tile_graph(&r->tiling) < 0)

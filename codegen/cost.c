@@ -28,13 +28,13 @@ static int same_shapes(const struct graph *g, const struct op *o)
 	return 1;
 }
 
-/* The matmul's layout: transpose_b, and whether the rows of a and b are whole 16-byte vectors (b's
- * at their pitch where padded). */
+/* The matmul's layout: transpose_b, and whether the rows of a and b are whole 16-byte vectors (at
+ * their pitch where padded). */
 static int matmul_layout(const struct tiling *s, const struct op *o, int oi)
 {
 	int a = o->in[0];
-	int64_t es = esize(s, a), K = s->cols[a];
-	int aligned = (K * es) % 16 == 0 && (matmul_b_stride(s, oi) * es) % 16 == 0;
+	int64_t es = esize(s, a);
+	int aligned = (tiling_mem_cols(s, a) * es) % 16 == 0 && (matmul_b_stride(s, oi) * es) % 16 == 0;
 	if (o->transpose_b)
 		return aligned ? CALIB_L_NK : CALIB_L_NK_ODD;
 	return aligned ? CALIB_L_KN : CALIB_L_KN_ODD;
@@ -114,7 +114,7 @@ static int lookup(const struct tiling *s, const struct vcta *v, const struct cal
 	const int64_t bs = matmul_b_stride(s, v->op), vec = 16 / esize(s, s->g->ops[v->op].in[0]);
 	double x;
 	if (tile_matmul_mma(s, v))
-		x = (mma_rows(s->cols[s->g->ops[v->op].in[0]]) + mma_rows(bs)) / 2;
+		x = (mma_rows(tiling_mem_cols(s, s->g->ops[v->op].in[0])) + mma_rows(bs)) / 2;
 	else if (!tile_matmul_ffma(s, v) && bs % vec == 0)
 		x = 0;
 	else

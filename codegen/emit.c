@@ -549,8 +549,12 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 	if (o->kind == ARK_OP_REDUCE_MEAN) {
 		init_field(&in, ".oshape = %s", i64_list(c1, sizeof c1, rview, 4));
 	}
-	if (o->kind == ARK_OP_MATMUL && g->tensors[o->in[1]].pitch) /* b's rows padded (lower_pad.c) */
-		init_field(&in, ".istride = {{%" PRId64 "}}", g->tensors[o->in[1]].pitch);
+	if (o->kind == ARK_OP_MATMUL) { /* rows of b, a, out padded (lower_pad.c) */
+		const int at = pl->pre_op >= 0 ? g->ops[pl->pre_op].in[0] : o->in[0];
+		const int64_t pb = g->tensors[o->in[1]].pitch, pa = g->tensors[at].pitch, po = g->tensors[outt].pitch;
+		if (pb || pa || po)
+			init_field(&in, ".istride = {{%" PRId64 ", %" PRId64 ", %" PRId64 "}}", pb, pa, po);
+	}
 	if (pl->pre_op >= 0) {
 		init_field(&in, ".pre_in = %s", offset_of(e, g->ops[pl->pre_op].in[1]));
 		init_field(&in, ".pre = ARK_PRE_RMSNORM");

@@ -1,5 +1,5 @@
-/* lower_pad.c: weights whose rows are not whole 16-byte vectors, laid out with rows padded to whole
- * vectors. A matmul's tiles read b as 16-byte vectors only where its rows start on 16 bytes: with b
+/* lower_pad.c: weights, and activations only matmuls write and read, whose rows are not whole
+ * 16-byte vectors, laid out with rows padded to whole vectors. A matmul's tiles read b as 16-byte vectors only where its rows start on 16 bytes: with b
  * [N, K] of K = 4049 fp16 elements (8098 bytes) or b [K, N] of odd N, few-row tiles cannot stream b
  * and the tensor cores' tiles shift every vector into place in shared memory (templates/op_matmul.cuh,
  * ark_mm_kloop), 2-3x the time of aligned rows (bench/NOTES.md). A weight is the matmul's to lay out:
@@ -10,10 +10,20 @@
 #include "ark_model.h"
 #include "diag.h"
 #include "graph.h"
+#include "tiling.h"
 
 /* Rows shorter than this many bytes stay packed: their padding would add more than 1/8 of the bytes
  * a tile streams, and such a weight is small. */
 #define PAD_MIN_ROW 128
+
+/* Whether T's rows (its last dimension) are worth padding: 2- or 4-byte elements, rows not whole
+ * 16-byte vectors, at least PAD_MIN_ROW bytes. */
+static int pad_worth(const struct tensor *T)
+{
+	const int64_t es = ark_dtype_size(T->dtype), cols = T->ndim ? T->shape[T->ndim - 1] : 0;
+	return T->ndim >= 2 && !ark_dtype_quantized(T->dtype) && (es == 2 || es == 4) && (cols * es) % 16 != 0 &&
+	       cols * es >= PAD_MIN_ROW;
+}
 
 int graph_pad_weights(struct graph *g)
 {
@@ -32,15 +42,50 @@ int graph_pad_weights(struct graph *g)
 	int n = 0;
 	for (int t = 0; t < g->n_tensors; t++) {
 		struct tensor *T = &g->tensors[t];
-		if (T->role != ARK_ROLE_WEIGHT || T->view_of >= 0 || T->ndim < 2 || ark_dtype_quantized(T->dtype) ||
-		    only_b[t] != 1)
+		if (T->role != ARK_ROLE_WEIGHT || T->view_of >= 0 || only_b[t] != 1 || !pad_worth(T))
 			continue;
 		const int64_t es = ark_dtype_size(T->dtype), cols = T->shape[T->ndim - 1];
-		if ((es != 2 && es != 4) || (cols * es) % 16 == 0 || cols * es < PAD_MIN_ROW)
-			continue;
 		T->pitch = (cols * es + 15) / 16 * 16 / es;
 		n++;
 	}
 	free(only_b);
+	return n;
+}
+
+int tiling_pad_activations(struct tiling *s)
+{
+	struct graph *g = s->g;
+	const int nt = g->n_tensors;
+	/* per tensor: -1 where some op other than a matmul reads it, or reads it other than as a, or a
+	 * view aliases it; else the matmuls reading it as their a */
+	int *readers = xcalloc((size_t)nt + 1, sizeof *readers), *writer = xmalloc(((size_t)nt + 1) * sizeof *writer);
+	for (int t = 0; t < nt; t++)
+		writer[t] = -1;
+	for (int oi = 0; oi < g->n_ops; oi++) {
+		const struct op *o = &g->ops[oi];
+		const struct op_tiling *pl = &s->per_op[oi];
+		for (int i = 0; i < o->n_in; i++)
+			if (readers[o->in[i]] >= 0)
+				readers[o->in[i]] = o->kind == ARK_OP_MATMUL && i == 0 && pl->fused_into < 0 && pl->pre_op < 0
+							    ? readers[o->in[i]] + 1
+							    : -1;
+		/* a matmul's tiles write its out_tensor (its fused activation's output) */
+		if (o->kind == ARK_OP_MATMUL && pl->fused_into < 0 && pl->out_tensor >= 0)
+			writer[pl->out_tensor] = writer[pl->out_tensor] == -1 ? oi : -2;
+	}
+	for (int u = 0; u < nt; u++)
+		if (g->tensors[u].view_of >= 0)
+			readers[g->tensors[u].view_of] = -1;
+	int n = 0;
+	for (int t = 0; t < nt; t++) {
+		struct tensor *T = &g->tensors[t];
+		if (T->role != ARK_ROLE_ACTIVATION || T->view_of >= 0 || writer[t] < 0 || readers[t] <= 0 || !pad_worth(T))
+			continue;
+		const int64_t es = ark_dtype_size(T->dtype), cols = T->shape[T->ndim - 1];
+		T->pitch = (cols * es + 15) / 16 * 16 / es;
+		n++;
+	}
+	free(readers);
+	free(writer);
 	return n;
 }

@@ -63,6 +63,9 @@ struct ark_mm {
 	int64_t M, N, K;
 	int64_t bstride;    /* elements from a row of b to the next: K if tb, else N, or more where arkgen
 			     * pads b's rows to whole 16-byte vectors (lower_pad.c) */
+	int64_t astride;    /* elements from a row of a to the next: K, or more where padded */
+	int64_t ostride;    /* elements from a row of out to the next: N, or more where padded (the
+			     * residual and the split-K workspace keep N) */
 	int act;
 	bool tb;
 	int qdt;            /* b's dtype when it is block-quantized (ARK_Q4_1, ARK_Q8_0; op_quant.cuh), else 0 */
@@ -86,7 +89,7 @@ __device__ __noinline__ void ark_mm_pre_stats(const ark_mm &g, int m0, int m1, f
 	float *part = inv + ARK_MM_SMALL_M; /* [warps][ARK_MM_SMALL_M] */
 	constexpr int VEC = ark_dt<T>::vec;
 	for (int m = 0; m < rows; m++) {
-		const T *x = a + (size_t)(m0 + m) * g.K;
+		const T *x = a + (size_t)(m0 + m) * g.astride;
 		float q = 0.0f;
 		if (K % VEC == 0 && ark_aligned16(x)) { /* 16-byte loads, all of a thread's in flight */
 			for (int v = tid; v < K / VEC; v += ARK_THREADS) {
@@ -160,7 +163,7 @@ template <typename T> __device__ __forceinline__ void ark_mm_store(const ark_mm 
 	v = ark_act(v, g.act);
 	if (g.res)
 		v = ark_mm_residual<T>(v, reinterpret_cast<const T *>(g.res)[i]);
-	reinterpret_cast<T *>(g.out)[i] = ark_from_f<T>(v);
+	reinterpret_cast<T *>(g.out)[(size_t)m * g.ostride + n] = ark_from_f<T>(v);
 }
 
 /* Epilogue of the tile (m0:m1, n0:n1) whose fp32 sums lie in shared memory, t [m1 - m0][ldt] (or the sum
@@ -266,8 +269,9 @@ __device__ __forceinline__ void ark_mm_epilogue(const ark_mm &g, const float *t,
 			}
 			continue;
 		}
-		T *out = reinterpret_cast<T *>(g.out) + (size_t)m0 * N + n0 + c;
-		const bool vec = ((uintptr_t)out & (4 * sizeof(T) - 1)) == 0 && (N & 3) == 0;
+		const size_t O = (size_t)g.ostride;
+		T *out = reinterpret_cast<T *>(g.out) + (size_t)m0 * O + n0 + c;
+		const bool vec = ((uintptr_t)out & (4 * sizeof(T) - 1)) == 0 && (O & 3) == 0;
 		const T *res = g.res ? reinterpret_cast<const T *>(g.res) + (size_t)m0 * N + n0 + c : nullptr;
 		const bool rvec = ((uintptr_t)res & (4 * sizeof(T) - 1)) == 0 && (N & 3) == 0;
 		ark_with_act(g.act, [&](auto f) {
@@ -279,7 +283,7 @@ __device__ __forceinline__ void ark_mm_epilogue(const ark_mm &g, const float *t,
 					v[j] = f(v[j]);
 				if (res)
 					ark_mm_add4<T>(res + r * N, v, nc, rvec);
-				ark_mm_store4<T>(out + r * N, v, nc, vec);
+				ark_mm_store4<T>(out + r * O, v, nc, vec);
 			}
 		});
 	}
@@ -291,7 +295,7 @@ __device__ __noinline__ void ark_mm_stage_a_kn(const ark_mm &g, int m0, int m1, 
 						const float *inv)
 {
 	const T *a = reinterpret_cast<const T *>(g.a);
-	const int64_t K = g.K;
+	const int64_t K = g.astride; /* a's rows */
 	constexpr int VEC = ark_dt<T>::vec;
 	const int tid = threadIdx.x;
 	if (avec) { /* every 16-byte vector of the chunk in flight at once */
@@ -363,7 +367,7 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
 	const int spc = (ARK_MM_A_BYTES / (4 * MB)) / KL; /* steps per chunk of a (>= 1) */
 	const T *bcol = b + n0 + cv * VEC;
 	/* a's chunks start at k0 + a multiple of spc * KL: 16-byte vectors when those are aligned */
-	const bool avec = ark_aligned16(g.a) && g.K % VEC == 0 && k0 % VEC == 0 && (spc * KL) % VEC == 0;
+	const bool avec = ark_aligned16(g.a) && g.astride % VEC == 0 && k0 % VEC == 0 && (spc * KL) % VEC == 0;
 	float *inv = reinterpret_cast<float *>(smem + ARK_MM_RING_BYTES + ARK_MM_A_BYTES + ARK_MM_SACC_BYTES);
 	if (g.pre)
 		ark_mm_pre_stats<T>(g, m0, m1, inv);
@@ -487,7 +491,7 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 	const int tn = n1 - n0, rows = m1 - m0;
 	const int groups = (tn + C - 1) / C;
 	/* a's chunks start at k0 + multiples of KC: 16-byte vectors where a's rows are */
-	const bool avec = ark_aligned16(g.a) && g.K % VEC == 0 && k0 % VEC == 0;
+	const bool avec = ark_aligned16(g.a) && g.astride % VEC == 0 && k0 % VEC == 0;
 	ARK_MM_STAMP(0);
 	if (g.pre)
 		ark_mm_pre_stats<T>(g, m0, m1, inv);
@@ -558,7 +562,7 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 				const int k = kc0 + v * VEC;
 				q[u] = make_uint4(0, 0, 0, 0);
 				if (m < rows && k < kce) {
-					const T *x = a + (size_t)(m0 + m) * g.K + k;
+					const T *x = a + (size_t)(m0 + m) * g.astride + k;
 					if (avec) {
 						q[u] = ark_ld16(x);
 					} else { /* a's rows not 16-byte vectors (b's padded): element by element */
@@ -1043,9 +1047,9 @@ __device__ __noinline__ void ark_mm_cut_stage(const ark_mm g, int m0, int m1, in
 {
 	constexpr int VE = ark_mm_vecs<T>::VE;
 	const T *a = reinterpret_cast<const T *>(g.a), *b = reinterpret_cast<const T *>(g.b);
-	const int64_t K = g.K, BS = g.bstride;
+	const int64_t AS = g.astride, BS = g.bstride;
 	ark_mm_vecs<T> va, vb;
-	ark_mm_vecs_k(va, a + (size_t)m0 * K + kc, rp, bk / VE, lda, K, m1 - m0, k1 - kc);
+	ark_mm_vecs_k(va, a + (size_t)m0 * AS + kc, rp, bk / VE, lda, AS, m1 - m0, k1 - kc);
 	if (TB)
 		ark_mm_vecs_k(vb, b + (size_t)n0 * BS + kc, cp, bk / VE, lda, BS, n1 - n0, k1 - kc);
 	else
@@ -1076,19 +1080,19 @@ __device__ __forceinline__ void ark_mm_kloop(const ark_mm &g, int m0, int m1, in
 	constexpr int VE = ark_mm_vecs<T>::VE, ES = sizeof(T);
 	const T *a = reinterpret_cast<const T *>(g.a);
 	const T *b = reinterpret_cast<const T *>(g.b);
-	const bool avec = !STG || (ark_aligned16(g.a) && g.K % VE == 0 && k0 % VE == 0);
+	const bool avec = !STG || (ark_aligned16(g.a) && g.astride % VE == 0 && k0 % VE == 0);
 	const bool bvec = !STG || (ark_aligned16(g.b) && g.bstride % VE == 0 && (TB ? k0 : n0) % VE == 0);
 	/* rows not 16-byte aligned but 4-byte aligned: 4-byte copies (fp32 always; 2-byte types with even
 	 * lengths and starts); the others (odd 2-byte rows) as aligned chunks, realigned */
 	constexpr int W = 4 / sizeof(T); /* elements a 4-byte word */
-	const bool aw = !avec && ((uintptr_t)g.a & 3) == 0 && g.K % W == 0 && k0 % W == 0;
+	const bool aw = !avec && ((uintptr_t)g.a & 3) == 0 && g.astride % W == 0 && k0 % W == 0;
 	const bool bw = !bvec && ((uintptr_t)g.b & 3) == 0 && g.bstride % W == 0 && (TB ? k0 : n0) % W == 0;
 	const bool araw = !avec && !aw, braw = !bvec && !bw;
 	/* the ring's stride: a stage, and the warps' slots of b's raw rows along n */
 	const int sstep = stage + (!TB && braw ? ARK_THREADS / 32 * ARK_MM_STG_CH * 16 : 0);
 	const int st = ARK_SMEM_MATMUL / sstep > ARK_MM_MAX_STAGES ? ARK_MM_MAX_STAGES : ARK_SMEM_MATMUL / sstep;
 	const int ktiles = (k1 - k0 + bk - 1) / bk;
-	const int64_t K = g.K, BS = g.bstride;
+	const int64_t AS = g.astride, BS = g.bstride;
 
 	const int rin = m1 - m0, cin = n1 - n0;
 	const int64_t b_kstep = TB ? (int64_t)bk : (int64_t)bk * BS; /* b's elements from a stage to the next */
@@ -1100,7 +1104,7 @@ __device__ __forceinline__ void ark_mm_kloop(const ark_mm &g, int m0, int m1, in
 	bool grid = false;
 	if constexpr (!STG) {
 		const int kvn = bk / VE, lk = __ffs(kvn) - 1, kr = ARK_THREADS >> lk, kc = (int)(threadIdx.x & (kvn - 1)) * VE * ES;
-		grid = ga.init(reinterpret_cast<const char *>(a + (size_t)m0 * K + k0), K * ES, threadIdx.x >> lk, kr, kvn, rp,
+		grid = ga.init(reinterpret_cast<const char *>(a + (size_t)m0 * AS + k0), AS * ES, threadIdx.x >> lk, kr, kvn, rp,
 			       rin, kc, lda * ES);
 		if (TB) {
 			grid &= gb.init(reinterpret_cast<const char *>(b + (size_t)n0 * BS + k0), BS * ES, threadIdx.x >> lk, kr, kvn,
@@ -1139,7 +1143,7 @@ __device__ __forceinline__ void ark_mm_kloop(const ark_mm &g, int m0, int m1, in
 
 	/* the vectors of both operands, and the elements of each per stage */
 	ark_mm_vecs<T> va, vb;
-	ark_mm_vecs_k(va, a + (size_t)m0 * K + k0, rp, bk / VE, lda, K, rin, k1 - k0);
+	ark_mm_vecs_k(va, a + (size_t)m0 * AS + k0, rp, bk / VE, lda, AS, rin, k1 - k0);
 	if (TB)
 		ark_mm_vecs_k(vb, b + (size_t)n0 * BS + k0, cp, bk / VE, lda, BS, cin, k1 - k0);
 	else
@@ -1369,8 +1373,8 @@ template <typename T>
 __device__ __forceinline__ void ark_mm_staged(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
 	constexpr int VE = ark_mm_vecs<T>::VE;
-	const bool al = ark_aligned16(g.a) && ark_aligned16(g.b) && k0 % VE == 0 && g.K % VE == 0 && g.bstride % VE == 0 &&
-			(g.tb || n0 % VE == 0);
+	const bool al = ark_aligned16(g.a) && ark_aligned16(g.b) && k0 % VE == 0 && g.K % VE == 0 && g.astride % VE == 0 &&
+			g.bstride % VE == 0 && (g.tb || n0 % VE == 0);
 	if (g.tb) {
 		if (al)
 			ark_mm_staged_t<T, true, false>(g, m0, m1, n0, n1, k0, k1, smem);
@@ -1434,10 +1438,10 @@ __device__ __noinline__ void ark_mm_simt_t(const ark_mm g, int m0, int m1, int n
 	 * is the same in every slot and its row (resp. k) advances by ARK_THREADS >> lks per slot. */
 	const int akk = tid & (KS - 1), ar0 = tid >> lks, adr = ARK_THREADS >> lks;
 	const int bkk = TB ? akk : tid >> lcw, bc0 = TB ? ar0 : tid & (cw - 1), bdk = ARK_THREADS >> (TB ? lks : lcw);
-	const T *ap = a + (size_t)(m0 + ar0) * g.K + k0 + akk;               /* + kb - k0, + u adr K */
+	const T *ap = a + (size_t)(m0 + ar0) * g.astride + k0 + akk;         /* + kb - k0, + u adr astride */
 	const T *bp = TB ? b + (size_t)(n0 + bc0) * g.bstride + k0 + bkk     /* + kb - k0, + u bdk bstride */
 			 : b + (size_t)(k0 + bkk) * g.bstride + n0 + bc0;      /* + (kb - k0) bstride, + u bdk bstride */
-	const size_t astep = (size_t)adr * g.K, bstep = (size_t)bdk * g.bstride;
+	const size_t astep = (size_t)adr * g.astride, bstep = (size_t)bdk * g.bstride;
 
 	float ra[U], rb[U]; /* one step of each operand in flight */
 	auto load = [&](int kb) {
@@ -1669,6 +1673,8 @@ __device__ __noinline__ void ark_matmul_tile(const ark_opp &p, int m0, int m1, i
 	g.ws = partial ? reinterpret_cast<float *>(arena + p.ws) + (size_t)split * p.M * p.N : nullptr;
 	g.M = p.M, g.N = p.N, g.K = p.K;
 	g.bstride = p.istride[0][0] ? p.istride[0][0] : (p.flags & ARK_OPP_TRANSPOSE_B) ? p.K : p.N;
+	g.astride = p.istride[0][1] ? p.istride[0][1] : p.K;
+	g.ostride = p.istride[0][2] ? p.istride[0][2] : p.N;
 	g.act = partial ? ARK_ACT_NONE : p.act;
 	g.tb = (p.flags & ARK_OPP_TRANSPOSE_B) != 0;
 	g.qdt = p.wdtype == ARK_Q4_1 || p.wdtype == ARK_Q8_0 ? p.wdtype : 0;
@@ -1693,15 +1699,16 @@ __device__ __noinline__ void ark_reduce_tile(const ark_opp &p, int m0, int m1, i
 	const T *res = p.flags & ARK_OPP_RESIDUAL ? reinterpret_cast<const T *>(arena + p.in[3]) : nullptr;
 	T *out = reinterpret_cast<T *>(arena + p.out);
 	const size_t mn = (size_t)p.M * p.N, N = p.N;
+	const size_t O = p.istride[0][2] ? (size_t)p.istride[0][2] : N; /* out's rows (ark_mm.ostride) */
 	const int splits = (int)p.splits;
 	const int C = n1 - n0, cw = (C + 3) >> 2, cnt = (m1 - m0) * cw;
 	/* 16-byte workspace reads and 4-element output stores where every row allows them */
 	const bool wv = (N & 3) == 0 && (n0 & 3) == 0 && ((uintptr_t)ws & 15) == 0 && (mn & 3) == 0;
-	const bool ov = (N & 3) == 0 && (n0 & 3) == 0 && ((uintptr_t)out & (4 * sizeof(T) - 1)) == 0;
+	const bool ov = (O & 3) == 0 && (n0 & 3) == 0 && ((uintptr_t)out & (4 * sizeof(T) - 1)) == 0;
 	const bool rv = (N & 3) == 0 && (n0 & 3) == 0 && ((uintptr_t)res & (4 * sizeof(T) - 1)) == 0;
 	ark_with_act(p.act, [&](auto f) {
 		for (int e0 = threadIdx.x; e0 < cnt; e0 += U * ARK_THREADS) {
-			size_t off[U];
+			size_t off[U], oo[U]; /* in the workspace and the residual, in out */
 			int nc[U];
 			float v[U][4];
 #pragma unroll
@@ -1709,6 +1716,7 @@ __device__ __noinline__ void ark_reduce_tile(const ark_opp &p, int m0, int m1, i
 				const int e = e0 + u * ARK_THREADS, r = e / cw, c = 4 * (e - r * cw);
 				nc[u] = e < cnt ? min(4, C - c) : 0;
 				off[u] = (size_t)(m0 + r) * N + n0 + c;
+				oo[u] = (size_t)(m0 + r) * O + n0 + c;
 #pragma unroll
 				for (int j = 0; j < 4; j++)
 					v[u][j] = bias && j < nc[u] ? ark_to_f(bias[n0 + c + j]) : 0.0f;
@@ -1737,7 +1745,7 @@ __device__ __noinline__ void ark_reduce_tile(const ark_opp &p, int m0, int m1, i
 					v[u][j] = f(v[u][j]);
 				if (res)
 					ark_mm_add4<T>(res + off[u], v[u], nc[u], rv);
-				ark_mm_store4<T>(out + off[u], v[u], nc[u], ov);
+				ark_mm_store4<T>(out + oo[u], v[u], nc[u], ov);
 			}
 		}
 	});

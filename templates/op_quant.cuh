@@ -198,7 +198,7 @@ __device__ __noinline__ void ark_mmq_stream(const ark_mm g, int m0, int m1, int 
 		for (int u = tid; u < MB * nb * (32 / VEC); u += ARK_THREADS) {
 			const int m = u / (nb * (32 / VEC)), r = u - m * (nb * (32 / VEC)), j = r / (32 / VEC), v = r - j * (32 / VEC);
 			float x[VEC];
-			const T *src = a + (size_t)(m0 + m) * g.K + kc0 + j * 32 + v * VEC;
+			const T *src = a + (size_t)(m0 + m) * g.astride + kc0 + j * 32 + v * VEC;
 			if (m < rows && avec) {
 				ark_unpack<T>(ark_ld16(src), x);
 			} else if (m < rows) { /* a view of a that starts off a 16-byte boundary */
@@ -449,7 +449,7 @@ __device__ __noinline__ void ark_mmq_mma(const ark_mm g, int m0, int m1, int n0,
 			float sum = 0.0f;
 			if (u < nb * rows * 4) {
 				const int kk = kc0 + 32 * j + 4 * t;
-				const T *src = a + (size_t)(m0 + r) * g.K + kk;
+				const T *src = a + (size_t)(m0 + r) * g.astride + kk;
 				float x[8];
 				if (a8) {
 					const uint2 lo = *reinterpret_cast<const uint2 *>(src), hi = *reinterpret_cast<const uint2 *>(src + 16);

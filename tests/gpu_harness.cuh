@@ -118,8 +118,8 @@ struct tcase {
 	uint64_t cursor = 256;
 
 	/* Adds a tensor at the next 256-byte boundary plus `skew` bytes, rows `pitch` bytes apart where
-	 * given (an input only: the bytes between rows stay poisoned); returns its index. An output is
-	 * left poisoned by upload and read back by download. */
+	 * given (the bytes between rows stay poisoned: an output's are checked as guards); returns its
+	 * index. An output is left poisoned by upload and read back by download. */
 	int add(const char *name, int dtype, std::vector<int64_t> shape, bool out, int skew = 0, uint64_t pitch = 0)
 	{
 		ark_tensor x;
@@ -248,19 +248,32 @@ static void launch(const ark_opp &p, const std::vector<ark_task> &tasks, const c
 /* Tensor i as the GPU left it into *got (when given), and whether its guards are intact. */
 static bool fetch(const tcase &c, int i, std::vector<unsigned char> *got)
 {
+	const ark_tensor &T = c.t[i];
 	unsigned char g[2][GUARD];
-	CUDA_CHECK(cudaMemcpy(g[0], g_arena + c.t[i].offset - GUARD, GUARD, cudaMemcpyDeviceToHost));
-	CUDA_CHECK(cudaMemcpy(g[1], g_arena + c.t[i].offset + ark_tensor_extent(&c.t[i]), GUARD, cudaMemcpyDeviceToHost));
+	CUDA_CHECK(cudaMemcpy(g[0], g_arena + T.offset - GUARD, GUARD, cudaMemcpyDeviceToHost));
+	CUDA_CHECK(cudaMemcpy(g[1], g_arena + T.offset + ark_tensor_extent(&T), GUARD, cudaMemcpyDeviceToHost));
+	bool intact = true;
 	if (got) {
-		if (got->size() < c.t[i].bytes)
-			got->resize(c.t[i].bytes);
-		CUDA_CHECK(cudaMemcpy(got->data(), g_arena + c.t[i].offset, c.t[i].bytes, cudaMemcpyDeviceToHost));
+		if (got->size() < T.bytes)
+			got->resize(T.bytes);
+		if (T.pitch) { /* rows at their pitch: the bytes between them are guards too */
+			const size_t row = (size_t)ark_row_bytes(T.dtype, T.shape[T.ndim - 1]), rows = T.bytes / row;
+			std::vector<unsigned char> img(ark_tensor_extent(&T));
+			CUDA_CHECK(cudaMemcpy(img.data(), g_arena + T.offset, img.size(), cudaMemcpyDeviceToHost));
+			for (size_t r = 0; r < rows; r++) {
+				memcpy(got->data() + r * row, img.data() + r * T.pitch, row);
+				for (size_t b = row; b < T.pitch; b++)
+					intact &= img[r * T.pitch + b] == 0xff;
+			}
+		} else {
+			CUDA_CHECK(cudaMemcpy(got->data(), g_arena + T.offset, T.bytes, cudaMemcpyDeviceToHost));
+		}
 	}
 	for (int s = 0; s < 2; s++)
 		for (int b = 0; b < GUARD; b++)
 			if (g[s][b] != 0xff)
 				return false;
-	return true;
+	return intact;
 }
 
 /* Downloads the outputs into their host buffers and checks every tensor's guards; returns false (with

@@ -144,27 +144,33 @@ static int pre_norm_ref(tcase &c, int dt, int64_t M, int64_t K, int ia, int ig)
 }
 
 /* out [M, N] = act(a [M, K] . b + bias) in tiles (tm, tn); splits > 1: MATMUL_PARTIAL over equal K
- * ranges (a multiple of kalign), then REDUCE in a second launch. pad: b's rows padded to whole 16-byte
- * vectors and one more (codegen/lower_pad.c), the padding poisoned (NaN). */
+ * ranges (a multiple of kalign), then REDUCE in a second launch. pad: rows padded to whole 16-byte
+ * vectors and one more (codegen/lower_pad.c), the padding poisoned (NaN) and, in out, checked
+ * untouched: b's (PAD_B), a's (PAD_A), out's (PAD_OUT). */
+enum { PAD_B = 1, PAD_A = 2, PAD_OUT = 4 };
 static void case_matmul(int dt, int64_t M, int64_t N, int64_t K, bool tb, bool bias, int act, int tm, int tn,
 			int splits = 1, int skew = 0, int64_t kalign = 8, bool residual = false, bool norm = false,
-			bool pad = false)
+			int pad = 0)
 {
-	char d[256];
+	char d[256], pd[32] = "";
+	if (pad)
+		snprintf(pd, sizeof pd, " padded%s%s%s", pad & PAD_A ? " a" : "", pad & PAD_B ? " b" : "",
+			 pad & PAD_OUT ? " out" : "");
 	snprintf(d, sizeof d, "matmul %s%s M=%lld N=%lld K=%lld%s%s act=%s%s tile %dx%d%s%s%s", dt_name[dt],
 		 norm ? " rmsnorm(a)" : "", (long long)M, (long long)N, (long long)K, tb ? " transpose_b" : "",
 		 bias ? " bias" : "", act_name(act), residual ? " + residual" : "", tm, tn, splits > 1 ? " split-K" : "",
-		 skew ? " misaligned" : "", pad ? " b padded" : "");
+		 skew ? " misaligned" : "", pd);
 	tcase c;
 	c.desc = d;
-	const int64_t brow = (tb ? K : N) * ark_dtype_size(dt);
-	int ia = c.add("a", dt, {M, K}, false, skew);
+	const int64_t es = ark_dtype_size(dt), brow = (tb ? K : N) * es;
+	auto padded = [](int64_t row) { return (uint64_t)(row / 16 + 1) * 16; };
+	int ia = c.add("a", dt, {M, K}, false, skew, pad & PAD_A ? padded(K * es) : 0);
 	int ib = c.add("b", dt, tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, false, 0,
-		       pad ? (uint64_t)(brow / 16 + 1) * 16 : 0);
+		       pad & PAD_B ? padded(brow) : 0);
 	int ibias = bias ? c.add("bias", dt, {N}, false) : -1;
 	int ires = residual ? c.add("residual", dt, {M, N}, false) : -1;
 	int ig = norm ? c.add("gamma", dt, {K}, false) : -1;
-	int io = c.add("out", dt, {M, N}, true);
+	int io = c.add("out", dt, {M, N}, true, 0, pad & PAD_OUT ? padded(N * es) : 0);
 	uint64_t ws = splits > 1 ? c.reserve((uint64_t)splits * M * N * 4) : 0;
 	upload(c, 1.0f);
 
@@ -179,8 +185,9 @@ static void case_matmul(int dt, int64_t M, int64_t N, int64_t K, bool tb, bool b
 	p.out = c.t[io].offset;
 	p.ws = ws;
 	p.M = M, p.N = N, p.K = K;
-	if (pad)
-		p.istride[0][0] = (int64_t)c.t[ib].pitch / ark_dtype_size(dt);
+	p.istride[0][0] = (int64_t)c.t[ib].pitch / es;
+	p.istride[0][1] = (int64_t)c.t[ia].pitch / es;
+	p.istride[0][2] = (int64_t)c.t[io].pitch / es;
 	std::vector<ark_task> tasks, red;
 	const int64_t kstep = splits > 1 ? ((K + splits - 1) / splits + kalign - 1) / kalign * kalign : K;
 	for (int64_t m0 = 0; m0 < M; m0 += tm)
@@ -1308,16 +1315,29 @@ static void cases_float(void)
 		case_matmul(dt, 97, 130, 518, false, true, ARK_OP_TANH, 64, 64);
 		/* b's rows padded (codegen/lower_pad.c): few rows stream b beside a's odd rows, mma and FMA
 		 * tiles take b as aligned rows (a odd, or aligned: the tile of whole vectors), split-K */
-		case_matmul(dt, 1, 777, 1001, true, false, ARK_ACT_NONE, 1, 64, 1, 0, 8, false, false, true);
-		case_matmul(dt, 8, 1001, 777, false, true, ARK_OP_SILU, 8, 64, 1, 0, 8, false, false, true);
-		case_matmul(dt, 5, 1993, 4049, true, true, ARK_OP_GELU, 5, 128, 3, 0, 8, false, false, true);
-		case_matmul(dt, 16, 331, 2049, false, false, ARK_ACT_NONE, 16, 128, 2, 0, 1, false, false, true);
-		case_matmul(dt, 32, 1993, 4049, true, false, ARK_ACT_NONE, 32, 32, 1, 0, 8, false, false, true);
-		case_matmul(dt, 64, 777, 1000, false, true, ARK_ACT_NONE, 64, 64, 1, 0, 8, false, false, true);
-		case_matmul(dt, 135, 129, 743, false, false, ARK_OP_RELU, 128, 128, 1, 0, 8, false, false, true);
-		case_matmul(dt, 97, 131, 517, true, true, ARK_ACT_NONE, 97, 16, 1, 0, 8, false, false, true);
-		case_matmul(dt, 296, 1453, 1453, true, false, ARK_ACT_NONE, 128, 64, 3, 0, 8, false, false, true);
-		case_matmul(dt, 64, 768, 768, true, true, ARK_ACT_NONE, 64, 64, 1, 0, 8, false, false, true);
+		case_matmul(dt, 1, 777, 1001, true, false, ARK_ACT_NONE, 1, 64, 1, 0, 8, false, false, PAD_B);
+		case_matmul(dt, 8, 1001, 777, false, true, ARK_OP_SILU, 8, 64, 1, 0, 8, false, false, PAD_B);
+		case_matmul(dt, 5, 1993, 4049, true, true, ARK_OP_GELU, 5, 128, 3, 0, 8, false, false, PAD_B);
+		case_matmul(dt, 16, 331, 2049, false, false, ARK_ACT_NONE, 16, 128, 2, 0, 1, false, false, PAD_B);
+		case_matmul(dt, 32, 1993, 4049, true, false, ARK_ACT_NONE, 32, 32, 1, 0, 8, false, false, PAD_B);
+		case_matmul(dt, 64, 777, 1000, false, true, ARK_ACT_NONE, 64, 64, 1, 0, 8, false, false, PAD_B);
+		case_matmul(dt, 135, 129, 743, false, false, ARK_OP_RELU, 128, 128, 1, 0, 8, false, false, PAD_B);
+		case_matmul(dt, 97, 131, 517, true, true, ARK_ACT_NONE, 97, 16, 1, 0, 8, false, false, PAD_B);
+		case_matmul(dt, 296, 1453, 1453, true, false, ARK_ACT_NONE, 128, 64, 3, 0, 8, false, false, PAD_B);
+		case_matmul(dt, 64, 768, 768, true, true, ARK_ACT_NONE, 64, 64, 1, 0, 8, false, false, PAD_B);
+		/* an activation of odd rows between two matmuls, padded (codegen/lower_pad.c): the first
+		 * writes it at its pitch (streaming, mma and FMA epilogues, split-K sums), the second reads it
+		 * as a (streaming, mma, FMA, the tile of whole vectors where every row is one) */
+		case_matmul(dt, 1, 1001, 777, false, true, ARK_OP_GELU, 1, 64, 1, 0, 8, false, false, PAD_OUT);
+		case_matmul(dt, 3, 777, 1001, true, false, ARK_ACT_NONE, 3, 64, 1, 0, 8, false, false, PAD_A | PAD_B);
+		case_matmul(dt, 8, 1001, 777, false, false, ARK_ACT_NONE, 8, 64, 1, 0, 8, false, false, PAD_A | PAD_B | PAD_OUT);
+		case_matmul(dt, 5, 1993, 4049, true, true, ARK_OP_SILU, 5, 128, 3, 0, 8, true, false, PAD_A | PAD_B | PAD_OUT);
+		case_matmul(dt, 135, 129, 743, false, false, ARK_OP_RELU, 128, 128, 1, 0, 8, false, false, PAD_A | PAD_OUT);
+		case_matmul(dt, 97, 131, 517, true, true, ARK_ACT_NONE, 97, 16, 1, 0, 8, true, false, PAD_A | PAD_B | PAD_OUT);
+		case_matmul(dt, 296, 1453, 1453, true, false, ARK_ACT_NONE, 128, 64, 3, 0, 8, false, false, PAD_A | PAD_B | PAD_OUT);
+		case_matmul(dt, 268, 89, 997, false, true, ARK_ACT_NONE, 128, 32, 1, 0, 8, false, false, PAD_B | PAD_OUT);
+		case_matmul(dt, 268, 1777, 89, false, false, ARK_ACT_NONE, 128, 128, 1, 0, 8, false, false, PAD_A | PAD_B);
+		case_matmul(dt, 40, 7, 8192, false, true, ARK_ACT_NONE, 40, 7, 5, 0, 8, false, false, PAD_A);
 
 		/* elementwise */
 		case_ew(dt, ARK_OP_ADD, {37, 1000}, {37, 1000}, 8, 1000);

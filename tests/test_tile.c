@@ -769,6 +769,37 @@ static void test_pad_weights(void **state)
 	done();
 }
 
+/* An activation of odd rows that one matmul's tiles write (its fused relu's output) and only matmuls
+ * read, as their a, gets rows padded (lower_pad.c); one an add reads too, or a model output, stays
+ * packed. The padded one's reader copies it as aligned rows: priced as aligned. */
+static void test_pad_activations(void **state)
+{
+	(void)state;
+	tile_text("{ name = \"x\"; shape = [268, 997]; role = \"input\"; },"
+		  "{ name = \"w1\"; shape = [997, 89]; role = \"weight\"; },"
+		  "{ name = \"w2\"; shape = [89, 1777]; role = \"weight\"; },"
+		  "{ name = \"w3\"; shape = [997, 89]; role = \"weight\"; },"
+		  "{ name = \"w4\"; shape = [89, 1777]; role = \"weight\"; },"
+		  "{ name = \"y\"; role = \"output\"; }, { name = \"z\"; role = \"output\"; },"
+		  "{ name = \"g2\"; role = \"output\"; }",
+		  "{ name = \"m1\"; op = \"matmul\"; in = [\"x\", \"w1\"]; out = \"h\"; },"
+		  "{ name = \"r1\"; op = \"relu\"; in = [\"h\"]; out = \"hr\"; },"
+		  "{ name = \"m2\"; op = \"matmul\"; in = [\"hr\", \"w2\"]; out = \"y\"; },"
+		  "{ name = \"m3\"; op = \"matmul\"; in = [\"x\", \"w3\"]; out = \"g\"; },"
+		  "{ name = \"a1\"; op = \"add\"; in = [\"g\", \"g\"]; out = \"g2\"; },"
+		  "{ name = \"m4\"; op = \"matmul\"; in = [\"g\", \"w4\"]; out = \"z\"; }");
+	assert_int_equal(s->per_op[op("m1")].out_tensor, tensor("hr")); /* the relu in m1's epilogue */
+	assert_int_equal(g->tensors[tensor("hr")].pitch, 92);
+	assert_int_equal(g->tensors[tensor("g")].pitch, 0); /* an add reads it too */
+	assert_int_equal(g->tensors[tensor("x")].pitch, 0);  /* a model input */
+	assert_int_equal(g->tensors[tensor("w2")].pitch, 1780);
+	/* m2's tiles (fp32, 268 rows: the FMA tile) read a and b as aligned rows, m4's a as odd ones */
+	const struct vcta *v2 = &s->v[s->per_op[op("m2")].first_vcta], *v4 = &s->v[s->per_op[op("m4")].first_vcta];
+	assert_true(tile_matmul_ffma(s, v2) && tile_matmul_ffma(s, v4));
+	assert_true(cost_vcta_us(s, v2, s->opt.calib, s->opt.gpu, 1) < cost_vcta_us(s, v4, s->opt.calib, s->opt.gpu, 1));
+	done();
+}
+
 /* A quantized matmul of more than ARK_MM_SMALL_M rows (a's leading dimensions folded) becomes a
  * dequantize op `<op>.b_dequant` into an activation [N, K] of a's dtype, right before the matmul in the
  * order, cut into DEQUANT tiles of whole rows that cover b once; the matmul reads that activation on
@@ -1015,6 +1046,7 @@ int main(void)
 		cmocka_unit_test(test_rows_act),
 		cmocka_unit_test(test_matmul_mma_layouts),
 		cmocka_unit_test(test_pad_weights),
+		cmocka_unit_test(test_pad_activations),
 		cmocka_unit_test(test_matmul_quant_rows),
 		cmocka_unit_test(test_attention_tiles),
 		cmocka_unit_test(test_decode_tiles),
