@@ -362,56 +362,69 @@ __device__ __noinline__ void ark_ew_chain_tile(const ark_opp &p, const ark_task 
 	const T *x = reinterpret_cast<const T *>(arena + p.in[0]);
 	T *o = reinterpret_cast<T *>(arena + p.out);
 	const uint32_t e0 = t.k0, e1 = t.k1;
-	/* the emitter keeps every tensor 256-byte aligned; a range start off a vector takes the scalar path */
-	const bool vec = e0 % VEC == 0 && ark_aligned16(x) && ark_aligned16(o);
+	/* the emitter keeps every tensor 256-byte aligned, so out's 16-byte vectors start at multiples of
+	 * VEC: the threads walk that grid from the vector holding e0, and the vectors that the range cuts
+	 * (its first and last) go element by element; a view that is not aligned goes all that way */
+	const bool vec = ark_aligned16(x) && ark_aligned16(o);
+	const uint32_t g0 = vec ? e0 / VEC * VEC : e0;
 	const ark_chain_step same = {0, 0.0f, 1, 0, 0, 0, 0, ARK_CHAIN_VEC};
-	for (uint32_t base = e0; base < e1; base += (uint32_t)U * VEC * ARK_THREADS) { /* uniform */
+	for (uint32_t base = g0; base < e1; base += (uint32_t)U * VEC * ARK_THREADS) { /* uniform */
 		/* element (u, j) of this thread: base + (u * ARK_THREADS + tid) * VEC + j */
 		const uint32_t mine = base + (uint32_t)tid * VEC, stride = (uint32_t)ARK_THREADS * VEC;
 		float v[U][VEC];
-		/* the operand's element that out's element e reads */
-		auto at = [](const ark_chain_step &st, uint32_t e) { return st.mod ? e / st.div % st.mod : e; };
-		/* raw: all U vectors requested at once (predicated loads, nothing uses them yet; a splat's one
-		 * element in q.x); expand: into fp32, with the elements past the range or off the vector grid
-		 * read one by one */
+		auto full = [&](uint32_t e) { return vec && e >= e0 && e + VEC <= e1; };
+		/* raw: all U vectors requested at once (loads nothing uses yet, so that they are in flight
+		 * while the step before computes): a 16-byte vector, a splat's one element in q.x, or the
+		 * VEC elements one by one (a row repeated whose length is not whole vectors, and the
+		 * range's cut vectors, whose elements past it read 0); expand: into fp32 */
 		auto raw = [&](const T *src, const ark_chain_step &st, uint4 (&q)[U]) {
 #pragma unroll
 			for (int u = 0; u < U; u++) {
 				const uint32_t e = mine + u * stride;
-				q[u] = make_uint4(0, 0, 0, 0);
-				if (vec && e + VEC <= e1) {
-					if (st.mode == ARK_CHAIN_VEC) {
-						q[u] = ark_ld16(src + (st.mod ? e % st.mod : e));
-					} else if (st.mode == ARK_CHAIN_SPLAT) {
-						const T s = src[at(st, e)];
-						memcpy(&q[u].x, &s, sizeof(T));
+				if (full(e) && st.mode == ARK_CHAIN_VEC) {
+					q[u] = ark_ld16(src + (st.mod ? e % st.mod : e));
+				} else if (full(e) && st.mode == ARK_CHAIN_SPLAT) {
+					q[u] = make_uint4(0, 0, 0, 0);
+					const T s = src[e / st.div % st.mod];
+					memcpy(&q[u].x, &s, sizeof(T));
+				} else {
+					T w[VEC];
+					/* the operand's element of out's element e + j: one division for the
+					 * vector where a row repeats (div 1, a row of VEC elements or more) */
+					const bool row = st.mod >= VEC && st.div == 1;
+					const uint32_t i0 = !st.mod ? e : row ? e % st.mod : 0;
+#pragma unroll
+					for (int j = 0; j < VEC; j++) {
+						const uint32_t ej = e + j;
+						uint32_t i = i0 + j;
+						if (row && i >= st.mod)
+							i -= st.mod;
+						else if (st.mod && !row)
+							i = ej / st.div % st.mod;
+						w[j] = ej >= e0 && ej < e1 ? src[i] : ark_from_f<T>(0.0f);
 					}
+					memcpy(&q[u], w, sizeof w);
 				}
 			}
 		};
-		auto expand = [&](const T *src, const ark_chain_step &st, const uint4 (&q)[U], float (&dst)[U][VEC]) {
+		auto expand = [&](const ark_chain_step &st, const uint4 (&q)[U], float (&dst)[U][VEC]) {
 #pragma unroll
 			for (int u = 0; u < U; u++) {
-				const uint32_t e = mine + u * stride;
-				if (vec && e + VEC <= e1 && st.mode == ARK_CHAIN_VEC) {
-					ark_unpack<T>(q[u], dst[u]);
-				} else if (vec && e + VEC <= e1 && st.mode == ARK_CHAIN_SPLAT) {
+				if (full(mine + u * stride) && st.mode == ARK_CHAIN_SPLAT) {
 					T s;
 					memcpy(&s, &q[u].x, sizeof(T));
 #pragma unroll
 					for (int j = 0; j < VEC; j++)
 						dst[u][j] = ark_to_f(s);
 				} else {
-#pragma unroll
-					for (int j = 0; j < VEC; j++)
-						dst[u][j] = e + j < e1 ? ark_to_f(src[at(st, e + j)]) : 0.0f;
+					ark_unpack<T>(q[u], dst[u]);
 				}
 			}
 		};
 		auto load = [&](const T *src, const ark_chain_step &st, float (&dst)[U][VEC]) {
 			uint4 q[U];
 			raw(src, st, q);
-			expand(src, st, q, dst);
+			expand(st, q, dst);
 		};
 		load(x, same, v);
 		for (int b0 = 0; b0 < n; b0 += ARK_CHAIN_BLOCK) { /* uniform */
@@ -453,19 +466,19 @@ __device__ __noinline__ void ark_ew_chain_tile(const ark_opp &p, const ark_task 
 				default: break;
 				}
 				if (more)
-					expand(src, nxt, qn, y);
+					expand(nxt, qn, y);
 				cur = nxt;
 			}
 		}
 #pragma unroll
 		for (int u = 0; u < U; u++) {
 			const uint32_t e = mine + u * stride;
-			if (vec && e + VEC <= e1) {
+			if (full(e)) {
 				ark_st16(o + e, ark_pack<T>(v[u]));
 			} else {
 #pragma unroll
 				for (int j = 0; j < VEC; j++)
-					if (e + j < e1)
+					if (e + j >= e0 && e + j < e1)
 						o[e + j] = ark_from_f<T>(v[u][j]);
 			}
 		}
