@@ -66,6 +66,10 @@
 #define ARK_SMEM_ELEMENTWISE 0          /* ELEMENTWISE, EW_CHAIN (op_elementwise.cuh) */
 #define ARK_SMEM_ROWS (ARK_THREADS / 32 * 4) /* SOFTMAX, LAYERNORM, RMSNORM, L2NORM: a float per warp (op_rows.cuh) */
 #define ARK_SMEM_COPY 0                 /* op_copy.cuh */
+/* STRIDED (op_view.cuh): a transposed box of at most ARK_STRIDED_BOX x ARK_STRIDED_BOX elements of 4
+ * bytes or less, its rows one longer */
+#define ARK_STRIDED_BOX 64
+#define ARK_SMEM_STRIDED (ARK_STRIDED_BOX * (ARK_STRIDED_BOX + 1) * 4)
 #define ARK_SMEM_COMM 0                 /* SUM, GATHER, SEND_LL, SUM_LL (op_comm.cuh) */
 #define ARK_SMEM_REDUCE_MEAN (2 * ARK_THREADS * 4) /* REDUCE_MEAN: a sum and a count per thread (op_reduce.cuh) */
 

@@ -66,8 +66,9 @@ enum ark_span {
 	R(X, ATTENTION, ark_tile_attention, ARK_SMEM_ATTENTION, ARK_SPAN_TILE, "attention")                        \
 	/* rows m0:m1 of out [M, N]: row r is row in[0][r] (int32 ids) of the table in[1] [K, N] */                \
 	R(X, EMBEDDING, ark_tile_embedding, 0, ARK_SPAN_ROWS, "embedding")                                         \
-	/* elements k0:k1 of out (ndim, oshape): out[i] = in[0][sum of i's indices times istride[0]] */             \
-	R(X, STRIDED, ark_tile_strided, 0, ARK_SPAN_ELEMS, "strided copy")                                         \
+	/* elements k0:k1 of out (ndim, oshape): out[i] = in[0][sum of i's indices times istride[0]]; a        \
+	 * transpose of the last two dimensions (opp.boxed): the box (m0:m1, n0:n1) of out's 2-D view */          \
+	R(X, STRIDED, ark_tile_strided, ARK_SMEM_STRIDED, ARK_SPAN_ELEMS, "strided copy")                          \
 	/* elements k0:k1 of the state out: assign's value in[1] copied (any dtype), advance's + K (int32) */    \
 	R(X, ASSIGN, ark_tile_assign, 0, ARK_SPAN_ELEMS, "state update")                                          \
 	/* rows m0:m1, cols n0:n1 of x in[1] -> rows pos + m of the cache out, pos = int32 at in[2] */          \
@@ -181,6 +182,12 @@ struct ark_opp {
 				* are padded, 0: packed */
 	uint64_t pre_in;  /* matmul with a prologue: its other input (ARK_PRE_RMSNORM: gamma [K]) */
 	uint16_t pre;     /* matmul: enum ark_pre, what its tiles apply to a's rows as they stage them */
+	uint16_t unit;    /* STRIDED: elements one copy moves (0 or 1: one; 2 to 16 bytes' worth); oshape's
+			   * last dimension, the other strides and K then count copies, the tasks' k0, k1
+			   * elements */
+	uint8_t boxed;    /* STRIDED: a transpose of the last two dimensions, copied by boxes of at most
+			   * ARK_STRIDED_BOX x ARK_STRIDED_BOX elements through shared memory (a task's
+			   * m0:m1, n0:n1: rows of out's 2-D view within one matrix, columns) */
 };
 /* A matmul's prologue (struct ark_opp.pre): an op fused into it on the side of a. */
 enum ark_pre {

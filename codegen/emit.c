@@ -376,25 +376,14 @@ static void opp_head(struct init *in, int kind, int dtype, unsigned flags, int a
 	init_field(in, ".peer = %d", peer);
 }
 
-/* A view op that copies (slice, transpose): out's shape into oshape, and for every dimension of out
- * the stride (elements) of the input element it reads; returns the element of the input out's first
- * element reads. */
-static int64_t strided_params(const struct graph *g, const struct op *o, int64_t *oshape, int64_t *istride)
+/* A STRIDED tile's index space and strides (view_copy_params) counted in copies of `unit` elements
+ * (view_copy_unit): its last dimension, the other strides and the first element divided by it. */
+static void copy_in_units(int nd, int unit, int64_t *oshape, int64_t ist[2][4], int64_t *k)
 {
-	const struct tensor *a = &g->tensors[o->in[0]], *T = &g->tensors[o->out[0]];
-	int64_t st[ARK_MAX_DIMS], n = 1;
-	for (int d = a->ndim - 1; d >= 0; d--)
-		st[d] = n, n *= a->shape[d];
-	memcpy(oshape, T->shape, sizeof(int64_t) * (size_t)T->ndim);
-	for (int d = 0; d < T->ndim; d++)
-		istride[d] = st[d];
-	if (o->kind == ARK_OP_TRANSPOSE) {
-		istride[o->dims[0]] = st[o->dims[1]];
-		istride[o->dims[1]] = st[o->dims[0]];
-		return 0;
-	}
-	ARK_ASSERT(o->kind == ARK_OP_SLICE);
-	return o->start * st[o->axis];
+	oshape[nd - 1] /= unit;
+	for (int d = 0; d < nd - 1; d++)
+		ist[0][d] /= unit, ist[1][d] /= unit;
+	*k /= unit;
 }
 
 /* Params of graph op oi, entry `index` of its GPU's table; extra_flags: ARK_OPP_CHAIN_IN1 for a chain
@@ -411,7 +400,7 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 	int64_t M = s->rows[outt], N = s->cols[outt], K = 0;
 	int64_t oshape[4] = {0}, ist[2][4] = {{0}};
 	double fval = 0;
-	int nd = 0;
+	int nd = 0, unit = 1; /* unit: a STRIDED tile's elements per copy */
 	if (o->kind == ARK_OP_MATMUL) {
 		K = s->cols[o->in[0]];
 		flags |= o->transpose_b ? ARK_OPP_TRANSPOSE_B : 0;
@@ -452,8 +441,10 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 		K = s->rows[o->in[1]]; /* V: ids outside 0..V-1 abort the iteration */
 	} else if (op_info[o->kind].flags & ARK_OPF_VIEW) {
 		ARK_ASSERT(o->copied);
-		K = strided_params(g, o, oshape, ist[0]);
-		nd = T->ndim;
+		int64_t at;
+		nd = view_copy_params(g, o, 0, oshape, ist, &K, &at);
+		unit = view_copy_unit(g, o, 0);
+		copy_in_units(nd, unit, oshape, ist, &K);
 	}
 	int dtype = T->dtype;
 	char posf[160] = ""; /* rope, decode_attention: istride[0] = {pos's offset, ...} */
@@ -479,12 +470,6 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 		tile_reduce_view(g, o, rview);
 		M = rview[0] * rview[2], N = rview[3], K = rview[1];
 		flags |= o->n_in > 1 ? ARK_OPP_MASK : 0;
-	} else if (o->kind == ARK_OP_EMBEDDING) {
-		K = s->rows[o->in[1]]; /* V: ids outside 0..V-1 abort the iteration */
-	} else if (op_info[o->kind].flags & ARK_OPF_VIEW) {
-		ARK_ASSERT(o->copied);
-		K = strided_params(g, o, oshape, ist[0]);
-		nd = T->ndim;
 	}
 	char c1[256], c2[1024];
 	out(e->f, "\t/* %d: %s%s: %s (%s:%d)", index, extra_flags & ARK_OPP_CHAIN_IN1 ? "chained value in[1]: " : "",
@@ -549,6 +534,10 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 	if (o->kind == ARK_OP_REDUCE_MEAN) {
 		init_field(&in, ".oshape = %s", i64_list(c1, sizeof c1, rview, 4));
 	}
+	if (unit > 1)
+		init_field(&in, ".unit = %d", unit);
+	if ((op_info[o->kind].flags & ARK_OPF_VIEW) && view_copy_boxed(g, o))
+		init_field(&in, ".boxed = 1");
 	if (o->kind == ARK_OP_MATMUL) { /* rows of b, a, out padded (lower_pad.c) */
 		const int at = pl->pre_op >= 0 ? g->ops[pl->pre_op].in[0] : o->in[0];
 		const int64_t pb = g->tensors[o->in[1]].pitch, pa = g->tensors[at].pitch, po = g->tensors[outt].pitch;
@@ -668,16 +657,12 @@ static void emit_concat_copy_opp(const struct emitter *e, int oi, int index)
 	const struct graph *g = e->g;
 	const struct op *o = &g->ops[oi];
 	const struct tensor *T = &g->tensors[o->out[0]];
-	int64_t ost[ARK_MAX_DIMS], n = 1, at = 0;
-	for (int d = T->ndim - 1; d >= 0; d--)
-		ost[d] = n, n *= T->shape[d];
 	for (int j = 0; j < o->n_in; j++) {
 		const struct tensor *X = &g->tensors[o->in[j]];
-		int64_t ist[ARK_MAX_DIMS];
-		n = 1;
-		for (int d = X->ndim - 1; d >= 0; d--)
-			ist[d] = n, n *= X->shape[d];
-		char c1[256], c2[1024], c3[256], l1[160], l2[160], sh[160];
+		int64_t sh[4], ist[2][4], k, at;
+		const int nd = view_copy_params(g, o, j, sh, ist, &k, &at), unit = view_copy_unit(g, o, j);
+		copy_in_units(nd, unit, sh, ist, &k);
+		char c1[256], c2[1024], c3[256], l1[160], l2[160], l3[160];
 		out(e->f, "\t/* %d: %s: concat (%s:%d), copy of input %d, %s */\n", index + j, c_comment_text(c1, sizeof c1, o->name),
 		    c_comment_text(c2, sizeof c2, g->file), o->line, j, c_comment_text(c3, sizeof c3, X->name));
 		struct init in;
@@ -686,16 +671,17 @@ static void emit_concat_copy_opp(const struct emitter *e, int oi, int index)
 		init_field(&in, ".in = {%s}", offset_of(e, o->in[j]));
 		if (at)
 			init_field(&in, ".out = %s + %" PRIu64 "u", offset_of(e, o->out[0]),
-				   (uint64_t)(at * ost[o->axis] * ark_dtype_size(T->dtype)));
+				   (uint64_t)(at * ark_dtype_size(T->dtype)));
 		else
 			init_field(&in, ".out = %s", offset_of(e, o->out[0]));
 		init_field(&in, ".M = %" PRId64, e->s->rows[o->in[j]]);
 		init_field(&in, ".N = %" PRId64, e->s->cols[o->in[j]]);
-		init_field(&in, ".ndim = %d", T->ndim);
-		init_field(&in, ".oshape = %s", i64_list(sh, sizeof sh, X->shape, X->ndim));
-		init_field(&in, ".istride = {%s, %s}", i64_list(l1, sizeof l1, ist, X->ndim), i64_list(l2, sizeof l2, ost, T->ndim));
+		init_field(&in, ".ndim = %d", nd);
+		init_field(&in, ".oshape = %s", i64_list(l3, sizeof l3, sh, nd));
+		init_field(&in, ".istride = {%s, %s}", i64_list(l1, sizeof l1, ist[0], nd), i64_list(l2, sizeof l2, ist[1], nd));
+		if (unit > 1)
+			init_field(&in, ".unit = %d", unit);
 		init_end(&in);
-		at += X->shape[o->axis];
 	}
 }
 
@@ -738,7 +724,12 @@ static const char *span_str(char *buf, size_t n, const struct vcta *t)
 		snprintf(buf, n, " rows %u:%u cols %u:%u k %u:%u", t->m0, t->m1, t->n0, t->n1, t->k0, t->k1);
 		break;
 	case ARK_SPAN_ROWS: snprintf(buf, n, " rows %u:%u", t->m0, t->m1); break;
-	case ARK_SPAN_ELEMS: snprintf(buf, n, " elements %u:%u", t->k0, t->k1); break;
+	case ARK_SPAN_ELEMS: /* or a box (a transposing STRIDED tile) */
+		if (t->k1 > t->k0 || t->m1 == t->m0)
+			snprintf(buf, n, " elements %u:%u", t->k0, t->k1);
+		else
+			snprintf(buf, n, " rows %u:%u cols %u:%u", t->m0, t->m1, t->n0, t->n1);
+		break;
 	case ARK_SPAN_NONE: buf[0] = 0; break;
 	}
 	return buf;

@@ -722,8 +722,27 @@ static void tile_strided(struct tiling *s, int oi)
 	int64_t chunk = cdiv(cdiv(E, T), 8) * 8;
 	pl->tm = 1;
 	pl->tn = (int)imin(chunk, INT32_MAX);
+	if (view_copy_boxed(g, o)) { /* boxes of out's [rows, C], rows within one of its matrices [J, C] */
+		const int64_t J = g->tensors[out].shape[g->tensors[out].ndim - 2], B = ARK_STRIDED_BOX;
+		pl->tm = (int)imin(B, J), pl->tn = (int)imin(B, C);
+		for (int64_t r = 0; r < s->rows[out]; r += J)
+			for (int64_t j0 = 0; j0 < J; j0 += B)
+				for (int64_t c0 = 0; c0 < C; c0 += B) {
+					const int64_t j1 = imin(J, j0 + B), c1 = imin(C, c0 + B);
+					struct vcta *v = tiling_new_vcta(s, oi, oi, ARK_T_STRIDED);
+					v->m0 = (uint32_t)(r + j0), v->m1 = (uint32_t)(r + j1);
+					v->n0 = (uint32_t)c0, v->n1 = (uint32_t)c1;
+					/* the input [.., C, J]: rows c0:c1 of the same matrix, columns j0:j1 */
+					vcta_add_read(v, in, r / J * C + c0, r / J * C + c1, j0, j1);
+					v->write = (struct region){out, r + j0, r + j1, c0, c1};
+					v->bytes = (double)(2 * es * (j1 - j0) * (c1 - c0));
+				}
+		return;
+	}
+	const int64_t unit = view_copy_unit(g, o, 0); /* divides C, and chunk (a multiple of 8): so the ranges */
 	for (int64_t e0 = 0, e1; e0 < E; e0 = e1) {
 		e1 = range_end(e0, E, C, chunk);
+		ARK_ASSERT(e0 % unit == 0 && e1 % unit == 0);
 		struct vcta *v = tiling_new_vcta(s, oi, oi, ARK_T_STRIDED);
 		v->k0 = (uint32_t)e0, v->k1 = (uint32_t)e1;
 		const struct region box = range_box(out, e0, e1, C);
@@ -756,12 +775,13 @@ static void tile_concat_copy(struct tiling *s, int oi)
 		int64_t nt = imax(1, imin(s->opt.sms, cdiv(E, 4096)));
 		int64_t chunk = cdiv(cdiv(E, nt), 8) * 8;
 		pl->tn = (int)imin(chunk, INT32_MAX);
-		const int64_t ci = s->cols[in];
+		const int64_t ci = s->cols[in], unit = view_copy_unit(g, o, j);
 		for (int64_t e0 = 0, e1; e0 < E; e0 = e1) {
 			/* ranges of whole rows of the input, or pieces of one: a row of it lies in one row of
 			 * out, so that the boxes of one input's ranges never overlap (boxes rounded out to
-			 * whole rows chained each range to the one before) */
+			 * whole rows chained each range to the one before); unit divides ci and chunk */
 			e1 = range_end(e0, E, ci, chunk);
+			ARK_ASSERT(e0 % unit == 0 && e1 % unit == 0);
 			struct vcta *v = tiling_new_vcta(s, oi, oi, ARK_T_STRIDED);
 			v->part = j;
 			v->k0 = (uint32_t)e0, v->k1 = (uint32_t)e1;

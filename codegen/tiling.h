@@ -162,6 +162,20 @@ int deps_build(struct tiling *s);   /* hazards from regions (and reused memory),
  * of views inside their bases (the end of mem_plan). */
 void view_regions(struct tiling *s);
 void view_offsets(struct tiling *s);
+/* A view op that copies (slice, transpose), or input `part` of a concat that copies, as a STRIDED
+ * tile copies it (templates/op_view.cuh): the index space oshape (returns its dimensions), for each
+ * dimension the stride in elements of the input element it reads (ist[0]) and, for a concat, of the
+ * out element it goes to (ist[1]; else 0s); *k: the input element the first reads, *at: the element
+ * of out the first goes to. */
+int view_copy_params(const struct graph *g, const struct op *o, int part, int64_t oshape[4], int64_t ist[2][4],
+		     int64_t *k, int64_t *at);
+/* The elements such a tile moves in one copy: the most (16 bytes at most, a power of two) that the
+ * last dimension holds whole, where that dimension stays contiguous on both sides and every other
+ * stride and both first elements are multiples of it; 1 where the last dimension moves. */
+int view_copy_unit(const struct graph *g, const struct op *o, int part);
+/* Whether such a tile copies boxes (rows, columns of out's 2-D view) through shared memory: a
+ * transpose of the last two dimensions, of elements of 4 bytes or less (ark_opp.boxed). */
+int view_copy_boxed(const struct graph *g, const struct op *o);
 /* After tile_graph: the vCTAs' costs in the DAG view from a calibration table (cost.c), on gpu (its
  * figures with the table's protocol costs, calib_gpu). */
 struct calib_table;

@@ -81,8 +81,11 @@ void ark_task_label(const struct ark_model *m, int g, int ti, char *buf, size_t 
 	case ARK_SPAN_ROWS:
 		snprintf(buf, size, "%s%s rows %u:%u", who, tmpl, t->m0, t->m1);
 		break;
-	case ARK_SPAN_ELEMS:
-		snprintf(buf, size, "%s%s [%u:%u]", who, tmpl, t->k0, t->k1);
+	case ARK_SPAN_ELEMS: /* or a box (a transposing STRIDED tile) */
+		if (t->k1 > t->k0 || t->m1 == t->m0)
+			snprintf(buf, size, "%s%s [%u:%u]", who, tmpl, t->k0, t->k1);
+		else
+			snprintf(buf, size, "%s%s (%u:%u, %u:%u)", who, tmpl, t->m0, t->m1, t->n0, t->n1);
 		break;
 	case ARK_SPAN_NONE:
 		snprintf(buf, size, "%s%s", who, tmpl);

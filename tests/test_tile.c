@@ -580,8 +580,10 @@ static void test_ranges_apart(void **state)
 		int64_t elems = 0;
 		for (int i = pl->first_vcta; i < pl->first_vcta + pl->n_vcta; i++) {
 			const struct region *a = &s->v[i].write;
-			elems += (int64_t)(s->v[i].k1 - s->v[i].k0);
-			assert_int_equal((a->r1 - a->r0) * (a->c1 - a->c0), s->v[i].k1 - s->v[i].k0); /* an exact box */
+			/* elements k0:k1, or (the transpose's boxes) none but the box's */
+			const int64_t n = s->v[i].k1 > s->v[i].k0 ? s->v[i].k1 - s->v[i].k0 : (a->r1 - a->r0) * (a->c1 - a->c0);
+			elems += n;
+			assert_int_equal((a->r1 - a->r0) * (a->c1 - a->c0), n); /* an exact box */
 			for (int j = pl->first_vcta; j < i; j++) {
 				const struct region *b = &s->v[j].write;
 				assert_false(a->r0 < b->r1 && b->r0 < a->r1 && a->c0 < b->c1 && b->c0 < a->c1);
@@ -589,6 +591,50 @@ static void test_ranges_apart(void **state)
 		}
 		assert_int_equal(elems, 136 * 1163);
 	}
+	done();
+}
+
+/* Copying views: a transpose of the last two dimensions by boxes (within one matrix, each reading the
+ * exact box of the input, together covering the output once); copies of 16 bytes where the last
+ * dimension stays whole and contiguous, fewer where its length or an offset says so; one element
+ * where the last dimension moves elsewhere. */
+static void test_copy_units(void **state)
+{
+	(void)state;
+	tile_text("{ name = \"b\"; shape = [3, 70, 129]; role = \"input\"; dtype = \"bf16\"; },"
+		  "{ name = \"d\"; shape = [4, 6, 64]; role = \"input\"; },"
+		  "{ name = \"e\"; shape = [5, 40, 12]; role = \"input\"; },"
+		  "{ name = \"f\"; shape = [6, 30, 3]; role = \"input\"; },"
+		  "{ name = \"k\"; shape = [5, 3, 8]; role = \"input\"; },"
+		  "{ name = \"yb\"; role = \"output\"; dtype = \"bf16\"; }, { name = \"yd\"; role = \"output\"; },"
+		  "{ name = \"ye\"; role = \"output\"; }, { name = \"yf\"; role = \"output\"; },"
+		  "{ name = \"yk\"; role = \"output\"; }",
+		  "{ name = \"tb\"; op = \"transpose\"; in = [\"b\"]; dims = [2, 1]; copy = true; out = \"yb\"; },"
+		  "{ name = \"td\"; op = \"transpose\"; in = [\"d\"]; dims = [0, 1]; copy = true; out = \"yd\"; },"
+		  "{ name = \"se\"; op = \"slice\"; in = [\"e\"]; axis = 1; start = 3; end = 35; copy = true; out = \"ye\"; },"
+		  "{ name = \"sf\"; op = \"slice\"; in = [\"f\"]; axis = 1; start = 1; end = 20; copy = true; out = \"yf\"; },"
+		  "{ name = \"tk\"; op = \"transpose\"; in = [\"k\"]; dims = [0, 2]; copy = true; out = \"yk\"; }");
+	const struct graph *gr = s->g;
+	assert_true(view_copy_boxed(gr, &gr->ops[op("tb")]));
+	const struct op_tiling *pl = &s->per_op[op("tb")];
+	int64_t elems = 0;
+	for (int i = pl->first_vcta; i < pl->first_vcta + pl->n_vcta; i++) {
+		const struct vcta *v = &s->v[i];
+		assert_int_equal(v->m0 / 129, (v->m1 - 1) / 129); /* out [3 x 129, 70]: rows of one matrix */
+		assert_true(v->m1 - v->m0 <= ARK_STRIDED_BOX && v->n1 - v->n0 <= ARK_STRIDED_BOX);
+		const struct region *rd = &v->reads[0]; /* b [3 x 70, 129]: columns m0:m1, rows n0:n1 of the matrix */
+		assert_int_equal(rd->r0, v->m0 / 129 * 70 + v->n0);
+		assert_int_equal(rd->r1, v->m0 / 129 * 70 + v->n1);
+		assert_int_equal(rd->c0, v->m0 % 129);
+		assert_int_equal(rd->c1, (v->m1 - 1) % 129 + 1);
+		elems += (int64_t)(v->m1 - v->m0) * (v->n1 - v->n0);
+	}
+	assert_int_equal(elems, 3 * 70 * 129);
+	assert_int_equal(view_copy_unit(gr, &gr->ops[op("td")], 0), 4);  /* fp32 rows of 64: 16 bytes */
+	assert_int_equal(view_copy_unit(gr, &gr->ops[op("se")], 0), 4);  /* rows of 12 from row 3: 16 bytes */
+	assert_int_equal(view_copy_unit(gr, &gr->ops[op("sf")], 0), 1);  /* rows of 3 */
+	assert_int_equal(view_copy_unit(gr, &gr->ops[op("tk")], 0), 1);  /* the last dimension moves */
+	assert_false(view_copy_boxed(gr, &gr->ops[op("tk")]));
 	done();
 }
 
@@ -1042,6 +1088,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_few_rows),
 		cmocka_unit_test(test_matmul_one_wave),
 		cmocka_unit_test(test_ranges_apart),
+		cmocka_unit_test(test_copy_units),
 		cmocka_unit_test(test_concat_ranges),
 		cmocka_unit_test(test_rows_act),
 		cmocka_unit_test(test_matmul_mma_layouts),
