@@ -5,7 +5,7 @@
 CC        ?= gcc
 CUDA_HOME ?= /usr/local/cuda
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
-ARCH      ?= sm_90
+ARCH      ?= sm_90a
 # The virtual architecture that matches ARCH: sm_90 -> compute_90, sm_90a -> compute_90a.
 GENCODE   := -gencode arch=compute_$(patsubst sm_%,%,$(ARCH)),code=$(ARCH)
 PREFIX    ?= /usr/local

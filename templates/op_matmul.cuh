@@ -8,6 +8,9 @@
  *  stream_kn / stream_nk  rows <= ARK_MM_SMALL_M, b 16-byte aligned: b's tile is streamed once with
  *                         16-byte cp.async into a per-thread ring in shared memory (many loads in
  *                         flight, no barrier in the loop), a's rows staged in shared memory, fp32 FMA.
+ *  wgmma                  fp16/bf16 on sm_90a, b [N, K], 16-byte aligned rows, tiles of more than 32
+ *                         rows and columns: swizzled cp.async stages, Hopper's warpgroup MMA
+ *                         (op_wgmma.cuh).
  *  mma                    fp16/bf16, rows > ARK_MM_SMALL_M, any K, N, alignment: stages shaped to the
  *                         tile (up to 128 x 128), as many as shared memory holds (up to 8), warps
  *                         splitting k when the tile is small (rows not 16-byte aligned copied 4
@@ -1361,9 +1364,21 @@ __device__ __noinline__ void ark_mm_ffma(const ark_mm g, int m0, int m1, int n0,
 /* The tile of shared-memory stages of T (the tensor cores for 2-byte types, ark_mm_ffma for fp32),
  * built for b's layout and for whether both operands' rows are 16-byte aligned (STG false: 16-byte
  * cp.async only; the k loop checks the same per operand, ark_mm_kloop). */
+#include "op_wgmma.cuh" /* ark_mm_wgmma: needs ark_mm_ring and ark_mm_epilogue above */
+
 template <typename T, bool TB, bool STG>
 __device__ __forceinline__ void ark_mm_staged_t(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
+#if ARK_MM_WGMMA
+	/* aligned 16-bit operands, b [N, K], a tile of more than 32 rows and columns and two stages of k
+	 * at least: Hopper's warpgroup MMA (op_wgmma.cuh) */
+	if constexpr (sizeof(T) == 2 && TB && !STG && ARK_THREADS == 256) {
+		if (m1 - m0 > 32 && n1 - n0 > 32 && k1 - k0 >= 128) {
+			ark_mm_wgmma<T>(g, m0, m1, n0, n1, k0, k1, smem);
+			return;
+		}
+	}
+#endif
 	if constexpr (sizeof(T) == 2)
 		ark_mm_mma<T, TB, STG>(g, m0, m1, n0, n1, k0, k1, smem);
 	else
