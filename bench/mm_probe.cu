@@ -129,7 +129,7 @@ template <typename T> static void probe(cublasHandle_t h, const shape &s)
 		ark_mm g = {};
 		g.a = (const char *)a, g.b = (const char *)b, g.out = (char *)c;
 		g.M = s.M, g.N = s.N, g.K = s.K, g.tb = s.tb, g.act = ARK_ACT_NONE;
-		g.bstride = s.tb ? s.K : s.N;
+		g.bstride = s.tb ? s.K : s.N, g.astride = s.K, g.ostride = s.N; /* rows packed */
 		const dim3 grid((s.N + t[1] - 1) / t[1], (s.M + t[0] - 1) / t[0]);
 		CK(cudaMemset(c, 0xff, nc * sizeof(T))); /* NaN: a tile that writes nothing shows */
 		auto run = [&] { tiles_kernel<T><<<grid, ARK_THREADS, ARK_SMEM_BYTES>>>(g, t[0], t[1]); };
