@@ -19,6 +19,7 @@
 //   build/bench/calibrate [-o FILE] [-r REPS]     (make calibrate; FILE: bench/calib/<gpu>.txt)
 #include <cuda_runtime.h>
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,18 +337,65 @@ static std::string default_output(const char *gpu)
 	return "bench/calib/" + s + ".txt";
 }
 
+/* Whether this build has the tiles of dtype dt: `make calibrate-split` builds one binary a dtype
+ * (ARK_TILES_FP16, _BF16, _FP32), as ptxas needs more memory for all three in one kernel with sm_90a
+ * than a small build machine has; each measures its own points, and -a joins the tables. */
+static bool dtype_built(int dt)
+{
+	return dt == ARK_FP16 ? ARK_TILES_FP16 : dt == ARK_BF16 ? ARK_TILES_BF16 : ARK_TILES_FP32;
+}
+
+/* -a: appends to body the tile points of the table at path (lines that start with a template's
+ * name; its header and protocol lines are this run's to measure), and takes its copy points into
+ * the bandwidths as this run's own. */
+static int append_points(const char *path, std::string &body, double &sm_gbps, double &dram_gbps)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "calibrate: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	char line[256];
+	int added = 0;
+	while (fgets(line, sizeof line, f)) {
+		char tmpl[32], dt[8];
+		int m, n, k;
+		double us[2];
+		if (sscanf(line, "%31s %7s %*s %d %d %d %lf %lf", tmpl, dt, &m, &n, &k, &us[0], &us[1]) != 7)
+			continue;
+		int known = 0;
+		for (int t = 0; t <= ARK_T_COPY; t++)
+			known |= !strcmp(tmpl, tmpl_lower(t));
+		if (!known)
+			continue;
+		body += line;
+		added++;
+		if (!strcmp(tmpl, "copy")) {
+			const double bytes = 2.0 * (strcmp(dt, "fp32") ? 2 : 4) * n;
+			sm_gbps = std::max(sm_gbps, bytes / us[0] * 1e-3);
+			dram_gbps = std::max(dram_gbps, bytes * g_sms / us[1] * 1e-3);
+		}
+	}
+	fclose(f);
+	fprintf(stderr, "calibrate: %d points from %s\n", added, path);
+	return added > 0 ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
-	std::string out;
+	std::string out, add;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-o") && i + 1 < argc)
 			out = argv[++i];
+		else if (!strcmp(argv[i], "-a") && i + 1 < argc)
+			add = argv[++i];
 		else if (!strcmp(argv[i], "-r") && i + 1 < argc && atoi(argv[i + 1]) > 0)
 			g_reps = atoi(argv[++i]);
 		else {
-			fprintf(stderr, "usage: calibrate [-o FILE] [-r REPS]\n"
+			fprintf(stderr, "usage: calibrate [-o FILE] [-r REPS] [-a TABLE]\n"
 					"measures the tile templates and the loop kernel's protocol on GPU 0 and writes\n"
-					"the calibration table arkgen --gpu FILE reads (default FILE: bench/calib/<gpu>.txt)\n");
+					"the calibration table arkgen --gpu FILE reads (default FILE: bench/calib/<gpu>.txt);\n"
+					"-a: the tile points of TABLE (written by a build of other dtypes) join this one's\n");
 			return 2;
 		}
 	}
@@ -389,9 +437,14 @@ int main(int argc, char **argv)
 	std::string body;
 	double sm_gbps = 0, dram_gbps = 0;
 	int skipped = 0;
+	int other = 0;
 	for (int i = 0; i < n; i++) {
 		const calib_gpoint &p = pts[i];
 		double us[2];
+		if (!dtype_built(p.dtype)) { /* measured by another build (-a) */
+			other++;
+			continue;
+		}
 		if (measure_point(p, us) < 0) {
 			skipped++;
 			continue;
@@ -408,6 +461,11 @@ int main(int argc, char **argv)
 		if (i % 100 == 99)
 			fprintf(stderr, "calibrate: %d of %d points, %.0f s\n", i + 1, n, (now_us() - t_start) * 1e-6);
 	}
+	if (!add.empty() && append_points(add.c_str(), body, sm_gbps, dram_gbps) < 0)
+		return 1;
+	if (other)
+		fprintf(stderr, "calibrate: %d points of dtypes this build leaves out%s\n", other,
+			add.empty() ? " (none given with -a: the table lacks them)" : ", from -a");
 	struct protocol proto;
 	measure_protocol(&proto);
 	struct launches launch;
