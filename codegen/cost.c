@@ -73,11 +73,13 @@ static int query_of(const struct tiling *s, const struct vcta *v, struct calib_q
 	case ARK_T_EW_CHAIN:
 		q->m = 1, q->n = v->k1 - v->k0, q->k = pl->chain_len;
 		break;
-	case ARK_T_STRIDED: /* boxes, and copies of 8 bytes or more: priced as the copy tile (op_view.cuh) */
-		if (view_copy_boxed(g, o) || view_copy_unit(g, o, v->part) * ark_dtype_size(g->tensors[out].dtype) >= 8)
+	case ARK_T_STRIDED: { /* boxes, and copies of 8 bytes or more: priced as the copy tile (op_view.cuh) */
+		const int boxed = view_copy_boxed(g, o);
+		if (boxed || view_copy_unit(g, o, v->part) * ark_dtype_size(g->tensors[out].dtype) >= 8)
 			q->tmpl = ARK_T_COPY;
-		q->m = 1, q->n = view_copy_boxed(g, o) ? (v->m1 - v->m0) * (v->n1 - v->n0) : v->k1 - v->k0;
+		q->m = 1, q->n = boxed ? (v->m1 - v->m0) * (v->n1 - v->n0) : v->k1 - v->k0;
 		break;
+	}
 	case ARK_T_COPY:
 		q->m = 1, q->n = v->k1 - v->k0;
 		break;

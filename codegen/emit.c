@@ -400,7 +400,7 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 	int64_t M = s->rows[outt], N = s->cols[outt], K = 0;
 	int64_t oshape[4] = {0}, ist[2][4] = {{0}};
 	double fval = 0;
-	int nd = 0, unit = 1; /* unit: a STRIDED tile's elements per copy */
+	int nd = 0, unit = 1, boxed = 0; /* a STRIDED tile's elements per copy, and whether it copies boxes */
 	if (o->kind == ARK_OP_MATMUL) {
 		K = s->cols[o->in[0]];
 		flags |= o->transpose_b ? ARK_OPP_TRANSPOSE_B : 0;
@@ -444,6 +444,7 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 		int64_t at;
 		nd = view_copy_params(g, o, 0, oshape, ist, &K, &at);
 		unit = view_copy_unit(g, o, 0);
+		boxed = view_copy_boxed(g, o);
 		copy_in_units(nd, unit, oshape, ist, &K);
 	}
 	int dtype = T->dtype;
@@ -536,7 +537,7 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 	}
 	if (unit > 1)
 		init_field(&in, ".unit = %d", unit);
-	if ((op_info[o->kind].flags & ARK_OPF_VIEW) && view_copy_boxed(g, o))
+	if (boxed)
 		init_field(&in, ".boxed = 1");
 	if (o->kind == ARK_OP_MATMUL) { /* rows of b, a, out padded (lower_pad.c) */
 		const int at = pl->pre_op >= 0 ? g->ops[pl->pre_op].in[0] : o->in[0];

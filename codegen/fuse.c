@@ -2,8 +2,9 @@
  * activations run in the epilogue of the matmul before them, on the sums of an all_reduce or as a
  * softmax or norm stores its rows, a residual add in the epilogue of the matmul whose result it adds,
  * an rmsnorm in the staging of a of the small quantized matmuls that read it, and chains of
- * elementwise ops run as one vCTA per range of elements. A fused op gets no vCTAs of its own (fused_into); the op that computes it records
- * what it took over (act, residual, pre_op, out_tensor, chain_*). */
+ * elementwise ops run as one vCTA per range of elements. A fused op gets no vCTAs of its own
+ * (fused_into); the op that computes it records what it took over (act, residual, pre_op,
+ * out_tensor, chain_*). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,10 +1,11 @@
 /* lower_pad.c: weights, and activations only matmuls write and read, whose rows are not whole
- * 16-byte vectors, laid out with rows padded to whole vectors. A matmul's tiles read b as 16-byte vectors only where its rows start on 16 bytes: with b
- * [N, K] of K = 4049 fp16 elements (8098 bytes) or b [K, N] of odd N, few-row tiles cannot stream b
- * and the tensor cores' tiles shift every vector into place in shared memory (templates/op_matmul.cuh,
- * ark_mm_kloop), 2-3x the time of aligned rows (bench/NOTES.md). A weight is the matmul's to lay out:
- * the runtime writes it into the arena row by row (runtime/session.c), so padding its rows costs
- * nothing per iteration. */
+ * 16-byte vectors, laid out with rows padded to whole vectors. A matmul's tiles read an operand as
+ * 16-byte vectors only where its rows start on 16 bytes: with b [N, K] of K = 4049 fp16 elements
+ * (8098 bytes) or b [K, N] of odd N, few-row tiles cannot stream b and the tensor cores' tiles shift
+ * every vector into place in shared memory (templates/op_matmul.cuh, ark_mm_kloop), 2-3x the time of
+ * aligned rows (bench/NOTES.md). A weight is the matmul's to lay out: the runtime spaces its rows
+ * out as it copies it into the arena (runtime/session.c, tensor_copy), so padding them costs nothing
+ * per iteration. */
 #include <stdlib.h>
 
 #include "ark_model.h"
@@ -16,13 +17,16 @@
  * a tile streams, and such a weight is small. */
 #define PAD_MIN_ROW 128
 
-/* Whether T's rows (its last dimension) are worth padding: 2- or 4-byte elements, rows not whole
- * 16-byte vectors, at least PAD_MIN_ROW bytes. */
-static int pad_worth(const struct tensor *T)
+/* Pads T's rows (its last dimension) to whole 16-byte vectors (pitch) where that is worth it: 2- or
+ * 4-byte elements, rows not whole vectors, at least PAD_MIN_ROW bytes. Returns whether it did. */
+static int pad_rows(struct tensor *T)
 {
 	const int64_t es = ark_dtype_size(T->dtype), cols = T->ndim ? T->shape[T->ndim - 1] : 0;
-	return T->ndim >= 2 && !ark_dtype_quantized(T->dtype) && (es == 2 || es == 4) && (cols * es) % 16 != 0 &&
-	       cols * es >= PAD_MIN_ROW;
+	if (T->ndim < 2 || ark_dtype_quantized(T->dtype) || (es != 2 && es != 4) || (cols * es) % 16 == 0 ||
+	    cols * es < PAD_MIN_ROW)
+		return 0;
+	T->pitch = (cols * es + 15) / 16 * 16 / es;
+	return 1;
 }
 
 int graph_pad_weights(struct graph *g)
@@ -42,11 +46,8 @@ int graph_pad_weights(struct graph *g)
 	int n = 0;
 	for (int t = 0; t < g->n_tensors; t++) {
 		struct tensor *T = &g->tensors[t];
-		if (T->role != ARK_ROLE_WEIGHT || T->view_of >= 0 || only_b[t] != 1 || !pad_worth(T))
-			continue;
-		const int64_t es = ark_dtype_size(T->dtype), cols = T->shape[T->ndim - 1];
-		T->pitch = (cols * es + 15) / 16 * 16 / es;
-		n++;
+		if (T->role == ARK_ROLE_WEIGHT && T->view_of < 0 && only_b[t] == 1)
+			n += pad_rows(T);
 	}
 	free(only_b);
 	return n;
@@ -79,11 +80,8 @@ int tiling_pad_activations(struct tiling *s)
 	int n = 0;
 	for (int t = 0; t < nt; t++) {
 		struct tensor *T = &g->tensors[t];
-		if (T->role != ARK_ROLE_ACTIVATION || T->view_of >= 0 || writer[t] < 0 || readers[t] <= 0 || !pad_worth(T))
-			continue;
-		const int64_t es = ark_dtype_size(T->dtype), cols = T->shape[T->ndim - 1];
-		T->pitch = (cols * es + 15) / 16 * 16 / es;
-		n++;
+		if (T->role == ARK_ROLE_ACTIVATION && T->view_of < 0 && writer[t] >= 0 && readers[t] > 0)
+			n += pad_rows(T);
 	}
 	free(readers);
 	free(writer);
