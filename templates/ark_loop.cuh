@@ -255,15 +255,44 @@ static __device__ uint32_t ark_wait_iter(const struct ark_kargs &a, uint32_t ite
 	}
 }
 
-/* Waits of task `ti` in the `run`-th non-empty iteration: returns 1 on abort. */
+/* Waits of task `ti` in the `run`-th non-empty iteration, by the 32 lanes of warp 0 together: lane l
+ * takes waits l, l + 32, ... (the first ARK_STAGED_WAITS from `staged`, the rest from the table) and
+ * polls its counter until it is reached, every lane's load in flight at once. A task that waits on
+ * many counters (a row op after a split-K product, memory that many readers of an earlier op had
+ * to leave) so pays about one round trip to L2 a round, not one per wait. The acquires are made by
+ * several lanes; the CTA barrier after this call orders each of them before every thread's reads of
+ * the producers' data, as one lane's did. Returns 1 on abort, in every lane (after the record). */
 static __device__ int ark_wait_task(const struct ark_kargs &a, const struct ark_task &t, uint32_t ti, uint32_t run,
-				    const struct ark_wait *staged = NULL)
+				    const struct ark_wait *staged)
 {
-	for (uint32_t k = 0; k < t.n_wait; k++) {
-		const struct ark_wait w = staged && k < ARK_STAGED_WAITS ? staged[k] : a.waits[t.wait0 + k];
-		uint32_t want = a.ctr_base + (run - 1) * w.per_iter + w.need;
-		if (ark_wait_counter(a, w.counter, want, ARK_WHERE_COUNTER, run, ti, w.sys))
-			return 1;
+	const uint32_t lane = threadIdx.x & 31;
+	for (uint32_t k0 = 0; k0 < t.n_wait; k0 += 32) {
+		const uint32_t k = k0 + lane;
+		bool pending = k < t.n_wait;
+		struct ark_wait w = {0, 0, 0, 0};
+		if (pending)
+			w = k < ARK_STAGED_WAITS ? staged[k] : a.waits[t.wait0 + k];
+		const uint32_t want = a.ctr_base + (run - 1) * w.per_iter + w.need;
+		const uint32_t *p = a.counters + w.counter;
+		uint32_t v = 0;
+		for (uint32_t spins = 1;; spins++) {
+			if (pending) {
+				v = w.sys ? ark_ld_acquire_sys(p) : ark_ld_acquire_gpu(p);
+				pending = (int32_t)(v - want) < 0;
+			}
+			const uint32_t left = __ballot_sync(~0u, pending);
+			if (!left)
+				break;
+			if (spins % ARK_ABORT_EVERY == 0 &&
+			    __shfl_sync(~0u, lane == 0 ? ark_ld_relaxed_sys(&a.bell->abort) : 0u, 0)) {
+				const int l = __ffs(left) - 1; /* the first wait not reached, for the record */
+				const uint32_t c = __shfl_sync(~0u, w.counter, l), wn = __shfl_sync(~0u, want, l),
+					       seen = __shfl_sync(~0u, v, l);
+				if (lane == 0)
+					ark_diag(a.bell, blockIdx.x, ARK_WHERE_COUNTER, run, ti, c, wn, seen);
+				return 1;
+			}
+		}
 	}
 	return 0;
 }
@@ -413,10 +442,11 @@ static __device__ __forceinline__ void ark_loop_body(const struct ark_kargs &a)
 				__syncwarp();
 				ark_stage_issue(a, tid, i + 1 < lend ? &s_task[(j + 1) & 3] : NULL, &s_opp[(j + 1) & 1],
 						s_wait[(j + 1) & 1], i + 2 < lend ? &a.tasks[i + 2] : NULL, &s_task[(j + 2) & 3]);
+				if (tid == 0 && cur.tmpl == ARK_T_BARRIER)
+					ark_signal(a, cur.signal);
+				const int leave = ark_wait_task(a, cur, i, run, s_wait[j & 1]);
 				if (tid == 0) {
-					if (cur.tmpl == ARK_T_BARRIER)
-						ark_signal(a, cur.signal);
-					s_leave = ark_wait_task(a, cur, i, run, s_wait[j & 1]);
+					s_leave = leave;
 					ARK_TEST_TASK(cur, run);
 				}
 			}
