@@ -70,24 +70,27 @@ __device__ __forceinline__ void ark_att_flags(const ark_att &a, int kb0, int n, 
 /* ---- tensor cores ----------------------------------------------------------------------------- */
 
 /* rows n of src [n rows][ld_src] (16-bit, Dh columns) into dst [nr][LD] (nr >= n), zeros elsewhere
- * up to DP columns and nr rows. */
+ * up to DP columns and nr rows. Aligned rows go by cp.async, left in flight: the caller commits and
+ * waits (so Q, K and V of a block are one round trip to memory); others by loads and stores. */
 template <typename T, int DP>
 __device__ __forceinline__ void ark_att_stage(T *dst, const char *src, int64_t ld_src, int n, int nr, int Dh)
 {
 	constexpr int LD = DP + 8, CH = DP / 8; /* 16-byte chunks per row */
 	const uint16_t *s = reinterpret_cast<const uint16_t *>(src); /* the elements' bits */
 	const bool vec = ark_aligned16(s) && ld_src % 8 == 0;
+	const uint32_t d0 = (uint32_t)__cvta_generic_to_shared(dst);
 	for (int i = threadIdx.x; i < nr * CH; i += ARK_THREADS) {
 		const int r = i / CH, c = (i % CH) * 8;
+		const bool in = r < n && c < Dh; /* Dh % 8 == 0: a chunk is wholly inside the head or wholly out */
+		if (vec) {
+			ark_cp_async16s(d0 + (uint32_t)(r * LD + c) * 2u, in ? s + r * ld_src + c : s, in ? 16 : 0);
+			continue;
+		}
 		uint4 x = make_uint4(0, 0, 0, 0);
-		if (r < n && c < Dh) { /* Dh % 8 == 0: a chunk is wholly inside the head or wholly out */
-			if (vec) {
-				x = ark_ld16(s + r * ld_src + c);
-			} else {
-				const uint16_t *e = s + r * ld_src + c;
-				x = make_uint4(e[0] | (uint32_t)e[1] << 16, e[2] | (uint32_t)e[3] << 16,
-					       e[4] | (uint32_t)e[5] << 16, e[6] | (uint32_t)e[7] << 16);
-			}
+		if (in) {
+			const uint16_t *e = s + r * ld_src + c;
+			x = make_uint4(e[0] | (uint32_t)e[1] << 16, e[2] | (uint32_t)e[3] << 16,
+				       e[4] | (uint32_t)e[5] << 16, e[6] | (uint32_t)e[7] << 16);
 		}
 		ark_st16(dst + r * LD + c, x);
 	}
@@ -113,7 +116,9 @@ __device__ __noinline__ void ark_att_mma(const ark_att a, char *smem)
 	int R = 1; /* row groups: a power of 2 covering the rows */
 	while (R * 16 < a.rows)
 		R *= 2;
-	const int G = 8 / R, BK = G * 16 > 64 ? G * 16 : 64, KW = BK / G; /* keys per block, per warp */
+	/* keys per block (all 128 that K and V have room for once there are more than 64: one round trip
+	 * for a sequence of up to 128), per warp */
+	const int G = 8 / R, BK = a.kend > 64 ? 128 : G * 16 > 64 ? G * 16 : 64, KW = BK / G;
 	const int rg = warp % R, kg = warp / R;
 	T *qs = reinterpret_cast<T *>(smem);   /* [128][LD] */
 	T *ks = qs + 128 * LD;                  /* [BK <= 128][LD] */
@@ -130,10 +135,13 @@ __device__ __noinline__ void ark_att_mma(const ark_att a, char *smem)
 
 	for (int kb0 = 0; kb0 < a.kend; kb0 += BK) {
 		const int nk = a.kend - kb0 < BK ? a.kend - kb0 : BK;
+		const int nr = (nk + 15) & ~15; /* the rows the mma steps read: zeros past nk */
 		__syncthreads(); /* the previous block's K and V are no longer read */
-		ark_att_stage<T, DP>(ks, a.k + (size_t)kb0 * a.Ekv * sizeof(T), a.Ekv, nk, BK, a.Dh);
-		ark_att_stage<T, DP>(vs, a.v + (size_t)kb0 * a.Ekv * sizeof(T), a.Ekv, nk, BK, a.Dh);
+		ark_att_stage<T, DP>(ks, a.k + (size_t)kb0 * a.Ekv * sizeof(T), a.Ekv, nk, nr, a.Dh);
+		ark_att_stage<T, DP>(vs, a.v + (size_t)kb0 * a.Ekv * sizeof(T), a.Ekv, nk, nr, a.Dh);
+		ark_cp_commit(); /* with Q's copies on the first block */
 		ark_att_flags(a, kb0, BK, fl);
+		ark_cp_wait<0>();
 		__syncthreads();
 		if (!computes)
 			continue;
