@@ -5,7 +5,8 @@
 # elementwise-chain template alone, one CTA: latency per step) and $(B)/bench/loop_probe (the loop
 # kernel's protocol costs: dispatch, signal, hop, a small task, barrier) and $(B)/bench/mm_probe (the
 # matmul tiles against cuBLAS on the same shapes, side by side; links cuBLAS from the CUDA toolkit) and
-# $(B)/bench/decode_probe (the DECODE tile alone, one task per CTA, one task or a whole layer).
+# $(B)/bench/decode_probe (the DECODE tile alone, one task per CTA, one task or a whole layer) and
+# $(B)/bench/wgmma_probe (the phases of the warpgroup-MMA matmul tile, stamped by its SM's clock).
 
 .PHONY: bench-probe
 bench-probe: $(B)/bench/stream_probe $(B)/bench/chain_probe $(B)/bench/mm_probe
@@ -35,4 +36,10 @@ bench-probe: $(B)/bench/decode_probe
 $(B)/bench/decode_probe: bench/decode_probe.cu bench/bench_cuda.h $(wildcard templates/*.cuh abi/*.h abi/*.cuh)
 	@mkdir -p $(dir $@)
 	$(NVCC) -O3 -std=c++17 $(GENCODE) -DARK_TILES_FP32=0 -DARK_TILES_BF16=0 \
+		$(INC) -Ibench $< -o $@
+
+bench-probe: $(B)/bench/wgmma_probe
+$(B)/bench/wgmma_probe: bench/wgmma_probe.cu bench/bench_cuda.h $(wildcard templates/*.cuh abi/*.h abi/*.cuh)
+	@mkdir -p $(dir $@)
+	$(NVCC) -O3 -std=c++17 $(GENCODE) -DARK_TILES_FP16=0 -DARK_TILES_FP32=0 \
 		$(INC) -Ibench $< -o $@

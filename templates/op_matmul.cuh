@@ -1011,26 +1011,31 @@ struct ark_mm_grid {
 	}
 };
 
-/* The ring of stages of ark_mm_kloop: st - 1 k-tiles in flight; load(s, kt) copies k-tile kt into
- * stage s (cp.async, committed here), landed(s) runs once this thread's copies of stage s have
+/* The ring of stages of ark_mm_kloop: st - 1 - lag k-tiles in flight; load(s, kt) copies k-tile kt
+ * into stage s (cp.async, committed here), landed(s) runs once this thread's copies of stage s have
  * landed (before the barrier that publishes it), compute(so) once the stage at byte offset so has
- * landed for all threads. On return every copy has landed and the stages are free. All threads. */
+ * landed for all threads. lag: k-tiles whose compute may still read their stage after compute
+ * returns (an asynchronous MMA left in flight, 0 or 1): a stage is loaded again only once the
+ * compute of lag k-tiles after it has returned in every thread. On return every copy has landed and
+ * the stages are free of copies (of readers, once the caller waited for its last compute).
+ * All threads. */
 template <typename L, typename D, typename F>
-__device__ __forceinline__ void ark_mm_ring(int st, int ktiles, int sstep, L &&load, D &&landed, F &&compute)
+__device__ __forceinline__ void ark_mm_ring(int st, int ktiles, int sstep, L &&load, D &&landed, F &&compute, int lag = 0)
 {
+	const int ahead = st - 1 - lag; /* k-tiles in flight */
 #pragma unroll 1 /* code that runs once a tile costs its fetch: kept as a loop */
-	for (int s = 0; s < st - 1; s++) {
+	for (int s = 0; s < ahead; s++) {
 		if (s < ktiles)
 			load(s, s);
 		ark_cp_commit();
 	}
-	int cur = 0, nxt = st - 1; /* stages of k-tiles kt and kt + st - 1 */
+	int cur = 0, nxt = ahead; /* stages of k-tiles kt and kt + ahead */
 	for (int kt = 0; kt < ktiles; kt++) {
-		ark_cp_wait_n(st - 2); /* this thread's copies of stage kt landed */
+		ark_cp_wait_n(ahead - 1); /* this thread's copies of stage kt landed */
 		landed(cur);
-		__syncthreads(); /* stage kt landed for all; stage kt - 1 free */
-		if (kt + st - 1 < ktiles)
-			load(nxt, kt + st - 1);
+		__syncthreads(); /* stage kt landed for all; stage kt - 1 - lag free */
+		if (kt + ahead < ktiles)
+			load(nxt, kt + ahead);
 		ark_cp_commit();
 		compute((uint32_t)(cur * sstep));
 		cur = cur + 1 == st ? 0 : cur + 1;

@@ -78,15 +78,36 @@ template <int R> __device__ __forceinline__ void ark_wgmma_hold(float (&d)[R])
 		asm volatile("" : "+f"(d[i])::"memory");
 }
 
+/* ARK_MM_TSTAMP(i): where a probe times the phases of a wgmma tile (entry 0, each stage's compute
+ * 1 + kt up to 12, the ring's end 13, the sums in shared memory 14, the epilogue's end 15); nothing
+ * in the loop kernel. */
+#ifndef ARK_MM_TSTAMP
+#define ARK_MM_TSTAMP(i) ((void)0)
+#endif
+
+#ifndef ARK_WGMMA_LAG
+/* 1: a stage's MMAs left in flight while the next stage is waited for; that pays only where ptxas
+ * keeps them asynchronous (the tile inline in its kernel, bench/wgmma_probe), and costs a stage of
+ * copies in flight, so the loop kernel, whose tile is a function, keeps 0 */
+#define ARK_WGMMA_LAG 0
+#endif
+/* how the tile is compiled: a function of its own in the loop kernel (inline there it made the
+ * kernel spill and models slower, bench/NOTES.md), where ptxas serializes its MMAs (C7510); a probe's
+ * kernel takes it inline */
+#ifndef ARK_WGMMA_FN
+#define ARK_WGMMA_FN __noinline__
+#endif
+
 /* The tile (m0:m1, n0:n1) over k0:k1 on wgmma: RP = 128 rows (TWO_M, each warpgroup 64 of them and all
  * N columns) or 64 (the warpgroups 64 x N each, side by side: 2N columns), CP columns; operands 16-byte
  * aligned (ark_mm_staged's al), b [N, K]. Stages of 64 of k, a [RP][64] then b [CP][64] swizzled
  * (ark_wgmma_desc), as many as ARK_SMEM_MATMUL holds from a 1024-byte boundary (at most
  * ARK_MM_MAX_STAGES), filled by 16-byte cp.async (zeros past the tile and past k1) through
  * ark_mm_ring, st - 1 in flight; each stage four wgmma a warpgroup, waited for before the barrier that
- * frees the stage. The sums go through shared memory to ark_mm_epilogue, as the mma tile's. */
+ * frees the stage (ARK_WGMMA_LAG: one stage later, st - 2 in flight). The sums go through shared
+ * memory to ark_mm_epilogue, as the mma tile's. */
 template <typename T, int N, bool TWO_M>
-__device__ __noinline__ void ark_mm_wgmma_t(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+__device__ ARK_WGMMA_FN void ark_mm_wgmma_t(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
 	constexpr int BK = 64, RP = TWO_M ? 128 : 64, CP = TWO_M ? N : 2 * N, STAGE = (RP + CP) * 128;
 	constexpr int CHUNKS = (RP + CP) * 8 / ARK_THREADS; /* 16-byte copies a thread a stage */
@@ -97,6 +118,12 @@ __device__ __noinline__ void ark_mm_wgmma_t(const ark_mm g, int m0, int m1, int 
 	const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(smem) + 1023u) & ~1023u;
 	const int st = (ARK_SMEM_MATMUL - 1024) / STAGE > ARK_MM_MAX_STAGES ? ARK_MM_MAX_STAGES : (ARK_SMEM_MATMUL - 1024) / STAGE;
 	const int ktiles = (k1 - k0 + BK - 1) / BK;
+	/* a stage's MMAs run while the next stage is waited for, where the ring is deep enough to give up
+	 * one stage of copies in flight for it */
+	const int lag = ARK_WGMMA_LAG && st >= 5 ? 1 : 0;
+	ARK_MM_TSTAMP(0);
+	int kt_seen = 0;
+	(void)kt_seen;
 	float acc[N / 2];
 #pragma unroll
 	for (int i = 0; i < N / 2; i++)
@@ -121,6 +148,8 @@ __device__ __noinline__ void ark_mm_wgmma_t(const ark_mm g, int m0, int m1, int 
 		st, ktiles, STAGE, load,
 		[](int) { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }, /* cp.async -> wgmma */
 		[&](uint32_t so) {
+			ARK_MM_TSTAMP(1 + (kt_seen < 11 ? kt_seen : 11));
+			kt_seen++;
 			const uint64_t da = ark_wgmma_desc(sbase + so + a_off), db = ark_wgmma_desc(sbase + so + b_off);
 			ark_wgmma_hold(acc);
 			asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -128,9 +157,16 @@ __device__ __noinline__ void ark_mm_wgmma_t(const ark_mm g, int m0, int m1, int 
 			for (int s = 0; s < BK / 16; s++)
 				ark_wgmma<T, N>(acc, da + 2 * s, db + 2 * s); /* 32 bytes of k a step */
 			asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-			asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+			if (lag) /* this stage's MMAs left in flight, the last stage's waited for */
+				asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+			else
+				asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
 			ark_wgmma_hold(acc);
-		});
+		},
+		lag);
+	asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+	ark_wgmma_hold(acc);
+	ARK_MM_TSTAMP(13);
 	/* the sums to t [RP][CP + 4]: thread (warp w of its warpgroup, lane) holds, for each 8 columns j,
 	 * rows 16 w + lane / 4 and 8 below, columns 8 j + 2 (lane % 4) and the next */
 	const int ldt = CP + 4, w = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
@@ -142,7 +178,9 @@ __device__ __noinline__ void ark_mm_wgmma_t(const ark_mm g, int m0, int m1, int 
 		*reinterpret_cast<float2 *>(t + (r0 + 8) * ldt + c0 + 8 * j) = make_float2(acc[4 * j + 2], acc[4 * j + 3]);
 	}
 	__syncthreads();
+	ARK_MM_TSTAMP(14);
 	ark_mm_epilogue<T>(g, t, ldt, m0, m1, n0, n1, 1, RP * ldt);
+	ARK_MM_TSTAMP(15);
 }
 
 /* The wgmma tile's shape for a tile of more than 32 rows and columns (at most 128 x 128). */
