@@ -401,9 +401,9 @@ static const struct op_tiling *matmul_tiles(int64_t M, int64_t N, int64_t K)
 
 /* The matmul tiler picks by predicted time. bert_base's FFN down-projection [128, 3072] x
  * [768, 3072]^T: the rules' 96 tiles of 64 x 16, each over all 3072 of K, become fewer, wider tiles
- * or K-splits (the H100 table: 48 tiles of 64 x 32 in 2 splits), in one wave; its up-projection
- * [128, 768] x [3072, 768]^T (two waves of 64 x 32 by the rules) fits one wave. A 1-row GEMV keeps
- * its streaming tiles (one row), and so does a 16-row one. */
+ * or K-splits (the H100 table: 72 tiles of 64 x 64 in 3 splits, on the warpgroup MMA), in one wave;
+ * its up-projection [128, 768] x [3072, 768]^T (two waves of 64 x 32 by the rules) fits one wave. A
+ * 1-row GEMV keeps its streaming tiles (one row), and so does a 16-row one. */
 static void test_matmul_costed(void **state)
 {
 	(void)state;
@@ -411,8 +411,10 @@ static void test_matmul_costed(void **state)
 	assert_true(pl->splits > 1 || pl->tn > 16);
 	assert_true(pl->tm >= 64);
 	assert_true(ceil_div(128, pl->tm) * ceil_div(768, pl->tn) * pl->splits <= 132);
-	assert_int_equal(pl->splits, 2);
-	assert_int_equal(pl->tn, 32);
+	/* the measured H100 table splits the 3072-deep product in two or three (two with the mma.sync
+	 * tiles' prices, three with the warpgroup MMA's) over tiles of 32 columns or more */
+	assert_in_range(pl->splits, 2, 3);
+	assert_true(pl->tn >= 32);
 	assert_int_equal(s->v[pl->first_vcta].tmpl, ARK_T_MATMUL_PARTIAL);
 	assert_int_equal(s->v[pl->first_vcta + pl->n_vcta - 1].tmpl, ARK_T_REDUCE);
 	done();
