@@ -345,6 +345,15 @@ static bool dtype_built(int dt)
 	return dt == ARK_FP16 ? ARK_TILES_FP16 : dt == ARK_BF16 ? ARK_TILES_BF16 : ARK_TILES_FP32;
 }
 
+/* A copy point of n elements of dtype dt (us: alone, every SM busy) into the bandwidths: its bytes
+ * over its time, what one SM and all of them get. */
+static void take_copy(int dt, int n, const double us[2], double &sm_gbps, double &dram_gbps)
+{
+	const double bytes = 2.0 * ark_dtype_size(dt) * n;
+	sm_gbps = std::max(sm_gbps, bytes / us[0] * 1e-3);
+	dram_gbps = std::max(dram_gbps, bytes * g_sms / us[1] * 1e-3);
+}
+
 /* -a: appends to body the tile points of the table at path (lines that start with a template's
  * name; its header and protocol lines are this run's to measure), and takes its copy points into
  * the bandwidths as this run's own. */
@@ -370,11 +379,10 @@ static int append_points(const char *path, std::string &body, double &sm_gbps, d
 			continue;
 		body += line;
 		added++;
-		if (!strcmp(tmpl, "copy")) {
-			const double bytes = 2.0 * (strcmp(dt, "fp32") ? 2 : 4) * n;
-			sm_gbps = std::max(sm_gbps, bytes / us[0] * 1e-3);
-			dram_gbps = std::max(dram_gbps, bytes * g_sms / us[1] * 1e-3);
-		}
+		if (!strcmp(tmpl, "copy"))
+			for (int d = 0; d < (int)(sizeof dt_name / sizeof dt_name[0]); d++)
+				if (!strcmp(dt, dt_name[d]))
+					take_copy(d, n, us, sm_gbps, dram_gbps);
 	}
 	fclose(f);
 	fprintf(stderr, "calibrate: %d points from %s\n", added, path);
@@ -453,11 +461,8 @@ int main(int argc, char **argv)
 		snprintf(line, sizeof line, "%s %s %s %d %d %d %.4g %.4g\n", tmpl_lower(p.tmpl), dt_name[p.dtype], p.layout, p.m,
 			 p.n, p.k, us[0], us[1]);
 		body += line;
-		if (p.tmpl == ARK_T_COPY) { /* a copy's bytes over its time: the bandwidth one SM and all of them get */
-			const double bytes = 2.0 * ark_dtype_size(p.dtype) * p.n;
-			sm_gbps = std::max(sm_gbps, bytes / us[0] * 1e-3);
-			dram_gbps = std::max(dram_gbps, bytes * g_sms / us[1] * 1e-3);
-		}
+		if (p.tmpl == ARK_T_COPY)
+			take_copy(p.dtype, p.n, us, sm_gbps, dram_gbps);
 		if (i % 100 == 99)
 			fprintf(stderr, "calibrate: %d of %d points, %.0f s\n", i + 1, n, (now_us() - t_start) * 1e-6);
 	}
