@@ -29,6 +29,7 @@
 #endif
 #include "ark_tiles.cuh"
 #include "bench_cuda.h"
+#include "bench_fill.cuh"
 
 template <typename T>
 __global__ void __launch_bounds__(ARK_THREADS, 1) decode_kernel(ark_opp p, const ark_task *tasks, char *arena)
@@ -36,15 +37,6 @@ __global__ void __launch_bounds__(ARK_THREADS, 1) decode_kernel(ark_opp p, const
 	extern __shared__ __align__(16) char smem[];
 	const ark_tile_env e = {arena, nullptr, smem, 0, nullptr, nullptr};
 	ark_decode_tile<T>(p, tasks[blockIdx.x], e);
-}
-
-template <typename T> __global__ void fill_kernel(T *x, size_t n, uint32_t seed)
-{
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-		uint32_t h = (uint32_t)i * 2654435761u ^ seed;
-		h ^= h >> 15, h *= 2246822519u, h ^= h >> 13, h *= 3266489917u, h ^= h >> 16;
-		x[i] = ark_from_f<T>((float)(h >> 8) * (2.0f / 16777216.0f) - 1.0f);
-	}
 }
 
 enum { REPS = 20 };
@@ -104,13 +96,13 @@ int main(int argc, char **argv)
 		CK(cudaMalloc(&dt, tasks.size() * sizeof(ark_task)));
 		CK(cudaMemcpy(dt, tasks.data(), tasks.size() * sizeof(ark_task), cudaMemcpyHostToDevice));
 		if (s.f32) {
-			fill_kernel<<<256, 256>>>(reinterpret_cast<float *>(arena + oq), nq, 1);
-			fill_kernel<<<256, 256>>>(reinterpret_cast<float *>(arena + ok), nkv, 2);
-			fill_kernel<<<256, 256>>>(reinterpret_cast<float *>(arena + ov), nkv, 3);
+			bench_fill_kernel<<<256, 256>>>(reinterpret_cast<float *>(arena + oq), nq, 1);
+			bench_fill_kernel<<<256, 256>>>(reinterpret_cast<float *>(arena + ok), nkv, 2);
+			bench_fill_kernel<<<256, 256>>>(reinterpret_cast<float *>(arena + ov), nkv, 3);
 		} else {
-			fill_kernel<<<256, 256>>>(reinterpret_cast<__half *>(arena + oq), nq, 1);
-			fill_kernel<<<256, 256>>>(reinterpret_cast<__half *>(arena + ok), nkv, 2);
-			fill_kernel<<<256, 256>>>(reinterpret_cast<__half *>(arena + ov), nkv, 3);
+			bench_fill_kernel<<<256, 256>>>(reinterpret_cast<__half *>(arena + oq), nq, 1);
+			bench_fill_kernel<<<256, 256>>>(reinterpret_cast<__half *>(arena + ok), nkv, 2);
+			bench_fill_kernel<<<256, 256>>>(reinterpret_cast<__half *>(arena + ov), nkv, 3);
 		}
 		const int32_t pos = s.L - s.T;
 		CK(cudaMemcpy(arena + op, &pos, sizeof pos, cudaMemcpyHostToDevice));

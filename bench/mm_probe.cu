@@ -32,6 +32,7 @@
 #endif
 #include "ark_tiles.cuh"
 #include "bench_cuda.h"
+#include "bench_fill.cuh"
 
 #define CKB(call)                                                                                    \
 	do {                                                                                         \
@@ -49,16 +50,6 @@ template <typename T> __global__ void __launch_bounds__(ARK_THREADS, 1) tiles_ke
 	extern __shared__ __align__(16) char smem[];
 	const int m0 = blockIdx.y * tm, n0 = blockIdx.x * tn;
 	ark_mm_sub<T>(g, m0, min(m0 + tm, (int)g.M), n0, min(n0 + tn, (int)g.N), 0, (int)g.K, smem);
-}
-
-/* Uniform in [-1, 1), 24 bits, rounded to T. */
-template <typename T> __global__ void fill_kernel(T *p, size_t n, uint32_t seed)
-{
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-		uint32_t h = (uint32_t)i * 2654435761u ^ seed;
-		h ^= h >> 15, h *= 2246822519u, h ^= h >> 13, h *= 3266489917u, h ^= h >> 16;
-		p[i] = ark_from_f<T>((float)(h >> 8) * (2.0f / 16777216.0f) - 1.0f);
-	}
 }
 
 enum { REPS = 20 };
@@ -110,8 +101,8 @@ template <typename T> static void probe(cublasHandle_t h, const shape &s)
 	CK(cudaMalloc(&b, nb * sizeof(T)));
 	CK(cudaMalloc(&c, nc * sizeof(T)));
 	CK(cudaMalloc(&ref, nc * sizeof(T)));
-	fill_kernel<T><<<256, 256>>>(a, na, 1);
-	fill_kernel<T><<<256, 256>>>(b, nb, 2);
+	bench_fill_kernel<T><<<256, 256>>>(a, na, 1);
+	bench_fill_kernel<T><<<256, 256>>>(b, nb, 2);
 	const float one = 1.0f, zero = 0.0f;
 	auto blas = [&] {
 		if (s.tb)

@@ -37,6 +37,7 @@ __device__ long long *probe_stamps; /* [CTAs][16], null: no stamps */
 	} while (0)
 #include "ark_tiles.cuh"
 #include "bench_cuda.h"
+#include "bench_fill.cuh"
 
 template <typename T> __global__ void __launch_bounds__(ARK_THREADS, 1) tile_kernel(ark_mm g, int tm, int tn)
 {
@@ -45,15 +46,6 @@ template <typename T> __global__ void __launch_bounds__(ARK_THREADS, 1) tile_ker
 	const int m0 = blockIdx.y * tm, n0 = blockIdx.x * tn;
 	ark_mm_wgmma<T>(g, m0, min(m0 + tm, (int)g.M), n0, min(n0 + tn, (int)g.N), 0, (int)g.K, smem);
 #endif
-}
-
-__global__ void fill_kernel(__nv_bfloat16 *p, size_t n, uint32_t seed)
-{
-	for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-		uint32_t h = (uint32_t)i * 2654435761u ^ seed;
-		h ^= h >> 15, h *= 2246822519u, h ^= h >> 13;
-		p[i] = __float2bfloat16((float)(h >> 8) * (2.0f / 16777216.0f) - 1.0f);
-	}
 }
 
 static const char *const phase[16] = {"", "first stage landed", "stage 2", "stage 3", "stage 4", "stage 5",
@@ -66,8 +58,8 @@ static void probe(int M, int N, int K, int tm, int tn, double mhz)
 	CK(cudaMalloc(&a, (size_t)M * K * 2));
 	CK(cudaMalloc(&b, (size_t)N * K * 2));
 	CK(cudaMalloc(&c, (size_t)M * N * 2));
-	fill_kernel<<<256, 256>>>(a, (size_t)M * K, 1);
-	fill_kernel<<<256, 256>>>(b, (size_t)N * K, 2);
+	bench_fill_kernel<<<256, 256>>>(a, (size_t)M * K, 1);
+	bench_fill_kernel<<<256, 256>>>(b, (size_t)N * K, 2);
 	ark_mm g = {};
 	g.a = (const char *)a, g.b = (const char *)b, g.out = (char *)c;
 	g.M = M, g.N = N, g.K = K, g.tb = 1, g.act = ARK_ACT_NONE;
