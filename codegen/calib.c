@@ -38,9 +38,6 @@ const char *const calib_proto_name[CALIB_P__COUNT] = {
 #undef X
 };
 
-/* Latency of one step of an elementwise chain per pass of one 16-byte vector per thread (tile.c). */
-#define CHAIN_STEP_US 0.17
-
 /* The templates a table may measure, as it spells them. */
 static const char *const tmpl_names[ARK_T__COUNT] = {
 	[ARK_T_MATMUL] = "matmul", [ARK_T_MATMUL_PARTIAL] = "matmul_partial", [ARK_T_REDUCE] = "reduce",
@@ -94,7 +91,7 @@ static void work(const struct calib_query *q, double *flops, double *bytes, doub
 	case ARK_T_EW_CHAIN:
 		*flops = k * n;
 		*bytes = 2 * es * n;
-		*lat = CHAIN_STEP_US * k * ceil(n / (256 * 16 / es));
+		*lat = ARK_CHAIN_STEP_US * k * ceil(n / (256 * 16 / es));
 		break;
 	case ARK_T_SOFTMAX:
 	case ARK_T_LAYERNORM:

@@ -102,4 +102,23 @@ void calib_gpu(const struct calib_table *t, struct part_gpu *g);
 /* Name of a template as tables spell it ("matmul_partial"), NULL if it has no calibrated tile. */
 const char *calib_tmpl_name(int tmpl);
 
+/* Elementwise chains. The chain template (op_elementwise.cuh) reading its steps from their params
+ * costs about this much a step per pass of one 16-byte vector per thread (measured on H200,
+ * bench/chain_probe.cu); a chain the generated file compiles with its steps (its ops' kinds and
+ * factors and its operands' layouts as constants) costs its first two steps as the template's and
+ * ARK_CHAIN_GEN_STEP_US for each further one. Chains of at most ARK_CHAIN_GEN_MAX steps are
+ * compiled, first to last in the op order, while the file's compiled steps stay within
+ * ARK_CHAIN_GEN_TOTAL (each costs build time); the others run on the template. */
+#define ARK_CHAIN_STEP_US 0.17
+#define ARK_CHAIN_GEN_STEP_US 0.005
+#define ARK_CHAIN_GEN_MAX 1024
+#define ARK_CHAIN_GEN_TOTAL 8192
+
+/* Latency of `steps` steps of a chain per pass of one 16-byte vector per thread; gen: compiled with
+ * its steps. */
+static inline double chain_steps_us(int steps, int gen)
+{
+	return gen && steps > 2 ? 2 * ARK_CHAIN_STEP_US + (steps - 2) * ARK_CHAIN_GEN_STEP_US : ARK_CHAIN_STEP_US * steps;
+}
+
 #endif

@@ -70,8 +70,8 @@ static int query_of(const struct tiling *s, const struct vcta *v, struct calib_q
 		q->layout = same_shapes(g, o) ? CALIB_L_SAME : CALIB_L_BCAST;
 		q->k = o->n_in;
 		break;
-	case ARK_T_EW_CHAIN:
-		q->m = 1, q->n = v->k1 - v->k0, q->k = pl->chain_len;
+	case ARK_T_EW_CHAIN: /* a compiled chain: its first two steps, chain_gen_us the others */
+		q->m = 1, q->n = v->k1 - v->k0, q->k = pl->chain_gen ? imin(pl->chain_len, 2) : pl->chain_len;
 		break;
 	case ARK_T_STRIDED: { /* boxes, and copies of 8 bytes or more: priced as the copy tile (op_view.cuh) */
 		const int boxed = view_copy_boxed(g, o);
@@ -163,6 +163,17 @@ static double quant_scale(const struct tiling *s, const struct vcta *v, struct c
 	return passes * fmax(bytes, issue);
 }
 
+/* What a chain compiled with its steps (tiling.per_op.chain_gen) spends on its steps past the first
+ * two, which query_of leaves out of its query (calib.h); 0 for every other vCTA. */
+static double chain_gen_us(const struct tiling *s, const struct vcta *v)
+{
+	const struct op_tiling *pl = &s->per_op[v->op];
+	if (v->tmpl != ARK_T_EW_CHAIN || !pl->chain_gen || pl->chain_len <= 2)
+		return 0;
+	const int64_t vec = 16 / esize(s, pl->out_tensor);
+	return (chain_steps_us(pl->chain_len, 1) - chain_steps_us(2, 1)) * (double)cdiv(v->k1 - v->k0, 256 * vec);
+}
+
 void cost_calibrate(struct tiling *s, const struct calib_table *t, const struct part_gpu *gpu)
 {
 	s->n_calibrated = 0;
@@ -181,6 +192,8 @@ void cost_calibrate(struct tiling *s, const struct calib_table *t, const struct 
 			continue;
 		}
 		us[CALIB_ALONE] *= qs, us[CALIB_BUSY] *= qs;
+		const double steps = chain_gen_us(s, &s->v[i]);
+		us[CALIB_ALONE] += steps, us[CALIB_BUSY] += steps;
 		s->flops[i] = 0;
 		s->lat_us[i] = us[CALIB_ALONE];
 		s->bytes[i] = us[CALIB_BUSY] * per_sm;
@@ -200,6 +213,8 @@ double cost_vcta_us(const struct tiling *s, const struct vcta *v, const struct c
 	if (!t || lookup(s, v, t, &q, us) < 0)
 		calib_analytic(gpu, &q, us);
 	us[CALIB_ALONE] *= qs, us[CALIB_BUSY] *= qs;
+	const double steps = chain_gen_us(s, v);
+	us[CALIB_ALONE] += steps, us[CALIB_BUSY] += steps;
 	double sms = t && t->sms > 0 ? t->sms : gpu->sms;
 	return gpu->task_us + fmax(us[CALIB_ALONE], us[CALIB_BUSY] * streaming / sms);
 }

@@ -215,6 +215,11 @@ static void emit_header(const struct emitter *e)
 		out(f, "#define ARK_TILES_DECODE 1\n");
 	if (quant) /* the same: q4_1 / q8_0 weights (op_quant.cuh) */
 		out(f, "#define ARK_TILES_QUANT 1\n");
+	for (int o = 0; o < g->n_ops; o++)
+		if (s->per_op[o].chain_gen && s->per_op[o].n_vcta) { /* chains compiled with their steps */
+			out(f, "#define ARK_CHAIN_GEN 1\n");
+			break;
+		}
 	out(f, "\n#include \"ark_tiles.cuh\"\n#include \"ark_loop.cuh\"\n#include \"ark.h\"\n\n");
 }
 
@@ -870,6 +875,124 @@ static void emit_gpu_waits(const struct emitter *e, int gpu)
 	out(e->f, "};\n\n");
 }
 
+/* ---- chains compiled with their steps ---- */
+
+/* div and mod of a chain step's operand I broadcast over out's shape T, as the chain template's
+ * ark_chain_repeat makes them from the strides (op_elementwise.cuh): T's trailing dimensions it is
+ * broadcast along make div, the ones it follows after them mod. */
+static void chain_repeat(const struct tensor *I, const struct tensor *T, uint32_t *div, uint32_t *mod)
+{
+	int64_t st[4] = {0};
+	bcast_strides(I, T, st);
+	int d = T->ndim - 1;
+	*div = 1, *mod = 1;
+	for (; d >= 0 && st[d] == 0; d--)
+		*div *= (uint32_t)T->shape[d];
+	for (; d >= 0 && (st[d] != 0 || T->shape[d] == 1); d--)
+		*mod *= (uint32_t)T->shape[d];
+}
+
+/* How the chain's steps read operand I (out's shape T): "ark_chain_opnd(MODE, div, mod)", as the
+ * chain template decides it for a step whose inputs are not all of out's shape. */
+static const char *chain_opnd(char *buf, size_t n, const struct tensor *I, const struct tensor *T)
+{
+	uint32_t div = 1, mod = 0;
+	const char *mode = "ARK_CHAIN_VEC";
+	const uint32_t vec = 16 / (uint32_t)ark_dtype_size(T->dtype);
+	if (!tensor_same_shape(I, T) && T->ndim > 0) {
+		chain_repeat(I, T, &div, &mod);
+		mode = div == 1 ? (mod % vec == 0 ? "ARK_CHAIN_VEC" : "ARK_CHAIN_ELEMS")
+		       : div % vec == 0 ? "ARK_CHAIN_SPLAT" : "ARK_CHAIN_ELEMS";
+	}
+	snprintf(buf, n, "ark_chain_opnd(%s, %u, %u)", mode, div, mod);
+	return buf;
+}
+
+/* Chain `head`'s function: the chain template's passes (ark_chain_passes) with its steps written
+ * out, each op's kind, factor and operand layout a constant; every distinct operand is requested
+ * once, before the steps. */
+static void emit_chain_fn(const struct emitter *e, int head)
+{
+	const struct tiling *s = e->s;
+	const struct graph *g = e->g;
+	const struct op_tiling *pl = &s->per_op[head];
+	const struct tensor *T = &g->tensors[pl->out_tensor];
+	const struct op *h = &g->ops[head];
+	static const char *const ctype[ARK_FLOAT_DTYPES] = {
+		[ARK_FP16] = "__half", [ARK_BF16] = "__nv_bfloat16", [ARK_FP32] = "float"};
+	char c1[256], c2[1024], c3[256], o1[96];
+	const int head_in1 = h->n_in > 1 && !tensor_same_shape(&g->tensors[h->in[0]], T);
+	out(e->f, "/* The chain of %d elementwise ops from %s (%s:%d) to %s, %s, its steps compiled in. */\n",
+	    pl->chain_len, c_comment_text(c1, sizeof c1, h->name), c_comment_text(c2, sizeof c2, g->file), h->line,
+	    c_comment_text(c3, sizeof c3, g->ops[T->producer].name), dtype_name[T->dtype]);
+	out(e->f, "static __device__ __noinline__ void ark_chain_op%d(const ark_opp &p, const ark_task &t, char *arena)\n{\n",
+	    head);
+	out(e->f, "\ttypedef %s T;\n", ctype[T->dtype]);
+	out(e->f, "\tconst ark_opp *q = &p + 1; /* the steps' params: their operands' offsets */\n");
+	out(e->f, "\tark_chain_passes<T>(p, t, arena, [&](const ark_chain_at<T> &at, ark_chain_vals<T> &v) {\n");
+	/* the operands, once each: r<step> for the step that reads it first */
+	int *first = xmalloc((size_t)g->n_tensors * sizeof *first);
+	for (int x = 0; x < g->n_tensors; x++)
+		first[x] = -1;
+	int prev_out = -1, k = 0;
+	for (int x = head; x >= 0; x = s->per_op[x].chain_next, k++) {
+		const struct op *o = &g->ops[x];
+		const int in1 = prev_out >= 0 ? o->n_in > 1 && o->in[1] == prev_out : head_in1;
+		prev_out = o->out[0];
+		if (o->n_in < 2 || first[o->in[!in1]] >= 0)
+			continue;
+		const int t = o->in[!in1];
+		first[t] = k;
+		out(e->f, "\t\tuint4 r%d[ARK_CHAIN_U]; /* %s */\n", k, c_comment_text(c1, sizeof c1, g->tensors[t].name));
+		out(e->f, "\t\tat.raw(reinterpret_cast<const T *>(arena + q[%d].in[%d]), %s, r%d);\n", k, !in1,
+		    chain_opnd(o1, sizeof o1, &g->tensors[t], T), k);
+	}
+	prev_out = -1, k = 0;
+	for (int x = head; x >= 0; x = s->per_op[x].chain_next, k++) {
+		const struct op *o = &g->ops[x];
+		const int in1 = prev_out >= 0 ? o->n_in > 1 && o->in[1] == prev_out : head_in1;
+		prev_out = o->out[0];
+		if (o->n_in < 2) {
+			out(e->f, "\t\tark_chain_un<T, %s>(v, %s); /* %s */\n", op_enum[o->kind],
+			    c_float(c2, sizeof c2, o->factor), c_comment_text(c1, sizeof c1, o->name));
+			continue;
+		}
+		const int t = o->in[!in1];
+		out(e->f, "\t\tark_chain_bin<T, %s, %s>(at, v, r%d, %s, %s); /* %s */\n", op_enum[o->kind],
+		    in1 ? "true" : "false", first[t], chain_opnd(o1, sizeof o1, &g->tensors[t], T),
+		    c_float(c2, sizeof c2, o->factor), c_comment_text(c1, sizeof c1, o->name));
+	}
+	free(first);
+	out(e->f, "\t});\n}\n\n");
+}
+
+/* The chains of tiling.per_op.chain_gen as functions, and ark_chain_gen, which the chain template's
+ * tile calls first (op_elementwise.cuh): the template reading the steps from their params costs
+ * ~0.17 us a step, a compiled step a few instructions. Nothing where no chain is compiled. */
+static void emit_chain_code(const struct emitter *e)
+{
+	const struct tiling *s = e->s;
+	const struct graph *g = e->g;
+	int n = 0;
+	for (int k = 0; k < g->n_ops; k++) {
+		const int oi = g->order[k];
+		if (s->per_op[oi].chain_gen && s->per_op[oi].n_vcta && !n++)
+			out(e->f, "#ifdef __CUDACC__ /* device code: tools that read the tables with a host compiler skip it */\n");
+		if (s->per_op[oi].chain_gen && s->per_op[oi].n_vcta)
+			emit_chain_fn(e, oi);
+	}
+	if (!n)
+		return;
+	out(e->f, "/* Runs task t where its chain is compiled above (its op: the chain's first). */\n");
+	out(e->f, "__device__ bool ark_chain_gen(const ark_opp &p, const ark_task &t, char *arena)\n{\n\tswitch (t.op) {\n");
+	for (int k = 0; k < g->n_ops; k++) {
+		const int oi = g->order[k];
+		if (s->per_op[oi].chain_gen && s->per_op[oi].n_vcta)
+			out(e->f, "\tcase %d: ark_chain_op%d(p, t, arena); return true;\n", oi, oi);
+	}
+	out(e->f, "\t}\n\treturn false;\n}\n#endif\n\n");
+}
+
 /* The record the runtime reads: the model and, per GPU, its tables. */
 static void emit_model(const struct emitter *e)
 {
@@ -939,6 +1062,7 @@ int emit_loop(const struct tiling *s, const struct schedule *p, const struct emi
 		emit_gpu_tasks(&e, gpu);
 		emit_gpu_waits(&e, gpu);
 	}
+	emit_chain_code(&e);
 	if (info->streams)
 		emit_streams(s, info->streams, f);
 	emit_model(&e);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ark_smem.h" /* ARK_MM_SMALL_M */
+#include "calib.h"
 #include "diag.h"
 #include "lower.h"
 
@@ -307,7 +308,7 @@ static void link_chains(struct tiling *s, int *prev)
 static void fuse_chains(struct tiling *s)
 {
 	struct graph *g = s->g;
-	int *prev = xmalloc((size_t)g->n_ops * sizeof *prev);
+	int *prev = xmalloc((size_t)g->n_ops * sizeof *prev), gen_steps = 0;
 	link_chains(s, prev);
 	for (int k = 0; k < g->n_ops; k++) {
 		int head = g->order[k];
@@ -334,6 +335,10 @@ static void fuse_chains(struct tiling *s)
 			continue;
 		s->per_op[head].chain_len = len;
 		s->per_op[head].out_tensor = g->ops[last].out[0];
+		if (len <= ARK_CHAIN_GEN_MAX && gen_steps + len <= ARK_CHAIN_GEN_TOTAL) {
+			s->per_op[head].chain_gen = 1;
+			gen_steps += len;
+		}
 	}
 	free(prev);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ark_smem.h" /* ARK_DEC_ROWS */
+#include "calib.h"
 #include "diag.h"
 #include "lower.h"
 
@@ -390,7 +391,6 @@ static void tile_elementwise(struct tiling *s, int oi)
 /* A chain (fuse.c) over element ranges of its output: one 16-byte vector per thread of a
  * 256-thread CTA at least (a chain step is latency-bound: more SMs in parallel, fewer values each),
  * about one range per SM for large tensors. */
-#define CHAIN_STEP_US 0.17
 
 /* The box of a [rows, C] view that holds elements e0..e1 of it: exact within one row or for whole
  * rows, else the whole rows touched (a superset, which only adds hazards). */
@@ -437,9 +437,8 @@ static void tile_chain(struct tiling *s, int head)
 		}
 		v->write = box;
 		v->flops = (double)(pl->chain_len * (e1 - e0));
-		/* each step waits for the one before: ~0.17 us a step per pass of one vector per thread
-		 * (measured on H200, bench/chain_probe.cu) */
-		v->lat_us = CHAIN_STEP_US * pl->chain_len * (double)cdiv(e1 - e0, unit);
+		/* each step waits for the one before (tiling.h) */
+		v->lat_us = chain_steps_us(pl->chain_len, pl->chain_gen) * (double)cdiv(e1 - e0, unit);
 		v->bytes = (double)((v->n_reads + 1) * es * (e1 - e0));
 	}
 }

@@ -52,6 +52,8 @@ struct op_tiling {
 	int first_vcta, n_vcta;
 	int chain_next;       /* elementwise chain: the next op of the chain, -1 */
 	int chain_len;        /* head of a chain: its number of ops (>= 2), else 0 */
+	int chain_gen;        /* head of a chain: the generated file compiles it with its steps (emit.c:
+			       * emit_chain_code), else the chain template reads them from its params */
 	int sm_share;         /* SMs its tiles may count on: the GPU's, shared among the matmuls of its
 			       * dependency level on its GPU (the matmul tiler reads it) */
 	int64_t level_tiles;  /* matmul: the tiles of its level's matmuls on its GPU, as the fixed rule

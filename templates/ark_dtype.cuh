@@ -161,9 +161,11 @@ __device__ __forceinline__ float ark_gelu_tanh(float x)
 }
 __device__ __forceinline__ float ark_silu(float x) { return x / (1.0f + expf(-x)); }
 
-__device__ __forceinline__ float ark_f_add(float x, float y, float f) { return x + y; }
-__device__ __forceinline__ float ark_f_mul(float x, float y, float f) { return x * y; }
-__device__ __forceinline__ float ark_f_scale(float x, float y, float f) { return x * f; }
+/* Each op rounds its own result, as the CPU reference does: the _rn intrinsics keep the compiler from
+ * contracting a product and the sum after it (a chain's scale, then add) into one FMA. */
+__device__ __forceinline__ float ark_f_add(float x, float y, float f) { return __fadd_rn(x, y); }
+__device__ __forceinline__ float ark_f_mul(float x, float y, float f) { return __fmul_rn(x, y); }
+__device__ __forceinline__ float ark_f_scale(float x, float y, float f) { return __fmul_rn(x, f); }
 __device__ __forceinline__ float ark_f_relu(float x, float y, float f) { return fmaxf(x, 0.0f); }
 __device__ __forceinline__ float ark_f_gelu(float x, float y, float f) { return ark_gelu(x); }
 __device__ __forceinline__ float ark_f_silu(float x, float y, float f) { return ark_silu(x); }

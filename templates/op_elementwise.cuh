@@ -346,130 +346,90 @@ __device__ __forceinline__ void ark_chain_repeat(const ark_opp &q, const int64_t
  * (codegen/tile.c cuts chains into ranges of ARK_THREADS vectors). */
 #define ARK_CHAIN_U 1
 
-/* EW_CHAIN: elements k0:k1 of out = the chain's ops applied in turn to p.in[0], every intermediate
- * rounded to T as if it had been stored. p.splits steps follow p in the op-params table; step s is op
- * s's own params: kind, f, and its other input (in[1], or in[0] with ARK_OPP_CHAIN_IN1), of out's
- * shape or broadcast (ark_chain_step). The steps' descriptors are loaded into shared memory together
- * (one latency, not one per step); each thread keeps U vectors in registers and walks the steps once
- * for all of them, operands loaded a step ahead. The chained values have out's shape. */
+/* A thread's values in one pass of a chain: ARK_CHAIN_U vectors of 16 bytes' worth of T, in fp32. */
 template <typename T>
-__device__ __noinline__ void ark_ew_chain_tile(const ark_opp &p, const ark_task &t, char *arena)
+using ark_chain_vals = float[ARK_CHAIN_U][ark_dt<T>::vec];
+
+/* How a step reads an operand (ark_chain_step's div, mod and mode), for a chain compiled with its
+ * steps: the operand's other fields are not read. */
+__device__ __forceinline__ ark_chain_step ark_chain_opnd(uint8_t mode, uint32_t div, uint32_t mod)
 {
-	constexpr int VEC = ark_dt<T>::vec, U = ARK_CHAIN_U;
-	__shared__ ark_chain_step s_step[ARK_CHAIN_BLOCK];
-	const ark_opp *steps = &p + 1;
-	const int n = (int)p.splits, tid = threadIdx.x;
-	const T *x = reinterpret_cast<const T *>(arena + p.in[0]);
-	T *o = reinterpret_cast<T *>(arena + p.out);
-	const uint32_t e0 = t.k0, e1 = t.k1;
-	/* the emitter keeps every tensor 256-byte aligned, so out's 16-byte vectors start at multiples of
-	 * VEC: the threads walk that grid from the vector holding e0, and the vectors that the range cuts
-	 * (its first and last) go element by element; a view that is not aligned goes all that way */
-	const bool vec = ark_aligned16(x) && ark_aligned16(o);
-	const uint32_t g0 = vec ? e0 / VEC * VEC : e0;
-	const ark_chain_step same = {0, 0.0f, 1, 0, 0, 0, 0, ARK_CHAIN_VEC};
-	for (uint32_t base = g0; base < e1; base += (uint32_t)U * VEC * ARK_THREADS) { /* uniform */
-		/* element (u, j) of this thread: base + (u * ARK_THREADS + tid) * VEC + j */
-		const uint32_t mine = base + (uint32_t)tid * VEC, stride = (uint32_t)ARK_THREADS * VEC;
-		float v[U][VEC];
-		auto full = [&](uint32_t e) { return vec && e >= e0 && e + VEC <= e1; };
-		/* raw: all U vectors requested at once (loads nothing uses yet, so that they are in flight
-		 * while the step before computes): a 16-byte vector, a splat's one element in q.x, or the
-		 * VEC elements one by one (a row repeated whose length is not whole vectors, and the
-		 * range's cut vectors, whose elements past it read 0); expand: into fp32 */
-		auto raw = [&](const T *src, const ark_chain_step &st, uint4 (&q)[U]) {
+	return {0, 0.0f, div, mod, 0, 0, 1, mode};
+}
+
+/* A thread's part of one pass of a chain over elements e0:e1 of out: its vector u holds out's
+ * elements mine + u * stride .. + VEC - 1. full(e): the vector at e lies inside the range and on the
+ * 16-byte grid; the others go element by element. */
+template <typename T>
+struct ark_chain_at {
+	static constexpr int VEC = ark_dt<T>::vec, U = ARK_CHAIN_U;
+	uint32_t mine, stride, e0, e1;
+	bool vec;
+
+	__device__ __forceinline__ bool full(uint32_t e) const { return vec && e >= e0 && e + VEC <= e1; }
+
+	/* All U vectors of an operand requested at once (loads nothing uses yet, so that they are in
+	 * flight while the steps before compute): a 16-byte vector, a splat's one element in q.x, or the
+	 * VEC elements one by one (a row repeated whose length is not whole vectors, and the range's cut
+	 * vectors, whose elements past it read 0). */
+	__device__ __forceinline__ void raw(const T *src, const ark_chain_step &st, uint4 (&q)[U]) const
+	{
 #pragma unroll
-			for (int u = 0; u < U; u++) {
-				const uint32_t e = mine + u * stride;
-				if (full(e) && st.mode == ARK_CHAIN_VEC) {
-					q[u] = ark_ld16(src + (st.mod ? e % st.mod : e));
-				} else if (full(e) && st.mode == ARK_CHAIN_SPLAT) {
-					q[u] = make_uint4(0, 0, 0, 0);
-					const T s = src[e / st.div % st.mod];
-					memcpy(&q[u].x, &s, sizeof(T));
-				} else {
-					T w[VEC];
-					/* the operand's element of out's element e + j: one division for the
-					 * vector where a row repeats (div 1, a row of VEC elements or more) */
-					const bool row = st.mod >= VEC && st.div == 1;
-					const uint32_t i0 = !st.mod ? e : row ? e % st.mod : 0;
+		for (int u = 0; u < U; u++) {
+			const uint32_t e = mine + u * stride;
+			if (full(e) && st.mode == ARK_CHAIN_VEC) {
+				q[u] = ark_ld16(src + (st.mod ? e % st.mod : e));
+			} else if (full(e) && st.mode == ARK_CHAIN_SPLAT) {
+				q[u] = make_uint4(0, 0, 0, 0);
+				const T s = src[e / st.div % st.mod];
+				memcpy(&q[u].x, &s, sizeof(T));
+			} else {
+				T w[VEC];
+				/* the operand's element of out's element e + j: one division for the vector
+				 * where a row repeats (div 1, a row of VEC elements or more) */
+				const bool row = st.mod >= VEC && st.div == 1;
+				const uint32_t i0 = !st.mod ? e : row ? e % st.mod : 0;
 #pragma unroll
-					for (int j = 0; j < VEC; j++) {
-						const uint32_t ej = e + j;
-						uint32_t i = i0 + j;
-						if (row && i >= st.mod)
-							i -= st.mod;
-						else if (st.mod && !row)
-							i = ej / st.div % st.mod;
-						w[j] = ej >= e0 && ej < e1 ? src[i] : ark_from_f<T>(0.0f);
-					}
-					memcpy(&q[u], w, sizeof w);
+				for (int j = 0; j < VEC; j++) {
+					const uint32_t ej = e + j;
+					uint32_t i = i0 + j;
+					if (row && i >= st.mod)
+						i -= st.mod;
+					else if (st.mod && !row)
+						i = ej / st.div % st.mod;
+					w[j] = ej >= e0 && ej < e1 ? src[i] : ark_from_f<T>(0.0f);
 				}
-			}
-		};
-		auto expand = [&](const ark_chain_step &st, const uint4 (&q)[U], float (&dst)[U][VEC]) {
-#pragma unroll
-			for (int u = 0; u < U; u++) {
-				if (full(mine + u * stride) && st.mode == ARK_CHAIN_SPLAT) {
-					T s;
-					memcpy(&s, &q[u].x, sizeof(T));
-#pragma unroll
-					for (int j = 0; j < VEC; j++)
-						dst[u][j] = ark_to_f(s);
-				} else {
-					ark_unpack<T>(q[u], dst[u]);
-				}
-			}
-		};
-		auto load = [&](const T *src, const ark_chain_step &st, float (&dst)[U][VEC]) {
-			uint4 q[U];
-			raw(src, st, q);
-			expand(st, q, dst);
-		};
-		load(x, same, v);
-		for (int b0 = 0; b0 < n; b0 += ARK_CHAIN_BLOCK) { /* uniform */
-			const int bn = min(ARK_CHAIN_BLOCK, n - b0);
-			__syncthreads(); /* the previous block's descriptors are read by all */
-			for (int s = tid; s < bn; s += ARK_THREADS) {
-				const ark_opp &q = steps[b0 + s];
-				const bool in1 = q.flags & ARK_OPP_CHAIN_IN1;
-				const int kind = q.kind;
-				const bool binary = ark_ew_inputs(kind) == 2;
-				uint32_t div = 1, mod = 0;
-				uint8_t mode = ARK_CHAIN_VEC;
-				if (binary && !(q.flags & ARK_OPP_SAME_SHAPE) && q.ndim > 0) {
-					ark_chain_repeat(q, q.istride[in1 ? 0 : 1], div, mod);
-					mode = div == 1 ? (mod % VEC == 0 ? ARK_CHAIN_VEC : ARK_CHAIN_ELEMS)
-					       : div % VEC == 0 ? ARK_CHAIN_SPLAT : ARK_CHAIN_ELEMS;
-				}
-				s_step[s] = {in1 ? q.in[0] : q.in[1], q.f, div, mod, (uint16_t)kind, (uint8_t)in1, (uint8_t)binary, mode};
-			}
-			__syncthreads();
-			/* the next step's descriptor and operand are fetched while this step computes: the only
-			 * dependent chain from step to step is the arithmetic on v */
-			ark_chain_step cur = s_step[0];
-			float y[U][VEC] = {};
-			if (cur.binary)
-				load(reinterpret_cast<const T *>(arena + cur.opnd), cur, y);
-			for (int s = 0; s < bn; s++) {
-				const ark_chain_step nxt = s_step[s + 1 < bn ? s + 1 : s];
-				const bool more = s + 1 < bn && nxt.binary;
-				const T *src = reinterpret_cast<const T *>(arena + nxt.opnd);
-				uint4 qn[U];
-				if (more)
-					raw(src, nxt, qn);
-				switch (cur.kind) {
-#define X(id, n, fn) \
-	case ARK_OP_##id: ark_chain_apply<T, ARK_OP_##id>(v, y, cur.f, cur.in1); break;
-					EW_LIST(X)
-#undef X
-				default: break;
-				}
-				if (more)
-					expand(nxt, qn, y);
-				cur = nxt;
+				memcpy(&q[u], w, sizeof w);
 			}
 		}
+	}
+
+	/* raw's vectors into fp32 */
+	__device__ __forceinline__ void expand(const ark_chain_step &st, const uint4 (&q)[U], float (&dst)[U][VEC]) const
+	{
+#pragma unroll
+		for (int u = 0; u < U; u++) {
+			if (full(mine + u * stride) && st.mode == ARK_CHAIN_SPLAT) {
+				T s;
+				memcpy(&s, &q[u].x, sizeof(T));
+#pragma unroll
+				for (int j = 0; j < VEC; j++)
+					dst[u][j] = ark_to_f(s);
+			} else {
+				ark_unpack<T>(q[u], dst[u]);
+			}
+		}
+	}
+
+	__device__ __forceinline__ void load(const T *src, const ark_chain_step &st, float (&dst)[U][VEC]) const
+	{
+		uint4 q[U];
+		raw(src, st, q);
+		expand(st, q, dst);
+	}
+
+	__device__ __forceinline__ void store(T *o, const float (&v)[U][VEC]) const
+	{
 #pragma unroll
 		for (int u = 0; u < U; u++) {
 			const uint32_t e = mine + u * stride;
@@ -483,6 +443,117 @@ __device__ __noinline__ void ark_ew_chain_tile(const ark_opp &p, const ark_task 
 			}
 		}
 	}
+};
+
+/* The passes of a chain's task over elements t.k0:t.k1 of out: each thread loads its vectors of
+ * p.in[0] (of out's shape), body(at, v) applies the steps to them, and they are stored to p.out.
+ * body runs once a pass on every thread (it may hold CTA barriers). */
+template <typename T, typename F>
+__device__ __forceinline__ void ark_chain_passes(const ark_opp &p, const ark_task &t, char *arena, F &&body)
+{
+	constexpr int VEC = ark_dt<T>::vec;
+	const T *x = reinterpret_cast<const T *>(arena + p.in[0]);
+	T *o = reinterpret_cast<T *>(arena + p.out);
+	ark_chain_at<T> at;
+	at.e0 = t.k0, at.e1 = t.k1;
+	/* the emitter keeps every tensor 256-byte aligned, so out's 16-byte vectors start at multiples of
+	 * VEC: the threads walk that grid from the vector holding e0, and the vectors that the range cuts
+	 * (its first and last) go element by element; a view that is not aligned goes all that way */
+	at.vec = ark_aligned16(x) && ark_aligned16(o);
+	at.stride = (uint32_t)ARK_THREADS * VEC;
+	const uint32_t g0 = at.vec ? at.e0 / VEC * VEC : at.e0;
+	const ark_chain_step same = ark_chain_opnd(ARK_CHAIN_VEC, 1, 0);
+	for (uint32_t base = g0; base < at.e1; base += (uint32_t)ARK_CHAIN_U * VEC * ARK_THREADS) { /* uniform */
+		at.mine = base + (uint32_t)threadIdx.x * VEC;
+		ark_chain_vals<T> v;
+		at.load(x, same, v);
+		body(at, v);
+		at.store(o, v);
+	}
+}
+
+/* A step of a chain compiled with its steps (arkgen's ark_chain_gen): a one-input op on v ... */
+template <typename T, int KIND>
+__device__ __forceinline__ void ark_chain_un(ark_chain_vals<T> &v, float f)
+{
+	const ark_chain_vals<T> none = {};
+	ark_chain_apply<T, KIND>(v, none, f, false);
+}
+
+/* ... and a two-input op of v and an operand requested before (raw), read as st says. */
+template <typename T, int KIND, bool IN1>
+__device__ __forceinline__ void ark_chain_bin(const ark_chain_at<T> &at, ark_chain_vals<T> &v,
+					      const uint4 (&r)[ARK_CHAIN_U], const ark_chain_step &st, float f)
+{
+	ark_chain_vals<T> y;
+	at.expand(st, r, y);
+	ark_chain_apply<T, KIND>(v, y, f, IN1);
+}
+
+#ifdef ARK_CHAIN_GEN
+/* Defined by the generated file: runs task t of a chain arkgen compiled with its steps (the op kinds,
+ * factors and operands' layouts as constants), false where t's chain is not one of them. */
+__device__ bool ark_chain_gen(const ark_opp &p, const ark_task &t, char *arena);
+#endif
+
+/* EW_CHAIN: elements k0:k1 of out = the chain's ops applied in turn to p.in[0], every intermediate
+ * rounded to T as if it had been stored. p.splits steps follow p in the op-params table; step s is op
+ * s's own params: kind, f, and its other input (in[1], or in[0] with ARK_OPP_CHAIN_IN1), of out's
+ * shape or broadcast (ark_chain_step). This is the chain read from its params (chains arkgen did not
+ * compile with their steps): the steps' descriptors are loaded into shared memory together (one
+ * latency, not one per step); each thread keeps U vectors in registers and walks the steps once for
+ * all of them, operands loaded a step ahead. The chained values have out's shape. */
+template <typename T>
+__device__ __noinline__ void ark_ew_chain_tile(const ark_opp &p, const ark_task &t, char *arena)
+{
+	__shared__ ark_chain_step s_step[ARK_CHAIN_BLOCK];
+	const ark_opp *steps = &p + 1;
+	const int n = (int)p.splits, tid = threadIdx.x;
+	ark_chain_passes<T>(p, t, arena, [&](const ark_chain_at<T> &at, ark_chain_vals<T> &v) {
+		for (int b0 = 0; b0 < n; b0 += ARK_CHAIN_BLOCK) { /* uniform */
+			const int bn = min(ARK_CHAIN_BLOCK, n - b0);
+			__syncthreads(); /* the previous block's descriptors are read by all */
+			for (int s = tid; s < bn; s += ARK_THREADS) {
+				const ark_opp &q = steps[b0 + s];
+				const bool in1 = q.flags & ARK_OPP_CHAIN_IN1;
+				const int kind = q.kind;
+				const bool binary = ark_ew_inputs(kind) == 2;
+				uint32_t div = 1, mod = 0;
+				uint8_t mode = ARK_CHAIN_VEC;
+				if (binary && !(q.flags & ARK_OPP_SAME_SHAPE) && q.ndim > 0) {
+					ark_chain_repeat(q, q.istride[in1 ? 0 : 1], div, mod);
+					mode = div == 1 ? (mod % ark_dt<T>::vec == 0 ? ARK_CHAIN_VEC : ARK_CHAIN_ELEMS)
+					       : div % ark_dt<T>::vec == 0 ? ARK_CHAIN_SPLAT : ARK_CHAIN_ELEMS;
+				}
+				s_step[s] = {in1 ? q.in[0] : q.in[1], q.f, div, mod, (uint16_t)kind, (uint8_t)in1, (uint8_t)binary, mode};
+			}
+			__syncthreads();
+			/* the next step's descriptor and operand are fetched while this step computes: the only
+			 * dependent chain from step to step is the arithmetic on v */
+			ark_chain_step cur = s_step[0];
+			ark_chain_vals<T> y = {};
+			if (cur.binary)
+				at.load(reinterpret_cast<const T *>(arena + cur.opnd), cur, y);
+			for (int s = 0; s < bn; s++) {
+				const ark_chain_step nxt = s_step[s + 1 < bn ? s + 1 : s];
+				const bool more = s + 1 < bn && nxt.binary;
+				const T *src = reinterpret_cast<const T *>(arena + nxt.opnd);
+				uint4 qn[ARK_CHAIN_U];
+				if (more)
+					at.raw(src, nxt, qn);
+				switch (cur.kind) {
+#define X(id, n, fn) \
+	case ARK_OP_##id: ark_chain_apply<T, ARK_OP_##id>(v, y, cur.f, cur.in1); break;
+					EW_LIST(X)
+#undef X
+				default: break;
+				}
+				if (more)
+					at.expand(nxt, qn, y);
+				cur = nxt;
+			}
+		}
+	});
 }
 
 template <typename T>
@@ -516,6 +587,10 @@ struct ark_tile_ew_chain {
 	template <typename T>
 	static __device__ __forceinline__ void run(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
 	{
+#ifdef ARK_CHAIN_GEN
+		if (ark_chain_gen(p, t, e.arena))
+			return;
+#endif
 		ark_ew_chain_tile<T>(p, t, e.arena);
 	}
 };
