@@ -217,7 +217,8 @@ static void emit_header(const struct emitter *e)
 		out(f, "#define ARK_TILES_QUANT 1\n");
 	for (int o = 0; o < g->n_ops; o++)
 		if (s->per_op[o].chain_gen && s->per_op[o].n_vcta) { /* chains compiled with their steps */
-			out(f, "#define ARK_CHAIN_GEN 1\n");
+			out(f, "#ifndef ARK_CHAIN_TEMPLATE /* defined: every chain on the template that reads its "
+			       "steps */\n#define ARK_CHAIN_GEN 1\n#endif\n");
 			break;
 		}
 	out(f, "\n#include \"ark_tiles.cuh\"\n#include \"ark_loop.cuh\"\n#include \"ark.h\"\n\n");
@@ -977,7 +978,8 @@ static void emit_chain_code(const struct emitter *e)
 	for (int k = 0; k < g->n_ops; k++) {
 		const int oi = g->order[k];
 		if (s->per_op[oi].chain_gen && s->per_op[oi].n_vcta && !n++)
-			out(e->f, "#ifdef __CUDACC__ /* device code: tools that read the tables with a host compiler skip it */\n");
+			out(e->f, "#if defined(__CUDACC__) && defined(ARK_CHAIN_GEN) /* device code: tools that read the "
+				  "tables with a host compiler skip it */\n");
 		if (s->per_op[oi].chain_gen && s->per_op[oi].n_vcta)
 			emit_chain_fn(e, oi);
 	}

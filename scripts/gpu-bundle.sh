@@ -2,7 +2,9 @@
 # gpu-bundle.sh [DIR]: builds, on a machine with nvcc but perhaps no GPU, everything the GPU suite
 # runs into DIR (default .devcarry), with the shared libraries they need, to be run by gpu-suite.sh:
 # the generated binaries of every model in models/ and tests/models/, with counters and with grid
-# barriers (DIR/gen/NAME_SYNC, with the schedule as NAME_SYNC.json), the binaries of tests/gpu_stale.sh
+# barriers (DIR/gen/NAME_SYNC, with the schedule as NAME_SYNC.json; the barrier builds run every
+# elementwise chain on the template that reads its steps, -DARK_CHAIN_TEMPLATE, the counter builds
+# the chains compiled with their steps), the binaries of tests/gpu_stale.sh
 # (DIR/stale: mlp and splitk_chain, also built with -DARK_JITTER) and of tests/gpu_backends.sh
 # (DIR/backends: every one-GPU model with every stream backend and policy), the GPU tests, and the benchmark
 # programs, and bench/allreduce.sh's models on 2 GPUs (DIR/ar: default algorithm, DIR/ar2ph: two-phase,
@@ -46,8 +48,10 @@ for m in models/*.cfg tests/models/*.cfg; do
 	for sync in counters barrier; do
 		out="$D/gen/${n}_$sync"
 		"$B/arkgen" "$m" --sync "$sync" --schedule "$out.json" -o "$out.cu" > "$out.report"
+		chains=
+		[ "$sync" = barrier ] && chains=-DARK_CHAIN_TEMPLATE
 		# shellcheck disable=SC2086
-		(if "$NVCC" $flags -cudart shared "$out.cu" -o "$out" 2> "$out.nvcc.log"; then rm -f "$out.cu" "$out.nvcc.log"; \
+		(if "$NVCC" $flags $chains -cudart shared "$out.cu" -o "$out" 2> "$out.nvcc.log"; then rm -f "$out.cu" "$out.nvcc.log"; \
 		 else echo "nvcc failed on $out.cu: see $out.nvcc.log" >&2; fi) &
 		running=$((running + 1))
 		if [ "$running" -ge "$JOBS" ]; then

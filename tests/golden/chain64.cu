@@ -14,7 +14,9 @@
 #define ARK_TILES_FFMA 0
 #define ARK_TILES_USED (ARK_TILE_BIT(EW_CHAIN))
 #define ARK_ACTS_USED(X)
+#ifndef ARK_CHAIN_TEMPLATE /* defined: every chain on the template that reads its steps */
 #define ARK_CHAIN_GEN 1
+#endif
 
 #include "ark_tiles.cuh"
 #include "ark_loop.cuh"
@@ -975,7 +977,7 @@ static const struct ark_wait waits_g0[1] = {
 	{0, 0, 0},
 };
 
-#ifdef __CUDACC__ /* device code: tools that read the tables with a host compiler skip it */
+#if defined(__CUDACC__) && defined(ARK_CHAIN_GEN) /* device code: tools that read the tables with a host compiler skip it */
 /* The chain of 128 elementwise ops from scale0 (models/chain64.cfg:14) to add63, fp32, its steps compiled in. */
 static __device__ __noinline__ void ark_chain_op0(const ark_opp &p, const ark_task &t, char *arena)
 {
