@@ -22,10 +22,14 @@
 #define ARK_MM_STREAM_KN 8
 #define ARK_MM_STREAM_NK 4
 #define ARK_MM_STREAMS16(M, tb) ((M) <= ((tb) ? ARK_MM_STREAM_NK : ARK_MM_STREAM_KN))
-/* An fp32 matmul of more rows than a streaming tile takes runs every tile of it, the last of a few
- * rows too, on the FMA tile of shared-memory stages (ark_mm_ffma); one of at most ARK_MM_SMALL_M
- * rows streams b, or takes the simt tile where its rows are not aligned. */
-#define ARK_MM_FFMA(M) ((M) > ARK_MM_SMALL_M)
+/* An fp32 matmul of more rows than ARK_MM_STREAM32 runs every tile of it, the last of a few rows too,
+ * on the FMA tile of shared-memory stages (ark_mm_ffma); one of at most ARK_MM_STREAM32 rows streams
+ * b, or takes the simt tile where its rows are not aligned. The streaming tile reads a row of a from
+ * shared memory for every weight it streams, and runs out of shared-memory bandwidth as rows grow: in
+ * the H100 table a 16 x 64 x 4096 fp32 tile streams in 92-104 us with every SM busy, ~10 GB/s an SM,
+ * where the FMA tile does 32 x 64 x 4096 in 96 (8 x 8 sums a thread from 16-byte reads). */
+#define ARK_MM_STREAM32 8
+#define ARK_MM_FFMA(M) ((M) > ARK_MM_STREAM32)
 #ifndef ARK_MM_RING_BYTES
 #define ARK_MM_RING_BYTES 65536 /* streaming: cp.async ring (per-thread 16-byte slots) */
 #endif
