@@ -10,8 +10,9 @@ import re
 import sys
 
 MODELS = ("mlp8", "branchy", "chain64", "mlp")
-# latency targets in us (None: no target)
-TARGETS = {"empty": 4.0, "chain64": 20.0, "mlp8": 110.0, "branchy": 40.0, "mlp": None}
+# latency targets in us, as issue 11 sets them (None: none in us; mlp's is >= 1.0x the CUDA graph, which the
+# speed-up column shows)
+TARGETS = {"empty": 4.0, "chain64": 18.0, "mlp8": 105.0, "branchy": 40.0, "mlp": None}
 TORCH_VARIANTS = ("eager", "graph", "compile", "compile_ro")
 
 NUM = r"([0-9.]+|nan|inf)"
