@@ -551,10 +551,13 @@ static void test_matmul_few_rows(void **state)
 	assert_true(fabs(us - us17) > 1e-6); /* priced as the streaming tile it is */
 	assert_true(mma_of("fp16", ARK_MM_STREAM_KN + 1, 0, NULL, NULL));
 	assert_false(mma_of("fp16", ARK_MM_STREAM_KN, 0, NULL, NULL));
-	/* fp32: the FMA tile of shared-memory stages above 16 rows, its last tile of 13 rows too */
-	assert_false(mma_of("fp32", 13, 1, NULL, NULL));
-	assert_false(mma_of("fp32", ARK_MM_SMALL_M, 0, &us, &us17));
+	/* fp32: the FMA tile of shared-memory stages above ARK_MM_STREAM32 rows (13 rows among them,
+	 * priced as its 17-row tile), its last tile of 13 rows too; at most ARK_MM_STREAM32 stream */
+	assert_int_equal(mma_of("fp32", 13, 1, &us, &us17), 2);
+	assert_true(fabs(us - us17) < 1e-9);
+	assert_false(mma_of("fp32", ARK_MM_STREAM32, 0, &us, &us17));
 	assert_true(fabs(us - us17) > 1e-6);
+	assert_int_equal(mma_of("fp32", ARK_MM_STREAM32 + 1, 1, NULL, NULL), 2);
 	assert_int_equal(mma_of("fp32", 397, 1, &us, &us17), 2);
 	assert_true(fabs(us - us17) < 1e-9);
 	assert_int_equal(mma_of("fp32", ARK_MM_SMALL_M + 1, 0, NULL, NULL), 2);
