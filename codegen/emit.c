@@ -139,6 +139,12 @@ static const char *i64_list(char *buf, size_t size, const int64_t *v, int n)
 	return buf;
 }
 
+/* Whether the generated file compiles op oi's chain with its steps (emit_chain_code). */
+static int chain_compiled(const struct tiling *s, int oi)
+{
+	return s->per_op[oi].chain_gen && s->per_op[oi].n_vcta;
+}
+
 /* ---- the steps of emit_loop ------------------------------------------------------------------ */
 
 /* The header comment (source, options, sizes, prediction), the build-time constants, the includes. */
@@ -216,7 +222,7 @@ static void emit_header(const struct emitter *e)
 	if (quant) /* the same: q4_1 / q8_0 weights (op_quant.cuh) */
 		out(f, "#define ARK_TILES_QUANT 1\n");
 	for (int o = 0; o < g->n_ops; o++)
-		if (s->per_op[o].chain_gen && s->per_op[o].n_vcta) { /* chains compiled with their steps */
+		if (chain_compiled(s, o)) { /* chains compiled with their steps */
 			out(f, "#ifndef ARK_CHAIN_TEMPLATE /* defined: every chain on the template that reads its "
 			       "steps */\n#define ARK_CHAIN_GEN 1\n#endif\n");
 			break;
@@ -559,6 +565,21 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 	free(ins.s);
 }
 
+/* Whether chain `head`'s chained value starts as the head's in[1]: it starts as the head's input of
+ * the chain's output shape T, in[1] where in[0] is broadcast. */
+static int chain_head_in1(const struct graph *g, int head, const struct tensor *T)
+{
+	const struct op *h = &g->ops[head];
+	return h->n_in > 1 && !tensor_same_shape(&g->tensors[h->in[0]], T);
+}
+
+/* Whether chain step o takes the chained value as its in[1]: prev_out is the output of the step
+ * before (-1 for the head, whose answer is head_in1). */
+static int chain_step_in1(const struct op *o, int prev_out, int head_in1)
+{
+	return prev_out >= 0 ? o->n_in > 1 && o->in[1] == prev_out : head_in1;
+}
+
 /* A chain of elementwise ops (fuse.c: fuse_chains) at entry `index`: its descriptor (dtype, first
  * input, last output, number of steps), then every op's own params, in order. */
 static void emit_chain_opp(const struct emitter *e, int head, int index)
@@ -568,9 +589,8 @@ static void emit_chain_opp(const struct emitter *e, int head, int index)
 	const struct op_tiling *pl = &s->per_op[head];
 	const struct op *h = &g->ops[head];
 	int outt = pl->out_tensor;
-	/* the chained value starts as the head's input of out's shape: in[1] where in[0] is broadcast */
 	const struct tensor *T = &g->tensors[outt];
-	const int head_in1 = h->n_in > 1 && !tensor_same_shape(&g->tensors[h->in[0]], T);
+	const int head_in1 = chain_head_in1(g, head, T);
 	char c1[256], c2[1024], c3[256], c4[256], c5[256];
 	out(e->f, "\t/* %d: chain of %d elementwise ops, %s (%s:%d) to %s, in registers: %s -> %s */\n", index,
 	    pl->chain_len, c_comment_text(c1, sizeof c1, h->name), c_comment_text(c2, sizeof c2, g->file), h->line,
@@ -587,7 +607,7 @@ static void emit_chain_opp(const struct emitter *e, int head, int index)
 	int prev_out = -1, k = index + 1;
 	for (int x = head; x >= 0; x = s->per_op[x].chain_next, k++) {
 		const struct op *o = &g->ops[x];
-		const int in1 = prev_out >= 0 ? o->n_in > 1 && o->in[1] == prev_out : head_in1;
+		const int in1 = chain_step_in1(o, prev_out, head_in1);
 		emit_opp(e, x, in1 ? ARK_OPP_CHAIN_IN1 : 0, k);
 		prev_out = o->out[0];
 	}
@@ -922,7 +942,7 @@ static void emit_chain_fn(const struct emitter *e, int head)
 	static const char *const ctype[ARK_FLOAT_DTYPES] = {
 		[ARK_FP16] = "__half", [ARK_BF16] = "__nv_bfloat16", [ARK_FP32] = "float"};
 	char c1[256], c2[1024], c3[256], o1[96];
-	const int head_in1 = h->n_in > 1 && !tensor_same_shape(&g->tensors[h->in[0]], T);
+	const int head_in1 = chain_head_in1(g, head, T);
 	out(e->f, "/* The chain of %d elementwise ops from %s (%s:%d) to %s, %s, its steps compiled in. */\n",
 	    pl->chain_len, c_comment_text(c1, sizeof c1, h->name), c_comment_text(c2, sizeof c2, g->file), h->line,
 	    c_comment_text(c3, sizeof c3, g->ops[T->producer].name), dtype_name[T->dtype]);
@@ -938,7 +958,7 @@ static void emit_chain_fn(const struct emitter *e, int head)
 	int prev_out = -1, k = 0;
 	for (int x = head; x >= 0; x = s->per_op[x].chain_next, k++) {
 		const struct op *o = &g->ops[x];
-		const int in1 = prev_out >= 0 ? o->n_in > 1 && o->in[1] == prev_out : head_in1;
+		const int in1 = chain_step_in1(o, prev_out, head_in1);
 		prev_out = o->out[0];
 		if (o->n_in < 2 || first[o->in[!in1]] >= 0)
 			continue;
@@ -951,7 +971,7 @@ static void emit_chain_fn(const struct emitter *e, int head)
 	prev_out = -1, k = 0;
 	for (int x = head; x >= 0; x = s->per_op[x].chain_next, k++) {
 		const struct op *o = &g->ops[x];
-		const int in1 = prev_out >= 0 ? o->n_in > 1 && o->in[1] == prev_out : head_in1;
+		const int in1 = chain_step_in1(o, prev_out, head_in1);
 		prev_out = o->out[0];
 		if (o->n_in < 2) {
 			out(e->f, "\t\tark_chain_un<T, %s>(v, %s); /* %s */\n", op_enum[o->kind],
@@ -977,11 +997,12 @@ static void emit_chain_code(const struct emitter *e)
 	int n = 0;
 	for (int k = 0; k < g->n_ops; k++) {
 		const int oi = g->order[k];
-		if (s->per_op[oi].chain_gen && s->per_op[oi].n_vcta && !n++)
+		if (!chain_compiled(s, oi))
+			continue;
+		if (!n++)
 			out(e->f, "#if defined(__CUDACC__) && defined(ARK_CHAIN_GEN) /* device code: tools that read the "
 				  "tables with a host compiler skip it */\n");
-		if (s->per_op[oi].chain_gen && s->per_op[oi].n_vcta)
-			emit_chain_fn(e, oi);
+		emit_chain_fn(e, oi);
 	}
 	if (!n)
 		return;
@@ -989,7 +1010,7 @@ static void emit_chain_code(const struct emitter *e)
 	out(e->f, "__device__ bool ark_chain_gen(const ark_opp &p, const ark_task &t, char *arena)\n{\n\tswitch (t.op) {\n");
 	for (int k = 0; k < g->n_ops; k++) {
 		const int oi = g->order[k];
-		if (s->per_op[oi].chain_gen && s->per_op[oi].n_vcta)
+		if (chain_compiled(s, oi))
 			out(e->f, "\tcase %d: ark_chain_op%d(p, t, arena); return true;\n", oi, oi);
 	}
 	out(e->f, "\t}\n\treturn false;\n}\n#endif\n\n");

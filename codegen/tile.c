@@ -388,10 +388,6 @@ static void tile_elementwise(struct tiling *s, int oi)
 		}
 }
 
-/* A chain (fuse.c) over element ranges of its output: one 16-byte vector per thread of a
- * 256-thread CTA at least (a chain step is latency-bound: more SMs in parallel, fewer values each),
- * about one range per SM for large tensors. */
-
 /* The box of a [rows, C] view that holds elements e0..e1 of it: exact within one row or for whole
  * rows, else the whole rows touched (a superset, which only adds hazards). */
 static struct region range_box(int tensor, int64_t e0, int64_t e1, int64_t C)
@@ -412,6 +408,9 @@ static int64_t range_end(int64_t e0, int64_t E, int64_t C, int64_t chunk)
 	return rows_per ? imin(E, e0 + rows_per * C) : imin(e0 / C * C + C, e0 + chunk);
 }
 
+/* A chain (fuse.c) over element ranges of its output: one 16-byte vector per thread of a
+ * 256-thread CTA at least (a chain step is latency-bound: more SMs in parallel, fewer values each),
+ * about one range per SM for large tensors. */
 static void tile_chain(struct tiling *s, int head)
 {
 	struct op_tiling *pl = &s->per_op[head];
@@ -437,7 +436,7 @@ static void tile_chain(struct tiling *s, int head)
 		}
 		v->write = box;
 		v->flops = (double)(pl->chain_len * (e1 - e0));
-		/* each step waits for the one before (tiling.h) */
+		/* each step waits for the one before (calib.h: chain_steps_us) */
 		v->lat_us = chain_steps_us(pl->chain_len, pl->chain_gen) * (double)cdiv(e1 - e0, unit);
 		v->bytes = (double)((v->n_reads + 1) * es * (e1 - e0));
 	}
