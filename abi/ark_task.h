@@ -155,6 +155,36 @@ enum ark_opp_flag {
 };
 #define ARK_ACT_NONE 0xffffu /* struct ark_opp.act: no fused activation */
 
+/* How an elementwise chain step reads its operand, the one rule for the chain template
+ * (templates/op_elementwise.cuh) and the chains arkgen compiles with their steps (codegen/emit.c).
+ * Out's element e reads the operand's element e where mod is 0 (same: every input of out's shape),
+ * else (e / div) % mod, div and mod from the operand's element strides st over out's shape (0 where
+ * broadcast): the trailing dimensions it is broadcast along make div, the ones it follows after them
+ * mod. A thread reads it for a 16-byte vector of vec of out's elements as a vector (ARK_CHAIN_VEC),
+ * as one element splat over the vector (ARK_CHAIN_SPLAT), or element by element (ARK_CHAIN_ELEMS;
+ * also the tail of a range and unaligned ranges). */
+#ifdef __CUDACC__
+#define ARK_TASK_HD __host__ __device__
+#else
+#define ARK_TASK_HD
+#endif
+enum { ARK_CHAIN_VEC, ARK_CHAIN_SPLAT, ARK_CHAIN_ELEMS };
+static inline ARK_TASK_HD int ark_chain_read(int same, int ndim, const int64_t *shape, const int64_t *st, uint32_t vec,
+					     uint32_t *div, uint32_t *mod)
+{
+	*div = 1, *mod = 0;
+	if (same || ndim <= 0)
+		return ARK_CHAIN_VEC;
+	int d = ndim - 1;
+	*mod = 1;
+	for (; d >= 0 && st[d] == 0; d--)
+		*div *= (uint32_t)shape[d];
+	for (; d >= 0 && (st[d] != 0 || shape[d] == 1); d--)
+		*mod *= (uint32_t)shape[d];
+	return *div == 1 ? (*mod % vec == 0 ? ARK_CHAIN_VEC : ARK_CHAIN_ELEMS)
+	       : *div % vec == 0 ? ARK_CHAIN_SPLAT : ARK_CHAIN_ELEMS;
+}
+
 /* Device parameters of one op, as the templates see it. Offsets are bytes into the arena of the
  * GPU that runs the task; every tensor is a row-major 2-D view [M, N] (leading dims folded). */
 struct ark_opp {

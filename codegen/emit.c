@@ -898,34 +898,18 @@ static void emit_gpu_waits(const struct emitter *e, int gpu)
 
 /* ---- chains compiled with their steps ---- */
 
-/* div and mod of a chain step's operand I broadcast over out's shape T, as the chain template's
- * ark_chain_repeat makes them from the strides (op_elementwise.cuh): T's trailing dimensions it is
- * broadcast along make div, the ones it follows after them mod. */
-static void chain_repeat(const struct tensor *I, const struct tensor *T, uint32_t *div, uint32_t *mod)
-{
-	int64_t st[4] = {0};
-	bcast_strides(I, T, st);
-	int d = T->ndim - 1;
-	*div = 1, *mod = 1;
-	for (; d >= 0 && st[d] == 0; d--)
-		*div *= (uint32_t)T->shape[d];
-	for (; d >= 0 && (st[d] != 0 || T->shape[d] == 1); d--)
-		*mod *= (uint32_t)T->shape[d];
-}
-
-/* How the chain's steps read operand I (out's shape T): "ark_chain_opnd(MODE, div, mod)", as the
- * chain template decides it for a step whose inputs are not all of out's shape. */
+/* How the chain's steps read operand I (out's shape T): "ark_chain_opnd(MODE, div, mod)", by the
+ * rule the chain template applies at run time (abi/ark_task.h: ark_chain_read). */
 static const char *chain_opnd(char *buf, size_t n, const struct tensor *I, const struct tensor *T)
 {
-	uint32_t div = 1, mod = 0;
-	const char *mode = "ARK_CHAIN_VEC";
-	const uint32_t vec = 16 / (uint32_t)ark_dtype_size(T->dtype);
-	if (!tensor_same_shape(I, T) && T->ndim > 0) {
-		chain_repeat(I, T, &div, &mod);
-		mode = div == 1 ? (mod % vec == 0 ? "ARK_CHAIN_VEC" : "ARK_CHAIN_ELEMS")
-		       : div % vec == 0 ? "ARK_CHAIN_SPLAT" : "ARK_CHAIN_ELEMS";
-	}
-	snprintf(buf, n, "ark_chain_opnd(%s, %u, %u)", mode, div, mod);
+	static const char *const mode_name[] = {[ARK_CHAIN_VEC] = "ARK_CHAIN_VEC", [ARK_CHAIN_SPLAT] = "ARK_CHAIN_SPLAT",
+						[ARK_CHAIN_ELEMS] = "ARK_CHAIN_ELEMS"};
+	int64_t st[ARK_MAX_DIMS] = {0};
+	uint32_t div, mod;
+	bcast_strides(I, T, st);
+	const int mode = ark_chain_read(tensor_same_shape(I, T), T->ndim, T->shape, st,
+					16 / (uint32_t)ark_dtype_size(T->dtype), &div, &mod);
+	snprintf(buf, n, "ark_chain_opnd(%s, %u, %u)", mode_name[mode], div, mod);
 	return buf;
 }
 

@@ -311,10 +311,6 @@ __device__ __forceinline__ void ark_chain_apply(float (&v)[U][VEC], const float 
 
 #define ARK_CHAIN_BLOCK 128 /* steps whose descriptors sit in shared memory at once */
 
-/* How a thread reads a step's operand for a 16-byte vector of out's elements e..e+VEC-1 (e a
- * multiple of VEC; the tail of a range and unaligned ranges go element by element). */
-enum { ARK_CHAIN_VEC, ARK_CHAIN_SPLAT, ARK_CHAIN_ELEMS };
-
 /* A chain step as the template keeps it in shared memory (32 bytes: two loads). Out's element e
  * reads the operand's element e where mod = 0 (same shape), else (e / div) % mod: a row of bias or
  * scale repeated (div 1), a column (div a row's length), a tensor of out's trailing dimensions;
@@ -328,18 +324,6 @@ struct __align__(16) ark_chain_step {
 	uint8_t binary;  /* the op reads an operand */
 	uint8_t mode;    /* ARK_CHAIN_VEC, _SPLAT or _ELEMS */
 };
-
-/* div and mod of a step's broadcast operand from its strides over out's shape (0 where broadcast):
- * the trailing dimensions it is broadcast along make div, the ones it follows after them mod. */
-__device__ __forceinline__ void ark_chain_repeat(const ark_opp &q, const int64_t *st, uint32_t &div, uint32_t &mod)
-{
-	int d = q.ndim - 1;
-	div = 1, mod = 1;
-	for (; d >= 0 && st[d] == 0; d--)
-		div *= (uint32_t)q.oshape[d];
-	for (; d >= 0 && (st[d] != 0 || q.oshape[d] == 1); d--)
-		mod *= (uint32_t)q.oshape[d];
-}
 
 /* 16-byte vectors per thread and pass of a chain: a step costs each warp about 70 instructions and
  * 400 cycles with 4 (measured on H200); with 1 the chain's latency is spread over more SMs instead
@@ -518,13 +502,10 @@ __device__ __noinline__ void ark_ew_chain_tile(const ark_opp &p, const ark_task 
 				const bool in1 = q.flags & ARK_OPP_CHAIN_IN1;
 				const int kind = q.kind;
 				const bool binary = ark_ew_inputs(kind) == 2;
-				uint32_t div = 1, mod = 0;
-				uint8_t mode = ARK_CHAIN_VEC;
-				if (binary && !(q.flags & ARK_OPP_SAME_SHAPE) && q.ndim > 0) {
-					ark_chain_repeat(q, q.istride[in1 ? 0 : 1], div, mod);
-					mode = div == 1 ? (mod % ark_dt<T>::vec == 0 ? ARK_CHAIN_VEC : ARK_CHAIN_ELEMS)
-					       : div % ark_dt<T>::vec == 0 ? ARK_CHAIN_SPLAT : ARK_CHAIN_ELEMS;
-				}
+				uint32_t div = 1, mod = 0; /* how it reads its operand (abi/ark_task.h) */
+				const uint8_t mode = binary ? (uint8_t)ark_chain_read(q.flags & ARK_OPP_SAME_SHAPE, q.ndim, q.oshape,
+										  q.istride[in1 ? 0 : 1], ark_dt<T>::vec, &div, &mod)
+							    : (uint8_t)ARK_CHAIN_VEC;
 				s_step[s] = {in1 ? q.in[0] : q.in[1], q.f, div, mod, (uint16_t)kind, (uint8_t)in1, (uint8_t)binary, mode};
 			}
 			__syncthreads();
