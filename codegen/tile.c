@@ -155,11 +155,12 @@ static double matmul_us(struct tiling *s, int oi, int64_t M, int64_t N, int64_t 
  * GPU to cost them on (tile_opts.gpu), candidates: tile rows M itself up to 16 rows (the streaming
  * tiles, kept), else 64 or 128 (the mma tile's); tile columns 16 to 128 (8 for fp32), never
  * narrower than 32 bytes of a row; K-splits into chunks of >= 512 (multiples of 64, at most 32
- * splits) for K >= MM_SPLIT_K where the matmul has the GPU to itself (independent matmuls' split-K
- * workspaces share reused memory: their tiles would wait on each other), and never more vCTAs than
- * the rules' or than its SMs. The one of least predicted time (matmul_us), ties to fewer vCTAs,
- * replaces the rules' only when predicted MM_GAIN faster: the cost model is within ~10% of the
- * device and the simulator, and a tiling it barely prefers is not worth the change.
+ * splits) for K >= MM_SPLIT_K, beside other matmuls of its level only where the memory plan keeps
+ * one level's tensors apart (MEM_REUSE_LEVELS, or no reuse: in the plan by vCTA order, independent
+ * matmuls' split-K workspaces share bytes and their tiles would wait on each other), and never more
+ * vCTAs than the rules' or than its SMs. The one of least predicted time (matmul_us), ties to fewer
+ * vCTAs, replaces the rules' only when predicted MM_GAIN faster: the cost model is within ~10% of
+ * the device and the simulator, and a tiling it barely prefers is not worth the change.
  * bert_base's [128, 3072] x [768, 3072]^T: 96 tiles of 64 x 16 over all of K become 48 tiles of
  * 64 x 32 in 2 splits of K (96 MATMUL_PARTIAL and 48 REDUCE), one wave. */
 #define MM_GAIN 0.10
@@ -200,7 +201,8 @@ static void pick_matmul(struct tiling *s, int oi, int64_t M, int64_t N, int64_t 
 			int64_t last = 0;
 			for (size_t k = 0; k < sizeof sps / sizeof sps[0]; k++) {
 				int64_t sp = sps[k];
-				if (sp > 1 && (K < MM_SPLIT_K || cdiv(K, sp) < 512 || sms < s->opt.gpu->sms))
+				if (sp > 1 && (K < MM_SPLIT_K || cdiv(K, sp) < 512 ||
+					       (sms < s->opt.gpu->sms && s->opt.reuse == MEM_REUSE_ORDER)))
 					break;
 				sp = cdiv(K, split_chunk(K, sp)); /* the splits its chunk gives */
 				if (sp == last)

@@ -292,10 +292,12 @@ __device__ __forceinline__ void ark_mm_epilogue(const ark_mm &g, const float *t,
 	}
 }
 
-/* stream_kn: stages a[m0:m1, kc0:kc0+kcn] into a_s as fp32 [kcn][MB], rows past m1 zero. All threads. */
-template <typename T, int MB>
-__device__ __noinline__ void ark_mm_stage_a_kn(const ark_mm &g, int m0, int m1, int kc0, int kcn, float *a_s, bool avec,
-						const float *inv)
+/* stream_kn: stages a[m0:m1, kc0:kc0+kcn] into a_s as fp32 [kcn][MB], rows past m1 zero; issued()
+ * runs once a's loads are in flight, before their values are used (the first chunk issues b's first
+ * steps there: inline, as a call would take the address of the tile's state). All threads. */
+template <typename T, int MB, typename F>
+__device__ __forceinline__ void ark_mm_stage_a_kn_at(const ark_mm &g, int m0, int m1, int kc0, int kcn, float *a_s,
+						     bool avec, const float *inv, F &&issued)
 {
 	const T *a = reinterpret_cast<const T *>(g.a);
 	const int64_t K = g.astride; /* a's rows */
@@ -313,6 +315,7 @@ __device__ __noinline__ void ark_mm_stage_a_kn(const ark_mm &g, int m0, int m1, 
 			const int e = u * ARK_THREADS + tid, kv = e / rows, m = e - kv * rows;
 			q[u] = e < nv_a ? ark_ld16(a + (size_t)(m0 + m) * K + kc0 + kv * VEC) : make_uint4(0, 0, 0, 0);
 		}
+		issued();
 #pragma unroll
 		for (int u = 0; u < AV; u++) {
 			const int e = u * ARK_THREADS + tid, kv = e / rows, m = e - kv * rows;
@@ -331,6 +334,7 @@ __device__ __noinline__ void ark_mm_stage_a_kn(const ark_mm &g, int m0, int m1, 
 			a_s[kk * MB + m] = 0.0f;
 		}
 	} else {
+		issued();
 		for (int e0 = 0; e0 < kcn * MB; e0 += 8 * ARK_THREADS) { /* 8 loads in flight */
 			float x[8];
 #pragma unroll
@@ -346,6 +350,14 @@ __device__ __noinline__ void ark_mm_stage_a_kn(const ark_mm &g, int m0, int m1, 
 					a_s[e0 + u * ARK_THREADS + tid] = x[u];
 		}
 	}
+}
+
+/* The chunks of a after the first: out of line, as each runs once a chunk. */
+template <typename T, int MB>
+__device__ __noinline__ void ark_mm_stage_a_kn(const ark_mm &g, int m0, int m1, int kc0, int kcn, float *a_s, bool avec,
+						const float *inv)
+{
+	ark_mm_stage_a_kn_at<T, MB>(g, m0, m1, kc0, kcn, a_s, avec, inv, [] {});
 }
 
 /* ---- streaming, b [K, N] ------------------------------------------------------------------------
@@ -389,11 +401,17 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
 			ark_cp_async16_once(&ring[(i % S) * ARK_THREADS + tid], bcol + (size_t)k * g.bstride, 16, pol);
 		ark_cp_commit();
 	};
-#pragma unroll
-	for (int s = 0; s < S - 1; s++)
-		issue(s);
+	/* a's first chunk is loaded before b's first S - 1 steps are issued: loaded after them (~60 KB
+	 * of requests an SM), it arrived 3-4 us into the task, after most of them (bench/NOTES.md) */
+	__syncthreads();
+	ark_mm_stage_a_kn_at<T, MB>(g, m0, m1, k0, min(spc * KL, k1 - k0), a_s, avec, inv, [&] {
+#pragma unroll 1 /* once a tile: a loop, not S - 1 copies of the code to fetch */
+		for (int s = 0; s < S - 1; s++)
+			issue(s);
+	});
+	__syncthreads();
 
-	int chunk0 = 0, chunk_end = 0; /* steps [chunk0, chunk_end) use the staged chunk of a */
+	int chunk0 = 0, chunk_end = spc; /* steps [chunk0, chunk_end) use the staged chunk of a */
 	for (int i = 0; i < nsteps; i++) {
 		if (i == chunk_end) { /* uniform: stage a[m0:m1, kc0:kc0+kcn] as fp32 [kk][m] */
 			const int kc0 = k0 + i * KL;
@@ -451,14 +469,22 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
 			}
 		}
 		__syncthreads();
-		const int cnt = min(mc, rows - mr) * tn;
+		const int cnt = min(mc, rows - mr) * tn, ls = nv * VEC;
 		for (int o = tid; o < cnt; o += ARK_THREADS) {
 			const int mm = o / tn, c = o - mm * tn;
 			const float *r = red + mm * rowf + c;
-			float s = 0.0f;
-			for (int q = 0; q < KL; q++)
-				s += r[q * nv * VEC];
-			ark_mm_store<T>(g, m0 + mr + mm, n0 + c, s);
+			/* four sums, eight loads in flight: one sum took a shared-memory round trip a k-lane,
+			 * 1-1.5 us a task of 64 k-lanes */
+			float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+			int q = 0;
+#pragma unroll 2
+			for (; q + 4 <= KL; q += 4)
+#pragma unroll
+				for (int j = 0; j < 4; j++)
+					s[j] += r[(q + j) * ls];
+			for (; q < KL; q++)
+				s[0] += r[q * ls];
+			ark_mm_store<T>(g, m0 + mr + mm, n0 + c, (s[0] + s[1]) + (s[2] + s[3]));
 		}
 		__syncthreads();
 	}
