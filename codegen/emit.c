@@ -931,7 +931,7 @@ static void emit_chain_fn(const struct emitter *e, int head)
 	    pl->chain_len, c_comment_text(c1, sizeof c1, h->name), c_comment_text(c2, sizeof c2, g->file), h->line,
 	    c_comment_text(c3, sizeof c3, g->ops[T->producer].name), dtype_name[T->dtype]);
 	out(e->f, "static __device__ __noinline__ void ark_chain_op%d(const ark_opp &p, const ark_task &t, char *arena)\n{\n",
-	    head);
+	    e->t->op_index[head]);
 	out(e->f, "\ttypedef %s T;\n", ctype[T->dtype]);
 	out(e->f, "\tconst ark_opp *q = &p + 1; /* the steps' params: their operands' offsets */\n");
 	out(e->f, "\tark_chain_passes<T>(p, t, arena, [&](const ark_chain_at<T> &at, ark_chain_vals<T> &v) {\n");
@@ -990,12 +990,15 @@ static void emit_chain_code(const struct emitter *e)
 	}
 	if (!n)
 		return;
+	/* a task's op is the op's place in ops[] (tables.c: op_index), which follows the graph's order,
+	 * not the op's index in the model file: keyed by that, a chain ran another chain's steps wherever
+	 * the file lists its ops out of order */
 	out(e->f, "/* Runs task t where its chain is compiled above (its op: the chain's first). */\n");
 	out(e->f, "__device__ bool ark_chain_gen(const ark_opp &p, const ark_task &t, char *arena)\n{\n\tswitch (t.op) {\n");
 	for (int k = 0; k < g->n_ops; k++) {
 		const int oi = g->order[k];
 		if (chain_compiled(s, oi))
-			out(e->f, "\tcase %d: ark_chain_op%d(p, t, arena); return true;\n", oi, oi);
+			out(e->f, "\tcase %d: ark_chain_op%d(p, t, arena); return true;\n", e->t->op_index[oi], e->t->op_index[oi]);
 	}
 	out(e->f, "\t}\n\treturn false;\n}\n#endif\n\n");
 }

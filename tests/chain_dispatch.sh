@@ -1,0 +1,54 @@
+#!/bin/sh
+# tests/chain_dispatch.sh: in the file arkgen generates for every model of models/ and tests/models/,
+# each elementwise chain compiled with its steps is run by the tasks of that chain and of no other:
+# ark_chain_gen's case for a chain function is the op field of the chain's tasks (its first op's
+# place in ops[]). tests/models/chains_order.cfg lists its ops out of the graph's order, where the
+# op's index in the file and its place in ops[] differ.
+ARKGEN=${ARKGEN:-build/arkgen}
+cd "$(dirname "$0")/.." || exit 1
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+models=$(ls models/*.cfg tests/models/*.cfg)
+echo "1..$(echo "$models" | wc -l)"
+i=0
+for m in $models; do
+	i=$((i + 1))
+	name=$(basename "$m" .cfg)
+	if ! "$ARKGEN" "$m" -o "$tmp/$name.cu" >"$tmp/out" 2>&1; then
+		echo "not ok $i - $name: arkgen failed"
+		sed 's/^/# /' "$tmp/out"
+		continue
+	fi
+	# "OP HEAD" for every chain task (its op field, the head op its comment names), "fn K HEAD" for
+	# every compiled chain (the function's number, the head op of its leading comment) and "case K F"
+	# for every case of ark_chain_gen
+	awk '
+		/ARK_T_EW_CHAIN, / && /\/\* v[0-9]+ / {
+			op = $0; sub(/^[ \t]*\{[ \t]*/, "", op); sub(/,.*/, "", op)
+			head = $0; sub(/.*\/\* v[0-9]+ /, "", head); sub(/ .*/, "", head)
+			print "task", op, head
+		}
+		/^\/\* The chain of [0-9]+ elementwise ops from / { head = $0; sub(/.* ops from /, "", head); sub(/ .*/, "", head); want = 1 }
+		want && /ark_chain_op[0-9]+\(const ark_opp/ { k = $0; sub(/.*ark_chain_op/, "", k); sub(/\(.*/, "", k); print "fn", k, head; want = 0 }
+		/^\tcase [0-9]+: ark_chain_op[0-9]+\(/ { k = $2; sub(/:/, "", k); f = $3; sub(/^ark_chain_op/, "", f); sub(/\(.*/, "", f); print "case", k, f }
+	' "$tmp/$name.cu" >"$tmp/keys"
+	bad=$(awk '
+		$1 == "task" { ops[$3] = ops[$3] " " $2; optask[$2] = $3 }
+		$1 == "fn" { fn[$2] = $3; nfn++ }
+		$1 == "case" { cs[$2] = $3; ncase++ }
+		END {
+			for (k in fn) {
+				if (!(k in optask)) { print "chain " fn[k] ": no task has op " k; continue }
+				if (optask[k] != fn[k]) print "chain " fn[k] ": op " k " is the tasks of " optask[k]
+			}
+			for (k in cs)
+				if (!(cs[k] in fn) || cs[k] != k) print "case " k " runs ark_chain_op" cs[k]
+			if (nfn != ncase) print nfn " chains compiled, " ncase " cases"
+		}' "$tmp/keys")
+	if [ -z "$bad" ]; then
+		echo "ok $i - $name: $(grep -c '^fn' "$tmp/keys") compiled chains, each run by its own tasks"
+	else
+		echo "not ok $i - $name"
+		echo "$bad" | sed 's/^/# /'
+	fi
+done
