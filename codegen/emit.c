@@ -933,6 +933,8 @@ static void emit_chain_fn(const struct emitter *e, int head)
 	out(e->f, "static __device__ __noinline__ void ark_chain_op%d(const ark_opp &p, const ark_task &t, char *arena)\n{\n",
 	    e->t->op_index[head]);
 	out(e->f, "\ttypedef %s T;\n", ctype[T->dtype]);
+	out(e->f, "\tif (p.kind != %s || p.splits != %d) /* another chain's task */\n", op_enum[h->kind], pl->chain_len);
+	out(e->f, "\t\tark_chain_gen_mismatch(p, t, %s, %d);\n", op_enum[h->kind], pl->chain_len);
 	out(e->f, "\tconst ark_opp *q = &p + 1; /* the steps' params: their operands' offsets */\n");
 	out(e->f, "\tark_chain_passes<T>(p, t, arena, [&](const ark_chain_at<T> &at, ark_chain_vals<T> &v) {\n");
 	/* the operands, once each: r<step> for the step that reads it first */

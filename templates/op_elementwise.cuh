@@ -478,6 +478,18 @@ __device__ __forceinline__ void ark_chain_bin(const ark_chain_at<T> &at, ark_cha
 /* Defined by the generated file: runs task t of a chain arkgen compiled with its steps (the op kinds,
  * factors and operands' layouts as constants), false where t's chain is not one of them. */
 __device__ bool ark_chain_gen(const ark_opp &p, const ark_task &t, char *arena);
+
+/* A compiled chain handed a task whose params are another chain's (their first op's kind or their
+ * steps differ from the ones it was compiled for): says so and stops the kernel, where running its
+ * own steps on the other chain's operands would store wrong values. */
+static __device__ __noinline__ void ark_chain_gen_mismatch(const ark_opp &p, const ark_task &t, int kind, int steps)
+{
+	if (threadIdx.x == 0)
+		printf("ark: vCTA %u (op %u): the chain compiled for its op starts with op kind %d and has %d steps, "
+		       "its params say kind %d and %u steps\n",
+		       (unsigned)t.vcta, (unsigned)t.op, kind, steps, (int)p.kind, (unsigned)p.splits);
+	__trap();
+}
 #endif
 
 /* EW_CHAIN: elements k0:k1 of out = the chain's ops applied in turn to p.in[0], every intermediate

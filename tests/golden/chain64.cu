@@ -982,6 +982,8 @@ static const struct ark_wait waits_g0[1] = {
 static __device__ __noinline__ void ark_chain_op0(const ark_opp &p, const ark_task &t, char *arena)
 {
 	typedef float T;
+	if (p.kind != ARK_OP_SCALE || p.splits != 128) /* another chain's task */
+		ark_chain_gen_mismatch(p, t, ARK_OP_SCALE, 128);
 	const ark_opp *q = &p + 1; /* the steps' params: their operands' offsets */
 	ark_chain_passes<T>(p, t, arena, [&](const ark_chain_at<T> &at, ark_chain_vals<T> &v) {
 		uint4 r1[ARK_CHAIN_U]; /* v */
