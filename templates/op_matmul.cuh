@@ -473,8 +473,8 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
 		for (int o = tid; o < cnt; o += ARK_THREADS) {
 			const int mm = o / tn, c = o - mm * tn;
 			const float *r = red + mm * rowf + c;
-			/* four sums, eight loads in flight: one sum took a shared-memory round trip a k-lane,
-			 * 1-1.5 us a task of 64 k-lanes */
+			/* four sums, eight loads in flight, where one sum waited a shared-memory round trip a
+			 * k-lane (the phase's time is mostly its barriers and stores: bench/NOTES.md) */
 			float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 			int q = 0;
 #pragma unroll 2
