@@ -21,11 +21,11 @@ for m in $models; do
 		sed 's/^/# /' "$tmp/out"
 		continue
 	fi
-	# "OP HEAD" for every chain task (its op field, the head op its comment names), "fn K HEAD" for
-	# every compiled chain (the function's number, the head op of its leading comment) and "case K F"
-	# for every case of ark_chain_gen
-	# "desc J KIND STEPS" for every chain descriptor of the op-params table, "check K KIND STEPS" for
-	# the check of compiled chain K
+	# One record a line: "desc J KIND STEPS" for every chain descriptor of the op-params table (its
+	# entry, its first op's kind, its steps), "task OP HEAD J" for every chain task (its op field, the
+	# head op its comment names, its params' entry), "fn K HEAD" for every compiled chain (the
+	# function's number, the head op of its leading comment), "check K KIND STEPS" for the check of
+	# its params that function K makes, and "case K F" for every case of ark_chain_gen
 	awk '
 		/^\t\/\* [0-9]+: chain of [0-9]+ elementwise ops/ { j = $2; sub(/:/, "", j); n = $5; d = 1; next }
 		d { k = $0; sub(/.*\.kind = /, "", k); sub(/,.*/, "", k); print "desc", j, k, n; d = 0 }
@@ -41,7 +41,7 @@ for m in $models; do
 	' "$tmp/$name.cu" >"$tmp/keys"
 	bad=$(awk '
 		$1 == "desc" { dkind[$2] = $3; dsteps[$2] = $4 }
-		$1 == "task" { optask[$2] = $3; opp[$2] = opp[$2] " " $4 }
+		$1 == "task" { optask[$2] = $3; if (!(($2, $4) in seen)) { seen[$2, $4] = 1; opp[$2] = opp[$2] " " $4 } }
 		$1 == "fn" { fn[$2] = $3; nfn++ }
 		$1 == "check" { ckind[$2] = $3; csteps[$2] = $4 }
 		$1 == "case" { cs[$2] = $3; ncase++ }
