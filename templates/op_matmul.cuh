@@ -606,7 +606,7 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
 		};
 		uint4 q[4];
 		load_a(0, q);
-#pragma unroll
+#pragma unroll 1 /* once a chunk: a loop, not S - 1 copies of the C-wide issue to fetch (bench/NOTES.md) */
 		for (int s = 0; s < S - 1; s++)
 			issue();
 		ARK_MM_STAMP(1);
