@@ -165,6 +165,29 @@ static double matmul_us(struct tiling *s, int oi, int64_t M, int64_t N, int64_t 
  * 64 x 32 in 2 splits of K (96 MATMUL_PARTIAL and 48 REDUCE), one wave. */
 #define MM_GAIN 0.10
 #define MM_SPLIT_K 2048
+/* Whether the tiles of matmul oi, of M <= 16 rows, stream b (templates/op_matmul.cuh, ark_mm_sub):
+ * quantized b and a fused rmsnorm always do; 16-bit up to ARK_MM_STREAM_NK / _KN rows and fp32 up to
+ * ARK_MM_STREAM32, where b's rows are whole 16-byte vectors. tile_matmul_mma and tile_matmul_ffma
+ * below say the same of a vCTA. */
+static int matmul_streams(const struct tiling *s, int oi, int64_t M)
+{
+	const struct graph *g = s->g;
+	const struct op *o = &g->ops[oi];
+	if (ark_dtype_quantized(g->tensors[o->in[1]].dtype) || s->per_op[oi].pre_op >= 0)
+		return 1;
+	if (esize(s, matmul_a(s, oi)) == 2)
+		return ARK_MM_STREAMS16(M, o->transpose_b) && matmul_b_stride(s, oi) % 8 == 0;
+	return !ARK_MM_FFMA(M) && matmul_b_stride(s, oi) % 4 == 0;
+}
+
+/* Whether a's and b's rows (their strides, padded or not) are whole 16-byte vectors of es bytes. */
+static int matmul_rows_whole(const struct tiling *s, int oi, int64_t es)
+{
+	const int a = matmul_a(s, oi);
+	const int64_t astride = s->g->tensors[a].pitch ? s->g->tensors[a].pitch : s->cols[a];
+	return astride * es % 16 == 0 && matmul_b_stride(s, oi) * es % 16 == 0;
+}
+
 static void pick_matmul(struct tiling *s, int oi, int64_t M, int64_t N, int64_t K, int64_t es, int *ptm, int *ptn,
 			int64_t *psplits)
 {
@@ -179,10 +202,15 @@ static void pick_matmul(struct tiling *s, int oi, int64_t M, int64_t N, int64_t 
 	int tn = pick_tn(mt, N, sms, es == 4 ? 8 : 16, es, M <= 16 && s->per_op[oi].level_tiles > s->opt.sms);
 	int64_t splits = matmul_splits(mt * cdiv(N, tn), K, sms);
 	*ptm = tm, *ptn = tn, *psplits = splits;
-	/* Up to 16 rows (the weight-streaming tiles) the rules stand: the cost model is least accurate
-	 * there (mlp: predicted 1.3x its measured time), and the tiles it picked made mlp 8% slower on
-	 * an H100 while predicting it 7% faster (bench/NOTES.md). */
-	if (!s->opt.gpu || M <= 16)
+	/* Up to 16 rows the rules stand, but where the tiles take rows of a or b that are not 16-byte
+	 * vectors on the tiles of shared-memory stages. Streaming tiles: the cost model is least
+	 * accurate there (mlp: predicted 1.3x its measured time), and the tiles it picked made mlp 8%
+	 * slower on an H100 while predicting it 7% faster. Few rows on the stage tiles (16-bit past
+	 * ARK_MM_STREAM_NK / _KN rows, fp32 past ARK_MM_STREAM32): with whole vectors, the one-wave
+	 * tiles of all of K measured as fast or faster than the search's split ones (a [16, 2048] .
+	 * [2624, 2048]^T: 24.9 against 26.5 us); with rows that are not (odd K), each k-stage costs
+	 * several times more, and the search's split tiles measured 9-18% faster (bench/NOTES.md). */
+	if (!s->opt.gpu || (M <= 16 && (matmul_streams(s, oi, M) || matmul_rows_whole(s, oi, es))))
 		return;
 	const double rule = matmul_us(s, oi, M, N, K, tm, tn, splits);
 	double best = rule;

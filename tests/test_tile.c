@@ -701,6 +701,23 @@ static void test_matmul_one_wave(void **state)
 	done();
 }
 
+/* Few rows on the mma tile with rows that are not 16-byte vectors (K = 3079, a [9, K], b [3075, K]
+ * padded): each k-stage costs several times an aligned one's, so the cost model's search replaces
+ * the one-wave tiles of all of K (129 of 24 columns) with split ones; the same shape with K = 3080
+ * keeps the rules' tiles. */
+static void test_matmul_few_rows_odd_k(void **state)
+{
+	(void)state;
+	const struct op_tiling *pl = matmul_tiles(9, 3075, 3079);
+	assert_true(pl->splits > 1);
+	assert_true(pl->tn > 24);
+	done();
+	pl = matmul_tiles(9, 3075, 3080);
+	assert_int_equal(pl->splits, 1);
+	assert_int_equal(pl->tn, 24);
+	done();
+}
+
 /* The price of one 64 x 64 x 1024 tile of a bf16 [100, K] . [512, K]^T matmul: between two K, its
  * layout (K even or odd, a multiple of 8 or not) and the layer's bytes differ. b is an input (rows
  * packed as given) or a weight (rows of odd length padded, lower_pad.c). */
@@ -1092,6 +1109,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_quant),
 		cmocka_unit_test(test_matmul_few_rows),
 		cmocka_unit_test(test_matmul_one_wave),
+		cmocka_unit_test(test_matmul_few_rows_odd_k),
 		cmocka_unit_test(test_ranges_apart),
 		cmocka_unit_test(test_copy_units),
 		cmocka_unit_test(test_concat_ranges),
