@@ -165,10 +165,11 @@ static double matmul_us(struct tiling *s, int oi, int64_t M, int64_t N, int64_t 
  * 64 x 32 in 2 splits of K (96 MATMUL_PARTIAL and 48 REDUCE), one wave. */
 #define MM_GAIN 0.10
 #define MM_SPLIT_K 2048
-/* Whether the tiles of matmul oi, of M <= 16 rows, stream b (templates/op_matmul.cuh, ark_mm_sub):
- * quantized b and a fused rmsnorm always do; 16-bit up to ARK_MM_STREAM_NK / _KN rows and fp32 up to
- * ARK_MM_STREAM32, where b's rows are whole 16-byte vectors. tile_matmul_mma and tile_matmul_ffma
- * below say the same of a vCTA. */
+/* Whether the tiles of matmul oi, of M rows, stream b (templates/op_matmul.cuh, ark_mm_sub): quantized
+ * b and a fused rmsnorm always do (arkgen gives them at most 16 rows); 16-bit up to ARK_MM_STREAM_NK
+ * / _KN rows and fp32 up to ARK_MM_STREAM32, where b's rows are whole 16-byte vectors (the streaming
+ * tiles need them, the stage tiles do not). The others run on the tensor cores' stages (16-bit,
+ * tile_matmul_mma) or the FMA tile of stages (fp32, tile_matmul_ffma). */
 static int matmul_streams(const struct tiling *s, int oi, int64_t M)
 {
 	const struct graph *g = s->g;
@@ -262,26 +263,15 @@ int64_t matmul_b_stride(const struct tiling *s, int oi)
 
 int tile_matmul_mma(const struct tiling *s, const struct vcta *v)
 {
-	const struct graph *g = s->g;
-	const struct op *o = &g->ops[v->op];
-	const int a = o->in[0];
-	if (esize(s, a) != 2 || ark_dtype_quantized(g->tensors[o->in[1]].dtype) || s->per_op[v->op].pre_op >= 0)
-		return 0;
-	/* few rows stream b, unless its rows are not whole 16-byte vectors: the streaming tiles need them,
-	 * the tensor cores' stages do not (templates/op_matmul.cuh, ark_mm_sub) */
-	return v->m1 - v->m0 > ARK_MM_SMALL_M || !ARK_MM_STREAMS16(s->rows[a], o->transpose_b) ||
-	       matmul_b_stride(s, v->op) % 8 != 0;
+	const int a = s->g->ops[v->op].in[0];
+	/* 16-bit tiles that do not stream b (a tile of more than 16 rows never does) */
+	return esize(s, a) == 2 && !matmul_streams(s, v->op, s->rows[a]);
 }
 
 int tile_matmul_ffma(const struct tiling *s, const struct vcta *v)
 {
-	const struct graph *g = s->g;
-	const struct op *o = &g->ops[v->op];
-	const int a = o->in[0];
-	/* few rows stream b, unless its rows are not whole 16-byte vectors (templates/op_matmul.cuh,
-	 * ark_mm_sub) */
-	return g->tensors[a].dtype == ARK_FP32 && !ark_dtype_quantized(g->tensors[o->in[1]].dtype) &&
-	       s->per_op[v->op].pre_op < 0 && (ARK_MM_FFMA(s->rows[a]) || matmul_b_stride(s, v->op) % 4 != 0);
+	const int a = s->g->ops[v->op].in[0];
+	return s->g->tensors[a].dtype == ARK_FP32 && !matmul_streams(s, v->op, s->rows[a]);
 }
 
 /* Tiles (tm, tn) of out, each one vCTA, or with split-K one MATMUL_PARTIAL per split into an fp32
