@@ -19,8 +19,12 @@
  * (bench/calib/h100.txt, every SM busy) a 16 x 64 x 4096 tile streams in 248 us (kn) and 155 us
  * (nk), 8 x 64 x 4096 in 47 and 66, 4 x 64 x 4096 in 38 and 42, where a 32 x 64 x 4096 mma tile
  * takes 44-46. fp32, quantized b and a fused norm keep the streaming paths up to ARK_MM_SMALL_M. */
+#ifndef ARK_MM_STREAM_KN /* a probe may set them (bench/mm_probe); arkgen and the loop kernel agree */
 #define ARK_MM_STREAM_KN 8
+#endif
+#ifndef ARK_MM_STREAM_NK
 #define ARK_MM_STREAM_NK 4
+#endif
 #define ARK_MM_STREAMS16(M, tb) ((M) <= ((tb) ? ARK_MM_STREAM_NK : ARK_MM_STREAM_KN))
 /* An fp32 matmul of more rows than ARK_MM_STREAM32 runs every tile of it, the last of a few rows too,
  * on the FMA tile of shared-memory stages (ark_mm_ffma); one of at most ARK_MM_STREAM32 rows streams

@@ -6,7 +6,8 @@
 # kernel's protocol costs: dispatch, signal, hop, a small task, barrier) and $(B)/bench/mm_probe (the
 # matmul tiles against cuBLAS on the same shapes, side by side; links cuBLAS from the CUDA toolkit) and
 # $(B)/bench/decode_probe (the DECODE tile alone, one task per CTA, one task or a whole layer) and
-# $(B)/bench/wgmma_probe (the phases of the warpgroup-MMA matmul tile, stamped by its SM's clock).
+# $(B)/bench/wgmma_probe (the phases of the warpgroup-MMA matmul tile, stamped by its SM's clock) and
+# $(B)/bench/ring_probe (an SM's rate on weights held in L2, read as the streaming tile's ring reads them).
 
 .PHONY: bench-probe
 bench-probe: $(B)/bench/stream_probe $(B)/bench/chain_probe $(B)/bench/mm_probe
@@ -15,6 +16,12 @@ $(B)/bench/stream_probe: bench/stream_probe.cu bench/bench_cuda.h $(wildcard tem
 	@mkdir -p $(dir $@)
 	$(NVCC) -O3 -std=c++17 $(GENCODE) -DARK_TILES_FP16=0 -DARK_TILES_FP32=0 -DARK_TILES_QUANT=1 \
 		$(INC) $< -o $@
+
+# $(B)/bench/ring_probe: how fast an SM takes in weights held in L2 through the streaming tile's ring.
+bench-probe: $(B)/bench/ring_probe
+$(B)/bench/ring_probe: bench/ring_probe.cu bench/bench_cuda.h
+	@mkdir -p $(dir $@)
+	$(NVCC) -O3 -std=c++17 $(GENCODE) -Ibench $< -o $@
 
 $(B)/bench/chain_probe: bench/chain_probe.cu bench/bench_cuda.h $(wildcard templates/*.cuh abi/*.h abi/*.cuh)
 	@mkdir -p $(dir $@)

@@ -115,25 +115,28 @@ template <> __device__ __forceinline__ uint4 ark_pack<float>(const float *f)
 	return make_uint4(__float_as_uint(f[0]), __float_as_uint(f[1]), __float_as_uint(f[2]),
 			  __float_as_uint(f[3]));
 }
+/* Two floats as one 32-bit pair of a 16-bit type, lo in the low half (an mma fragment's register). */
+template <typename T> __device__ __forceinline__ uint32_t ark_pack2(float lo, float hi);
+template <> __device__ __forceinline__ uint32_t ark_pack2<__half>(float lo, float hi)
+{
+	__half2 h = __floats2half2_rn(lo, hi);
+	return *reinterpret_cast<uint32_t *>(&h);
+}
+template <> __device__ __forceinline__ uint32_t ark_pack2<__nv_bfloat16>(float lo, float hi)
+{
+	__nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+	return *reinterpret_cast<uint32_t *>(&h);
+}
 template <> __device__ __forceinline__ uint4 ark_pack<__half>(const float *f)
 {
-	uint32_t w[4];
-#pragma unroll
-	for (int i = 0; i < 4; i++) {
-		__half2 h = __floats2half2_rn(f[2 * i], f[2 * i + 1]);
-		w[i] = *reinterpret_cast<uint32_t *>(&h);
-	}
-	return make_uint4(w[0], w[1], w[2], w[3]);
+	return make_uint4(ark_pack2<__half>(f[0], f[1]), ark_pack2<__half>(f[2], f[3]), ark_pack2<__half>(f[4], f[5]),
+			  ark_pack2<__half>(f[6], f[7]));
 }
 template <> __device__ __forceinline__ uint4 ark_pack<__nv_bfloat16>(const float *f)
 {
-	uint32_t w[4];
-#pragma unroll
-	for (int i = 0; i < 4; i++) {
-		__nv_bfloat162 h = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
-		w[i] = *reinterpret_cast<uint32_t *>(&h);
-	}
-	return make_uint4(w[0], w[1], w[2], w[3]);
+	typedef __nv_bfloat16 B;
+	return make_uint4(ark_pack2<B>(f[0], f[1]), ark_pack2<B>(f[2], f[3]), ark_pack2<B>(f[4], f[5]),
+			  ark_pack2<B>(f[6], f[7]));
 }
 
 /* Plain (coherent) 16-byte global loads and stores. Never ld.global.nc: activations are written

@@ -360,16 +360,65 @@ __device__ __noinline__ void ark_mm_stage_a_kn(const ark_mm &g, int m0, int m1, 
 	ark_mm_stage_a_kn_at<T, MB>(g, m0, m1, kc0, kcn, a_s, avec, inv, [] {});
 }
 
+/* ldmatrix x4 (and transposed) at a shared-window address s, or at a generic pointer into shared memory */
+__device__ __forceinline__ void ark_ldsm_x4a(uint32_t *r, uint32_t s)
+{
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+		     : "r"(s)
+		     : "memory");
+}
+__device__ __forceinline__ void ark_ldsm_x4a_t(uint32_t *r, uint32_t s)
+{
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+		     : "r"(s)
+		     : "memory");
+}
+__device__ __forceinline__ void ark_ldsm_x4(uint32_t *r, const void *p)
+{
+	ark_ldsm_x4a(r, (uint32_t)__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void ark_ldsm_x4_t(uint32_t *r, const void *p)
+{
+	ark_ldsm_x4a_t(r, (uint32_t)__cvta_generic_to_shared(p));
+}
+template <typename T> __device__ __forceinline__ void ark_mma16816(float *d, const uint32_t *a, const uint32_t *b);
+template <> __device__ __forceinline__ void ark_mma16816<__half>(float *d, const uint32_t *a, const uint32_t *b)
+{
+	asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+		     "{%8, %9}, {%0, %1, %2, %3};\n"
+		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+template <>
+__device__ __forceinline__ void ark_mma16816<__nv_bfloat16>(float *d, const uint32_t *a, const uint32_t *b)
+{
+	asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+		     "{%8, %9}, {%0, %1, %2, %3};\n"
+		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
 /* ---- streaming, b [K, N] ------------------------------------------------------------------------
  * tile (m1-m0 <= MB, n1-n0 <= 128) of out over k0:k1. Thread = (k-lane kl, column vector cv): at step i
  * it reads the 16-byte vector of b row k0 + i*KL + kl at columns n0 + cv*VEC, so a step reads KL whole
- * rows of the tile, coalesced. Partial sums [MB][VEC] per thread, reduced over the k-lanes in smem.
- * Needs bstride % VEC == 0, n0 % VEC == 0, b 16-byte aligned. */
-template <typename T, int MB>
-__device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+ * rows of the tile, coalesced; the step's slots of the ring are then b[KL][nv * VEC], row-major.
+ * Needs bstride % VEC == 0, n0 % VEC == 0, b 16-byte aligned.
+ * TC == false: partial sums [MB][VEC] per thread, reduced over the k-lanes in smem.
+ * TC == true (16-bit, nv a power of two, so KL a multiple of 16): the step's b is 16 jobs of 16 rows x
+ * 8 columns (k-group, column vector), two a warp, each one mma.sync m16n8k16 on a's chunk (rows past
+ * MB zero) and b's rows by ldmatrix .trans; a warp copies its own jobs' rows, so a step waits for
+ * the warp's copies only; sums [16 / nv k-groups][MB][tn], reduced in smem. Where
+ * MB rows of FMA a weight bound the tile (8 rows: 64 FMAs a thread a step, the step's copies landed
+ * long before), the tensor cores leave it bound by its copies (bench/NOTES.md). */
+template <typename T, int MB, bool TC>
+__device__ __forceinline__ void ark_mm_stream_kn_t(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1,
+						   char *smem)
 {
 	constexpr int VEC = ark_dt<T>::vec;
 	constexpr int S = ARK_MM_RING_BYTES / (16 * ARK_THREADS); /* ring slots per thread */
+	static_assert(!TC || (sizeof(T) == 2 && MB <= 16), "the tensor-core steps take 16-bit a of at most 16 rows");
 	uint4 *ring = reinterpret_cast<uint4 *>(smem);            /* [S][ARK_THREADS] */
 	float *a_s = reinterpret_cast<float *>(smem + ARK_MM_RING_BYTES); /* [KC][MB] chunk of a, fp32 */
 	const T *b = reinterpret_cast<const T *>(g.b);
@@ -388,17 +437,37 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
 		ark_mm_pre_stats<T>(g, m0, m1, inv);
 	const uint64_t pol = ark_l2_once(); /* b is read once */
 
-	float acc[MB][VEC];
+	/* TC: warp w's jobs q = 2w, 2w + 1 of a step are k-group q / nv (rows 16 (q / nv) of the step)
+	 * and column vector q % nv; lane l gives ldmatrix the row l & 15 of job l >> 4 */
+	const int lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;
+	const int kg0 = (2 * warp) / nv, kg1 = (2 * warp + 1) / nv;
+	/* TC: a step's row r keeps its column vector c at slot r nv + (c ^ swz(r)), so the 8 rows an
+	 * ldmatrix phase reads (8 consecutive rows, 16 bytes each) fall in 8 distinct groups of banks */
+	auto swz = [nv](int r) { return nv >= 8 ? r & 7 : ((r * nv) >> 3) & (nv - 1); };
+	const int ld_job = 2 * warp + (lane >> 4), ld_row = (ld_job / nv) * 16 + (lane & 15);
+	const int ld_off = ld_row * nv + ((ld_job % nv) ^ swz(ld_row)); /* uint4 in a step's slots */
+	const T *ld_col = b + n0 + (ld_job % nv) * VEC;
+	constexpr int MB_ACC = TC ? 1 : MB, VEC_ACC = TC ? 8 : VEC;
+	float acc[MB_ACC][VEC_ACC]; /* TC: the two jobs' m16n8 sums, 4 + 4 */
 #pragma unroll
-	for (int m = 0; m < MB; m++)
+	for (int m = 0; m < MB_ACC; m++)
 #pragma unroll
-		for (int j = 0; j < VEC; j++)
+		for (int j = 0; j < VEC_ACC; j++)
 			acc[m][j] = 0.0f;
 
 	auto issue = [&](int i) {
-		const int k = k0 + i * KL + kl;
-		if (active && k < k1)
-			ark_cp_async16_once(&ring[(i % S) * ARK_THREADS + tid], bcol + (size_t)k * g.bstride, 16, pol);
+		if constexpr (TC) { /* a lane copies the vector it gives ldmatrix: a warp's jobs are its own
+				     * copies; rows past k1 of the last step zero (0 bytes read) */
+			const int k = k0 + i * KL + ld_row;
+			if (i < nsteps)
+				ark_cp_async16_once(&ring[(i % S) * ARK_THREADS + ld_off],
+						    k < k1 ? ld_col + (size_t)k * g.bstride : ld_col, k < k1 ? 16 : 0, pol);
+		} else {
+			const int k = k0 + i * KL + kl;
+			if (active && k < k1)
+				ark_cp_async16_once(&ring[(i % S) * ARK_THREADS + tid], bcol + (size_t)k * g.bstride, 16,
+						    pol);
+		}
 		ark_cp_commit();
 	};
 	/* a's first chunk is loaded before b's first S - 1 steps are issued: loaded after them (~60 KB
@@ -423,9 +492,37 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
 			chunk_end = i + spc;
 		}
 		ark_cp_wait<S - 2>(); /* this thread's step i has landed */
-		issue(i + S - 1);     /* refills the slot read at step i - 1 */
-		const int k = k0 + i * KL + kl;
-		if (active && k < k1) {
+		if constexpr (TC) {
+			__syncwarp(); /* and the warp's other lanes': its jobs read only the warp's copies */
+			uint32_t bf[4];
+			ark_ldsm_x4_t(bf, &ring[(i % S) * ARK_THREADS + ld_off]);
+			/* a's fragment of k-group kg: rows gq (and gq + 8), k 2 tq, 2 tq + 1 (and + 8); a_s
+			 * holds the chunk's kcn values of k, zero past them (k1) */
+			auto afrag = [&](int kg, uint32_t *af) {
+				const int kk = (i - chunk0) * KL + kg * 16 + 2 * tq, kq = k0 + i * KL + kg * 16 + 2 * tq;
+				float v[2][4];
+#pragma unroll
+				for (int h = 0; h < 2; h++) /* rows gq, gq + 8 */
+#pragma unroll
+					for (int e = 0; e < 4; e++) { /* k: +0, +1, +8, +9 */
+						const int dk = (e & 1) + (e >> 1) * 8, m = gq + 8 * h;
+						v[h][e] = m < MB && kq + dk < k1 ? a_s[(kk + dk) * MB + m] : 0.0f;
+					}
+				af[0] = ark_pack2<T>(v[0][0], v[0][1]), af[1] = ark_pack2<T>(v[1][0], v[1][1]);
+				af[2] = ark_pack2<T>(v[0][2], v[0][3]), af[3] = ark_pack2<T>(v[1][2], v[1][3]);
+			};
+			uint32_t af[4];
+			afrag(kg0, af);
+			ark_mma16816<T>(&acc[0][0], af, &bf[0]);
+			if (kg1 != kg0) /* nv == 1: the warp's two jobs are two k-groups */
+				afrag(kg1, af);
+			ark_mma16816<T>(&acc[0][4], af, &bf[2]);
+			issue(i + S - 1); /* refills the slot the warp read at step i - 1 */
+		} else {
+			issue(i + S - 1); /* refills the slot read at step i - 1 */
+			const int k = k0 + i * KL + kl;
+			if (!active || k >= k1)
+				continue;
 			float bf[VEC];
 			ark_unpack<T>(ring[(i % S) * ARK_THREADS + tid], bf);
 			const float *ap = a_s + ((i - chunk0) * KL + kl) * MB;
@@ -442,52 +539,95 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
 					av[m] = ap[m];
 			}
 #pragma unroll
-			for (int m = 0; m < MB; m++)
+			for (int m = 0; m < MB_ACC; m++)
 #pragma unroll
-				for (int j = 0; j < VEC; j++)
+				for (int j = 0; j < VEC_ACC; j++)
 					acc[m][j] = fmaf(av[m], bf[j], acc[m][j]);
 		}
 	}
 	ark_cp_wait<0>();
 	__syncthreads();
 
-	/* Reduction over the k-lanes: red [mc][KL][nv * VEC] fp32, aliasing the ring. */
-	float *red = reinterpret_cast<float *>(smem);
-	const int rowf = KL * nv * VEC;
-	const int mc = min(MB, (ARK_MM_RING_BYTES / 4) / rowf);
+	float *red = reinterpret_cast<float *>(smem); /* aliases the ring */
 	const int rows = m1 - m0;
-	for (int mr = 0; mr < rows; mr += mc) {
-		if (active) {
+	if constexpr (TC) { /* red [16 / nv][MB][nv * 8]: a k-group's sums of every row and column */
+		const int G = 16 / nv, W = nv * 8;
 #pragma unroll
-			for (int m = 0; m < MB; m++) {
-				if (m >= mr && m < mr + mc) {
-					float4 *d = reinterpret_cast<float4 *>(red + ((m - mr) * KL + kl) * nv * VEC + cv * VEC);
+		for (int u = 0; u < 2; u++) {
+			const int q = 2 * warp + u, kg = q / nv, c = (q % nv) * 8 + 2 * tq;
 #pragma unroll
-					for (int j = 0; j < VEC; j += 4)
-						d[j / 4] = make_float4(acc[m][j], acc[m][j + 1], acc[m][j + 2], acc[m][j + 3]);
+			for (int h = 0; h < 2; h++)
+				if (gq + 8 * h < MB)
+					*reinterpret_cast<float2 *>(red + (kg * MB + gq + 8 * h) * W + c) =
+						make_float2(acc[0][4 * u + 2 * h], acc[0][4 * u + 2 * h + 1]);
+		}
+		__syncthreads();
+		for (int o = tid; o < rows * tn; o += ARK_THREADS) {
+			const int mm = o / tn, c = o - mm * tn;
+			float s = 0.0f;
+			for (int kg = 0; kg < G; kg++)
+				s += red[(kg * MB + mm) * W + c];
+			ark_mm_store<T>(g, m0 + mm, n0 + c, s);
+		}
+		__syncthreads();
+		return;
+	} else {
+		/* Reduction over the k-lanes: red [mc][KL][nv * VEC] fp32. */
+		const int rowf = KL * nv * VEC;
+		const int mc = min(MB, (ARK_MM_RING_BYTES / 4) / rowf);
+		for (int mr = 0; mr < rows; mr += mc) {
+			if (active) {
+#pragma unroll
+				for (int m = 0; m < MB_ACC; m++) {
+					if (m >= mr && m < mr + mc) {
+						float4 *d = reinterpret_cast<float4 *>(red + ((m - mr) * KL + kl) * nv * VEC + cv * VEC);
+#pragma unroll
+						for (int j = 0; j < VEC_ACC; j += 4)
+							d[j / 4] = make_float4(acc[m][j], acc[m][j + 1], acc[m][j + 2], acc[m][j + 3]);
+					}
 				}
 			}
-		}
-		__syncthreads();
-		const int cnt = min(mc, rows - mr) * tn, ls = nv * VEC;
-		for (int o = tid; o < cnt; o += ARK_THREADS) {
-			const int mm = o / tn, c = o - mm * tn;
-			const float *r = red + mm * rowf + c;
-			/* four sums, eight loads in flight, where one sum waited a shared-memory round trip a
-			 * k-lane (the phase's time is mostly its barriers and stores: bench/NOTES.md) */
-			float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-			int q = 0;
+			__syncthreads();
+			const int cnt = min(mc, rows - mr) * tn, ls = nv * VEC;
+			for (int o = tid; o < cnt; o += ARK_THREADS) {
+				const int mm = o / tn, c = o - mm * tn;
+				const float *r = red + mm * rowf + c;
+				/* four sums, eight loads in flight, where one sum waited a shared-memory round trip a
+				 * k-lane (the phase's time is mostly its barriers and stores: bench/NOTES.md) */
+				float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+				int q = 0;
 #pragma unroll 2
-			for (; q + 4 <= KL; q += 4)
+				for (; q + 4 <= KL; q += 4)
 #pragma unroll
-				for (int j = 0; j < 4; j++)
-					s[j] += r[(q + j) * ls];
-			for (; q < KL; q++)
-				s[0] += r[q * ls];
-			ark_mm_store<T>(g, m0 + mr + mm, n0 + c, (s[0] + s[1]) + (s[2] + s[3]));
+					for (int j = 0; j < 4; j++)
+						s[j] += r[(q + j) * ls];
+				for (; q < KL; q++)
+					s[0] += r[q * ls];
+				ark_mm_store<T>(g, m0 + mr + mm, n0 + c, (s[0] + s[1]) + (s[2] + s[3]));
+			}
+			__syncthreads();
 		}
-		__syncthreads();
 	}
+}
+
+/* ARK_MM_KN_TC_ROWS: the fewest rows (the tile's MB) of a 16-bit b [K, N] streaming tile that takes
+ * the tensor-core steps. At MB 2 the FMA steps (16 FMAs a thread a step) measured 8% faster on weights
+ * from DRAM, at MB 4 and 8 the tensor-core steps 3-13% faster (bench/NOTES.md). */
+#ifndef ARK_MM_KN_TC_ROWS
+#define ARK_MM_KN_TC_ROWS 4
+#endif
+
+template <typename T, int MB>
+__device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+{
+	if constexpr (sizeof(T) == 2 && MB >= ARK_MM_KN_TC_ROWS) {
+		const int nv = (n1 - n0 + ark_dt<T>::vec - 1) / ark_dt<T>::vec;
+		if ((nv & (nv - 1)) == 0) {
+			ark_mm_stream_kn_t<T, MB, true>(g, m0, m1, n0, n1, k0, k1, smem);
+			return;
+		}
+	}
+	ark_mm_stream_kn_t<T, MB, false>(g, m0, m1, n0, n1, k0, k1, smem);
 }
 
 /* ARK_MM_STAMP(i): where a probe times the phases of a streaming tile (bench/stream_probe.cu defines
@@ -705,46 +845,6 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, in
  * n0 % 8 == 0 if !TB), 16-byte cp.async only. STG == true: any K, N, k0 and alignment, an operand whose
  * rows are not 16-byte aligned comes by 4-byte cp.async, or where their length is odd as the aligned
  * chunks that hold them, realigned in shared memory (see ark_mm_kloop below). */
-/* ldmatrix x4 (and transposed) at a shared-window address s, or at a generic pointer into shared memory */
-__device__ __forceinline__ void ark_ldsm_x4a(uint32_t *r, uint32_t s)
-{
-	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-		     : "r"(s)
-		     : "memory");
-}
-__device__ __forceinline__ void ark_ldsm_x4a_t(uint32_t *r, uint32_t s)
-{
-	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-		     : "r"(s)
-		     : "memory");
-}
-__device__ __forceinline__ void ark_ldsm_x4(uint32_t *r, const void *p)
-{
-	ark_ldsm_x4a(r, (uint32_t)__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void ark_ldsm_x4_t(uint32_t *r, const void *p)
-{
-	ark_ldsm_x4a_t(r, (uint32_t)__cvta_generic_to_shared(p));
-}
-template <typename T> __device__ __forceinline__ void ark_mma16816(float *d, const uint32_t *a, const uint32_t *b);
-template <> __device__ __forceinline__ void ark_mma16816<__half>(float *d, const uint32_t *a, const uint32_t *b)
-{
-	asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-		     "{%8, %9}, {%0, %1, %2, %3};\n"
-		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-template <>
-__device__ __forceinline__ void ark_mma16816<__nv_bfloat16>(float *d, const uint32_t *a, const uint32_t *b)
-{
-	asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-		     "{%8, %9}, {%0, %1, %2, %3};\n"
-		     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-
 /* One 16-deep step of a warp's tile: its ldmatrix addresses (shared window) for this stage and step,
  * a_ld for the first 16-row sub-tile (mt steps of a_mt bytes) and b_ld for the first 16-column pair
  * (np steps of b_np bytes). FULL: all 4 x 4 sub-tiles inside the tile (no guards), else only the
