@@ -405,14 +405,15 @@ __device__ __forceinline__ void ark_mma16816<__nv_bfloat16>(float *d, const uint
  * it reads the 16-byte vector of b row k0 + i*KL + kl at columns n0 + cv*VEC, so a step reads KL whole
  * rows of the tile, coalesced; the step's slots of the ring are then b[KL][nv * VEC], row-major.
  * Needs bstride % VEC == 0, n0 % VEC == 0, b 16-byte aligned.
- * TC == false: partial sums [MB][VEC] per thread, reduced over the k-lanes in smem.
- * TC == true (16-bit, nv a power of two, so KL a multiple of 16): the step's b is 16 jobs of 16 rows x
- * 8 columns (k-group, column vector), two a warp, each one mma.sync m16n8k16 on a's chunk (rows past
- * MB zero) and b's rows by ldmatrix .trans; a warp copies its own jobs' rows, so a step waits for
- * the warp's copies only; sums [16 / nv k-groups][MB][tn], reduced in smem. Where
- * MB rows of FMA a weight bound the tile (8 rows: 64 FMAs a thread a step, the step's copies landed
- * long before), the tensor cores leave it bound by its copies (bench/NOTES.md). */
-template <typename T, int MB, bool TC>
+ * TC == 0: partial sums [MB][VEC] per thread, reduced over the k-lanes in smem.
+ * TC == 1, 2 (16-bit, nv a power of two, so KL a multiple of 16): a's chunks staged as fp32 [k][MB]
+ * (TC 1: a fused norm on the way, or rows not of whole 16-byte vectors) or copied as they are (TC 2,
+ * the first chunk by cp.async ahead of b's steps); the step's b is 16 jobs of 16 rows x 8 columns (k-group, column vector), two a warp, each one mma.sync
+ * m16n8k16 on a's pairs of k and b's rows by ldmatrix .trans; a warp copies its own jobs' rows, so a
+ * step waits for the warp's copies only; sums [16 / nv k-groups][MB][tn], reduced in smem. Where MB
+ * rows of FMA a weight bound the tile (8 rows: 64 FMAs a thread a step, the step's copies landed long
+ * before), the tensor cores leave it bound by its copies (bench/NOTES.md). */
+template <typename T, int MB, int TC>
 __device__ __forceinline__ void ark_mm_stream_kn_t(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1,
 						   char *smem)
 {
@@ -428,7 +429,9 @@ __device__ __forceinline__ void ark_mm_stream_kn_t(const ark_mm &g, int m0, int 
 	const int kl = tid / nv, cv = tid - kl * nv;
 	const bool active = kl < KL;
 	const int nsteps = (k1 - k0 + KL - 1) / KL;
-	const int spc = (ARK_MM_A_BYTES / (4 * MB)) / KL; /* steps per chunk of a (>= 1) */
+	/* TC 2: a's chunk is [MB][KCH] in its own type (the k of a chunk a multiple of 64, KL's too) */
+	constexpr int KCH = ARK_MM_A_BYTES / (MB * 2);
+	const int spc = TC == 2 ? KCH / KL : (ARK_MM_A_BYTES / (4 * MB)) / KL; /* steps per chunk of a (>= 1) */
 	const T *bcol = b + n0 + cv * VEC;
 	/* a's chunks start at k0 + a multiple of spc * KL: 16-byte vectors when those are aligned */
 	const bool avec = ark_aligned16(g.a) && g.astride % VEC == 0 && k0 % VEC == 0 && (spc * KL) % VEC == 0;
@@ -455,6 +458,38 @@ __device__ __forceinline__ void ark_mm_stream_kn_t(const ark_mm &g, int m0, int 
 		for (int j = 0; j < VEC_ACC; j++)
 			acc[m][j] = 0.0f;
 
+	/* TC 2: a's element (m, k) of a chunk sits at a_h[m KCH + ((k / 8) ^ (m & 7)) 8 + k % 8], so the
+	 * fragments' 32-bit loads (8 rows, 4 pairs of k) fall in 32 distinct banks; rows past m1 and k
+	 * past k1 are never read (the fragments mask them) */
+	T *a_h = reinterpret_cast<T *>(smem + ARK_MM_RING_BYTES);
+	const int rows = m1 - m0;
+	const T *a_g = reinterpret_cast<const T *>(g.a) + (size_t)m0 * g.astride;
+	auto a_chunk = [&](int kc0, bool async) { /* a[m0:m1, kc0:kc0 + KCH] (to k1), 16-byte vectors */
+		const int nvk = (min(KCH, k1 - kc0) + 7) / 8, n = rows * nvk;
+#pragma unroll 1
+		for (int e0 = 0; e0 < n; e0 += 8 * ARK_THREADS) {
+			uint4 q[8];
+#pragma unroll
+			for (int u = 0; u < 8; u++) {
+				const int e = e0 + u * ARK_THREADS + tid, m = e / nvk, v = e - m * nvk;
+				T *d = a_h + m * KCH + ((v ^ (m & 7)) * 8);
+				if (e < n) {
+					if (async)
+						ark_cp_async16(d, a_g + (size_t)m * g.astride + kc0 + v * 8, 16);
+					else
+						q[u] = ark_ld16(a_g + (size_t)m * g.astride + kc0 + v * 8);
+				}
+			}
+			if (!async)
+#pragma unroll
+				for (int u = 0; u < 8; u++) {
+					const int e = e0 + u * ARK_THREADS + tid, m = e / nvk, v = e - m * nvk;
+					if (e < n)
+						*reinterpret_cast<uint4 *>(a_h + m * KCH + ((v ^ (m & 7)) * 8)) = q[u];
+				}
+		}
+	};
+
 	auto issue = [&](int i) {
 		if constexpr (TC) { /* a lane copies the vector it gives ldmatrix: a warp's jobs are its own
 				     * copies; rows past k1 of the last step zero (0 bytes read) */
@@ -473,43 +508,78 @@ __device__ __forceinline__ void ark_mm_stream_kn_t(const ark_mm &g, int m0, int 
 	/* a's first chunk is loaded before b's first S - 1 steps are issued: loaded after them (~60 KB
 	 * of requests an SM), it arrived 3-4 us into the task, after most of them (bench/NOTES.md) */
 	__syncthreads();
-	ark_mm_stage_a_kn_at<T, MB>(g, m0, m1, k0, min(spc * KL, k1 - k0), a_s, avec, inv, [&] {
-#pragma unroll 1 /* once a tile: a loop, not S - 1 copies of the code to fetch */
+	if constexpr (TC == 2) { /* a's first chunk by cp.async, its own group ahead of b's: waited for
+				  * with b's first step */
+		a_chunk(k0, true);
+		ark_cp_commit();
+#pragma unroll 1
 		for (int s = 0; s < S - 1; s++)
 			issue(s);
-	});
-	__syncthreads();
+	} else {
+		ark_mm_stage_a_kn_at<T, MB>(g, m0, m1, k0, min(spc * KL, k1 - k0), a_s, avec, inv, [&] {
+#pragma unroll 1 /* once a tile: a loop, not S - 1 copies of the code to fetch */
+			for (int s = 0; s < S - 1; s++)
+				issue(s);
+		});
+		__syncthreads();
+	}
 
 	int chunk0 = 0, chunk_end = spc; /* steps [chunk0, chunk_end) use the staged chunk of a */
 	for (int i = 0; i < nsteps; i++) {
-		if (i == chunk_end) { /* uniform: stage a[m0:m1, kc0:kc0+kcn] as fp32 [kk][m] */
+		if (i == chunk_end) { /* uniform: stage a[m0:m1, kc0:kc0+kcn] (TC 2: as it is, else as fp32 [kk][m]) */
 			const int kc0 = k0 + i * KL;
 			const int kcn = min(spc * KL, k1 - kc0);
 			__syncthreads();
-			ark_mm_stage_a_kn<T, MB>(g, m0, m1, kc0, kcn, a_s, avec, inv);
+			if constexpr (TC == 2)
+				a_chunk(kc0, false);
+			else
+				ark_mm_stage_a_kn<T, MB>(g, m0, m1, kc0, kcn, a_s, avec, inv);
 			__syncthreads();
 			chunk0 = i;
 			chunk_end = i + spc;
 		}
 		ark_cp_wait<S - 2>(); /* this thread's step i has landed */
 		if constexpr (TC) {
-			__syncwarp(); /* and the warp's other lanes': its jobs read only the warp's copies */
+			if (TC == 2 && i == 0)
+				__syncthreads(); /* every thread's copies of a's first chunk */
+			else
+				__syncwarp(); /* and the warp's other lanes': its jobs read only the warp's copies */
 			uint32_t bf[4];
 			ark_ldsm_x4_t(bf, &ring[(i % S) * ARK_THREADS + ld_off]);
-			/* a's fragment of k-group kg: rows gq (and gq + 8), k 2 tq, 2 tq + 1 (and + 8); a_s
-			 * holds the chunk's kcn values of k, zero past them (k1) */
+			/* a's fragment of k-group kg: rows gq (and gq + 8), k 2 tq, 2 tq + 1 (and + 8): pairs
+			 * of k as they sit in a_h (TC 2) or rounded from a_s (TC 1), rows past m1 and k past k1
+			 * zero */
 			auto afrag = [&](int kg, uint32_t *af) {
-				const int kk = (i - chunk0) * KL + kg * 16 + 2 * tq, kq = k0 + i * KL + kg * 16 + 2 * tq;
-				float v[2][4];
+				if constexpr (TC == 1) {
+					const int kk = (i - chunk0) * KL + kg * 16 + 2 * tq, kq = k0 + i * KL + kg * 16 + 2 * tq;
+					float v[2][4];
 #pragma unroll
-				for (int h = 0; h < 2; h++) /* rows gq, gq + 8 */
+					for (int h = 0; h < 2; h++) /* rows gq, gq + 8 */
 #pragma unroll
-					for (int e = 0; e < 4; e++) { /* k: +0, +1, +8, +9 */
-						const int dk = (e & 1) + (e >> 1) * 8, m = gq + 8 * h;
-						v[h][e] = m < MB && kq + dk < k1 ? a_s[(kk + dk) * MB + m] : 0.0f;
+						for (int e = 0; e < 4; e++) { /* k: +0, +1, +8, +9 */
+							const int dk = (e & 1) + (e >> 1) * 8, m = gq + 8 * h;
+							v[h][e] = m < MB && kq + dk < k1 ? a_s[(kk + dk) * MB + m] : 0.0f;
+						}
+					af[0] = ark_pack2<T>(v[0][0], v[0][1]), af[1] = ark_pack2<T>(v[1][0], v[1][1]);
+					af[2] = ark_pack2<T>(v[0][2], v[0][3]), af[3] = ark_pack2<T>(v[1][2], v[1][3]);
+				} else {
+					const int v0 = ((i - chunk0) * KL + kg * 16) / 8, kq = k0 + i * KL + kg * 16 + 2 * tq;
+#pragma unroll
+					for (int h = 0; h < 2; h++) { /* rows gq, gq + 8 */
+						const int m = gq + 8 * h;
+#pragma unroll
+						for (int e = 0; e < 2; e++) { /* k + 8 e */
+							uint32_t w = 0;
+							if ((h == 0 || MB > 8) && m < rows && kq + 8 * e < k1) {
+								w = *reinterpret_cast<const uint32_t *>(
+									a_h + m * KCH + (((v0 + e) ^ (m & 7)) * 8) + 2 * tq);
+								if (kq + 8 * e + 1 >= k1) /* the pair's second k past k1 */
+									w &= 0xffffu;
+							}
+							af[h + 2 * e] = w;
+						}
 					}
-				af[0] = ark_pack2<T>(v[0][0], v[0][1]), af[1] = ark_pack2<T>(v[1][0], v[1][1]);
-				af[2] = ark_pack2<T>(v[0][2], v[0][3]), af[3] = ark_pack2<T>(v[1][2], v[1][3]);
+				}
 			};
 			uint32_t af[4];
 			afrag(kg0, af);
@@ -549,7 +619,6 @@ __device__ __forceinline__ void ark_mm_stream_kn_t(const ark_mm &g, int m0, int 
 	__syncthreads();
 
 	float *red = reinterpret_cast<float *>(smem); /* aliases the ring */
-	const int rows = m1 - m0;
 	if constexpr (TC) { /* red [16 / nv][MB][nv * 8]: a k-group's sums of every row and column */
 		const int G = 16 / nv, W = nv * 8;
 #pragma unroll
@@ -623,11 +692,16 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
 	if constexpr (sizeof(T) == 2 && MB >= ARK_MM_KN_TC_ROWS) {
 		const int nv = (n1 - n0 + ark_dt<T>::vec - 1) / ark_dt<T>::vec;
 		if ((nv & (nv - 1)) == 0) {
-			ark_mm_stream_kn_t<T, MB, true>(g, m0, m1, n0, n1, k0, k1, smem);
+			/* a as it is, by 16-byte cp.async, where its rows are whole vectors and no norm is
+			 * applied on the way: 11-25% faster than a staged as fp32 (bench/NOTES.md) */
+			if (!g.pre && ark_aligned16(g.a) && g.astride % 8 == 0 && k0 % 8 == 0)
+				ark_mm_stream_kn_t<T, MB, 2>(g, m0, m1, n0, n1, k0, k1, smem);
+			else
+				ark_mm_stream_kn_t<T, MB, 1>(g, m0, m1, n0, n1, k0, k1, smem);
 			return;
 		}
 	}
-	ark_mm_stream_kn_t<T, MB, false>(g, m0, m1, n0, n1, k0, k1, smem);
+	ark_mm_stream_kn_t<T, MB, 0>(g, m0, m1, n0, n1, k0, k1, smem);
 }
 
 /* ARK_MM_STAMP(i): where a probe times the phases of a streaming tile (bench/stream_probe.cu defines
