@@ -7,7 +7,10 @@
 /* Paths, chosen per tile (mm_sub below):
  *  stream_kn / stream_nk  rows <= ARK_MM_SMALL_M, b 16-byte aligned: b's tile is streamed once with
  *                         16-byte cp.async into a per-thread ring in shared memory (many loads in
- *                         flight, no barrier in the loop), a's rows staged in shared memory, fp32 FMA.
+ *                         flight, no barrier in the loop), a's rows staged in shared memory, fp32 FMA;
+ *                         16-bit stream_kn tiles of 3-8 rows and 8-128 columns (a power of two of
+ *                         vectors) take their k steps on mma.sync instead, a warp waiting only for
+ *                         its own copies.
  *  wgmma                  fp16/bf16 on sm_90a, b [N, K], 16-byte aligned rows, tiles of more than 32
  *                         rows and columns: swizzled cp.async stages, Hopper's warpgroup MMA
  *                         (op_wgmma.cuh).

@@ -1275,6 +1275,12 @@ static void cases_float(void)
 		case_matmul(dt, 3, 129, 1949, true, true, ARK_OP_SILU, 3, 16);
 		case_matmul(dt, 16, 777, 1000, false, false, ARK_ACT_NONE, 16, 128);
 		case_matmul(dt, 17, 129, 743, false, true, ARK_OP_RELU, 17, 128);
+		/* 16-bit b [K, N] tiles of 3-8 rows on the tensor-core steps: a copied as it is over
+		 * several chunks with a short last step, a staged as fp32 (rows of odd K) over several
+		 * chunks with 8-column tiles, and split-K partials starting past k 0 */
+		case_matmul(dt, 8, 1024, 4500, false, true, ARK_OP_GELU, 8, 32);
+		case_matmul(dt, 6, 264, 5003, false, false, ARK_ACT_NONE, 6, 64, 2);
+		case_matmul(dt, 5, 2056, 3000, false, false, ARK_OP_SILU, 5, 16, 3, 0, 8, true);
 		/* a fused residual add (a transformer block's x + W o): every path, odd N, after split-K */
 		case_matmul(dt, 1, 2048, 2048, true, false, ARK_ACT_NONE, 1, 16, 1, 0, 8, true);
 		case_matmul(dt, 3, 777, 1000, false, true, ARK_OP_GELU, 3, 128, 1, 0, 8, true);
