@@ -152,7 +152,33 @@ __global__ void __launch_bounds__(T, 1)
 	if (tid == 0)
 		out[blockIdx.x] = t1 - t0;
 }
-#include <cuda_bf16.h>
+/* a's staging: each CTA reads 16 KB (4 loads of 16 bytes a thread, all in flight) REPS times, the same
+ * 16 KB for every CTA (same != 0: as every task of a matmul reads the same rows of a) or a block of its
+ * own, then stores them to shared memory, as the streaming tile stages a's first chunk. */
+__global__ void __launch_bounds__(T, 1) a_kernel(const char *buf, int same, unsigned long long *out)
+{
+	extern __shared__ __align__(16) char smem[];
+	uint64_t t0 = 0;
+	for (int r = 0; r < REPS + 4; r++) {
+		if (r == 4) {
+			__syncthreads();
+			t0 = gt();
+		}
+		const int blk = same ? r % 8 : (blockIdx.x + r * 37) % NBLK;
+		const uint4 *p = (const uint4 *)(buf + (size_t)blk * BLK);
+		uint4 q[4];
+#pragma unroll
+		for (int u = 0; u < 4; u++)
+			q[u] = ldcg(p + u * T + threadIdx.x);
+#pragma unroll
+		for (int u = 0; u < 4; u++)
+			((uint4 *)smem)[u * T + threadIdx.x] = q[u];
+		__syncthreads();
+	}
+	if (threadIdx.x == 0)
+		out[blockIdx.x] = gt() - t0;
+}
+
 int main()
 {
 	char *buf;
@@ -192,5 +218,22 @@ int main()
 				       "GB/s total\n",
 				       ctas, names[mode], colb, ns, 65536.0 / ns, 65536.0 / ns * ctas);
 			}
+	printf("# a's staging: 16 KB a CTA a rep (4 x 16-byte loads a thread), %d reps\n", REPS);
+	for (int ctas : {128, 32})
+		for (int same = 0; same < 2; same++) {
+			std::vector<double> med;
+			for (int rr = 0; rr < 5; rr++) {
+				a_kernel<<<ctas, T, 4 * T * 16>>>(buf, same, d_out);
+				CK(cudaGetLastError());
+				CK(cudaDeviceSynchronize());
+				std::vector<unsigned long long> o(ctas);
+				CK(cudaMemcpy(o.data(), d_out, 8 * ctas, cudaMemcpyDeviceToHost));
+				std::sort(o.begin(), o.end());
+				med.push_back(o[ctas / 2] / (double)REPS);
+			}
+			std::sort(med.begin(), med.end());
+			printf("%4d CTAs  16 KB %-22s: %7.0f ns a rep\n", ctas, same ? "the same for every CTA" : "a block of its own",
+			       med[2]);
+		}
 	return 0;
 }
