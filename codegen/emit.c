@@ -173,6 +173,7 @@ static void emit_header(const struct emitter *e)
 	 * ark_mm_sub makes): its code costs the loop kernel registers and stack in every model that
 	 * includes it. The fp32 FMA tile of shared-memory stages likewise (tile_matmul_ffma). */
 	int used[ARK_DTYPE__COUNT] = {0}, mma = 0, ffma = 0, att = 0, dec = 0, quant = 0;
+	int stream_mb[2] = {0, 0}; /* b [K, N], b [N, K]: the row classes a streaming tile may take */
 	int tmpl_used[ARK_T__COUNT] = {0};
 	for (int v = 0; v < s->n_vcta; v++) {
 		const struct vcta *x = &s->v[v];
@@ -188,10 +189,20 @@ static void emit_header(const struct emitter *e)
 		const int mm = x->tmpl == ARK_T_MATMUL || x->tmpl == ARK_T_MATMUL_PARTIAL;
 		mma |= mm && tile_matmul_mma(s, x);
 		ffma |= mm && tile_matmul_ffma(s, x);
+		if (mm) /* ark_matmul_tile's sub-tiles of 128 rows; one of few rows may stream */
+			for (uint32_t r0 = x->m0; r0 < x->m1; r0 += 128) {
+				const uint32_t r = x->m1 - r0 < 128 ? x->m1 - r0 : 128;
+				if (r <= ARK_MM_SMALL_M)
+					stream_mb[xo->transpose_b != 0] |= r <= 1 ? 1 : r <= 2 ? 2 : r <= 4 ? 4 : r <= 8 ? 8 : ARK_MM_SMALL_M;
+			}
 	}
 	for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++) /* int32 is never computed in */
 		out(f, "#define ARK_TILES_%s %d\n", dtype_enum[dt] + 4, used[dt]);
 	out(f, "#define ARK_TILES_MMA %d\n#define ARK_TILES_FFMA %d\n", mma, ffma);
+	/* The streaming tiles only for the row classes (MB: 1, 2, 4, 8, 16) some matmul tile of few rows
+	 * has, per layout of b: each is compiled apart, and a loop kernel of them all held 1.1 MB of code
+	 * for mlp, whose two matmuls take one (bench/NOTES.md) */
+	out(f, "#define ARK_MM_STREAM_MB_KN 0x%02x\n#define ARK_MM_STREAM_MB_NK 0x%02x\n", stream_mb[0], stream_mb[1]);
 	/* Only the templates some task names are compiled (ark_tiles.cuh): the others cost build time.
 	 * The grid barriers of --sync barrier are tasks of no vCTA. */
 	if (e->t->n_bar)

@@ -1804,13 +1804,40 @@ __device__ void ark_mm_simt(const ark_mm &g, int m0, int m1, int n0, int n1, int
 #include "op_quant.cuh" /* ark_mmq_sub: b in q4_1 or q8_0 blocks */
 
 /* ---- dispatch ----------------------------------------------------------------------------------- */
+/* ARK_MM_STREAM_MB_KN, _NK: the row classes (MB: 1, 2, 4, 8, ARK_MM_SMALL_M, as bits) of the streaming tiles compiled, b
+ * [K, N] and b [N, K]; arkgen says which its tiles take (codegen/emit.c), every one by default. */
+#ifndef ARK_MM_STREAM_MB_KN
+#define ARK_MM_STREAM_MB_KN 0x7fffffff
+#endif
+#ifndef ARK_MM_STREAM_MB_NK
+#define ARK_MM_STREAM_MB_NK 0x7fffffff
+#endif
+
+/* A streaming tile whose row class the generated file left out: arkgen and the tile dispatch
+ * disagree, and running on would leave the tile unwritten. */
+static __device__ __noinline__ void ark_mm_stream_missing(const ark_mm &g, int rows)
+{
+	if (threadIdx.x == 0)
+		printf("ark: a streaming matmul tile of %d rows (b %s) that the generated file did not compile "
+		       "(ARK_MM_STREAM_MB_%s)\n",
+		       rows, g.tb ? "[N, K]" : "[K, N]", g.tb ? "NK" : "KN");
+	__trap();
+}
+
 template <typename T, int MB>
 __device__ void ark_mm_stream(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
-	if (g.tb)
-		ark_mm_stream_nk<T, MB>(g, m0, m1, n0, n1, k0, k1, smem);
-	else
-		ark_mm_stream_kn<T, MB>(g, m0, m1, n0, n1, k0, k1, smem);
+	if (g.tb) {
+		if constexpr ((ARK_MM_STREAM_MB_NK & MB) != 0)
+			ark_mm_stream_nk<T, MB>(g, m0, m1, n0, n1, k0, k1, smem);
+		else
+			ark_mm_stream_missing(g, m1 - m0);
+	} else {
+		if constexpr ((ARK_MM_STREAM_MB_KN & MB) != 0)
+			ark_mm_stream_kn<T, MB>(g, m0, m1, n0, n1, k0, k1, smem);
+		else
+			ark_mm_stream_missing(g, m1 - m0);
+	}
 }
 
 /* One sub-tile of at most 128 x 128. */
