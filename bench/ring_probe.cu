@@ -179,11 +179,28 @@ __global__ void __launch_bounds__(T, 1) a_kernel(const char *buf, int same, unsi
 		out[blockIdx.x] = gt() - t0;
 }
 
+/* ns a rep of the median CTA (its stamps in d_out), the median of 5 launches */
+static unsigned long long *d_out;
+template <typename F> static double median_ns(int ctas, F launch)
+{
+	std::vector<double> med;
+	for (int rr = 0; rr < 5; rr++) {
+		launch();
+		CK(cudaGetLastError());
+		CK(cudaDeviceSynchronize());
+		std::vector<unsigned long long> o(ctas);
+		CK(cudaMemcpy(o.data(), d_out, 8 * ctas, cudaMemcpyDeviceToHost));
+		std::sort(o.begin(), o.end());
+		med.push_back(o[ctas / 2] / (double)REPS);
+	}
+	std::sort(med.begin(), med.end());
+	return med[2];
+}
+
 int main()
 {
 	char *buf;
 	float *sink;
-	unsigned long long *d_out;
 	const size_t bytes = (size_t)BLK * NBLK;
 	CK(cudaMalloc(&buf, bytes));
 	CK(cudaMalloc(&sink, 4));
@@ -202,18 +219,8 @@ int main()
 				if ((mode == 0 || mode == 5) && colb != 64)
 					continue;
 				const int rowb = 8192;
-				std::vector<double> med;
-				for (int rr = 0; rr < 5; rr++) {
-					k<<<ctas, T, smem>>>(buf, mode, rowb, colb, d_out, sink);
-					CK(cudaGetLastError());
-					CK(cudaDeviceSynchronize());
-					std::vector<unsigned long long> o(ctas);
-					CK(cudaMemcpy(o.data(), d_out, 8 * ctas, cudaMemcpyDeviceToHost));
-					std::sort(o.begin(), o.end());
-					med.push_back(o[ctas / 2] / (double)REPS);
-				}
-				std::sort(med.begin(), med.end());
-				const double ns = med[2];
+				const double ns =
+					median_ns(ctas, [&] { k<<<ctas, T, smem>>>(buf, mode, rowb, colb, d_out, sink); });
 				printf("%4d CTAs  %-24s row %3d B: %7.0f ns a 64 KB block, %5.1f GB/s an SM, %6.0f "
 				       "GB/s total\n",
 				       ctas, names[mode], colb, ns, 65536.0 / ns, 65536.0 / ns * ctas);
@@ -221,19 +228,9 @@ int main()
 	printf("# a's staging: 16 KB a CTA a rep (4 x 16-byte loads a thread), %d reps\n", REPS);
 	for (int ctas : {128, 32})
 		for (int same = 0; same < 2; same++) {
-			std::vector<double> med;
-			for (int rr = 0; rr < 5; rr++) {
-				a_kernel<<<ctas, T, 4 * T * 16>>>(buf, same, d_out);
-				CK(cudaGetLastError());
-				CK(cudaDeviceSynchronize());
-				std::vector<unsigned long long> o(ctas);
-				CK(cudaMemcpy(o.data(), d_out, 8 * ctas, cudaMemcpyDeviceToHost));
-				std::sort(o.begin(), o.end());
-				med.push_back(o[ctas / 2] / (double)REPS);
-			}
-			std::sort(med.begin(), med.end());
+			const double ns = median_ns(ctas, [&] { a_kernel<<<ctas, T, 4 * T * 16>>>(buf, same, d_out); });
 			printf("%4d CTAs  16 KB %-22s: %7.0f ns a rep\n", ctas, same ? "the same for every CTA" : "a block of its own",
-			       med[2]);
+			       ns);
 		}
 	return 0;
 }
