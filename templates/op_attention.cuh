@@ -96,18 +96,6 @@ __device__ __forceinline__ void ark_att_stage(T *dst, const char *src, int64_t l
 	}
 }
 
-template <typename T> __device__ __forceinline__ uint32_t ark_att_pack2(float lo, float hi);
-template <> __device__ __forceinline__ uint32_t ark_att_pack2<__half>(float lo, float hi)
-{
-	__half2 h = __floats2half2_rn(lo, hi);
-	return *reinterpret_cast<uint32_t *>(&h);
-}
-template <> __device__ __forceinline__ uint32_t ark_att_pack2<__nv_bfloat16>(float lo, float hi)
-{
-	__nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-	return *reinterpret_cast<uint32_t *>(&h);
-}
-
 template <typename T, int DP>
 __device__ __noinline__ void ark_att_mma(const ark_att a, char *smem)
 {
@@ -188,8 +176,8 @@ __device__ __noinline__ void ark_att_mma(const ark_att a, char *smem)
 					p[e] = exp2f(sc[nt][e] - base[e >> 1]);
 					l[e >> 1] += p[e];
 				}
-				pa[2 * nt] = ark_att_pack2<T>(p[0], p[1]);
-				pa[2 * nt + 1] = ark_att_pack2<T>(p[2], p[3]);
+				pa[2 * nt] = ark_pack2<T>(p[0], p[1]);
+				pa[2 * nt + 1] = ark_pack2<T>(p[2], p[3]);
 			}
 #pragma unroll
 			for (int nt = 0; nt < NT; nt++) {
