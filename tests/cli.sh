@@ -8,7 +8,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 
 . tests/lib/tap.sh
 
-echo "1..80"
+echo "1..82"
 check "--help exits 0" run 0 --help
 check "--help shows the usage line" has '^usage: arkgen \[options\] MODEL.cfg' "$tmp/out"
 for opt in --help --version -o --output -dG -dT -dP --dot --dot-vctas --gpu --sms --smem --policy --sync --no-fuse --no-reuse --p2p-max --oneshot-max --ll-max --schedule --nvcc-flags -h -V; do
@@ -102,3 +102,24 @@ check "dotted names: 'a.b' and 'a_b' get two identifiers" sh -c \
 	"grep -q '^	{\"a\.b\", *ARK_FP32, ARK_ROLE_INPUT, .*ARK_OFF_a_b_1,' '$tmp/dotted.cu' &&
 	 grep -q '^	{\"a_b\", *ARK_FP32, ARK_ROLE_INPUT, .*ARK_OFF_a_b,' '$tmp/dotted.cu'"
 check "dotted names: -dG prints them" sh -c "'$ARKGEN' -dG tests/models/dotted.cfg | grep -q 'encoder\.layer\.0\.output\.dense'"
+# the streaming matmul tiles a generated file compiles: the row classes its tiles take, per layout of b
+cat > "$tmp/mb.cfg" <<'CFG'
+version = 1;
+name = "mb";
+dtype = "fp16";
+tensors = (
+  { name = "x";  shape = [3, 256];   role = "input";  },
+  { name = "z";  shape = [1, 256];   role = "input";  },
+  { name = "w1"; shape = [256, 512]; role = "weight"; },
+  { name = "w2"; shape = [512, 256]; role = "weight"; },
+  { name = "y1"; role = "output"; },
+  { name = "y2"; role = "output"; }
+);
+ops = (
+  { name = "kn"; op = "matmul"; in = ["x", "w1"]; out = "y1"; },
+  { name = "nk"; op = "matmul"; in = ["z", "w2"]; out = "y2"; transpose_b = true; }
+);
+CFG
+check "streaming tiles: 3 rows of b [K, N] compile MB 4 only" sh -c \
+	"'$ARKGEN' '$tmp/mb.cfg' -o '$tmp/mb.cu' >/dev/null && grep -q '^#define ARK_MM_STREAM_MB_KN 0x04$' '$tmp/mb.cu'"
+check "streaming tiles: 1 row of b [N, K] compiles MB 1 only" has '^#define ARK_MM_STREAM_MB_NK 0x01$' "$tmp/mb.cu"
