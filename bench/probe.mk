@@ -7,7 +7,8 @@
 # matmul tiles against cuBLAS on the same shapes, side by side; links cuBLAS from the CUDA toolkit) and
 # $(B)/bench/decode_probe (the DECODE tile alone, one task per CTA, one task or a whole layer) and
 # $(B)/bench/wgmma_probe (the phases of the warpgroup-MMA matmul tile, stamped by its SM's clock) and
-# $(B)/bench/ring_probe (an SM's rate on weights held in L2, read as the streaming tile's ring reads them).
+# $(B)/bench/ring_probe (an SM's rate on weights held in L2, read as the streaming tile's ring reads them)
+# and $(B)/bench/icache_probe (the cost of fetching straight-line code of 4-256 KB run once).
 
 .PHONY: bench-probe
 bench-probe: $(B)/bench/stream_probe $(B)/bench/chain_probe $(B)/bench/mm_probe
@@ -16,6 +17,12 @@ $(B)/bench/stream_probe: bench/stream_probe.cu bench/bench_cuda.h $(wildcard tem
 	@mkdir -p $(dir $@)
 	$(NVCC) -O3 -std=c++17 $(GENCODE) -DARK_TILES_FP16=0 -DARK_TILES_FP32=0 -DARK_TILES_QUANT=1 \
 		$(INC) $< -o $@
+
+# $(B)/bench/icache_probe: what an SM pays to fetch straight-line code it runs once, by its size.
+bench-probe: $(B)/bench/icache_probe
+$(B)/bench/icache_probe: bench/icache_probe.cu bench/bench_cuda.h
+	@mkdir -p $(dir $@)
+	$(NVCC) -O3 -std=c++17 $(GENCODE) -Ibench $< -o $@
 
 # $(B)/bench/ring_probe: how fast an SM takes in weights held in L2 through the streaming tile's ring.
 bench-probe: $(B)/bench/ring_probe
