@@ -1391,8 +1391,9 @@ __device__ __forceinline__ void ark_mm_kloop(const ark_mm &g, int m0, int m1, in
 /* The mma tile (R, C) = (m1 - m0, n1 - n0) <= (128, 128) over k0:k1, shaped at run time:
  *  - rows and columns rounded up to rp, cp (multiples of 16); warps of 64 x 32 over them, wm x wn,
  *    and the ARK_MM_WARPS / (wm wn) = kg warps of each place split every stage's 16-deep steps among
- *    them (a 64 x 16 tile keeps all eight warps busy, not one); each group's sums go to shared
- *    memory, added and stored by ark_mm_epilogue;
+ *    them (a 64 x 16 tile keeps all eight warps busy, not one), but no more warps than the tile's k
+ *    has steps of 16 ARK_MM_KSTEPS for; each group's sums go to shared memory, added and stored by
+ *    ark_mm_epilogue;
  *  - a stage is bk = 16 kg ARK_MM_KSTEPS deep (32 to 128; 64 at most for tiles of more than 64 rows
  *    or columns) and holds only the tile's own rows and columns, so a small tile has up to
  *    ARK_MM_MAX_STAGES stages in the same shared memory and st - 1 of them in flight; each warp takes
@@ -1407,7 +1408,10 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int rp = (m1 - m0 + 15) & ~15, cp = (n1 - n0 + 15) & ~15;
 	const int nwm = (rp + 63) / 64, nwn = (cp + 31) / 32, wmn = nwm * nwn;
-	const int kg = ark_div_small(ARK_MM_WARPS, wmn);
+	/* k-groups: the warps a place has, but no more than the tile's k has steps for (a 64 x 16 tile
+	 * over K 64 in 8 groups had half its warps summing zeros, a stage twice its k, copied by the
+	 * out-of-line cut stage, and 8 slices to add: 1.15x the time of 2 groups, bench/NOTES.md) */
+	const int kg = min(ark_div_small(ARK_MM_WARPS, wmn), max(1, (k1 - k0 + 16 * ARK_MM_KSTEPS - 1) / (16 * ARK_MM_KSTEPS)));
 	/* 16 kg ARK_MM_KSTEPS deep, 32 to 32 ARK_MM_STG_CH (128), at most ARK_MM_STG_CH vectors a thread of either operand */
 	const int bk = min(max(rp, cp) > 64 ? 16 * ARK_MM_STG_CH : 32 * ARK_MM_STG_CH, max(32, kg * 16 * ARK_MM_KSTEPS)), lda = bk + 8, ldb = cp + 8;
 	const int a_stage = rp * lda * 2, stage = a_stage + (TB ? cp * lda : bk * ldb) * 2;
@@ -1492,9 +1496,10 @@ __device__ __noinline__ void ark_mm_ffma(const ark_mm g, int m0, int m1, int n0,
 {
 	const int tid = threadIdx.x;
 	const int TY = (m1 - m0 + 7) / 8, TX = (n1 - n0 + 7) / 8, rp = 8 * TY, cp = 8 * TX, tyx = TY * TX;
-	/* a stage holds at most ARK_MM_STG_CH vectors of either operand a thread: rp bk, cp bk <= 4096 */
+	/* a stage holds at most ARK_MM_STG_CH vectors of either operand a thread: rp bk, cp bk <= 4096;
+	 * and no more k than the tile has, rounded up to 32 */
 	int bk = 32;
-	while (bk < 128 && 2 * bk * max(rp, cp) <= 4 * ARK_MM_STG_CH * ARK_THREADS)
+	while (bk < 128 && bk < k1 - k0 && 2 * bk * max(rp, cp) <= 4 * ARK_MM_STG_CH * ARK_THREADS)
 		bk *= 2;
 	int G = 1; /* k-groups: every thread busy where the tile is small, each with a chunk a stage */
 	while (G < 16 && 2 * G * tyx <= ARK_THREADS && 2 * G * 4 <= bk)
