@@ -1408,10 +1408,13 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int rp = (m1 - m0 + 15) & ~15, cp = (n1 - n0 + 15) & ~15;
 	const int nwm = (rp + 63) / 64, nwn = (cp + 31) / 32, wmn = nwm * nwn;
-	/* k-groups: the warps a place has, but no more than the tile's k has steps for (a 64 x 16 tile
-	 * over K 64 in 8 groups had half its warps summing zeros, a stage twice its k, copied by the
-	 * out-of-line cut stage, and 8 slices to add: 1.15x the time of 2 groups, bench/NOTES.md) */
-	const int kg = min(ark_div_small(ARK_MM_WARPS, wmn), max(1, (k1 - k0 + 16 * ARK_MM_KSTEPS - 1) / (16 * ARK_MM_KSTEPS)));
+	/* k-groups: the warps a place has (1, 2, 4 or 8), but no more than the power of two of steps
+	 * of 16 ARK_MM_KSTEPS that covers the tile's k (a 64 x 16 tile over K 64 in 8 groups had half
+	 * its warps summing zeros, a stage twice its k, copied by the out-of-line cut stage, and 8
+	 * slices to add: 1.15x the time of 2 groups, bench/NOTES.md). A power of two: the stage's
+	 * vectors a row (bk / 8) must be one (ark_mm_vecs_k, ark_mm_grid). */
+	const int ksteps = (k1 - k0 + 16 * ARK_MM_KSTEPS - 1) / (16 * ARK_MM_KSTEPS);
+	const int kg = min(ark_div_small(ARK_MM_WARPS, wmn), ksteps > 1 ? 1 << (32 - __clz(ksteps - 1)) : 1);
 	/* 16 kg ARK_MM_KSTEPS deep, 32 to 32 ARK_MM_STG_CH (128), at most ARK_MM_STG_CH vectors a thread of either operand */
 	const int bk = min(max(rp, cp) > 64 ? 16 * ARK_MM_STG_CH : 32 * ARK_MM_STG_CH, max(32, kg * 16 * ARK_MM_KSTEPS)), lda = bk + 8, ldb = cp + 8;
 	const int a_stage = rp * lda * 2, stage = a_stage + (TB ? cp * lda : bk * ldb) * 2;

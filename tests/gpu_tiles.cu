@@ -1281,6 +1281,13 @@ static void cases_float(void)
 		case_matmul(dt, 8, 1024, 4500, false, true, ARK_OP_GELU, 8, 32);
 		case_matmul(dt, 6, 264, 5003, false, false, ARK_ACT_NONE, 6, 64, 2);
 		case_matmul(dt, 5, 2056, 3000, false, false, ARK_OP_SILU, 5, 16, 3, 0, 8, true);
+		/* tiles of little k: no more k-groups than the k has steps for (a power of two of them:
+		 * K 72 and 200 cover 3 and 7 steps of 32), odd K, a split-K slice of 72 */
+		case_matmul(dt, 64, 533, 72, false, false, ARK_OP_RELU, 64, 32);
+		case_matmul(dt, 64, 533, 72, true, true, ARK_OP_SILU, 48, 64);
+		case_matmul(dt, 40, 96, 200, false, true, ARK_ACT_NONE, 40, 32);
+		case_matmul(dt, 25, 96, 41, false, false, ARK_OP_SILU, 25, 32);
+		case_matmul(dt, 64, 128, 144, true, false, ARK_ACT_NONE, 64, 32, 2);
 		/* a fused residual add (a transformer block's x + W o): every path, odd N, after split-K */
 		case_matmul(dt, 1, 2048, 2048, true, false, ARK_ACT_NONE, 1, 16, 1, 0, 8, true);
 		case_matmul(dt, 3, 777, 1000, false, true, ARK_OP_GELU, 3, 128, 1, 0, 8, true);
