@@ -46,7 +46,7 @@
 #endif
 
 static_assert(ARK_THREADS >= 32 * ARK_MM_WARPS, "the matmul templates need at least 256 threads");
-/* the sums of the k-groups, kg x rp x (cp + 4) fp32 with kg = 8 / (ceil(rp / 64) ceil(cp / 32)): at most
+/* the sums of the k-groups, kg x rp x (cp + 4) fp32 with kg <= 8 / (ceil(rp / 64) ceil(cp / 32)): at most
  * 4 x 128 x 36 or 8 x 64 x 36 floats */
 static_assert(ARK_SMEM_MATMUL >= 8 * 64 * 36 * 4 && ARK_SMEM_MATMUL >= 128 * 132 * 4, "mma: no room for the sums");
 /* ffma: the sums of the k-groups, G rp (cp + 4) fp32 with G TY TX <= ARK_THREADS, G, TY <= 16 */
