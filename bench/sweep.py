@@ -752,6 +752,11 @@ def collect_one(name, dirs):
 				e["predicted_us"] = json.load(f).get("predicted_us")
 		except (OSError, ValueError):
 			pass
+	# the costs the prediction came from (arkgen's report: "costs: calibration table NAME (GPU, N SMs, ...")
+	rep = read(find(dirs, name + ".report") or "") or ""
+	c = re.search(r"costs: calibration table (\S+) \(([^,]+), \d+ SMs, (measured [0-9-]+|uncalibrated)", rep)
+	e["calib"] = "%s (%s, %s)" % c.groups() if c else "the analytic model" if "costs: the analytic model" in rep else None
+	e["calib_gpu"] = c.group(2) if c else None
 	e["torch"], e["best_us"], e["best_variant"] = None, None, None
 	try:
 		with open(find(dirs, name + ".torch.json") or "") as f:
@@ -819,6 +824,13 @@ def table(rows, gpu):
 		"as fast on %d of them." % ("-" if g is None else "%.2fx" % g, len(r), sum(1 for x in r if x >= 1)),
 		"Geometric mean of predicted / measured: %s over %d models; within [0.67, 1.5] on %d." % (
 			fmt(gp, 2), len(p), sum(1 for x in p if 0.67 <= x <= 1.5))]
+	tabs = sorted({e["calib"] for e in rows if e.get("calib")})
+	if tabs:
+		out.append("Predictions from %s." % "; ".join(tabs))
+	other = sorted({e["calib_gpu"] for e in rows if e.get("calib_gpu") and gpu and e["calib_gpu"] != gpu})
+	if other:
+		out.append("- the predictions are of %s, not of %s that ran them: build with ARKGEN_FLAGS=\"--gpu "
+			   "NAME\" naming this GPU's table to predict for it" % (" and ".join(other), gpu))
 	bad = [e for e in rows if e["skip"] or (e["check_rc"] not in (0, None))]
 	for e in bad:
 		out.append("- %s: %s" % (e["name"], e["skip"] or "--check failed: %s" % (e["check_note"] or "see log")))

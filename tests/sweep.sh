@@ -5,7 +5,8 @@
 # schedule; the same seed gives the same bytes, --index replays one model, and the fixed draw covers
 # the whole single-GPU op catalog, every dtype (q4_1 and q8_0 weights too, a quantized matmul of more than 16
 # rows among them), transpose_b, biases, 3-D and broadcast operands,
-# M <= 16 and M > 128, and widths that are primes and not multiples of 8. No nvcc, no GPU.
+# M <= 16 and M > 128, and widths that are primes and not multiples of 8; and sweep.py table names the
+# calibration table its predictions came from, warning when it is another GPU's. No nvcc, no GPU.
 ARKGEN=${ARKGEN:-build/arkgen}
 PYTHON=${PYTHON:-python3}
 cd "$(dirname "$0")/.." || exit 1
@@ -75,7 +76,7 @@ usage_error() { "$PYTHON" bench/sweep.py gen --count 3 --out "$tmp/e" 2>/dev/nul
 
 # the single-GPU ops of the catalog (abi/ark_ops.h: every row not flagged ARK_OPF_COMM)
 ops=$(sh scripts/catalog-names.sh OP_ROWS ARK_OPF_COMM | tr '\n' ' ')
-echo "1..$((8 + 2 * (NFIX + NCLK) + 3 + $(echo $ops | wc -w) + 12))"
+echo "1..$((8 + 2 * (NFIX + NCLK) + 3 + $(echo $ops | wc -w) + 12 + 2))"
 echo "# fixed seed $FIXED, clock seed $CLOCK (replay: SWEEP_SEED=$CLOCK tests/sweep.sh, or"
 echo "#   bench/sweep.py gen --seed $CLOCK --count $NCLK --out DIR)"
 
@@ -122,3 +123,23 @@ for dt in q4_1 q8_0; do
 	check "fixed draw: a $dt weight" have "a $dt weight" "role = \"weight\"; dtype = \"$dt\";"
 done
 check "fixed draw: a quantized matmul of more than 16 rows (arkgen's <op>.b_dequant)" test -e "$tmp/bdq"
+
+# sweep.py table names the calibration table the predictions came from, and says so when it is
+# another GPU's than the one that ran the models
+tabled() { # tabled REPORT_GPU: a run on an NVIDIA H200 of one model whose report names REPORT_GPU's table
+	rm -rf "$tmp/run" "$tmp/mod" && mkdir -p "$tmp/run/logs" "$tmp/mod" || return 1
+	echo "# sweep seed 1, index 0: a model" >"$tmp/run/logs/sw1_000.cfg"
+	echo "NVIDIA H200" >"$tmp/run/gpu.txt"
+	echo 0 >"$tmp/run/logs/sw1_000.check.rc"
+	echo "bench: 300 iterations after 50 warm-up: median 10.00 us, p99 11.00 us, min 9.00 us (predicted 12.00 us)" \
+		>"$tmp/run/logs/sw1_000.bench.log"
+	echo "  costs: calibration table t ($1, 132 SMs, measured 2026-11-28) for every vCTA" >"$tmp/mod/sw1_000.report"
+	"$PYTHON" bench/sweep.py table "$tmp/run" --models "$tmp/mod" >"$tmp/table" 2>&1
+}
+named() {
+	tabled "NVIDIA H200" && grep -q "^Predictions from t (NVIDIA H200, measured 2026-11-28)\.$" "$tmp/table" &&
+		! grep -q "not of" "$tmp/table"
+}
+foreign() { tabled "NVIDIA H100 80GB HBM3" && grep -q "are of NVIDIA H100 80GB HBM3, not of NVIDIA H200 that ran" "$tmp/table"; }
+check "sweep.py table: the predictions' table named" named
+check "sweep.py table: another GPU's table said so" foreign
