@@ -164,7 +164,10 @@ static double matmul_us(struct tiling *s, int oi, int64_t M, int64_t N, int64_t 
  * bert_base's [128, 3072] x [768, 3072]^T: 96 tiles of 64 x 16 over all of K become 48 tiles of
  * 64 x 32 in 2 splits of K (96 MATMUL_PARTIAL and 48 REDUCE), one wave. */
 #define MM_GAIN 0.10
-#define MM_SPLIT_K 2048
+/* K from which splits are tried: 1024 (it was 2048) split eight of a 40-model draw's matmuls of K
+ * 1171-1901 whose one-wave tiles each re-read all of a over all of K; seven ran 0-12% faster, one 4%
+ * slower (bench/NOTES.md) */
+#define MM_SPLIT_K 1024
 /* Whether the tiles of matmul oi, of M rows, stream b (templates/op_matmul.cuh, ark_mm_sub): quantized
  * b and a fused rmsnorm always do (arkgen gives them at most 16 rows); 16-bit up to ARK_MM_STREAM_NK
  * / _KN rows and fp32 up to ARK_MM_STREAM32, where b's rows are whole 16-byte vectors (the streaming
