@@ -33,6 +33,7 @@
 #include "ark_tiles.cuh"
 #include "bench_cuda.h"
 #include "bench_fill.cuh"
+#include "bench_mm.cuh"
 
 #define CKB(call)                                                                                    \
 	do {                                                                                         \
@@ -45,9 +46,10 @@
 	} while (0)
 
 /* CTA (x, y) computes out[y tm : (y + 1) tm, x tn : (x + 1) tn] over all of K. */
-template <typename T> __global__ void __launch_bounds__(ARK_THREADS, 1) tiles_kernel(ark_mm g, int tm, int tn)
+template <typename T> __global__ void __launch_bounds__(ARK_THREADS, 1) tiles_kernel(ark_opp p, int tm, int tn)
 {
 	extern __shared__ __align__(16) char smem[];
+	const ark_mm g = bench_mm_of(p);
 	const int m0 = blockIdx.y * tm, n0 = blockIdx.x * tn;
 	ark_mm_sub<T>(g, m0, min(m0 + tm, (int)g.M), n0, min(n0 + tn, (int)g.N), 0, (int)g.K, smem);
 }
@@ -117,13 +119,10 @@ template <typename T> static void probe(cublasHandle_t h, const shape &s)
 	char name[64];
 	snprintf(name, sizeof name, "%dx%dx%d %s", s.M, s.N, s.K, s.tb ? "nk" : "kn");
 	for (const auto &t : tiles) {
-		ark_mm g = {};
-		g.a = (const char *)a, g.b = (const char *)b, g.out = (char *)c;
-		g.M = s.M, g.N = s.N, g.K = s.K, g.tb = s.tb, g.act = ARK_ACT_NONE;
-		g.bstride = s.tb ? s.K : s.N, g.astride = s.K, g.ostride = s.N; /* rows packed */
+		const ark_opp p = bench_mm_opp(a, b, c, s.M, s.N, s.K, s.tb);
 		const dim3 grid((s.N + t[1] - 1) / t[1], (s.M + t[0] - 1) / t[0]);
 		CK(cudaMemset(c, 0xff, nc * sizeof(T))); /* NaN: a tile that writes nothing shows */
-		auto run = [&] { tiles_kernel<T><<<grid, ARK_THREADS, ARK_SMEM_BYTES>>>(g, t[0], t[1]); };
+		auto run = [&] { tiles_kernel<T><<<grid, ARK_THREADS, ARK_SMEM_BYTES>>>(p, t[0], t[1]); };
 		const double us = time_us(run);
 		const double err = max_rel_diff(c, ref, nc);
 		char tn[16];

@@ -41,7 +41,7 @@ $(B)/bench/loop_probe: bench/loop_probe.cu bench/loop_probe.h $(wildcard templat
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) $(INC) $< $(B)/libarkrt.a -lcjson -lpthread -o $@
 
-$(B)/bench/mm_probe: bench/mm_probe.cu bench/bench_cuda.h bench/bench_fill.cuh $(wildcard templates/*.cuh abi/*.h abi/*.cuh)
+$(B)/bench/mm_probe: bench/mm_probe.cu bench/bench_cuda.h bench/bench_fill.cuh bench/bench_mm.cuh $(wildcard templates/*.cuh abi/*.h abi/*.cuh)
 	@mkdir -p $(dir $@)
 	$(NVCC) -O3 -std=c++17 $(GENCODE) -DARK_TILES_FP16=0 -DARK_TILES_FP32=0 \
 		$(INC) -Ibench $< -lcublas -o $@
@@ -53,7 +53,7 @@ $(B)/bench/decode_probe: bench/decode_probe.cu bench/bench_cuda.h bench/bench_fi
 		$(INC) -Ibench $< -o $@
 
 bench-probe: $(B)/bench/wgmma_probe
-$(B)/bench/wgmma_probe: bench/wgmma_probe.cu bench/bench_cuda.h bench/bench_fill.cuh $(wildcard templates/*.cuh abi/*.h abi/*.cuh)
+$(B)/bench/wgmma_probe: bench/wgmma_probe.cu bench/bench_cuda.h bench/bench_fill.cuh bench/bench_mm.cuh $(wildcard templates/*.cuh abi/*.h abi/*.cuh)
 	@mkdir -p $(dir $@)
 	$(NVCC) -O3 -std=c++17 $(GENCODE) -DARK_TILES_FP16=0 -DARK_TILES_FP32=0 \
 		$(INC) -Ibench $< -o $@

@@ -38,11 +38,13 @@ __device__ long long *probe_stamps; /* [CTAs][16], null: no stamps */
 #include "ark_tiles.cuh"
 #include "bench_cuda.h"
 #include "bench_fill.cuh"
+#include "bench_mm.cuh"
 
-template <typename T> __global__ void __launch_bounds__(ARK_THREADS, 1) tile_kernel(ark_mm g, int tm, int tn)
+template <typename T> __global__ void __launch_bounds__(ARK_THREADS, 1) tile_kernel(ark_opp p, int tm, int tn)
 {
 	extern __shared__ __align__(16) char smem[];
 #if ARK_MM_WGMMA
+	const ark_mm g = bench_mm_of(p);
 	const int m0 = blockIdx.y * tm, n0 = blockIdx.x * tn;
 	ark_mm_wgmma<T>(g, m0, min(m0 + tm, (int)g.M), n0, min(n0 + tn, (int)g.N), 0, (int)g.K, smem);
 #endif
@@ -60,15 +62,12 @@ static void probe(int M, int N, int K, int tm, int tn, double mhz)
 	CK(cudaMalloc(&c, (size_t)M * N * 2));
 	bench_fill_kernel<<<256, 256>>>(a, (size_t)M * K, 1);
 	bench_fill_kernel<<<256, 256>>>(b, (size_t)N * K, 2);
-	ark_mm g = {};
-	g.a = (const char *)a, g.b = (const char *)b, g.out = (char *)c;
-	g.M = M, g.N = N, g.K = K, g.tb = 1, g.act = ARK_ACT_NONE;
-	g.bstride = K, g.astride = K, g.ostride = N;
+	const ark_opp p = bench_mm_opp(a, b, c, M, N, K, true);
 	const dim3 grid((N + tn - 1) / tn, (M + tm - 1) / tm);
 	const int ctas = grid.x * grid.y;
 	long long *d_st, *null_st = nullptr;
 	CK(cudaMalloc(&d_st, (size_t)ctas * 16 * sizeof(long long)));
-	auto launch = [&] { tile_kernel<__nv_bfloat16><<<grid, ARK_THREADS, ARK_SMEM_BYTES>>>(g, tm, tn); };
+	auto launch = [&] { tile_kernel<__nv_bfloat16><<<grid, ARK_THREADS, ARK_SMEM_BYTES>>>(p, tm, tn); };
 	for (int w = 0; w < 5; w++)
 		launch();
 	CK(cudaMemcpyToSymbol(probe_stamps, &d_st, sizeof d_st));

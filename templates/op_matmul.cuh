@@ -56,6 +56,16 @@ static_assert(ARK_MM_SIMT_SLOTS % ARK_THREADS == 0 && ARK_MM_SIMT_KSMAX <= ARK_T
 static_assert(ARK_MM_RING_BYTES / (16 * ARK_MM_TC * ARK_THREADS) >= 2, "ARK_MM_RING_BYTES too small");
 static_assert(ARK_MM_RING_BYTES >= ARK_THREADS * 8 * 4, "ARK_MM_RING_BYTES too small for the reduction");
 
+/* Where a matmul tile's operands come from: its op's params (in the loop kernel, a copy in shared
+ * memory), the arena their offsets count from, and with partial (MATMUL_PARTIAL) the split-K slice
+ * of the workspace it writes. */
+struct ark_mm_at {
+	const ark_opp *p;
+	char *arena;
+	uint32_t split;
+	bool partial;
+};
+
 /* One matmul tile's operands. */
 struct ark_mm {
 	const char *a, *b;  /* a [M, K]; b [K, N], or [N, K] if tb */
@@ -75,7 +85,37 @@ struct ark_mm {
 	int act;
 	bool tb;
 	int qdt;            /* b's dtype when it is block-quantized (ARK_Q4_1, ARK_Q8_0; op_quant.cuh), else 0 */
+	ark_mm_at at;       /* what it was built from */
 };
+
+/* A tile's operands as the op's params give them (ark_mm_of): the tile functions out of line take
+ * this, which travels in registers, and build their ark_mm themselves. An ark_mm passed by value
+ * went through the stack (the callers stored it, the callees reloaded its fields), and the dispatch
+ * that kept one live across its calls spilled: a 64 x 16 tile spent ~1.9k cycles between the entry
+ * of ark_matmul_tile and that of its mma tile (bench/NOTES.md). */
+__device__ __forceinline__ ark_mm ark_mm_of(const ark_mm_at &w)
+{
+	const ark_opp &p = *w.p;
+	char *arena = w.arena;
+	const bool partial = w.partial;
+	ark_mm g;
+	g.a = arena + p.in[0];
+	g.b = arena + p.in[1];
+	g.bias = !partial && (p.flags & ARK_OPP_BIAS) ? arena + p.in[2] : nullptr;
+	g.res = !partial && (p.flags & ARK_OPP_RESIDUAL) ? arena + p.in[3] : nullptr;
+	g.pre = p.pre, g.pre_w = arena + p.pre_in, g.pre_eps = p.f;
+	g.out = arena + p.out;
+	g.ws = partial ? reinterpret_cast<float *>(arena + p.ws) + (size_t)w.split * p.M * p.N : nullptr;
+	g.M = p.M, g.N = p.N, g.K = p.K;
+	g.bstride = p.istride[0][0] ? p.istride[0][0] : (p.flags & ARK_OPP_TRANSPOSE_B) ? p.K : p.N;
+	g.astride = p.istride[0][1] ? p.istride[0][1] : p.K;
+	g.ostride = p.istride[0][2] ? p.istride[0][2] : p.N;
+	g.act = partial ? ARK_ACT_NONE : p.act;
+	g.tb = (p.flags & ARK_OPP_TRANSPOSE_B) != 0;
+	g.qdt = p.wdtype == ARK_Q4_1 || p.wdtype == ARK_Q8_0 ? p.wdtype : 0;
+	g.at = w;
+	return g;
+}
 
 /* A fused residual add: v, the matmul's result, rounded to T as the add would have read it, plus r. */
 template <typename T> __device__ __forceinline__ float ark_mm_residual(float v, T r)
@@ -690,8 +730,9 @@ __device__ __forceinline__ void ark_mm_stream_kn_t(const ark_mm &g, int m0, int 
 #endif
 
 template <typename T, int MB>
-__device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+__device__ __noinline__ void ark_mm_stream_kn(const ark_mm_at at, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
+	const ark_mm g = ark_mm_of(at);
 	if constexpr (sizeof(T) == 2 && MB >= ARK_MM_KN_TC_ROWS) {
 		const int nv = (n1 - n0 + ark_dt<T>::vec - 1) / ark_dt<T>::vec;
 		if ((nv & (nv - 1)) == 0) {
@@ -721,8 +762,9 @@ __device__ __noinline__ void ark_mm_stream_kn(const ark_mm g, int m0, int m1, in
  * vectors (b 16-byte aligned, bstride % VEC == 0, k0 % VEC == 0); a's are loaded element by element
  * where they are not. */
 template <typename T, int MB>
-__device__ __noinline__ void ark_mm_stream_nk(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+__device__ __noinline__ void ark_mm_stream_nk(const ark_mm_at at, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
+	const ark_mm g = ark_mm_of(at);
 	constexpr int VEC = ark_dt<T>::vec, C = ARK_MM_TC;
 	constexpr int S = ARK_MM_RING_BYTES / (16 * C * ARK_THREADS);    /* ring slots per thread */
 	constexpr int KC = (ARK_MM_A_BYTES / (MB * (int)sizeof(T))) / (32 * VEC) * (32 * VEC); /* k per chunk */
@@ -1184,26 +1226,28 @@ __device__ __forceinline__ void ark_mm_vecs_n(ark_mm_vecs<T> &q, const T *base, 
  * those rows of the stage keep what they held, and their sums are never stored. */
 struct ark_mm_grid {
 	const char *g; /* the first vector at the current stage */
+	const char *z; /* the first vector at the first stage: where a copy of no bytes points */
 	uint32_t s;    /* its byte offset in the operand's stage */
 	int n;         /* vectors inside the tile: 0 to ARK_MM_STG_CH */
 	int gs;        /* bytes between two vectors in memory */
 	uint32_t ss;   /* and in the stage */
+	int kf, ks;    /* the first vector's k in the stage, and the k from one vector to the next */
 	/* rows r0, r0 + rstep, ... of the stage's rows (rin of them inside the tile; vpr vectors a row),
 	 * col bytes into each, from base (the stage's first row, rows gstride bytes apart), ld bytes a
-	 * stage row; false where the vectors' span does not fit gs */
-	__device__ __forceinline__ bool init(const char *base, int64_t gstride, int r0, int rstep, int vpr, int rows,
-					     int rin, int col, int ld)
+	 * stage row; the vectors' k kf, kf + ks, ... (ark_mm_on_grid checked that their span fits gs) */
+	__device__ __forceinline__ void init(const char *base, int64_t gstride, int r0, int rstep, int vpr, int rows, int rin,
+					     int col, int ld, int kf_, int ks_)
 	{
 		const int used = (rows * vpr + ARK_THREADS - 1) / ARK_THREADS;
 		n = 0;
 #pragma unroll
 		for (int c = 0; c < ARK_MM_STG_CH; c++)
 			n += c < used && r0 + c * rstep < rin;
-		g = base + r0 * gstride + col;
+		g = z = base + r0 * gstride + col;
 		s = (uint32_t)(r0 * ld + col);
 		ss = (uint32_t)(rstep * ld);
 		gs = (int)(rstep * gstride);
-		return rstep * gstride * (ARK_MM_STG_CH - 1) < ((int64_t)1 << 31);
+		kf = kf_, ks = ks_;
 	}
 	__device__ __forceinline__ void copy(uint32_t sdst) const
 	{
@@ -1211,6 +1255,17 @@ struct ark_mm_grid {
 		for (int c = 0; c < ARK_MM_STG_CH; c++)
 			if (c < n)
 				ark_cp_async16s(sdst + s + c * ss, g + c * gs, 16);
+	}
+	/* the stage k1 cuts, kl elements of k left in it (a multiple of a vector's): the vectors from k1
+	 * on are zeros (16-byte copies of no bytes), so that they add nothing to the tile's sums */
+	__device__ __forceinline__ void copy_cut(uint32_t sdst, int kl) const
+	{
+#pragma unroll
+		for (int c = 0; c < ARK_MM_STG_CH; c++)
+			if (c < n) {
+				const bool in = kf + c * ks < kl;
+				ark_cp_async16s(sdst + s + c * ss, in ? g + c * gs : z, in ? 16 : 0);
+			}
 	}
 };
 
@@ -1248,25 +1303,23 @@ __device__ __forceinline__ void ark_mm_ring(int st, int ktiles, int sstep, L &&l
 	__syncthreads(); /* the stages are free */
 }
 
-/* The stage from kc (a k-tile that k1 cuts) of operands whose rows are 16-byte aligned, into the stage
- * at shared address sa, by the 16-byte copies that fill zeros past k1 and past the tile: out of line,
- * as it runs at most once a tile and the vectors' state would otherwise stay in registers through
- * the whole k loop. Layout as ark_mm_kloop's. All threads. */
+/* Whether ark_mm_kloop can copy both aligned operands' stages on a grid (ark_mm_grid), for a tile of
+ * cp columns (rounded as the stages round them) in stages bk deep: b [K, N]'s rows of cp / VE vectors
+ * must divide the threads, and a grid's steps between the vectors of a thread must fit in 31 bits. The
+ * tiles call their STG instance where not (ark_mm_mma, ark_mm_ffma), so that the aligned instance
+ * holds only the grid's copies: the vectors' per-copy state beside the grid made it spill (bench/NOTES.md). */
 template <typename T, bool TB>
-__device__ __noinline__ void ark_mm_cut_stage(const ark_mm g, int m0, int m1, int n0, int n1, int kc, int k1, int rp,
-					      int cp, int bk, int lda, int ldb, uint32_t sa, int a_stage)
+__device__ __forceinline__ bool ark_mm_on_grid(const ark_mm &g, int cp, int bk)
 {
-	constexpr int VE = ark_mm_vecs<T>::VE;
-	const T *a = reinterpret_cast<const T *>(g.a), *b = reinterpret_cast<const T *>(g.b);
-	const int64_t AS = g.astride, BS = g.bstride;
-	ark_mm_vecs<T> va, vb;
-	ark_mm_vecs_k(va, a + (size_t)m0 * AS + kc, rp, bk / VE, lda, AS, m1 - m0, k1 - kc);
+	constexpr int VE = ark_mm_vecs<T>::VE, ES = sizeof(T);
+	constexpr int64_t LIM = ((int64_t)1 << 31) / (ARK_MM_STG_CH > 1 ? ARK_MM_STG_CH - 1 : 1);
+	const int64_t kr = ARK_THREADS / (bk / VE); /* rows between a thread's vectors along k */
+	if (kr * g.astride * ES >= LIM)
+		return false;
 	if (TB)
-		ark_mm_vecs_k(vb, b + (size_t)n0 * BS + kc, cp, bk / VE, lda, BS, n1 - n0, k1 - kc);
-	else
-		ark_mm_vecs_n(vb, b + (size_t)kc * BS + n0, bk, cp / VE, ldb, BS, n1 - n0, k1 - kc, 0);
-	va.copy(sa, 0, false, true, 0);
-	vb.copy(sa + a_stage, 0, false, TB, 0);
+		return kr * g.bstride * ES < LIM;
+	const int cvn = cp / VE;
+	return (cvn & (cvn - 1)) == 0 && ARK_THREADS % cvn == 0 && (int64_t)(ARK_THREADS / cvn) * g.bstride * ES < LIM;
 }
 
 /* The k loop of the tiles that stage both operands in shared memory (ark_mm_mma, ark_mm_ffma): a
@@ -1279,9 +1332,11 @@ __device__ __noinline__ void ark_mm_cut_stage(const ark_mm g, int m0, int m1, in
  * length the 16-byte aligned chunks that hold them, each shifted into place by the thread that
  * copied it once its copies have landed (ark_mm_vecs::copy_raw, realign; loading them through
  * registers took 1.3x as long, and the same chunks and shifts for even rows 1.35x the 4-byte
- * copies': bench/NOTES.md); aligned operands copy their whole stages on a grid (ark_mm_grid) and
- * the stage k1 cuts out of line (ark_mm_cut_stage). k past k1 is zero in the stages, and so are rows
- * and columns past the tile except in stages copied on a grid (their sums are never stored).
+ * copies': bench/NOTES.md); aligned operands (!STG, where ark_mm_on_grid holds) copy every stage on
+ * a grid (ark_mm_grid), the one k1 cuts with copies of no bytes past k1 (the per-vector state of
+ * ark_mm_vecs out of line cost that stage ~2k cycles, bench/NOTES.md). k past k1 is zero in the
+ * stages, and so are rows and columns past the tile except in stages copied on a grid (their sums are
+ * never stored).
  * compute(so) runs once per stage, so the byte offset of the stage it may read (between barriers);
  * on return every copy has landed and the stages are free (ark_mm_ring). All threads. */
 template <typename T, bool TB, bool STG, typename F>
@@ -1301,8 +1356,13 @@ __device__ __forceinline__ void ark_mm_kloop(const ark_mm &g, int m0, int m1, in
 	const bool araw = !avec && !aw, braw = !bvec && !bw;
 	/* the ring's stride: a stage, and the warps' slots of b's raw rows along n */
 	const int sstep = stage + (!TB && braw ? ARK_THREADS / 32 * ARK_MM_STG_CH * 16 : 0);
-	const int st = ARK_SMEM_MATMUL / sstep > ARK_MM_MAX_STAGES ? ARK_MM_MAX_STAGES : ARK_SMEM_MATMUL / sstep;
-	const int ktiles = (k1 - k0 + bk - 1) / bk;
+	/* stages: ARK_SMEM_MATMUL / sstep, by the float reciprocal and one correction (no integer division) */
+	int st = (int)__fdividef((float)ARK_SMEM_MATMUL, (float)sstep);
+	st -= st * sstep > ARK_SMEM_MATMUL;
+	st += (st + 1) * sstep <= ARK_SMEM_MATMUL;
+	st = min(st, ARK_MM_MAX_STAGES);
+	const int lbk = __ffs(bk) - 1; /* bk is a power of two */
+	const int ktiles = (k1 - k0 + bk - 1) >> lbk;
 	const int64_t AS = g.astride, BS = g.bstride;
 
 	const int rin = m1 - m0, cin = n1 - n0;
@@ -1311,45 +1371,38 @@ __device__ __forceinline__ void ark_mm_kloop(const ark_mm &g, int m0, int m1, in
 	/* Aligned operands (!STG) copy their whole stages on a grid (ark_mm_grid): a's rows and b's (TB)
 	 * take kvn = bk / VE vectors a row in consecutive threads; b [K, N]'s rows of k cvn = cp / VE,
 	 * a grid where cvn divides the threads. */
-	ark_mm_grid ga, gb;
-	bool grid = false;
-	if constexpr (!STG) {
-		const int kvn = bk / VE, lk = __ffs(kvn) - 1, kr = ARK_THREADS >> lk, kc = (int)(threadIdx.x & (kvn - 1)) * VE * ES;
-		grid = ga.init(reinterpret_cast<const char *>(a + (size_t)m0 * AS + k0), AS * ES, threadIdx.x >> lk, kr, kvn, rp,
-			       rin, kc, lda * ES);
-		if (TB) {
-			grid &= gb.init(reinterpret_cast<const char *>(b + (size_t)n0 * BS + k0), BS * ES, threadIdx.x >> lk, kr, kvn,
-					cp, cin, kc, lda * ES);
-		} else {
-			const int cvn = cp / VE, nr = ARK_THREADS / cvn, nc = (int)(threadIdx.x % cvn) * VE;
-			grid &= ARK_THREADS % cvn == 0 &&
-				gb.init(reinterpret_cast<const char *>(b + (size_t)k0 * BS + n0), BS * ES, threadIdx.x / cvn, nr, cvn,
-					bk, nc < cin ? bk : 0, nc * ES, ldb * ES);
-		}
-	}
-
 	const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem);
-	if constexpr (!STG) {
-		if (grid) {
-			/* the k loop's code kept small: the grid's copies inline, the stage k1 cuts out of line */
-			const int whole = (k1 - k0) / bk; /* k-tiles copied on the grid */
-			ark_mm_ring(
-				st, ktiles, sstep,
-				[&](int s, int kt) {
-					const uint32_t sa = sbase + s * sstep;
-					if (kt < whole) {
-						ga.copy(sa);
-						gb.copy(sa + a_stage);
-						ga.g += bk * ES;
-						gb.g += b_kstep * ES;
-					} else {
-						ark_mm_cut_stage<T, TB>(g, m0, m1, n0, n1, k0 + kt * bk, k1, rp, cp, bk, lda, ldb, sa,
-									a_stage);
-					}
-				},
-				[](int) {}, compute);
-			return;
+	if constexpr (!STG) { /* the caller made sure the grid fits (ark_mm_on_grid) */
+		ark_mm_grid ga, gb;
+		const int kvn = bk / VE, lk = __ffs(kvn) - 1, kr = ARK_THREADS >> lk, kc = (int)(threadIdx.x & (kvn - 1)) * VE * ES;
+		ga.init(reinterpret_cast<const char *>(a + (size_t)m0 * AS + k0), AS * ES, threadIdx.x >> lk, kr, kvn, rp, rin, kc,
+			lda * ES, kc / ES, 0);
+		if (TB) {
+			gb.init(reinterpret_cast<const char *>(b + (size_t)n0 * BS + k0), BS * ES, threadIdx.x >> lk, kr, kvn, cp, cin,
+				kc, lda * ES, kc / ES, 0);
+		} else {
+			const int cvn = cp / VE, lc = __ffs(cvn) - 1, nc = (int)(threadIdx.x & (cvn - 1)) * VE;
+			gb.init(reinterpret_cast<const char *>(b + (size_t)k0 * BS + n0), BS * ES, threadIdx.x >> lc, ARK_THREADS >> lc,
+				cvn, bk, nc < cin ? bk : 0, nc * ES, ldb * ES, threadIdx.x >> lc, ARK_THREADS >> lc);
 		}
+		/* the k-tiles copied whole, then the one k1 cuts (k1 - k0 is a multiple of VE: ark_mm_staged) */
+		const int whole = (k1 - k0) >> lbk;
+		ark_mm_ring(
+			st, ktiles, sstep,
+			[&](int s, int kt) {
+				const uint32_t sa = sbase + s * sstep;
+				if (kt < whole) {
+					ga.copy(sa);
+					gb.copy(sa + a_stage);
+					ga.g += bk * ES;
+					gb.g += b_kstep * ES;
+				} else {
+					ga.copy_cut(sa, k1 - k0 - kt * bk);
+					gb.copy_cut(sa + a_stage, k1 - k0 - kt * bk);
+				}
+			},
+			[](int) {}, compute);
+		return;
 	}
 
 	/* the vectors of both operands, and the elements of each per stage */
@@ -1403,8 +1456,9 @@ __device__ __forceinline__ void ark_mm_kloop(const ark_mm &g, int m0, int m1, in
  * worked out once (ark_mm_vecs), the ldmatrix addresses once per warp, and a warp whose 64 x 32 tile
  * is whole runs the mma steps without guards. */
 template <typename T, bool TB, bool STG>
-__device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+__device__ __noinline__ void ark_mm_mma(const ark_mm_at at, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
+	const ark_mm g = ark_mm_of(at);
 	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 	const int rp = (m1 - m0 + 15) & ~15, cp = (n1 - n0 + 15) & ~15;
 	const int nwm = (rp + 63) / 64, nwn = (cp + 31) / 32, wmn = nwm * nwn;
@@ -1417,6 +1471,12 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm g, int m0, int m1, int n0, 
 	const int kg = min(ark_div_small(ARK_MM_WARPS, wmn), ksteps > 1 ? 1 << (32 - __clz(ksteps - 1)) : 1);
 	/* 16 kg ARK_MM_KSTEPS deep, 32 to 32 ARK_MM_STG_CH (128), at most ARK_MM_STG_CH vectors a thread of either operand */
 	const int bk = min(max(rp, cp) > 64 ? 16 * ARK_MM_STG_CH : 32 * ARK_MM_STG_CH, max(32, kg * 16 * ARK_MM_KSTEPS)), lda = bk + 8, ldb = cp + 8;
+	if constexpr (!STG) {
+		if (!ark_mm_on_grid<T, TB>(g, cp, bk)) {
+			ark_mm_mma<T, TB, true>(at, m0, m1, n0, n1, k0, k1, smem);
+			return;
+		}
+	}
 	const int a_stage = rp * lda * 2, stage = a_stage + (TB ? cp * lda : bk * ldb) * 2;
 	const int wk = ark_div_small(warp, wmn), wi = warp - wk * wmn, wm = ark_div_small(wi, nwn), wn = wi - wm * nwn;
 	const bool computes = warp < wmn * kg;
@@ -1495,8 +1555,9 @@ __device__ __forceinline__ void ark_fma4x8(float (&acc)[8][8], const float4 (&a)
 	}
 }
 template <bool TB, bool STG>
-__device__ __noinline__ void ark_mm_ffma(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+__device__ __noinline__ void ark_mm_ffma(const ark_mm_at at, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
+	const ark_mm g = ark_mm_of(at);
 	const int tid = threadIdx.x;
 	const int TY = (m1 - m0 + 7) / 8, TX = (n1 - n0 + 7) / 8, rp = 8 * TY, cp = 8 * TX, tyx = TY * TX;
 	/* a stage holds at most ARK_MM_STG_CH vectors of either operand a thread: rp bk, cp bk <= 4096;
@@ -1507,6 +1568,12 @@ __device__ __noinline__ void ark_mm_ffma(const ark_mm g, int m0, int m1, int n0,
 	int G = 1; /* k-groups: every thread busy where the tile is small, each with a chunk a stage */
 	while (G < 16 && 2 * G * tyx <= ARK_THREADS && 2 * G * 4 <= bk)
 		G *= 2;
+	if constexpr (!STG) {
+		if (!ark_mm_on_grid<float, TB>(g, cp, bk)) {
+			ark_mm_ffma<TB, true>(at, m0, m1, n0, n1, k0, k1, smem);
+			return;
+		}
+	}
 	const int lda = bk + 4, ldb = cp + 4;
 	const int a_stage = rp * lda * 4, stage = a_stage + (TB ? cp * lda : bk * ldb) * 4;
 	const int grp = tid / tyx, rem = tid - grp * tyx, ty = rem / TX, tx = rem - ty * TX;
@@ -1596,9 +1663,9 @@ __device__ __forceinline__ void ark_mm_staged_t(const ark_mm &g, int m0, int m1,
 	}
 #endif
 	if constexpr (sizeof(T) == 2)
-		ark_mm_mma<T, TB, STG>(g, m0, m1, n0, n1, k0, k1, smem);
+		ark_mm_mma<T, TB, STG>(g.at, m0, m1, n0, n1, k0, k1, smem);
 	else
-		ark_mm_ffma<TB, STG>(g, m0, m1, n0, n1, k0, k1, smem);
+		ark_mm_ffma<TB, STG>(g.at, m0, m1, n0, n1, k0, k1, smem);
 }
 template <typename T>
 __device__ __forceinline__ void ark_mm_staged(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
@@ -1629,9 +1696,10 @@ __device__ __forceinline__ void ark_mm_staged(const ark_mm &g, int m0, int m1, i
  * rows ty + TY i, cols tx + TX j (i, j < MI) over the k-slice g of each step; the G slices are summed
  * in smem at the end (G R C <= 4 SLOTS floats, inside the buffers). */
 template <typename T, bool TB, int MI>
-__device__ __noinline__ void ark_mm_simt_t(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem,
+__device__ __noinline__ void ark_mm_simt_t(const ark_mm_at at, int m0, int m1, int n0, int n1, int k0, int k1, char *smem,
 					   int KS, int TY, int TX, int G)
 {
+	const ark_mm g = ark_mm_of(at);
 	constexpr int U = ARK_MM_SIMT_U;
 	const T *a = reinterpret_cast<const T *>(g.a);
 	const T *b = reinterpret_cast<const T *>(g.b);
@@ -1796,14 +1864,14 @@ __device__ void ark_mm_simt(const ark_mm &g, int m0, int m1, int n0, int n1, int
 			best = mi, bcost = cost, bty = ty, btx = tx, bg = gk;
 	}
 	if (best == 1)
-		ark_mm_simt_t<T, TB, 1>(g, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
+		ark_mm_simt_t<T, TB, 1>(g.at, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
 	else if (best == 2)
-		ark_mm_simt_t<T, TB, 2>(g, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
+		ark_mm_simt_t<T, TB, 2>(g.at, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
 	else if (best == 4)
-		ark_mm_simt_t<T, TB, 4>(g, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
+		ark_mm_simt_t<T, TB, 4>(g.at, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
 	else if constexpr (MIMAX == 8) {
 		if (best == 8)
-			ark_mm_simt_t<T, TB, 8>(g, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
+			ark_mm_simt_t<T, TB, 8>(g.at, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
 	}
 	if (!best) /* a 2-byte tile of more than 16 rows: ark_mm_sub sends those to the tensor cores */
 		__trap();
@@ -1837,12 +1905,12 @@ __device__ void ark_mm_stream(const ark_mm &g, int m0, int m1, int n0, int n1, i
 {
 	if (g.tb) {
 		if constexpr ((ARK_MM_STREAM_MB_NK & MB) != 0)
-			ark_mm_stream_nk<T, MB>(g, m0, m1, n0, n1, k0, k1, smem);
+			ark_mm_stream_nk<T, MB>(g.at, m0, m1, n0, n1, k0, k1, smem);
 		else
 			ark_mm_stream_missing(g, m1 - m0);
 	} else {
 		if constexpr ((ARK_MM_STREAM_MB_KN & MB) != 0)
-			ark_mm_stream_kn<T, MB>(g, m0, m1, n0, n1, k0, k1, smem);
+			ark_mm_stream_kn<T, MB>(g.at, m0, m1, n0, n1, k0, k1, smem);
 		else
 			ark_mm_stream_missing(g, m1 - m0);
 	}
@@ -1921,21 +1989,7 @@ template <typename T>
 __device__ __noinline__ void ark_matmul_tile(const ark_opp &p, int m0, int m1, int n0, int n1, int k0, int k1,
 					     uint32_t split, char *arena, char *smem, bool partial)
 {
-	ark_mm g;
-	g.a = arena + p.in[0];
-	g.b = arena + p.in[1];
-	g.bias = !partial && (p.flags & ARK_OPP_BIAS) ? arena + p.in[2] : nullptr;
-	g.res = !partial && (p.flags & ARK_OPP_RESIDUAL) ? arena + p.in[3] : nullptr;
-	g.pre = p.pre, g.pre_w = arena + p.pre_in, g.pre_eps = p.f;
-	g.out = arena + p.out;
-	g.ws = partial ? reinterpret_cast<float *>(arena + p.ws) + (size_t)split * p.M * p.N : nullptr;
-	g.M = p.M, g.N = p.N, g.K = p.K;
-	g.bstride = p.istride[0][0] ? p.istride[0][0] : (p.flags & ARK_OPP_TRANSPOSE_B) ? p.K : p.N;
-	g.astride = p.istride[0][1] ? p.istride[0][1] : p.K;
-	g.ostride = p.istride[0][2] ? p.istride[0][2] : p.N;
-	g.act = partial ? ARK_ACT_NONE : p.act;
-	g.tb = (p.flags & ARK_OPP_TRANSPOSE_B) != 0;
-	g.qdt = p.wdtype == ARK_Q4_1 || p.wdtype == ARK_Q8_0 ? p.wdtype : 0;
+	const ark_mm g = ark_mm_of({&p, arena, split, partial});
 	if (!partial)
 		k0 = 0, k1 = (int)p.K;
 	for (int mb = m0; mb < m1; mb += 128)

@@ -122,8 +122,9 @@ __device__ __forceinline__ void ark_mmq_out(const ark_mm &g, int m0, int n0, int
  * (column, block group), a read from shared memory. The dot product of a block runs in 4 partial
  * sums (4 independent FMA chains). Needs b 16-byte aligned (every arena tensor is). */
 template <typename T, int MB, int QT>
-__device__ __noinline__ void ark_mmq_stream(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+__device__ __noinline__ void ark_mmq_stream(const ark_mm_at at, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
+	const ark_mm g = ark_mm_of(at);
 	constexpr int BB = ark_qblk<QT>::bytes, VEC = ark_dt<T>::vec;
 	constexpr int SLOT = ((32 * BB + 15) / 16 + 1) * 16;            /* bytes of 32 blocks + alignment */
 	constexpr int S = ARK_MM_RING_BYTES / ARK_WARPS / SLOT;         /* ring slots per warp */
@@ -376,8 +377,9 @@ __host__ __device__ constexpr int ark_qmma_rs(int need)
 }
 
 template <typename T, int QT, int NF>
-__device__ __noinline__ void ark_mmq_mma(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+__device__ __noinline__ void ark_mmq_mma(const ark_mm_at at, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
+	const ark_mm g = ark_mm_of(at);
 	using K = ark_qmma_k<T>;
 	constexpr int BB = ark_qblk<QT>::bytes, P = QT == ARK_Q4_1 ? ARK_MMQ_P : ARK_MMQ_P / 2; /* blocks of a warp per stage */
 	constexpr int SB = ARK_WARPS * P;                                  /* blocks of a row per stage */
@@ -632,20 +634,20 @@ __device__ void ark_mmq_rows(const ark_mm &g, int m0, int m1, int n0, int n1, in
 	const int rows = m1 - m0;
 	if constexpr (sizeof(T) == 2 && ARK_MMQ_MMA) { /* fp16, bf16 a: the tensor cores */
 		if (rows <= 8)
-			ark_mmq_mma<T, QT, 1>(g, m0, m1, n0, n1, k0, k1, smem);
+			ark_mmq_mma<T, QT, 1>(g.at, m0, m1, n0, n1, k0, k1, smem);
 		else
-			ark_mmq_mma<T, QT, 2>(g, m0, m1, n0, n1, k0, k1, smem);
+			ark_mmq_mma<T, QT, 2>(g.at, m0, m1, n0, n1, k0, k1, smem);
 	} else {
 		if (rows <= 1)
-			ark_mmq_stream<T, 1, QT>(g, m0, m1, n0, n1, k0, k1, smem);
+			ark_mmq_stream<T, 1, QT>(g.at, m0, m1, n0, n1, k0, k1, smem);
 		else if (rows <= 2)
-			ark_mmq_stream<T, 2, QT>(g, m0, m1, n0, n1, k0, k1, smem);
+			ark_mmq_stream<T, 2, QT>(g.at, m0, m1, n0, n1, k0, k1, smem);
 		else if (rows <= 4)
-			ark_mmq_stream<T, 4, QT>(g, m0, m1, n0, n1, k0, k1, smem);
+			ark_mmq_stream<T, 4, QT>(g.at, m0, m1, n0, n1, k0, k1, smem);
 		else if (rows <= 8)
-			ark_mmq_stream<T, 8, QT>(g, m0, m1, n0, n1, k0, k1, smem);
+			ark_mmq_stream<T, 8, QT>(g.at, m0, m1, n0, n1, k0, k1, smem);
 		else
-			ark_mmq_stream<T, 16, QT>(g, m0, m1, n0, n1, k0, k1, smem);
+			ark_mmq_stream<T, 16, QT>(g.at, m0, m1, n0, n1, k0, k1, smem);
 	}
 }
 

@@ -107,8 +107,9 @@ template <int R> __device__ __forceinline__ void ark_wgmma_hold(float (&d)[R])
  * frees the stage (ARK_WGMMA_LAG: one stage later, st - 2 in flight). The sums go through shared
  * memory to ark_mm_epilogue, as the mma tile's. */
 template <typename T, int N, bool TWO_M>
-__device__ ARK_WGMMA_FN void ark_mm_wgmma_t(const ark_mm g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+__device__ ARK_WGMMA_FN void ark_mm_wgmma_t(const ark_mm_at at, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
+	const ark_mm g = ark_mm_of(at);
 	constexpr int BK = 64, RP = TWO_M ? 128 : 64, CP = TWO_M ? N : 2 * N, STAGE = (RP + CP) * 128;
 	constexpr int CHUNKS = (RP + CP) * 8 / ARK_THREADS; /* 16-byte copies a thread a stage */
 	static_assert(ARK_THREADS == 256 && (RP + CP) * 8 % ARK_THREADS == 0, "wgmma tile: two warpgroups");
@@ -189,14 +190,14 @@ __device__ __forceinline__ void ark_mm_wgmma(const ark_mm &g, int m0, int m1, in
 {
 	if (m1 - m0 > 64) {
 		if (n1 - n0 > 64)
-			ark_mm_wgmma_t<T, 128, true>(g, m0, m1, n0, n1, k0, k1, smem);
+			ark_mm_wgmma_t<T, 128, true>(g.at, m0, m1, n0, n1, k0, k1, smem);
 		else
-			ark_mm_wgmma_t<T, 64, true>(g, m0, m1, n0, n1, k0, k1, smem);
+			ark_mm_wgmma_t<T, 64, true>(g.at, m0, m1, n0, n1, k0, k1, smem);
 	} else {
 		if (n1 - n0 > 64)
-			ark_mm_wgmma_t<T, 64, false>(g, m0, m1, n0, n1, k0, k1, smem);
+			ark_mm_wgmma_t<T, 64, false>(g.at, m0, m1, n0, n1, k0, k1, smem);
 		else
-			ark_mm_wgmma_t<T, 32, false>(g, m0, m1, n0, n1, k0, k1, smem);
+			ark_mm_wgmma_t<T, 32, false>(g.at, m0, m1, n0, n1, k0, k1, smem);
 	}
 }
 #endif /* ARK_MM_WGMMA */
