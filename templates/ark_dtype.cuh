@@ -258,6 +258,8 @@ template <typename F> __device__ __forceinline__ void ark_with_act(int act, F &&
  * exact there ((x + 0.5) / d lies at least 0.5 / d from an integer, more than its error), in a few
  * instructions where an integer division takes twenty. */
 __device__ __forceinline__ int ark_div_small(int x, int d) { return (int)__fdividef((float)x + 0.5f, (float)d); }
+/* The least power of two >= x, for 1 <= x <= 2^30. */
+__device__ __forceinline__ int ark_pow2_ceil(int x) { return x > 1 ? 1 << (32 - __clz(x - 1)) : 1; }
 
 /* ---- cp.async (global -> shared, 16 bytes, through L2) -------------------------------------- */
 /* Copies src_bytes (0..16) from src and zero-fills the rest of the 16 bytes at dst (a shared-window

@@ -95,24 +95,30 @@ struct ark_mm {
  * of ark_matmul_tile and that of its mma tile (bench/NOTES.md). */
 __device__ __forceinline__ ark_mm ark_mm_of(const ark_mm_at &w)
 {
+	/* every field read first, whatever the op uses: the reads then go out together instead of
+	 * one after another behind the flags' branches (~30 cycles each from shared memory) */
 	const ark_opp &p = *w.p;
+	const uint32_t flags = p.flags, act = p.act, wdtype = p.wdtype, pre = p.pre;
+	const uint64_t in0 = p.in[0], in1 = p.in[1], in2 = p.in[2], in3 = p.in[3], out = p.out, ws = p.ws, pre_in = p.pre_in;
+	const int64_t M = p.M, N = p.N, K = p.K, bs = p.istride[0][0], as = p.istride[0][1], os = p.istride[0][2];
+	const float f = p.f;
 	char *arena = w.arena;
-	const bool partial = w.partial;
+	const bool partial = w.partial, tb = (flags & ARK_OPP_TRANSPOSE_B) != 0;
 	ark_mm g;
-	g.a = arena + p.in[0];
-	g.b = arena + p.in[1];
-	g.bias = !partial && (p.flags & ARK_OPP_BIAS) ? arena + p.in[2] : nullptr;
-	g.res = !partial && (p.flags & ARK_OPP_RESIDUAL) ? arena + p.in[3] : nullptr;
-	g.pre = p.pre, g.pre_w = arena + p.pre_in, g.pre_eps = p.f;
-	g.out = arena + p.out;
-	g.ws = partial ? reinterpret_cast<float *>(arena + p.ws) + (size_t)w.split * p.M * p.N : nullptr;
-	g.M = p.M, g.N = p.N, g.K = p.K;
-	g.bstride = p.istride[0][0] ? p.istride[0][0] : (p.flags & ARK_OPP_TRANSPOSE_B) ? p.K : p.N;
-	g.astride = p.istride[0][1] ? p.istride[0][1] : p.K;
-	g.ostride = p.istride[0][2] ? p.istride[0][2] : p.N;
-	g.act = partial ? ARK_ACT_NONE : p.act;
-	g.tb = (p.flags & ARK_OPP_TRANSPOSE_B) != 0;
-	g.qdt = p.wdtype == ARK_Q4_1 || p.wdtype == ARK_Q8_0 ? p.wdtype : 0;
+	g.a = arena + in0;
+	g.b = arena + in1;
+	g.bias = !partial && (flags & ARK_OPP_BIAS) ? arena + in2 : nullptr;
+	g.res = !partial && (flags & ARK_OPP_RESIDUAL) ? arena + in3 : nullptr;
+	g.pre = (int)pre, g.pre_w = arena + pre_in, g.pre_eps = f;
+	g.out = arena + out;
+	g.ws = partial ? reinterpret_cast<float *>(arena + ws) + (size_t)w.split * M * N : nullptr;
+	g.M = M, g.N = N, g.K = K;
+	g.bstride = bs ? bs : tb ? K : N;
+	g.astride = as ? as : K;
+	g.ostride = os ? os : N;
+	g.act = partial ? ARK_ACT_NONE : (int)act;
+	g.tb = tb;
+	g.qdt = wdtype == ARK_Q4_1 || wdtype == ARK_Q8_0 ? (int)wdtype : 0;
 	g.at = w;
 	return g;
 }
@@ -277,8 +283,8 @@ __device__ __forceinline__ void ark_mm_epilogue(const ark_mm &g, const float *t,
 	const T *bias = g.bias && !g.ws ? reinterpret_cast<const T *>(g.bias) + n0 : nullptr;
 	/* lw lanes a row (a power of two covering the row's groups of four, at most 32), so a warp takes
 	 * 32 / lw rows at once and no lane idles on a narrow tile */
-	const int lw = cw > 16 ? 32 : cw > 1 ? 1 << (32 - __clz(cw - 1)) : 1, rw = 32 / lw;
-	const int r0 = warp * rw + lane / lw, rstep = NW * rw;
+	const int lw = min(32, ark_pow2_ceil(cw)), rw = 32 / lw;
+	const int r0 = warp * rw + (lane >> (__ffs(lw) - 1)), rstep = NW * rw;
 	for (int c4 = lane & (lw - 1); c4 < cw; c4 += lw) {
 		const int c = 4 * c4, nc = min(4, C - c);
 		float b[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -1468,7 +1474,7 @@ __device__ __noinline__ void ark_mm_mma(const ark_mm_at at, int m0, int m1, int 
 	 * slices to add: 1.15x the time of 2 groups, bench/NOTES.md). A power of two: the stage's
 	 * vectors a row (bk / 8) must be one (ark_mm_vecs_k, ark_mm_grid). */
 	const int ksteps = (k1 - k0 + 16 * ARK_MM_KSTEPS - 1) / (16 * ARK_MM_KSTEPS);
-	const int kg = min(ark_div_small(ARK_MM_WARPS, wmn), ksteps > 1 ? 1 << (32 - __clz(ksteps - 1)) : 1);
+	const int kg = min(ark_div_small(ARK_MM_WARPS, wmn), ark_pow2_ceil(ksteps));
 	/* 16 kg ARK_MM_KSTEPS deep, 32 to 32 ARK_MM_STG_CH (128), at most ARK_MM_STG_CH vectors a thread of either operand */
 	const int bk = min(max(rp, cp) > 64 ? 16 * ARK_MM_STG_CH : 32 * ARK_MM_STG_CH, max(32, kg * 16 * ARK_MM_KSTEPS)), lda = bk + 8, ldb = cp + 8;
 	if constexpr (!STG) {
