@@ -1374,9 +1374,9 @@ __device__ __forceinline__ void ark_mm_kloop(const ark_mm &g, int m0, int m1, in
 	const int rin = m1 - m0, cin = n1 - n0;
 	const int64_t b_kstep = TB ? (int64_t)bk : (int64_t)bk * BS; /* b's elements from a stage to the next */
 
-	/* Aligned operands (!STG) copy their whole stages on a grid (ark_mm_grid): a's rows and b's (TB)
-	 * take kvn = bk / VE vectors a row in consecutive threads; b [K, N]'s rows of k cvn = cp / VE,
-	 * a grid where cvn divides the threads. */
+	/* Aligned operands (!STG) copy every stage on a grid (ark_mm_grid): a's rows and b's (TB) take
+	 * kvn = bk / VE vectors a row in consecutive threads; b [K, N]'s rows of k cvn = cp / VE, a power
+	 * of two (ark_mm_on_grid). */
 	const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem);
 	if constexpr (!STG) { /* the caller made sure the grid fits (ark_mm_on_grid) */
 		ark_mm_grid ga, gb;
