@@ -99,6 +99,8 @@
  * (op_decode.cuh): the template needs the larger of the two. */
 #define ARK_SMEM_DECODE_TILE (ARK_SMEM_DECODE > ARK_SMEM_ATTENTION ? ARK_SMEM_DECODE : ARK_SMEM_ATTENTION)
 #define ARK_SMEM_ARGMAX (ARK_THREADS / 32 * 8)
+#define ARK_ROPE_TABLE 256 /* ROPE: pairs of a head whose angles a row's table holds (rotary_dim / 2 at most) */
+#define ARK_SMEM_ROPE (ARK_ROPE_TABLE * 2 * 4) /* a row's cos and sin of every pair of a head (op_decode.cuh) */
 
 /* DEQUANT (op_quant.cuh): two buffers of a chunk of ARK_THREADS blocks (at most 34 bytes each, q8_0),
  * each with room for the 16-byte boundary below the chunk's first block and the last 4-byte word read. */

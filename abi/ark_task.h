@@ -74,7 +74,7 @@ enum ark_span {
 	/* rows m0:m1, cols n0:n1 of x in[1] -> rows pos + m of the cache out, pos = int32 at in[2] */          \
 	R(X, KV_APPEND, ark_tile_kv_append, 0, ARK_SPAN_TILE, "kv append")                                        \
 	/* rope: rows m0:m1 of out viewed as [B*T, H*Dh], each row whole, rotated at its position */              \
-	R(X, ROPE, ark_tile_rope, 0, ARK_SPAN_ROWS, "rope")                                                        \
+	R(X, ROPE, ark_tile_rope, ARK_SMEM_ROPE, ARK_SPAN_ROWS, "rope")                                            \
 	/* decode_attention: query rows m0:m1 x heads n0:n1 of one kv head, keys k0:k1 (split `split`); one     \
 	 * split: out, else fp32 partials into the workspace */                                                   \
 	R(X, DECODE, ark_tile_decode, ARK_SMEM_DECODE_TILE, ARK_SPAN_TILE_K, "decode attention")                 \

@@ -27,7 +27,10 @@ __device__ __forceinline__ int32_t ark_dec_pos(const ark_opp &p, const ark_tile_
  * Rows m0:m1 of x [M, N] (N = heads * Dh); row r is at position pos + r % K (K = T). In every head the
  * pairs (i, i + rd/2) (style 0, rotate_half) or (2i, 2i + 1) (style 1, interleaved), i < rd/2, turn
  * by the angle (pos + t) * inv_i, inv_i = 1 / base^(2i/rd), both in fp32 as Hugging Face computes
- * them; columns rd..Dh-1 of each head are copied. A thread per pair, four pairs in flight. */
+ * them; columns rd..Dh-1 of each head are copied. The angles depend on the row and i only: a row's
+ * cos and sin of every i are made once, by rd/2 threads, into shared memory (where rd/2 <=
+ * ARK_ROPE_TABLE; else every pair makes its own), and every head's pairs read them. A thread per
+ * pair, four pairs in flight. */
 template <typename T>
 __device__ __forceinline__ void ark_rope_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
 {
@@ -35,10 +38,20 @@ __device__ __forceinline__ void ark_rope_tile(const ark_opp &p, const ark_task &
 	T *out = reinterpret_cast<T *>(e.arena + p.out);
 	const int32_t pos = ark_dec_pos(p, e);
 	const int Dh = (int)p.oshape[0], rd = (int)p.oshape[1], half = rd / 2, rest = Dh - rd;
-	const bool inter = p.oshape[2] != 0;
+	const bool inter = p.oshape[2] != 0, table = half <= ARK_ROPE_TABLE;
+	const float base = p.f;
 	const int64_t E = p.N, heads = E / Dh;
+	__builtin_assume(__isShared(e.smem));
+	float *cs = reinterpret_cast<float *>(e.smem), *sn = cs + ARK_ROPE_TABLE;
 	for (uint32_t r = t.m0; r < t.m1; r++) {
 		const float ps = (float)((int64_t)pos + (int64_t)(r % (uint64_t)p.K));
+		if (table) {
+			if (r != t.m0)
+				__syncthreads(); /* the last row's pairs have read the table */
+			for (int i = threadIdx.x; i < half; i += ARK_THREADS)
+				sincosf(ps * (1.0f / powf(base, (float)(2 * i) / (float)rd)), &sn[i], &cs[i]);
+			__syncthreads();
+		}
 		const T *xr = x + (int64_t)r * E;
 		T *orow = out + (int64_t)r * E;
 		/* U pairs per thread at a time, all loaded before any is stored (out may alias x, so a store
@@ -52,7 +65,7 @@ __device__ __forceinline__ void ark_rope_tile(const ark_opp &p, const ark_task &
 			for (int u = 0; u < U; u++) {
 				const int64_t k = k0 + u * ARK_THREADS;
 				const int64_t h = k / half;
-				iu[u] = (int)(k % half);
+				iu[u] = (int)(k - h * half);
 				ia[u] = h * Dh + (inter ? 2 * iu[u] : iu[u]);
 				ib[u] = h * Dh + (inter ? 2 * iu[u] + 1 : iu[u] + half);
 				if (k < heads * half)
@@ -62,9 +75,11 @@ __device__ __forceinline__ void ark_rope_tile(const ark_opp &p, const ark_task &
 			for (int u = 0; u < U; u++) {
 				if (k0 + u * ARK_THREADS >= heads * half)
 					break;
-				const float inv = 1.0f / powf(p.f, (float)(2 * iu[u]) / (float)rd);
 				float s, c;
-				sincosf(ps * inv, &s, &c);
+				if (table)
+					s = sn[iu[u]], c = cs[iu[u]];
+				else
+					sincosf(ps * (1.0f / powf(base, (float)(2 * iu[u]) / (float)rd)), &s, &c);
 				orow[ia[u]] = ark_from_f<T>(xa[u] * c - xb[u] * s);
 				orow[ib[u]] = ark_from_f<T>(xb[u] * c + xa[u] * s);
 			}

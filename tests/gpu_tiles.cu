@@ -1458,8 +1458,11 @@ static void cases_float(void)
 		case_concat_copy(dt, {5, 1, 7}, 2, {7, 3, 11}, 13);
 		case_concat_copy(dt, {3, 4, 33}, 1, {4, 1}, 4096);
 		case_concat_copy(dt, {2, 3, 5, 6}, 0, {2, 1, 3, 2}, 50);
-		/* rope: both pair orders, part of each head, 2-D and 3-D, positions 0 to 2047 */
+		/* rope: both pair orders, part of each head, 2-D and 3-D, positions 0 to 2047; heads of more
+		 * pairs than a row's table of angles holds (ARK_ROPE_TABLE), which make their own */
 		case_rope(dt, 0, 1, 9, 64, 64, 0, 100000.0f, 0, 1);
+		case_rope(dt, 0, 3, 2, 640, 2 * ARK_ROPE_TABLE + 88, 0, 10000.0f, 301, 2);
+		case_rope(dt, 0, 2, 3, 2 * ARK_ROPE_TABLE + 2, 2 * ARK_ROPE_TABLE + 2, 1, 500000.0f, 7, 1);
 		case_rope(dt, 0, 3, 32, 64, 64, 1, 500000.0f, 2045, 2);
 		case_rope(dt, 0, 7, 4, 128, 32, 0, 10000.0f, 511, 3);
 		case_rope(dt, 0, 5, 3, 96, 40, 1, 10000.0f, 17, 5);
