@@ -175,17 +175,33 @@ __device__ __noinline__ void ark_decode_rows(const ark_opp &p, const ark_task &t
 	float *rm = sc + RM * BK, *rl = rm + RM, *ra = rl + RM;
 	float *red = ra + RM; /* [KG][R][Dh] */
 	const float sc2 = p.f * ARK_DEC_LOG2E;
+	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+	const int ch = Dh / 8;                                    /* 8-element chunks of a key */
+	const int LK = ch <= 1 ? 1 : ch <= 2 ? 2 : ch <= 4 ? 4 : ch <= 8 ? 8 : 16; /* lanes per key */
+	const int KPW = 32 / LK, c8 = lane % LK;                  /* keys per warp step, this lane's chunk */
+	const int KG = ARK_THREADS / Dh, kg = threadIdx.x / Dh, dc = threadIdx.x % Dh;
+	/* The first block's first keys (this warp's first scores step) and values (this thread's first
+	 * P.V step) are loaded before q is staged, so that the three reads of a split of few keys (q, K,
+	 * V) make one round trip to memory instead of three in a row. */
+	const int nb0 = (int)min((int64_t)BK, kend - k0);
+	float kf0[DU][8], v0[PU];
+#pragma unroll
+	for (int u = 0; u < DU; u++) {
+		const int j = warp * KPW + u * ARK_WARPS * KPW + lane / LK;
+		if (j < nb0 && c8 < ch)
+			ark_dec_load8<T>(kc + (k0 + j) * d.Ekv + c8 * 8, kf0[u]);
+	}
+#pragma unroll
+	for (int u = 0; u < PU; u++) {
+		const int j = kg + u * KG;
+		v0[u] = kg < KG && j < nb0 ? ark_to_f(vc[(k0 + j) * d.Ekv + dc]) : 0.0f;
+	}
 	for (int i = threadIdx.x; i < RC * Dh; i += ARK_THREADS) {
 		const int r = i / Dh, c = i % Dh;
 		qs[i] = r < R ? ark_to_f(q[(int64_t)(d.t0 + r / d.nh) * d.E + (int64_t)(d.h0 + r % d.nh) * Dh + c]) * sc2 : 0.0f;
 	}
 	if (threadIdx.x < RM)
 		rm[threadIdx.x] = -INFINITY, rl[threadIdx.x] = 0.0f;
-	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-	const int ch = Dh / 8;                                    /* 8-element chunks of a key */
-	const int LK = ch <= 1 ? 1 : ch <= 2 ? 2 : ch <= 4 ? 4 : ch <= 8 ? 8 : 16; /* lanes per key */
-	const int KPW = 32 / LK, c8 = lane % LK;                  /* keys per warp step, this lane's chunk */
-	const int KG = ARK_THREADS / Dh, kg = threadIdx.x / Dh, dc = threadIdx.x % Dh;
 	float acc[RC];
 #pragma unroll
 	for (int r = 0; r < RC; r++)
@@ -203,8 +219,13 @@ __device__ __noinline__ void ark_decode_rows(const ark_opp &p, const ark_task &t
 			for (int u = 0; u < DU; u++) {
 				const int j = j0 + u * ARK_WARPS * KPW + lane / LK;
 				on[u] = j < nb && c8 < ch;
-				if (on[u])
+				if (kb == k0 && j0 == warp * KPW) { /* loaded before q was staged */
+#pragma unroll
+					for (int i = 0; i < 8; i++)
+						kf[u][i] = kf0[u][i];
+				} else if (on[u]) {
 					ark_dec_load8<T>(kc + (kb + j) * d.Ekv + c8 * 8, kf[u]);
+				}
 			}
 #pragma unroll
 			for (int r = 0; r < RC; r++) {
@@ -268,7 +289,8 @@ __device__ __noinline__ void ark_decode_rows(const ark_opp &p, const ark_task &t
 #pragma unroll
 				for (int u = 0; u < PU; u++) {
 					const int j = j0 + u * KG;
-					v[u] = j < nb ? ark_to_f(vc[(kb + j) * d.Ekv + dc]) : 0.0f;
+					v[u] = kb == k0 && j0 == kg ? v0[u] /* loaded before q was staged */
+					       : j < nb ? ark_to_f(vc[(kb + j) * d.Ekv + dc]) : 0.0f;
 				}
 #pragma unroll
 				for (int u = 0; u < PU; u++) {
