@@ -223,6 +223,8 @@ struct ark_opp {
 enum ark_pre {
 	ARK_PRE_NONE,    /* a as it is */
 	ARK_PRE_RMSNORM, /* a = rmsnorm(in[0], gamma pre_in, eps f), rounded to the dtype: the tile reads x */
+	ARK_PRE_SWIGLU,  /* a = swiglu(in[0], pre_in) = silu(x) * y, rounded to the dtype; x and y [M, K] at a's
+			  * row stride: the tile reads both */
 };
 /* ROPE's params in those fields: in = {x, pos}, x and out viewed as [M, N] = [B*T, H*Dh], K = T (row m is at
  * position pos + m % T), f = base, oshape = {head_dim, rotary_dim, style (0: half, 1: interleaved), 0}.

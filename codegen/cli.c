@@ -96,7 +96,7 @@ static const struct option_def options[] = {
 	  .at = AT(stream_policy), .shape = SHAPE_CHANGED,
 	  .help = "streams, graph: xla (default), single, wavefront, asap, ios or nnc (README)" },
 	{ "no-fuse", 0, ARG_CLEAR, .at = AT(ark.fuse), .shape = SHAPE_CHANGED,
-	  .help = "do not run activations in the epilogue of the matmul before them" },
+	  .help = "fuse no op into another (activations, residual adds, norms, swiglus, chains)" },
 	{ "no-reuse", 0, ARG_CLEAR, .at = AT(ark.reuse), .shape = SHAPE_CHANGED,
 	  .help = "give every activation its own memory" },
 	{ "p2p-max", 0, ARG_BYTES, "BYTES", .at = AT(ark.p2p_max), .shape = SHAPE_CHANGED,

@@ -429,7 +429,7 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 		flags |= o->transpose_b ? ARK_OPP_TRANSPOSE_B : 0;
 		flags |= o->n_in > 2 ? ARK_OPP_BIAS : 0;
 		flags |= pl->residual >= 0 ? ARK_OPP_RESIDUAL : 0;
-		if (pl->pre_op >= 0) /* a fused rmsnorm: its eps; in[0] below is its input */
+		if (pl->pre_op >= 0 && g->ops[pl->pre_op].kind == ARK_OP_RMSNORM) /* its eps; in[0] below is its input */
 			fval = g->ops[pl->pre_op].eps;
 	} else if (op_info[o->kind].flags & ARK_OPF_ELEMENTWISE) {
 		int same = 1;
@@ -503,7 +503,8 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 	if (pl->residual >= 0)
 		out(e->f, " + add of %s fused", c_comment_text(c1, sizeof c1, g->tensors[pl->residual].name));
 	if (pl->pre_op >= 0)
-		out(e->f, ", rmsnorm %s fused on a", c_comment_text(c1, sizeof c1, g->ops[pl->pre_op].name));
+		out(e->f, ", %s %s fused on a", op_info[g->ops[pl->pre_op].kind].name,
+		    c_comment_text(c1, sizeof c1, g->ops[pl->pre_op].name));
 	out(e->f, " */\n");
 
 	struct init in;
@@ -570,7 +571,7 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 	}
 	if (pl->pre_op >= 0) {
 		init_field(&in, ".pre_in = %s", offset_of(e, g->ops[pl->pre_op].in[1]));
-		init_field(&in, ".pre = ARK_PRE_RMSNORM");
+		init_field(&in, g->ops[pl->pre_op].kind == ARK_OP_RMSNORM ? ".pre = ARK_PRE_RMSNORM" : ".pre = ARK_PRE_SWIGLU");
 	}
 	init_end(&in);
 	free(ins.s);

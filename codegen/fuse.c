@@ -1,7 +1,7 @@
 /* fuse.c: fusion, a rewrite of the op graph decided before tiling and recorded in tiling.per_op:
  * activations run in the epilogue of the matmul before them, on the sums of an all_reduce or as a
  * softmax or norm stores its rows, a residual add in the epilogue of the matmul whose result it adds,
- * an rmsnorm in the staging of a of the small quantized matmuls that read it, and chains of
+ * an rmsnorm or a swiglu in the staging of a of the small streaming matmuls that read it, and chains of
  * elementwise ops run as one vCTA per range of elements. A fused op gets no vCTAs of its own
  * (fused_into); the op that computes it records what it took over (act, residual, pre_op,
  * out_tensor, chain_*). */
@@ -195,36 +195,57 @@ static void fuse_residual_into_matmul(struct tiling *s)
 	free(level);
 }
 
-/* Whether a norm fused into matmul o pays: its tiles take the quantized streaming path of
- * op_quant.cuh (at most ARK_MM_SMALL_M rows, b in q4_1 / q8_0 blocks). The plain streaming paths
- * stage a fused norm too (ark_mm_sub sends them every tile of up to ARK_MM_SMALL_M rows with 16-byte
- * vectors along K, b [N, K], or along N, b [K, N]), but measured there the rows' sums of squares and
- * the per-element gamma cost more than the dependency level saves (bench/NOTES.md). */
-static int norm_fusion_pays(const struct graph *g, const struct op *o)
+/* Whether an op of kind k fused on matmul i's a pays. A norm: where its tiles take the quantized
+ * streaming path of op_quant.cuh (at most ARK_MM_SMALL_M rows, b in q4_1 / q8_0 blocks). The plain
+ * streaming paths stage a fused norm too (ark_mm_sub sends them every tile of up to ARK_MM_SMALL_M
+ * rows with 16-byte vectors along K, b [N, K], or along N, b [K, N]), but measured there the rows'
+ * sums of squares and the per-element gamma cost more than the dependency level saves
+ * (bench/NOTES.md). A swiglu: wherever the matmul's tiles stream b anyway (at most ARK_MM_SMALL_M
+ * rows; matmul_streams), quantized or not, as it costs a tile only a second read of a's bytes and a
+ * silu per element, beside b's many more. */
+static int pre_fusion_pays(const struct tiling *s, int i, enum ark_op_kind k)
 {
+	const struct graph *g = s->g;
+	const struct op *o = &g->ops[i];
 	const struct tensor *a = &g->tensors[o->in[0]], *b = &g->tensors[o->in[1]];
-	const int64_t K = a->shape[a->ndim - 1];
-	return (int64_t)(tensor_elems(a) / (uint64_t)K) <= ARK_MM_SMALL_M && ark_dtype_quantized(b->dtype);
+	const int64_t M = (int64_t)(tensor_elems(a) / (uint64_t)a->shape[a->ndim - 1]);
+	if (M > ARK_MM_SMALL_M)
+		return 0;
+	return k == ARK_OP_RMSNORM ? ark_dtype_quantized(b->dtype) : matmul_streams(s, i, M);
 }
 
-/* An rmsnorm whose output only matmuls read, each as its a, each taking the quantized streaming path
- * (norm_fusion_pays), on the norm's GPU: every tile of those matmuls normalises the rows of a as it
- * stages them (the rows' sums of squares first, over all of K), reading the norm's input and gamma,
- * and the norm's output is never stored. A decoder step loses the norm's one small task and the
- * dependency level it made, twice a layer. */
-static void fuse_norm_into_matmul(struct tiling *s)
+/* Whether swiglu op o can be staged by the matmuls that read it: both inputs of its output's shape
+ * and dtype (no broadcasting), tensors of their own (not views), so that element (m, k) of each
+ * lies at m * K + k as the tiles read it. */
+static int glu_fusable(const struct graph *g, const struct op *o)
+{
+	const struct tensor *y = &g->tensors[o->out[0]];
+	for (int i = 0; i < 2; i++) {
+		const struct tensor *x = &g->tensors[o->in[i]];
+		if (!tensor_same_shape(x, y) || x->dtype != y->dtype || x->view_of >= 0)
+			return 0;
+	}
+	return y->view_of < 0 && o->in[0] != o->in[1];
+}
+
+/* An rmsnorm or a swiglu whose output only matmuls read, each as its a, each where the fusion pays
+ * (pre_fusion_pays), on the op's GPU: every tile of those matmuls applies the op to the rows of a as
+ * it stages them (an rmsnorm: the rows' sums of squares first, over all of K), reading the op's
+ * inputs, and the op's output is never stored. A decoder step loses the op's small tasks and the
+ * dependency level they made: the norms twice a layer, the swiglu before the down projection. */
+static void fuse_pre_into_matmul(struct tiling *s)
 {
 	struct graph *g = s->g;
-	int *ok = xcalloc((size_t)g->n_tensors, sizeof *ok); /* readers of a norm's output that qualify */
+	int *ok = xcalloc((size_t)g->n_tensors, sizeof *ok); /* readers of such an op's output that qualify */
 	for (int i = 0; i < g->n_ops; i++) {
 		const struct op *o = &g->ops[i];
 		for (int j = 0; j < o->n_in; j++) {
 			const int t = o->in[j], p = g->tensors[t].producer;
-			if (p < 0 || g->ops[p].kind != ARK_OP_RMSNORM)
+			if (p < 0 || (g->ops[p].kind != ARK_OP_RMSNORM && g->ops[p].kind != ARK_OP_SWIGLU))
 				continue;
 			if (o->kind == ARK_OP_MATMUL && j == 0 && o->in[1] != t && (o->n_in < 3 || o->in[2] != t) &&
 			    o->gpu == g->ops[p].gpu && s->per_op[i].pre_op < 0 && s->per_op[i].fused_into < 0 &&
-			    norm_fusion_pays(g, o))
+			    pre_fusion_pays(s, i, g->ops[p].kind))
 				ok[t]++;
 			else
 				ok[t] = -g->n_ops; /* never fused */
@@ -233,8 +254,9 @@ static void fuse_norm_into_matmul(struct tiling *s)
 	for (int n = 0; n < g->n_ops; n++) {
 		const struct op *o = &g->ops[n];
 		const int y = o->out[0];
-		if (o->kind != ARK_OP_RMSNORM || s->per_op[n].fused_into >= 0 || g->tensors[y].role == ARK_ROLE_OUTPUT ||
-		    ok[y] <= 0 || ok[y] != g->tensors[y].n_readers)
+		if ((o->kind != ARK_OP_RMSNORM && (o->kind != ARK_OP_SWIGLU || !glu_fusable(g, o))) ||
+		    s->per_op[n].fused_into >= 0 || g->tensors[y].role == ARK_ROLE_OUTPUT || ok[y] <= 0 ||
+		    ok[y] != g->tensors[y].n_readers)
 			continue;
 		for (int i = 0; i < g->n_ops; i++)
 			if (g->ops[i].kind == ARK_OP_MATMUL && g->ops[i].in[0] == y) {
@@ -365,7 +387,7 @@ void fuse_graph(struct tiling *s)
 	fuse_into_all_reduce(s);
 	fuse_act_into(s, matmul_takes);
 	fuse_residual_into_matmul(s);
-	fuse_norm_into_matmul(s);
+	fuse_pre_into_matmul(s);
 	fuse_act_into(s, rows_take);
 	fuse_chains(s);
 }

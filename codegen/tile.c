@@ -50,7 +50,8 @@ static int pick_tn(int64_t mt, int64_t N, int64_t sms, int64_t min_tn, int64_t e
 	return tn;
 }
 
-/* The a that matmul oi's tiles read: its input, or with a fused rmsnorm the norm's input. */
+/* The a that matmul oi's tiles read: its input, or with an op fused on a (an rmsnorm, a swiglu) that
+ * op's (first) input. */
 static int matmul_a(const struct tiling *s, int oi)
 {
 	const int pre = s->per_op[oi].pre_op;
@@ -169,11 +170,11 @@ static double matmul_us(struct tiling *s, int oi, int64_t M, int64_t N, int64_t 
  * slower (bench/NOTES.md) */
 #define MM_SPLIT_K 1024
 /* Whether the tiles of matmul oi, of M rows, stream b (templates/op_matmul.cuh, ark_mm_sub): quantized
- * b and a fused rmsnorm always do (arkgen gives them at most 16 rows); 16-bit up to ARK_MM_STREAM_NK
+ * b and an op fused on a always do (arkgen gives them at most 16 rows); 16-bit up to ARK_MM_STREAM_NK
  * / _KN rows and fp32 up to ARK_MM_STREAM32, where b's rows are whole 16-byte vectors (the streaming
  * tiles need them, the stage tiles do not). The others run on the tensor cores' stages (16-bit,
  * tile_matmul_mma) or the FMA tile of stages (fp32, tile_matmul_ffma). */
-static int matmul_streams(const struct tiling *s, int oi, int64_t M)
+int matmul_streams(const struct tiling *s, int oi, int64_t M)
 {
 	const struct graph *g = s->g;
 	const struct op *o = &g->ops[oi];
@@ -285,8 +286,11 @@ static void tile_matmul(struct tiling *s, int oi)
 	struct op *o = &g->ops[oi];
 	struct op_tiling *pl = &s->per_op[oi];
 	int b = o->in[1], bias = o->n_in > 2 ? o->in[2] : -1, out = pl->out_tensor, res = pl->residual;
-	/* a fused rmsnorm: the tiles read its input instead, every row whole (its sum of squares), and gamma */
-	const int pre = pl->pre_op, gamma = pre >= 0 ? g->ops[pre].in[1] : -1, a = matmul_a(s, oi);
+	/* an op fused on a: the tiles read its inputs instead. An rmsnorm's input every row whole (its
+	 * sum of squares) and gamma; a swiglu's two inputs over the tile's k, as a would be. */
+	const int pre = pl->pre_op, a = matmul_a(s, oi);
+	const int norm = pre >= 0 && g->ops[pre].kind == ARK_OP_RMSNORM;
+	const int gamma = norm ? g->ops[pre].in[1] : -1, glu_y = pre >= 0 && !norm ? g->ops[pre].in[1] : -1;
 	int64_t M = s->rows[a], K = s->cols[a], N = s->cols[out];
 	int64_t es = esize(s, a);
 	const enum ark_dtype bdt = g->tensors[b].dtype; /* q4_1 or q8_0: b [N, K] in blocks of 32 along K */
@@ -308,9 +312,11 @@ static void tile_matmul(struct tiling *s, int oi)
 				struct vcta *v = tiling_new_vcta(s, oi, oi, splits > 1 ? ARK_T_MATMUL_PARTIAL : ARK_T_MATMUL);
 				v->m0 = (uint32_t)m0, v->m1 = (uint32_t)m1, v->n0 = (uint32_t)n0, v->n1 = (uint32_t)n1;
 				v->k0 = (uint32_t)k0, v->k1 = (uint32_t)k1, v->split = (uint32_t)sp;
-				vcta_add_read(v, a, m0, m1, pre >= 0 ? 0 : k0, pre >= 0 ? K : k1);
+				vcta_add_read(v, a, m0, m1, norm ? 0 : k0, norm ? K : k1);
 				if (gamma >= 0)
 					vcta_add_read(v, gamma, 0, 1, 0, K);
+				if (glu_y >= 0)
+					vcta_add_read(v, glu_y, m0, m1, k0, k1);
 				if (o->transpose_b && ark_dtype_quantized(bdt)) /* its view is bytes; k0, k1: multiples of 32 */
 					vcta_add_read(v, b, n0, n1, ark_row_bytes(bdt, k0), ark_row_bytes(bdt, k1));
 				else if (o->transpose_b)

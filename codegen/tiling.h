@@ -41,8 +41,8 @@ struct op_tiling {
 	int out_tensor;       /* tensor the op's vCTAs write (the fused activation's or add's output) */
 	int residual;         /* matmul: tensor [M, N] its epilogue adds (a fused add), -1 */
 	int residual_op;      /* matmul: that add, at whose place in the order its vCTAs come, -1 */
-	int pre_op;           /* matmul: the rmsnorm its tiles apply to a as they stage it (they read
-			       * the norm's input and gamma), -1 */
+	int pre_op;           /* matmul: the rmsnorm or swiglu its tiles apply to a as they stage it
+			       * (they read that op's inputs), -1 */
 	int splits;           /* matmul split-K */
 	int ws_tensor;        /* matmul split-K workspace tensor, -1 */
 	int64_t kchunk;       /* decode_attention: keys per split */
@@ -230,6 +230,8 @@ void tile_reduce_view(const struct graph *g, const struct op *o, int64_t v[4]);
  * 16-bit streaming takes (ARK_MM_STREAMS16, abi/ark_smem.h), or rows of b the streaming tiles cannot
  * take (matmul_b_stride not a multiple of 8). */
 int tile_matmul_mma(const struct tiling *s, const struct vcta *v);
+/* tile.c: whether the tiles of matmul oi, of M rows, stream b (templates/op_matmul.cuh, ark_mm_sub). */
+int matmul_streams(const struct tiling *s, int oi, int64_t M);
 /* tile.c: elements from a row of matmul oi's b to the next in memory: K with b [N, K], N with b [K, N],
  * or the pitch its rows are padded to (lower_pad.c). */
 int64_t matmul_b_stride(const struct tiling *s, int oi);

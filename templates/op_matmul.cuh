@@ -71,7 +71,8 @@ struct ark_mm {
 	const char *a, *b;  /* a [M, K]; b [K, N], or [N, K] if tb */
 	const char *bias;   /* [N] or null */
 	const char *res;    /* [M, N] added last (ARK_OPP_RESIDUAL) or null */
-	const char *pre_w;  /* pre == ARK_PRE_RMSNORM: gamma [K]; a is the norm's input */
+	const char *pre_w;  /* pre == ARK_PRE_RMSNORM: gamma [K]; ARK_PRE_SWIGLU: y [M, K] at a's stride; a is
+			     * the fused op's (first) input */
 	float pre_eps;
 	int pre;            /* enum ark_pre: applied to a's rows as the streaming paths stage them */
 	char *out;          /* [M, N] */
@@ -129,8 +130,9 @@ template <typename T> __device__ __forceinline__ float ark_mm_residual(float v, 
 	return ark_to_f(ark_from_f<T>(v)) + ark_to_f(r);
 }
 
-/* ---- a fused rmsnorm of a (ARK_PRE_RMSNORM): the streaming paths stage a = x * inv * gamma, rounded
- * to T as the norm's output would be, from x and the rows' 1 / rms ---------------------------------- */
+/* ---- an op fused on a (ark_opp.pre): the streaming paths stage a = x * inv * gamma (ARK_PRE_RMSNORM,
+ * from x and the rows' 1 / rms) or silu(x) * y (ARK_PRE_SWIGLU), rounded to T as the op's output
+ * would be ------------------------------------------------------------------------------------------ */
 /* inv[m] = 1 / rms of row m0 + m of x (all of K) for m < m1 - m0; the warps' partial sums go to
  * inv[ARK_MM_SMALL_M ..] (ARK_MM_PRE_BYTES in all). All threads; inv is ready when it returns. */
 template <typename T>
@@ -170,15 +172,50 @@ __device__ __noinline__ void ark_mm_pre_stats(const ark_mm &g, int m0, int m1, f
 	}
 	__syncthreads();
 }
-/* Elements (m, k:k+VEC) of a as staged, from x's 16-byte vector: with the norm fused, x * inv[m] *
- * gamma[k + j] in T, gamma read as one vector where it is aligned. */
+/* A fused swiglu's value, silu(x) * y, with the fast exponential and division: every tile of the
+ * matmul stages all of its k of a, so the tiles of a down projection make the swiglu once each
+ * (128 times over for llama1b's), where the ELEMENTWISE tile's precise expf and division cost more
+ * than the dependency level the fusion saves (bench/NOTES.md). It may differ from the op's value in
+ * the last bit. */
+__device__ __forceinline__ float ark_mm_glu(float x, float y) { return __fdividef(x, 1.0f + __expf(-x)) * y; }
+
+/* y's elements (row, k:k+VEC) under a fused swiglu (zero past kend, and with no swiglu), which the
+ * staging loads where it loads x's, so that both reads are in flight together (read after x's use,
+ * behind the staging's stores to shared memory, they made a round trip of their own each). */
 template <typename T>
-__device__ __forceinline__ uint4 ark_mm_pre_vec(const ark_mm &g, const float *inv, int m, int k, uint4 xv)
+__device__ __forceinline__ uint4 ark_mm_glu_y(const ark_mm &g, int row, int k, int kend)
 {
 	constexpr int VEC = ark_dt<T>::vec;
-	const T *gamma = reinterpret_cast<const T *>(g.pre_w) + k;
+	if (g.pre != ARK_PRE_SWIGLU)
+		return make_uint4(0, 0, 0, 0);
+	const T *y = reinterpret_cast<const T *>(g.pre_w) + (size_t)row * g.astride + k;
+	if (k + VEC <= kend && ark_aligned16(y))
+		return ark_ld16(y);
+	T e[VEC];
+#pragma unroll
+	for (int j = 0; j < VEC; j++)
+		e[j] = k + j < kend ? y[j] : ark_from_f<T>(0.0f);
+	uint4 v;
+	memcpy(&v, e, 16);
+	return v;
+}
+/* Elements (m, k:k+VEC) of a as staged (m: the tile's row), from x's 16-byte vector and, with a
+ * swiglu, y's (ark_mm_glu_y): with a norm fused, x * inv[m] * gamma[k + j] in T, gamma read as one
+ * vector where it is aligned; with a swiglu, ark_mm_glu(x, y) in T. */
+template <typename T>
+__device__ __forceinline__ uint4 ark_mm_pre_vec(const ark_mm &g, const float *inv, int m, int k, uint4 xv, uint4 yv)
+{
+	constexpr int VEC = ark_dt<T>::vec;
 	float x[VEC], w[VEC];
 	ark_unpack<T>(xv, x);
+	if (g.pre == ARK_PRE_SWIGLU) {
+		ark_unpack<T>(yv, w);
+#pragma unroll
+		for (int j = 0; j < VEC; j++)
+			x[j] = ark_to_f(ark_from_f<T>(ark_mm_glu(x[j], w[j])));
+		return ark_pack<T>(x);
+	}
+	const T *gamma = reinterpret_cast<const T *>(g.pre_w) + k;
 	if (ark_aligned16(gamma)) {
 		ark_unpack<T>(ark_ld16(gamma), w);
 	} else {
@@ -191,13 +228,16 @@ __device__ __forceinline__ uint4 ark_mm_pre_vec(const ark_mm &g, const float *in
 		x[j] = ark_to_f(ark_from_f<T>(x[j] * inv[m] * w[j]));
 	return ark_pack<T>(x);
 }
-/* Element (m, k) of a as staged: x itself, or with the norm fused, x * inv[m] * gamma[k] in T. */
+/* Element (m, k) of a as staged: x itself, or with a norm fused, x * inv[m] * gamma[k] in T, or with a
+ * swiglu, ark_mm_glu(x, y) in T (y loaded by the caller with x: ark_mm_glu_y). */
 template <typename T>
-__device__ __forceinline__ float ark_mm_pre1(const ark_mm &g, const float *inv, int m, int k, float x)
+__device__ __forceinline__ float ark_mm_pre1(const ark_mm &g, const float *inv, int m, int k, float x, float y)
 {
-	if (g.pre != ARK_PRE_RMSNORM)
-		return x;
-	return ark_to_f(ark_from_f<T>(x * inv[m] * ark_to_f(reinterpret_cast<const T *>(g.pre_w)[k])));
+	if (g.pre == ARK_PRE_RMSNORM)
+		return ark_to_f(ark_from_f<T>(x * inv[m] * ark_to_f(reinterpret_cast<const T *>(g.pre_w)[k])));
+	if (g.pre == ARK_PRE_SWIGLU)
+		return ark_to_f(ark_from_f<T>(ark_mm_glu(x, y)));
+	return x;
 }
 
 /* Epilogue of one output element (global m, n): partial store, or bias + activation (+ residual) +
@@ -358,23 +398,25 @@ __device__ __forceinline__ void ark_mm_stage_a_kn_at(const ark_mm &g, int m0, in
 		/* vector e is row m = e % rows, k-vector kv = e / rows: neighbouring threads take neighbouring
 		 * rows, so their stores to a_s [k][MB] land in different banks (by k-vector they would all
 		 * hit one bank when MB * VEC is a multiple of 32) */
-		uint4 q[AV];
+		uint4 q[AV], qy[AV]; /* qy: a fused swiglu's y */
 #pragma unroll
 		for (int u = 0; u < AV; u++) {
 			const int e = u * ARK_THREADS + tid, kv = e / rows, m = e - kv * rows;
 			q[u] = e < nv_a ? ark_ld16(a + (size_t)(m0 + m) * K + kc0 + kv * VEC) : make_uint4(0, 0, 0, 0);
+			qy[u] = e < nv_a ? ark_mm_glu_y<T>(g, m0 + m, kc0 + kv * VEC, kc0 + kcn) : make_uint4(0, 0, 0, 0);
 		}
 		issued();
 #pragma unroll
 		for (int u = 0; u < AV; u++) {
 			const int e = u * ARK_THREADS + tid, kv = e / rows, m = e - kv * rows;
 			if (e < nv_a) {
-				float x[VEC];
+				float x[VEC], y[VEC];
 				ark_unpack<T>(q[u], x);
+				ark_unpack<T>(qy[u], y);
 #pragma unroll
 				for (int j = 0; j < VEC; j++)
 					if (kv * VEC + j < kcn)
-						a_s[(kv * VEC + j) * MB + m] = ark_mm_pre1<T>(g, inv, m, kc0 + kv * VEC + j, x[j]);
+						a_s[(kv * VEC + j) * MB + m] = ark_mm_pre1<T>(g, inv, m, kc0 + kv * VEC + j, x[j], y[j]);
 			}
 		}
 		/* rows m1 - m0 .. MB - 1 are read but not used: zero them once per chunk */
@@ -384,14 +426,22 @@ __device__ __forceinline__ void ark_mm_stage_a_kn_at(const ark_mm &g, int m0, in
 		}
 	} else {
 		issued();
-		for (int e0 = 0; e0 < kcn * MB; e0 += 8 * ARK_THREADS) { /* 8 loads in flight */
-			float x[8];
+		const T *y = reinterpret_cast<const T *>(g.pre_w); /* a fused swiglu's y */
+		const bool glu = g.pre == ARK_PRE_SWIGLU;
+		for (int e0 = 0; e0 < kcn * MB; e0 += 8 * ARK_THREADS) { /* 8 loads in flight (and 8 of y) */
+			float x[8], yv[8];
 #pragma unroll
 			for (int u = 0; u < 8; u++) {
 				const int e = e0 + u * ARK_THREADS + tid, kk = e / MB, m = e % MB;
-				x[u] = e < kcn * MB && m0 + m < m1
-					       ? ark_mm_pre1<T>(g, inv, m, kc0 + kk, ark_to_f(a[(size_t)(m0 + m) * K + kc0 + kk]))
-					       : 0.0f;
+				const bool on = e < kcn * MB && m0 + m < m1;
+				x[u] = on ? ark_to_f(a[(size_t)(m0 + m) * K + kc0 + kk]) : 0.0f;
+				yv[u] = on && glu ? ark_to_f(y[(size_t)(m0 + m) * K + kc0 + kk]) : 0.0f;
+			}
+#pragma unroll
+			for (int u = 0; u < 8; u++) {
+				const int e = e0 + u * ARK_THREADS + tid, kk = e / MB, m = e % MB;
+				if (e < kcn * MB && m0 + m < m1)
+					x[u] = ark_mm_pre1<T>(g, inv, m, kc0 + kk, x[u], yv[u]);
 			}
 #pragma unroll
 			for (int u = 0; u < 8; u++)
@@ -485,7 +535,7 @@ __device__ __forceinline__ void ark_mm_stream_kn_t(const ark_mm &g, int m0, int 
 	/* a's chunks start at k0 + a multiple of spc * KL: 16-byte vectors when those are aligned */
 	const bool avec = ark_aligned16(g.a) && g.astride % VEC == 0 && k0 % VEC == 0 && (spc * KL) % VEC == 0;
 	float *inv = reinterpret_cast<float *>(smem + ARK_MM_RING_BYTES + ARK_MM_A_BYTES + ARK_MM_SACC_BYTES);
-	if (g.pre)
+	if (g.pre == ARK_PRE_RMSNORM)
 		ark_mm_pre_stats<T>(g, m0, m1, inv);
 	const uint64_t pol = ark_l2_once(); /* b is read once */
 
@@ -787,7 +837,7 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm_at at, int m0, int m1
 	/* a's chunks start at k0 + multiples of KC: 16-byte vectors where a's rows are */
 	const bool avec = ark_aligned16(g.a) && g.astride % VEC == 0 && k0 % VEC == 0;
 	ARK_MM_STAMP(0);
-	if (g.pre)
+	if (g.pre == ARK_PRE_RMSNORM)
 		ark_mm_pre_stats<T>(g, m0, m1, inv);
 	const uint64_t pol = ark_l2_once(); /* b is read once */
 
@@ -848,14 +898,15 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm_at at, int m0, int m1
 		/* stage a[m0:m1, kc0:kce], 4 vectors per thread at a time: the first four are loaded before the
 		 * first steps of b are issued (issued after b's 48 KB of requests, they came ~2 us later; first,
 		 * a tile of llama1b's phases takes 0.3-0.8 us less), the others while b's steps are in flight */
-		auto load_a = [&](int e0, uint4 (&q)[4]) {
+		auto load_a = [&](int e0, uint4 (&q)[4], uint4 (&qy)[4]) { /* qy: a fused swiglu's y */
 #pragma unroll
 			for (int u = 0; u < 4; u++) {
 				const int e = e0 + u * ARK_THREADS + tid;
 				const int m = e / (nks * 32), v = e - m * (nks * 32);
 				const int k = kc0 + v * VEC;
-				q[u] = make_uint4(0, 0, 0, 0);
+				q[u] = qy[u] = make_uint4(0, 0, 0, 0);
 				if (m < rows && k < kce) {
+					qy[u] = ark_mm_glu_y<T>(g, m0 + m, k, kce);
 					const T *x = a + (size_t)(m0 + m) * g.astride + k;
 					if (avec) {
 						q[u] = ark_ld16(x);
@@ -869,8 +920,8 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm_at at, int m0, int m1
 				}
 			}
 		};
-		uint4 q[4];
-		load_a(0, q);
+		uint4 q[4], qy[4];
+		load_a(0, q, qy);
 #pragma unroll 1 /* once a chunk: a loop, not S - 1 copies of the C-wide issue to fetch (bench/NOTES.md) */
 		for (int s = 0; s < S - 1; s++)
 			issue();
@@ -878,7 +929,7 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm_at at, int m0, int m1
 
 		for (int e0 = 0; e0 < MB * nks * 32; e0 += 4 * ARK_THREADS) {
 			if (e0 > 0)
-				load_a(e0, q);
+				load_a(e0, q, qy);
 #pragma unroll
 			for (int u = 0; u < 4; u++) {
 				const int e = e0 + u * ARK_THREADS + tid;
@@ -886,13 +937,14 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm_at at, int m0, int m1
 				const int k = kc0 + v * VEC;
 				if (m < MB) {
 					if (g.pre && m < rows && k + VEC <= kce) {
-						q[u] = ark_mm_pre_vec<T>(g, inv, m, k, q[u]);
+						q[u] = ark_mm_pre_vec<T>(g, inv, m, k, q[u], qy[u]);
 					} else if (k + VEC > kce) { /* zero what lies past the chunk */
-						float x[VEC];
+						float x[VEC], y[VEC];
 						ark_unpack<T>(q[u], x);
+						ark_unpack<T>(qy[u], y);
 #pragma unroll
 						for (int j = 0; j < VEC; j++)
-							x[j] = k + j >= kce ? 0.0f : m < rows ? ark_mm_pre1<T>(g, inv, m, k + j, x[j]) : x[j];
+							x[j] = k + j >= kce ? 0.0f : m < rows ? ark_mm_pre1<T>(g, inv, m, k + j, x[j], y[j]) : x[j];
 						q[u] = ark_pack<T>(x);
 					}
 					*reinterpret_cast<uint4 *>(a_s + m * KC + v * VEC) = q[u];
@@ -1945,9 +1997,9 @@ __device__ void ark_mm_sub(const ark_mm &g, int m0, int m1, int n0, int n1, int 
 	const bool ffma = sizeof(T) == 4 && ARK_TILES_FFMA && ARK_MM_FFMA(g.M);
 	if (rows <= ARK_MM_SMALL_M && (!(mma || ffma) || (mma && ARK_MM_STREAMS16(g.M, g.tb)) || g.pre)) {
 		const bool ok = ark_aligned16(g.b) && g.bstride % VEC == 0 && (g.tb ? k0 : n0) % VEC == 0;
-		if (!ok && g.pre) { /* arkgen fuses a norm only where the tiles stream (fuse.c) */
+		if (!ok && g.pre) { /* arkgen fuses an op on a only where the tiles stream (fuse.c) */
 			if (threadIdx.x == 0)
-				printf("ark: a matmul tile with a fused rmsnorm off the streaming paths\n");
+				printf("ark: a matmul tile with an op fused on a off the streaming paths\n");
 			__trap();
 		}
 		/* rows that cannot stream (odd or unaligned lengths) go to the tiles of shared-memory stages,
@@ -1973,9 +2025,9 @@ __device__ void ark_mm_sub(const ark_mm &g, int m0, int m1, int n0, int n1, int 
 				ark_mm_stream<T, ARK_MM_SMALL_M>(g, m0, m1, n0, n1, k0, k1, smem);
 			return;
 		}
-	} else if (g.pre) { /* more rows than streaming takes: arkgen never fuses a norm there */
+	} else if (g.pre) { /* more rows than streaming takes: arkgen never fuses an op on a there */
 		if (threadIdx.x == 0)
-			printf("ark: a matmul tile of %d rows with a fused rmsnorm\n", rows);
+			printf("ark: a matmul tile of %d rows with an op fused on a\n", rows);
 		__trap();
 	} else if constexpr (mma || (sizeof(T) == 4 && ARK_TILES_FFMA)) {
 		if (mma || ffma) {

@@ -150,7 +150,7 @@ __device__ __noinline__ void ark_mmq_stream(const ark_mm_at at, int m0, int m1, 
 	const uint32_t a_ss = (uint32_t)__cvta_generic_to_shared(a_s);
 	const bool avec = ark_aligned16(g.a);
 	float *inv = reinterpret_cast<float *>(smem + ARK_MM_RING_BYTES + ARK_MM_A_BYTES + ARK_MM_SACC_BYTES);
-	if (g.pre)
+	if (g.pre == ARK_PRE_RMSNORM)
 		ark_mm_pre_stats<T>(g, m0, m1, inv);
 
 	for (int e = tid; e < MB * tn; e += ARK_THREADS)
@@ -198,8 +198,10 @@ __device__ __noinline__ void ark_mmq_stream(const ark_mm_at at, int m0, int m1, 
 		 * vectors where a is 16-byte aligned (K and kc0 are multiples of 32) */
 		for (int u = tid; u < MB * nb * (32 / VEC); u += ARK_THREADS) {
 			const int m = u / (nb * (32 / VEC)), r = u - m * (nb * (32 / VEC)), j = r / (32 / VEC), v = r - j * (32 / VEC);
-			float x[VEC];
+			float x[VEC], y[VEC]; /* y: a fused swiglu's, read with x */
 			const T *src = a + (size_t)(m0 + m) * g.astride + kc0 + j * 32 + v * VEC;
+			const int kx = kc0 + j * 32 + v * VEC;
+			ark_unpack<T>(m < rows ? ark_mm_glu_y<T>(g, m0 + m, kx, kx + VEC) : make_uint4(0, 0, 0, 0), y);
 			if (m < rows && avec) {
 				ark_unpack<T>(ark_ld16(src), x);
 			} else if (m < rows) { /* a view of a that starts off a 16-byte boundary */
@@ -214,7 +216,7 @@ __device__ __noinline__ void ark_mmq_stream(const ark_mm_at at, int m0, int m1, 
 			float *dst = a_s + (m * NBC + j) * LDB + v * VEC;
 #pragma unroll
 			for (int i = 0; i < VEC; i++)
-				dst[i] = m < rows ? ark_mm_pre1<T>(g, inv, m, kc0 + j * 32 + v * VEC + i, x[i]) : x[i];
+				dst[i] = m < rows ? ark_mm_pre1<T>(g, inv, m, kx + i, x[i], y[i]) : x[i];
 		}
 		__syncthreads();
 		if constexpr (QT == ARK_Q4_1) { /* each block's sum, for the minimum's term */
@@ -403,7 +405,7 @@ __device__ __noinline__ void ark_mmq_mma(const ark_mm_at at, int m0, int m1, int
 	float *sacc = reinterpret_cast<float *>(smem + ARK_MM_RING_BYTES + ARK_MM_A_BYTES); /* [rows][tn] */
 	float *inv = reinterpret_cast<float *>(smem + ARK_MM_RING_BYTES + ARK_MM_A_BYTES + ARK_MM_SACC_BYTES);
 	const bool a8 = ((uintptr_t)g.a & 7) == 0; /* 4 elements of a row at a multiple of 4: one 8-byte load */
-	if (g.pre)
+	if (g.pre == ARK_PRE_RMSNORM)
 		ark_mm_pre_stats<T>(g, m0, m1, inv);
 	for (int e = tid; e < rows * tn; e += ARK_THREADS)
 		sacc[e] = 0.0f;
@@ -452,7 +454,13 @@ __device__ __noinline__ void ark_mmq_mma(const ark_mm_at at, int m0, int m1, int
 			if (u < nb * rows * 4) {
 				const int kk = kc0 + 32 * j + 4 * t;
 				const T *src = a + (size_t)(m0 + r) * g.astride + kk;
-				float x[8];
+				float x[8], y[8]; /* y: a fused swiglu's, read with x */
+				if (g.pre == ARK_PRE_SWIGLU) {
+					const T *ys = reinterpret_cast<const T *>(g.pre_w) + (size_t)(m0 + r) * g.astride + kk;
+#pragma unroll
+					for (int i = 0; i < 4; i++)
+						y[i] = ark_to_f(ys[i]), y[4 + i] = ark_to_f(ys[16 + i]);
+				}
 				if (a8) {
 					const uint2 lo = *reinterpret_cast<const uint2 *>(src), hi = *reinterpret_cast<const uint2 *>(src + 16);
 					const uint32_t w[4] = {lo.x, lo.y, hi.x, hi.y};
@@ -469,7 +477,7 @@ __device__ __noinline__ void ark_mmq_mma(const ark_mm_at at, int m0, int m1, int
 				}
 #pragma unroll
 				for (int i = 0; i < 8; i++) {
-					x[i] = ark_mm_pre1<T>(g, inv, r, kk + (i & 3) + (i >> 2) * 16, x[i]);
+					x[i] = ark_mm_pre1<T>(g, inv, r, kk + (i & 3) + (i >> 2) * 16, x[i], y[i]);
 					sum += x[i];
 				}
 				const int ord[8] = {0, 2, 1, 3, 4, 6, 5, 7};

@@ -140,14 +140,26 @@ static void pre_norm_params(ark_opp &p, const tcase &c, int ig)
 	p.pre_in = c.t[ig].offset;
 	p.f = 1e-5f; /* op_base's eps, which the reference uses */
 }
-static int pre_norm_ref(tcase &c, int dt, int64_t M, int64_t K, int ia, int ig)
+/* The op fused on a (ark_opp.pre) by the reference: rmsnorm(a, gamma) or swiglu(a, y), into a new
+ * tensor of c that stands for a in the matmul's reference. */
+static int pre_ref(tcase &c, int dt, int pre, int64_t M, int64_t K, int ia, int ig)
 {
-	const int ih = c.add("normed_a", dt, {M, K}, true);
+	const int ih = c.add("a_staged", dt, {M, K}, true);
 	std::vector<void *> bufs;
 	for (auto &h : c.host)
 		bufs.push_back(h.data());
-	ref_or_bail(op_base(ARK_OP_RMSNORM, {ia, ig}, ih), c, bufs);
+	ref_or_bail(op_base(pre == ARK_PRE_RMSNORM ? ARK_OP_RMSNORM : ARK_OP_SWIGLU, {ia, ig}, ih), c, bufs);
 	return ih;
+}
+/* A fused swiglu on a (ARK_PRE_SWIGLU): the op params name y (tensor iy of c, [M, K] at a's pitch). */
+static void pre_glu_params(ark_opp &p, const tcase &c, int iy)
+{
+	p.pre = ARK_PRE_SWIGLU;
+	p.pre_in = c.t[iy].offset;
+}
+static const char *pre_name(int pre)
+{
+	return pre == ARK_PRE_RMSNORM ? " rmsnorm(a)" : pre == ARK_PRE_SWIGLU ? " swiglu(a, y)" : "";
 }
 
 /* out [M, N] = act(a [M, K] . b + bias) in tiles (tm, tn); splits > 1: MATMUL_PARTIAL over equal K
@@ -156,7 +168,7 @@ static int pre_norm_ref(tcase &c, int dt, int64_t M, int64_t K, int ia, int ig)
  * untouched: b's (PAD_B), a's (PAD_A), out's (PAD_OUT). */
 enum { PAD_B = 1, PAD_A = 2, PAD_OUT = 4 };
 static void case_matmul(int dt, int64_t M, int64_t N, int64_t K, bool tb, bool bias, int act, int tm, int tn,
-			int splits = 1, int skew = 0, int64_t kalign = 8, bool residual = false, bool norm = false,
+			int splits = 1, int skew = 0, int64_t kalign = 8, bool residual = false, int pre = ARK_PRE_NONE,
 			int pad = 0)
 {
 	char d[256], pd[32] = "";
@@ -164,7 +176,7 @@ static void case_matmul(int dt, int64_t M, int64_t N, int64_t K, bool tb, bool b
 		snprintf(pd, sizeof pd, " padded%s%s%s", pad & PAD_A ? " a" : "", pad & PAD_B ? " b" : "",
 			 pad & PAD_OUT ? " out" : "");
 	snprintf(d, sizeof d, "matmul %s%s M=%lld N=%lld K=%lld%s%s act=%s%s tile %dx%d%s%s%s", dt_name[dt],
-		 norm ? " rmsnorm(a)" : "", (long long)M, (long long)N, (long long)K, tb ? " transpose_b" : "",
+		 pre_name(pre), (long long)M, (long long)N, (long long)K, tb ? " transpose_b" : "",
 		 bias ? " bias" : "", act_name(act), residual ? " + residual" : "", tm, tn, splits > 1 ? " split-K" : "",
 		 skew ? " misaligned" : "", pd);
 	tcase c;
@@ -176,7 +188,9 @@ static void case_matmul(int dt, int64_t M, int64_t N, int64_t K, bool tb, bool b
 		       pad & PAD_B ? padded(brow) : 0);
 	int ibias = bias ? c.add("bias", dt, {N}, false) : -1;
 	int ires = residual ? c.add("residual", dt, {M, N}, false) : -1;
-	int ig = norm ? c.add("gamma", dt, {K}, false) : -1;
+	int ig = pre == ARK_PRE_RMSNORM ? c.add("gamma", dt, {K}, false)
+		 : pre == ARK_PRE_SWIGLU ? c.add("y", dt, {M, K}, false, skew, pad & PAD_A ? padded(K * es) : 0)
+					 : -1;
 	int io = c.add("out", dt, {M, N}, true, 0, pad & PAD_OUT ? padded(N * es) : 0);
 	uint64_t ws = splits > 1 ? c.reserve((uint64_t)splits * M * N * 4) : 0;
 	upload(c, 1.0f);
@@ -187,8 +201,10 @@ static void case_matmul(int dt, int64_t M, int64_t N, int64_t K, bool tb, bool b
 	p.splits = (uint32_t)splits;
 	p.in[0] = c.t[ia].offset, p.in[1] = c.t[ib].offset, p.in[2] = bias ? c.t[ibias].offset : 0;
 	p.in[3] = residual ? c.t[ires].offset : 0;
-	if (norm)
+	if (pre == ARK_PRE_RMSNORM)
 		pre_norm_params(p, c, ig);
+	else if (pre == ARK_PRE_SWIGLU)
+		pre_glu_params(p, c, ig);
 	p.out = c.t[io].offset;
 	p.ws = ws;
 	p.M = M, p.N = N, p.K = K;
@@ -216,8 +232,8 @@ static void case_matmul(int dt, int64_t M, int64_t N, int64_t K, bool tb, bool b
 	std::string why;
 	bool guards = download(c, why);
 
-	/* reference: (the norm,) matmul (+ bias), then the activation and the residual add, ops of their own */
-	const int ia_ref = norm ? pre_norm_ref(c, dt, M, K, ia, ig) : ia;
+	/* reference: (the fused op,) matmul (+ bias), then the activation and the residual add, ops of their own */
+	const int ia_ref = pre ? pre_ref(c, dt, pre, M, K, ia, ig) : ia;
 	verdict_matmul(c, dt, M, N, ia_ref, ib, ibias, io, tb, act, guards, why, ires);
 }
 
@@ -494,25 +510,29 @@ static const char *qname(int qdt) { return qdt == ARK_Q4_1 ? "q4_1" : "q8_0"; }
  * tiles (tm, tn); splits > 1: MATMUL_PARTIAL over K ranges of a multiple of 64, then REDUCE. Against
  * the reference on the dequantised b, outputs poisoned. */
 static void case_matmul_q(int dt, int qdt, int64_t M, int64_t N, int64_t K, bool bias, int act, int tm, int tn,
-			  int splits = 1, int skew = 0, bool norm = false)
+			  int splits = 1, int skew = 0, int pre = ARK_PRE_NONE)
 {
 	char d[256];
 	snprintf(d, sizeof d, "matmul %s%s x %s M=%lld N=%lld K=%lld transpose_b%s act=%s tile %dx%d%s%s", dt_name[dt],
-		 norm ? " rmsnorm(a)" : "", qname(qdt), (long long)M, (long long)N, (long long)K, bias ? " bias" : "",
+		 pre_name(pre), qname(qdt), (long long)M, (long long)N, (long long)K, bias ? " bias" : "",
 		 act_name(act), tm, tn, splits > 1 ? " split-K" : "", skew ? " misaligned a" : "");
 	tcase c;
 	c.desc = d;
 	const int ia = c.add("a", dt, {M, K}, false, skew);
 	const int ib = c.add("b", qdt, {N, K}, false);
 	const int ibias = bias ? c.add("bias", dt, {N}, false) : -1;
-	const int ig = norm ? c.add("gamma", dt, {K}, false) : -1;
+	const int ig = pre == ARK_PRE_RMSNORM ? c.add("gamma", dt, {K}, false)
+		       : pre == ARK_PRE_SWIGLU ? c.add("y", dt, {M, K}, false, skew)
+					       : -1;
 	const int io = c.add("out", dt, {M, N}, true);
 	const uint64_t ws = splits > 1 ? c.reserve((uint64_t)splits * M * N * 4) : 0;
 	upload(c, 1.0f);
 
 	ark_opp p = opp_base(ARK_OP_MATMUL, dt);
-	if (norm)
+	if (pre == ARK_PRE_RMSNORM)
 		pre_norm_params(p, c, ig);
+	else if (pre == ARK_PRE_SWIGLU)
+		pre_glu_params(p, c, ig);
 	p.wdtype = (uint8_t)qdt;
 	p.flags = ARK_OPP_TRANSPOSE_B | (bias ? ARK_OPP_BIAS : 0);
 	p.act = (uint16_t)act;
@@ -542,7 +562,7 @@ static void case_matmul_q(int dt, int qdt, int64_t M, int64_t N, int64_t K, bool
 	std::string why;
 	bool guards = download(c, why);
 
-	const int ia_ref = norm ? pre_norm_ref(c, dt, M, K, ia, ig) : ia;
+	const int ia_ref = pre ? pre_ref(c, dt, pre, M, K, ia, ig) : ia;
 	verdict_matmul(c, dt, M, N, ia_ref, ib, ibias, io, true, act, guards, why);
 }
 
@@ -707,10 +727,15 @@ static void cases_quant(void)
 			case_matmul_q(dt, qdt, 2, 100, 576, true, ARK_ACT_NONE, 2, 100, 1, dt == ARK_FP32 ? 4 : 2);
 			case_matmul_q(dt, qdt, 128, 96, 4096, false, ARK_OP_GELU, 128, 96);
 			/* an rmsnorm fused on a: one row, rows of a 16-row block, split-K, a off 16 bytes */
-			case_matmul_q(dt, qdt, 1, 576, 2048, false, ARK_ACT_NONE, 1, 64, 1, 0, true);
-			case_matmul_q(dt, qdt, 5, 100, 1536, true, ARK_OP_SILU, 5, 100, 2, 0, true);
-			case_matmul_q(dt, qdt, 16, 7, 8192, false, ARK_ACT_NONE, 16, 7, 4, 0, true);
-			case_matmul_q(dt, qdt, 2, 64, 576, true, ARK_ACT_NONE, 2, 64, 1, dt == ARK_FP32 ? 4 : 2, true);
+			case_matmul_q(dt, qdt, 1, 576, 2048, false, ARK_ACT_NONE, 1, 64, 1, 0, ARK_PRE_RMSNORM);
+			case_matmul_q(dt, qdt, 5, 100, 1536, true, ARK_OP_SILU, 5, 100, 2, 0, ARK_PRE_RMSNORM);
+			case_matmul_q(dt, qdt, 16, 7, 8192, false, ARK_ACT_NONE, 16, 7, 4, 0, ARK_PRE_RMSNORM);
+			case_matmul_q(dt, qdt, 2, 64, 576, true, ARK_ACT_NONE, 2, 64, 1, dt == ARK_FP32 ? 4 : 2, ARK_PRE_RMSNORM);
+			/* a swiglu fused on a: one row, split-K, 16 rows, a and y off 16 bytes */
+			case_matmul_q(dt, qdt, 1, 576, 1536, false, ARK_ACT_NONE, 1, 64, 1, 0, ARK_PRE_SWIGLU);
+			case_matmul_q(dt, qdt, 3, 100, 8192, true, ARK_ACT_NONE, 3, 100, 4, 0, ARK_PRE_SWIGLU);
+			case_matmul_q(dt, qdt, 16, 7, 2048, false, ARK_OP_SILU, 16, 7, 1, 0, ARK_PRE_SWIGLU);
+			case_matmul_q(dt, qdt, 2, 64, 576, true, ARK_ACT_NONE, 2, 64, 1, dt == ARK_FP32 ? 4 : 2, ARK_PRE_SWIGLU);
 			case_embedding_q(dt, qdt, 37, 500, 96, 4);
 			case_embedding_q(dt, qdt, 9, 3, 32, 2);
 			case_embedding_q(dt, qdt, 64, 49152, 576, 16);
@@ -1298,11 +1323,19 @@ static void cases_float(void)
 		case_matmul(dt, 3, 129, 1949, true, false, ARK_ACT_NONE, 3, 16, 1, 0, 8, true);
 		/* an rmsnorm fused on a, on both streaming paths ([N, K] needs K a multiple of the vector,
 		 * [K, N] N), with split-K and a residual */
-		case_matmul(dt, 1, 2048, 2048, true, false, ARK_ACT_NONE, 1, 16, 1, 0, 8, false, true);
-		case_matmul(dt, 3, 776, 1000, false, true, ARK_OP_GELU, 3, 128, 1, 0, 8, false, true);
-		case_matmul(dt, 1, 1000, 3000, true, false, ARK_ACT_NONE, 1, 128, 3, 0, 8, true, true);
-		case_matmul(dt, 16, 512, 2048, true, true, ARK_OP_SILU, 16, 128, 1, 0, 8, false, true);
-		case_matmul(dt, 7, 96, 4096, false, false, ARK_ACT_NONE, 7, 96, 2, 0, 8, true, true);
+		case_matmul(dt, 1, 2048, 2048, true, false, ARK_ACT_NONE, 1, 16, 1, 0, 8, false, ARK_PRE_RMSNORM);
+		case_matmul(dt, 3, 776, 1000, false, true, ARK_OP_GELU, 3, 128, 1, 0, 8, false, ARK_PRE_RMSNORM);
+		case_matmul(dt, 1, 1000, 3000, true, false, ARK_ACT_NONE, 1, 128, 3, 0, 8, true, ARK_PRE_RMSNORM);
+		case_matmul(dt, 16, 512, 2048, true, true, ARK_OP_SILU, 16, 128, 1, 0, 8, false, ARK_PRE_RMSNORM);
+		case_matmul(dt, 7, 96, 4096, false, false, ARK_ACT_NONE, 7, 96, 2, 0, 8, true, ARK_PRE_RMSNORM);
+		/* a swiglu fused on a, on both streaming paths, with split-K, a residual, a and y off 16
+		 * bytes and padded rows */
+		case_matmul(dt, 1, 2048, 8192, true, false, ARK_ACT_NONE, 1, 16, 1, 0, 8, true, ARK_PRE_SWIGLU);
+		case_matmul(dt, 3, 776, 1000, false, true, ARK_OP_GELU, 3, 128, 1, 0, 8, false, ARK_PRE_SWIGLU);
+		case_matmul(dt, 1, 1000, 3000, true, false, ARK_ACT_NONE, 1, 128, 3, 2, 8, false, ARK_PRE_SWIGLU);
+		case_matmul(dt, 16, 512, 2048, true, true, ARK_OP_SILU, 16, 128, 1, 0, 8, false, ARK_PRE_SWIGLU);
+		case_matmul(dt, 7, 96, 4096, false, false, ARK_ACT_NONE, 7, 96, 2, 0, 8, true, ARK_PRE_SWIGLU);
+		case_matmul(dt, 5, 300, 1000, true, false, ARK_ACT_NONE, 5, 64, 1, 0, 8, false, ARK_PRE_SWIGLU, PAD_A | PAD_B);
 		case_matmul(dt, 17, 777, 743, true, false, ARK_ACT_NONE, 17, 64);
 		case_matmul(dt, 135, 777, 743, true, true, ARK_OP_GELU, 128, 128);
 		case_matmul(dt, 135, 777, 743, false, false, ARK_ACT_NONE, 135, 100);

@@ -220,6 +220,62 @@ static void test_norm_prologue(void **state)
 	done();
 }
 
+/* A swiglu read only by a matmul of few rows that streams b runs in its staging of a: each of its tiles
+ * reads the swiglu's two inputs over the tile's k, the swiglu gets no vCTA. Not fused: a swiglu whose
+ * output is a model output, one under a matmul of more rows than streaming takes, one that another op
+ * reads too. */
+static void test_swiglu_prologue(void **state)
+{
+	(void)state;
+	tile_text("{ name = \"x\"; shape = [1, 512]; role = \"input\"; dtype = \"bf16\"; },"
+		  "{ name = \"x64\"; shape = [64, 512]; role = \"input\"; dtype = \"bf16\"; },"
+		  "{ name = \"wg\"; shape = [1536, 512]; role = \"weight\"; dtype = \"bf16\"; },"
+		  "{ name = \"wu\"; shape = [1536, 512]; role = \"weight\"; dtype = \"bf16\"; },"
+		  "{ name = \"w2\"; shape = [512, 1536]; role = \"weight\"; dtype = \"bf16\"; },"
+		  "{ name = \"o\"; role = \"output\"; dtype = \"bf16\"; },"
+		  "{ name = \"o2\"; role = \"output\"; dtype = \"bf16\"; },"
+		  "{ name = \"y2\"; role = \"output\"; dtype = \"bf16\"; },"
+		  "{ name = \"o64\"; role = \"output\"; dtype = \"bf16\"; },"
+		  "{ name = \"o3\"; role = \"output\"; dtype = \"bf16\"; },"
+		  "{ name = \"r3\"; role = \"output\"; dtype = \"bf16\"; }",
+		  "{ name = \"mg\"; op = \"matmul\"; in = [\"x\", \"wg\"]; out = \"g\"; transpose_b = true; },"
+		  "{ name = \"mu\"; op = \"matmul\"; in = [\"x\", \"wu\"]; out = \"u\"; transpose_b = true; },"
+		  "{ name = \"glu\"; op = \"swiglu\"; in = [\"g\", \"u\"]; out = \"y\"; },"
+		  "{ name = \"md\"; op = \"matmul\"; in = [\"y\", \"w2\"]; out = \"o\"; transpose_b = true; },"
+		  "{ name = \"glu2\"; op = \"swiglu\"; in = [\"g\", \"u\"]; out = \"y2\"; },"
+		  "{ name = \"md2\"; op = \"matmul\"; in = [\"y2\", \"w2\"]; out = \"o2\"; transpose_b = true; },"
+		  "{ name = \"mg64\"; op = \"matmul\"; in = [\"x64\", \"wg\"]; out = \"g64\"; transpose_b = true; },"
+		  "{ name = \"mu64\"; op = \"matmul\"; in = [\"x64\", \"wu\"]; out = \"u64\"; transpose_b = true; },"
+		  "{ name = \"glu64\"; op = \"swiglu\"; in = [\"g64\", \"u64\"]; out = \"y64\"; },"
+		  "{ name = \"md64\"; op = \"matmul\"; in = [\"y64\", \"w2\"]; out = \"o64\"; transpose_b = true; },"
+		  "{ name = \"glu3\"; op = \"swiglu\"; in = [\"u\", \"g\"]; out = \"y3\"; },"
+		  "{ name = \"md3\"; op = \"matmul\"; in = [\"y3\", \"w2\"]; out = \"o3\"; transpose_b = true; },"
+		  "{ name = \"other\"; op = \"relu\"; in = [\"y3\"]; out = \"r3\"; }");
+	assert_int_equal(s->per_op[op("md")].pre_op, op("glu"));
+	assert_int_equal(s->per_op[op("glu")].fused_into, op("md"));
+	int n_md = 0;
+	for (int i = 0; i < s->n_vcta; i++) {
+		const struct vcta *v = &s->v[i];
+		assert_true(v->op != op("glu"));
+		if (v->op != op("md") || v->tmpl == ARK_T_REDUCE) /* split-K sums: the ws */
+			continue;
+		n_md++;
+		assert_true(reads(v, "g") && reads(v, "u"));
+		assert_false(reads(v, "y"));
+		for (int j = 0; j < v->n_reads; j++) /* both inputs over the tile's own k */
+			if (v->reads[j].tensor == tensor("g") || v->reads[j].tensor == tensor("u"))
+				assert_true(v->reads[j].c0 == v->k0 && v->reads[j].c1 == v->k1);
+	}
+	assert_true(n_md > 0);
+	assert_int_equal(s->per_op[op("md2")].pre_op, -1);
+	assert_int_equal(s->per_op[op("glu2")].fused_into, -1);
+	assert_int_equal(s->per_op[op("md64")].pre_op, -1);
+	assert_int_equal(s->per_op[op("glu64")].fused_into, -1);
+	assert_int_equal(s->per_op[op("md3")].pre_op, -1);
+	assert_int_equal(s->per_op[op("glu3")].fused_into, -1);
+	done();
+}
+
 /* A chain stops at an output and at an intermediate read twice; a matmul keeps its activation in the
  * epilogue; a bias row broadcast over the rows joins a chain. */
 static void test_chain_stops(void **state)
@@ -1102,6 +1158,7 @@ int main(void)
 		cmocka_unit_test(test_chain_broadcast),
 		cmocka_unit_test(test_residual),
 		cmocka_unit_test(test_norm_prologue),
+		cmocka_unit_test(test_swiglu_prologue),
 		cmocka_unit_test(test_chain_order),
 		cmocka_unit_test(test_matmul_share),
 		cmocka_unit_test(test_matmul_costed),
