@@ -215,14 +215,14 @@ static int pre_fusion_pays(const struct tiling *s, int i, enum ark_op_kind k)
 }
 
 /* Whether swiglu op o can be staged by the matmuls that read it: both inputs of its output's shape
- * and dtype (no broadcasting), tensors of their own (not views), so that element (m, k) of each
- * lies at m * K + k as the tiles read it. */
+ * and dtype (no broadcasting), tensors of their own (not views) stored without padding (a weight
+ * can be, lower_pad.c), so that element (m, k) of each lies at m * K + k as the tiles read it. */
 static int glu_fusable(const struct graph *g, const struct op *o)
 {
 	const struct tensor *y = &g->tensors[o->out[0]];
 	for (int i = 0; i < 2; i++) {
 		const struct tensor *x = &g->tensors[o->in[i]];
-		if (!tensor_same_shape(x, y) || x->dtype != y->dtype || x->view_of >= 0)
+		if (!tensor_same_shape(x, y) || x->dtype != y->dtype || x->view_of >= 0 || x->pitch)
 			return 0;
 	}
 	return y->view_of < 0 && o->in[0] != o->in[1];
