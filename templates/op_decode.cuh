@@ -30,14 +30,15 @@ __device__ __forceinline__ int32_t ark_dec_pos(const ark_opp &p, const ark_tile_
  * them; columns rd..Dh-1 of each head are copied. The angles depend on the row and i only: a row's
  * cos and sin of every i are made once, by rd/2 threads, into shared memory (where rd/2 <=
  * ARK_ROPE_TABLE; else every pair makes its own), and every head's pairs read them. A thread per
- * pair, four pairs in flight. */
-template <typename T>
-__device__ __forceinline__ void ark_rope_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+ * pair, four pairs in flight. HALF: rd / 2 where it is one of the common ones (32, 64), so that a pair's
+ * head is a shift instead of a division; 0: read from the op. */
+template <typename T, int HALF>
+__device__ __noinline__ void ark_rope_rows(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
 {
 	const T *x = reinterpret_cast<const T *>(e.arena + p.in[0]);
 	T *out = reinterpret_cast<T *>(e.arena + p.out);
 	const int32_t pos = ark_dec_pos(p, e);
-	const int Dh = (int)p.oshape[0], rd = (int)p.oshape[1], half = rd / 2, rest = Dh - rd;
+	const int Dh = (int)p.oshape[0], rd = HALF ? 2 * HALF : (int)p.oshape[1], half = rd / 2, rest = Dh - rd;
 	const bool inter = p.oshape[2] != 0, table = half <= ARK_ROPE_TABLE;
 	const float base = p.f;
 	const int64_t E = p.N, heads = E / Dh;
@@ -91,6 +92,17 @@ __device__ __forceinline__ void ark_rope_tile(const ark_opp &p, const ark_task &
 	}
 }
 
+template <typename T>
+__device__ __forceinline__ void ark_rope_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+{
+	if (p.oshape[1] == 64)
+		ark_rope_rows<T, 32>(p, t, e);
+	else if (p.oshape[1] == 128)
+		ark_rope_rows<T, 64>(p, t, e);
+	else
+		ark_rope_rows<T, 0>(p, t, e);
+}
+
 /* ---- decode attention ------------------------------------------------------------------------
  * A task: query rows t = m0:m1 of q [T, E] and query heads h = n0/Dh : n1/Dh (all of one kv head kvh),
  * R = rows x heads <= ARK_DEC_ROWS query rows that share kvh's keys; keys k0:k1 of the caches [L, Ekv]
@@ -141,6 +153,18 @@ __device__ __forceinline__ ark_dec ark_dec_geom(const ark_opp &p, const ark_task
 	return d;
 }
 
+/* Query row r of the task (0..R-1): its row tt of q and out and its head h. A task of one query row
+ * (every decode step) needs no division; several rows divide by the heads a task. */
+__device__ __forceinline__ void ark_dec_row(const ark_dec &d, int r, int &tt, int &h)
+{
+	if (d.R == d.nh) {
+		tt = d.t0, h = d.h0 + r;
+	} else {
+		const int q = r / d.nh;
+		tt = d.t0 + q, h = d.h0 + r - q * d.nh;
+	}
+}
+
 /* Zeros into the task's block of out (a position outside the cache). */
 template <typename T> __device__ __forceinline__ void ark_dec_zero(const ark_dec &d, T *out)
 {
@@ -153,8 +177,11 @@ template <typename T> __device__ __forceinline__ void ark_dec_zero(const ark_dec
 /* The tile for RC >= R query rows, a power of 2: every loop over rows runs RC of them, unrolled
  * without a test per row, so that their shared-memory loads and FMAs overlap (a test per row of 16
  * left each row's loads exposed: 45 us a 128-key block of 16 rows, bench/NOTES.md); rows R..RC-1 have
- * zero queries, and their sums are dropped. */
-template <typename T, int RC>
+ * zero queries, and their sums are dropped. DH: the head size where it is one of the common ones
+ * (64, 128), so that the lanes a key, the key groups and every index over a head are constants and
+ * shifts (with the head size read at run time, the divisions by it made most of a one-key split's
+ * ~10k cycles, bench/NOTES.md); 0: read from the op. */
+template <typename T, int RC, int DH>
 __device__ __noinline__ void ark_decode_rows(const ark_opp &p, const ark_task &t, const ark_tile_env &e, const ark_dec d,
 					     int64_t k0, int64_t kend)
 {
@@ -163,7 +190,7 @@ __device__ __noinline__ void ark_decode_rows(const ark_opp &p, const ark_task &t
 	static_assert(RC <= RM, "ark_decode_rows: at most ARK_DEC_ROWS rows");
 	T *out = reinterpret_cast<T *>(e.arena + p.out);
 	const T *q = reinterpret_cast<const T *>(e.arena + p.in[0]);
-	const int kvh = d.h0 / d.G, Dh = d.Dh, R = d.R;
+	const int kvh = d.h0 / d.G, Dh = DH ? DH : d.Dh, R = d.R;
 	const T *kc = reinterpret_cast<const T *>(e.arena + p.in[1]) + (int64_t)kvh * Dh;
 	const T *vc = reinterpret_cast<const T *>(e.arena + p.in[2]) + (int64_t)kvh * Dh;
 	/* the compiler is told the tile's buffers are shared memory, so that it uses shared loads and
@@ -198,7 +225,9 @@ __device__ __noinline__ void ark_decode_rows(const ark_opp &p, const ark_task &t
 	}
 	for (int i = threadIdx.x; i < RC * Dh; i += ARK_THREADS) {
 		const int r = i / Dh, c = i % Dh;
-		qs[i] = r < R ? ark_to_f(q[(int64_t)(d.t0 + r / d.nh) * d.E + (int64_t)(d.h0 + r % d.nh) * Dh + c]) * sc2 : 0.0f;
+		int tt, h;
+		ark_dec_row(d, r, tt, h);
+		qs[i] = r < R ? ark_to_f(q[(int64_t)tt * d.E + (int64_t)h * Dh + c]) * sc2 : 0.0f;
 	}
 	if (threadIdx.x < RM)
 		rm[threadIdx.x] = -INFINITY, rl[threadIdx.x] = 0.0f;
@@ -247,7 +276,7 @@ __device__ __noinline__ void ark_decode_rows(const ark_opp &p, const ark_task &t
 #pragma unroll
 					for (int u = 0; u < DU; u++)
 						sv[u] += __shfl_xor_sync(0xffffffffu, sv[u], o);
-				const int64_t last = (int64_t)d.pos + d.t0 + r / d.nh; /* the row's last key */
+				const int64_t last = (int64_t)d.pos + d.t0 + (d.R == d.nh ? 0 : r / d.nh); /* the row's last key */
 #pragma unroll
 				for (int u = 0; u < DU; u++) {
 					const int j = j0 + u * ARK_WARPS * KPW + lane / LK;
@@ -313,7 +342,9 @@ __device__ __noinline__ void ark_decode_rows(const ark_opp &p, const ark_task &t
 	float *ws = reinterpret_cast<float *>(e.arena + p.ws);
 	const int W = Dh + 2;
 	for (int i = threadIdx.x; i < R * Dh; i += ARK_THREADS) {
-		const int r = i / Dh, c = i % Dh, tt = d.t0 + r / d.nh, h = d.h0 + r % d.nh;
+		const int r = i / Dh, c = i % Dh;
+		int tt, h;
+		ark_dec_row(d, r, tt, h);
 		float o = 0.0f;
 		for (int g = 0; g < KG; g++)
 			o += red[(g * R + r) * Dh + c];
@@ -327,6 +358,23 @@ __device__ __noinline__ void ark_decode_rows(const ark_opp &p, const ark_task &t
 				w[Dh] = rm[r], w[Dh + 1] = rl[r];
 		}
 	}
+}
+
+/* The decode tile of head size DH (0: any) for the task's query rows. */
+template <typename T, int DH>
+__device__ __forceinline__ void ark_decode_rc(const ark_opp &p, const ark_task &t, const ark_tile_env &e, const ark_dec &d,
+					      int64_t k0, int64_t kend)
+{
+	if (d.R <= 1)
+		ark_decode_rows<T, 1, DH>(p, t, e, d, k0, kend);
+	else if (d.R <= 2)
+		ark_decode_rows<T, 2, DH>(p, t, e, d, k0, kend);
+	else if (d.R <= 4)
+		ark_decode_rows<T, 4, DH>(p, t, e, d, k0, kend);
+	else if (d.R <= 8)
+		ark_decode_rows<T, 8, DH>(p, t, e, d, k0, kend);
+	else
+		ark_decode_rows<T, ARK_DEC_ROWS, DH>(p, t, e, d, k0, kend);
 }
 
 template <typename T>
@@ -376,35 +424,28 @@ __device__ __noinline__ void ark_decode_tile(const ark_opp &p, const ark_task &t
 		}
 	}
 #endif
-	if (d.R <= 1)
-		ark_decode_rows<T, 1>(p, t, e, d, k0, kend);
-	else if (d.R <= 2)
-		ark_decode_rows<T, 2>(p, t, e, d, k0, kend);
-	else if (d.R <= 4)
-		ark_decode_rows<T, 4>(p, t, e, d, k0, kend);
-	else if (d.R <= 8)
-		ark_decode_rows<T, 8>(p, t, e, d, k0, kend);
+	if (d.Dh == 64)
+		ark_decode_rc<T, 64>(p, t, e, d, k0, kend);
+	else if (d.Dh == 128)
+		ark_decode_rc<T, 128>(p, t, e, d, k0, kend);
 	else
-		ark_decode_rows<T, ARK_DEC_ROWS>(p, t, e, d, k0, kend);
+		ark_decode_rc<T, 0>(p, t, e, d, k0, kend);
 }
 
 /* DECODE_COMBINE: the task's rows (t, h) merge the splits that hold keys of theirs, s * chunk <= pos + t
  * (chunk = istride[0][1]): m = max m_s, l = sum l_s 2^(m_s - m), out = sum o_s 2^(m_s - m) / l. */
-template <typename T>
-__device__ __forceinline__ void ark_decode_combine_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+/* The combine of head size DH (0: any, read from the op; see ark_decode_rows). */
+template <typename T, int DH>
+__device__ __noinline__ void ark_decode_combine_rows(const ark_opp &p, const ark_tile_env &e, const ark_dec d)
 {
-	const ark_dec d = ark_dec_geom(p, t, e);
 	T *out = reinterpret_cast<T *>(e.arena + p.out);
-	if (d.bad) {
-		ark_tile_fault(e, 1, d.pos); /* a position outside 0..K-1 */
-		ark_dec_zero<T>(d, out);
-		return;
-	}
 	const float *ws = reinterpret_cast<const float *>(e.arena + p.ws);
-	const int Dh = d.Dh, W = Dh + 2, kvh = d.h0 / d.G;
+	const int Dh = DH ? DH : d.Dh, W = Dh + 2, kvh = d.h0 / d.G;
 	const int64_t chunk = p.istride[0][1];
 	for (int i = threadIdx.x; i < d.R * Dh; i += ARK_THREADS) {
-		const int r = i / Dh, c = i % Dh, tt = d.t0 + r / d.nh, h = d.h0 + r % d.nh;
+		const int r = i / Dh, c = i % Dh;
+		int tt, h;
+		ark_dec_row(d, r, tt, h);
 		const float *w = ws + ((int64_t)kvh * d.TT * d.G + (int64_t)tt * d.G + (h - kvh * d.G)) * ((int64_t)d.S * W);
 		const int ns = (int)min((int64_t)d.S, ((int64_t)d.pos + tt) / chunk + 1);
 		float m = -INFINITY;
@@ -418,6 +459,23 @@ __device__ __forceinline__ void ark_decode_combine_tile(const ark_opp &p, const 
 		}
 		out[(int64_t)tt * d.E + (int64_t)h * Dh + c] = ark_from_f<T>(l > 0.0f ? o / l : 0.0f);
 	}
+}
+
+template <typename T>
+__device__ __forceinline__ void ark_decode_combine_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+{
+	const ark_dec d = ark_dec_geom(p, t, e);
+	if (d.bad) {
+		ark_tile_fault(e, 1, d.pos); /* a position outside 0..K-1 */
+		ark_dec_zero<T>(d, reinterpret_cast<T *>(e.arena + p.out));
+		return;
+	}
+	if (d.Dh == 64)
+		ark_decode_combine_rows<T, 64>(p, e, d);
+	else if (d.Dh == 128)
+		ark_decode_combine_rows<T, 128>(p, e, d);
+	else
+		ark_decode_combine_rows<T, 0>(p, e, d);
 }
 
 /* ---- argmax ------------------------------------------------------------------------------------
