@@ -488,6 +488,16 @@ __device__ __forceinline__ bool ark_am_better(float v, int32_t i, float bv, int3
 {
 	return i >= 0 && (bi < 0 || v > bv || (v == bv && i < bi));
 }
+/* The warp's best pair into every lane's (bv, bi). All 32 lanes. */
+__device__ __forceinline__ void ark_am_warp(float &bv, int32_t &bi)
+{
+	for (int o = 16; o > 0; o >>= 1) {
+		const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+		const int32_t oi = __shfl_xor_sync(0xffffffffu, bi, o);
+		if (ark_am_better(ov, oi, bv, bi))
+			bv = ov, bi = oi;
+	}
+}
 
 template <typename T>
 __device__ __forceinline__ void ark_argmax_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
@@ -505,12 +515,7 @@ __device__ __forceinline__ void ark_argmax_tile(const ark_opp &p, const ark_task
 			if (v == v && (bi < 0 || v > bv)) /* in order: a tie keeps the earlier index */
 				bv = v, bi = (int32_t)j;
 		}
-		for (int o = 16; o > 0; o >>= 1) {
-			const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-			const int32_t oi = __shfl_xor_sync(0xffffffffu, bi, o);
-			if (ark_am_better(ov, oi, bv, bi))
-				bv = ov, bi = oi;
-		}
+		ark_am_warp(bv, bi);
 		if (lane == 0)
 			sv[warp] = bv, si[warp] = bi;
 		__syncthreads();
@@ -549,12 +554,7 @@ __device__ __forceinline__ void ark_argmax_combine_tile(const ark_opp &p, const 
 			if (ark_am_better(v, i, bv, bi))
 				bv = v, bi = i;
 		}
-		for (int o = 16; o > 0; o >>= 1) {
-			const float ov = __shfl_xor_sync(0xffffffffu, bv, o);
-			const int32_t oi = __shfl_xor_sync(0xffffffffu, bi, o);
-			if (ark_am_better(ov, oi, bv, bi))
-				bv = ov, bi = oi;
-		}
+		ark_am_warp(bv, bi);
 		if (lane == 0)
 			out[r] = bi < 0 ? 0 : bi;
 	}

@@ -393,6 +393,7 @@ __device__ __noinline__ void ark_mmq_mma(const ark_mm_at at, int m0, int m1, int
 	static_assert(ARK_MM_A_BYTES >= 8 * NF * (64 + 4 * 2), "ARK_MM_A_BYTES too small for the quantized mma stream");
 	static_assert(8 * NF * 128 * 4 <= ARK_MM_SACC_BYTES, "sacc");
 	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;
+	const uint64_t pol = ark_l2_once();
 	const int tn = n1 - n0, rows = m1 - m0, ng = (tn + 15) / 16;
 	const int64_t R = g.K / 32 * BB; /* bytes of a row of b */
 	const T *a = reinterpret_cast<const T *>(g.a);
@@ -428,12 +429,12 @@ __device__ __noinline__ void ark_mmq_mma(const ark_mm_at at, int m0, int m1, int
 #pragma unroll
 				for (int i = 0; i < NI; i++) {
 					const int v = tid + ARK_THREADS * i, r = v / NV, vi = v - r * NV, col = pg * 16 + r;
-					if (v < 16 * NV && col < tn) {
-						const char *st = g.b + (int64_t)(n0 + col) * R + (int64_t)(kc0 / 32 + j0) * BB, *end = st + jn * BB;
+					if (v < 16 * NV) {
+						const bool on = col < tn;
+						const char *st = g.b + (int64_t)(n0 + (on ? col : 0)) * R + (int64_t)(kc0 / 32 + j0) * BB, *end = st + jn * BB;
 						const char *at = reinterpret_cast<const char *>((uintptr_t)st & ~(uintptr_t)15) + 16 * vi;
-						if (at < end) /* no evict-first hint here: with it, this copy faulted
-							       * ("illegal instruction", bench/NOTES.md) */
-							ark_cp_async16(slot + r * RS + 16 * vi, at, (int)min((ptrdiff_t)16, end - at));
+						const bool live = on && at < end;
+						ark_cp_async16_once(slot + r * RS + 16 * vi, live ? at : g.b, live ? (int)min((ptrdiff_t)16, end - at) : 0, pol);
 					}
 				}
 				pf++;
