@@ -286,6 +286,10 @@ __device__ __forceinline__ void ark_cp_async16(void *dst, const void *src, int s
 #ifndef ARK_L2_EVICT_FIRST
 #define ARK_L2_EVICT_FIRST 1
 #endif
+/* The policy is the value `createpolicy.fractional.L2::evict_first.b64 p, 1.0` makes (0x12f0000000000000
+ * on sm_90, read back on an H200), given as a constant: ptxas 13.0 can drop a createpolicy whose only
+ * reader is a cp.async cache hint, and the copy then reads an unset register as its policy (an
+ * illegal instruction at run time, bench/NOTES.md). */
 __device__ __forceinline__ uint64_t ark_l2_once()
 {
 #if ARK_L2_EVICT_FIRST

@@ -432,8 +432,6 @@ __device__ __noinline__ void ark_decode_tile(const ark_opp &p, const ark_task &t
 		ark_decode_rc<T, 0>(p, t, e, d, k0, kend);
 }
 
-/* DECODE_COMBINE: the task's rows (t, h) merge the splits that hold keys of theirs, s * chunk <= pos + t
- * (chunk = istride[0][1]): m = max m_s, l = sum l_s 2^(m_s - m), out = sum o_s 2^(m_s - m) / l. */
 /* The combine of head size DH (0: any, read from the op; see ark_decode_rows). */
 template <typename T, int DH>
 __device__ __noinline__ void ark_decode_combine_rows(const ark_opp &p, const ark_tile_env &e, const ark_dec d)
@@ -461,6 +459,8 @@ __device__ __noinline__ void ark_decode_combine_rows(const ark_opp &p, const ark
 	}
 }
 
+/* DECODE_COMBINE: the task's rows (t, h) merge the splits that hold keys of theirs, s * chunk <= pos + t
+ * (chunk = istride[0][1]): m = max m_s, l = sum l_s 2^(m_s - m), out = sum o_s 2^(m_s - m) / l. */
 template <typename T>
 __device__ __forceinline__ void ark_decode_combine_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
 {

@@ -429,7 +429,10 @@ __device__ __noinline__ void ark_mmq_mma(const ark_mm_at at, int m0, int m1, int
 #pragma unroll
 				for (int i = 0; i < NI; i++) {
 					const int v = tid + ARK_THREADS * i, r = v / NV, vi = v - r * NV, col = pg * 16 + r;
-					if (v < 16 * NV) {
+					if (v < 16 * NV) { /* every such lane copies, no bytes (a zero fill inside the
+							     * row's slot) past the tile's columns or blocks: a hinted copy
+							     * under a branch of its own met an illegal instruction
+							     * (bench/NOTES.md) */
 						const bool on = col < tn;
 						const char *st = g.b + (int64_t)(n0 + (on ? col : 0)) * R + (int64_t)(kc0 / 32 + j0) * BB, *end = st + jn * BB;
 						const char *at = reinterpret_cast<const char *>((uintptr_t)st & ~(uintptr_t)15) + 16 * vi;
