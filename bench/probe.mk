@@ -8,7 +8,9 @@
 # $(B)/bench/decode_probe (the DECODE tile alone, one task per CTA, one task or a whole layer) and
 # $(B)/bench/wgmma_probe (the phases of the warpgroup-MMA matmul tile, stamped by its SM's clock) and
 # $(B)/bench/ring_probe (an SM's rate on weights held in L2, read as the streaming tile's ring reads them)
-# and $(B)/bench/icache_probe (the cost of fetching straight-line code of 4-256 KB run once).
+# and $(B)/bench/icache_probe (the cost of fetching straight-line code of 4-256 KB run once) and
+# $(B)/bench/bulk_probe (cold weights streamed by one CTA an SM: 16-byte cp.async rings against
+# one-dimensional bulk copies).
 
 .PHONY: bench-probe
 bench-probe: $(B)/bench/stream_probe $(B)/bench/chain_probe $(B)/bench/mm_probe
@@ -21,6 +23,12 @@ $(B)/bench/stream_probe: bench/stream_probe.cu bench/bench_cuda.h $(wildcard tem
 # $(B)/bench/icache_probe: what an SM pays to fetch straight-line code it runs once, by its size.
 bench-probe: $(B)/bench/icache_probe
 $(B)/bench/icache_probe: bench/icache_probe.cu bench/bench_cuda.h
+	@mkdir -p $(dir $@)
+	$(NVCC) -O3 -std=c++17 $(GENCODE) -Ibench $< -o $@
+
+# $(B)/bench/bulk_probe: cold weights, one CTA an SM: the streaming tile's cp.async ring against bulk copies.
+bench-probe: $(B)/bench/bulk_probe
+$(B)/bench/bulk_probe: bench/bulk_probe.cu bench/bench_cuda.h
 	@mkdir -p $(dir $@)
 	$(NVCC) -O3 -std=c++17 $(GENCODE) -Ibench $< -o $@
 

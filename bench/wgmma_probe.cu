@@ -46,7 +46,7 @@ template <typename T> __global__ void __launch_bounds__(ARK_THREADS, 1) tile_ker
 #if ARK_MM_WGMMA
 	const ark_mm g = bench_mm_of(p);
 	const int m0 = blockIdx.y * tm, n0 = blockIdx.x * tn;
-	ark_mm_wgmma<T>(g, m0, min(m0 + tm, (int)g.M), n0, min(n0 + tn, (int)g.N), 0, (int)g.K, smem);
+	ark_mm_wgmma<T, true>(g, m0, min(m0 + tm, (int)g.M), n0, min(n0 + tn, (int)g.N), 0, (int)g.K, smem);
 #endif
 }
 

@@ -1285,6 +1285,13 @@ static void cases_float(void)
 		case_matmul(dt, 135, 384, 512, false, true, ARK_OP_GELU, 128, 128);
 		case_matmul(dt, 135, 384, 520, true, true, ARK_OP_SILU, 128, 96);
 		case_matmul(dt, 100, 256, 512, false, false, ARK_ACT_NONE, 128, 128, 1, skew);
+		/* b [K, N] aligned, on the warpgroup MMA (fp16/bf16): 128 x 64 (a tile of 48 rows as one of 128),
+		 * 64 x 128, 128 x 128, k cut mid-stage, a split's k range, columns past a padded N */
+		case_matmul(dt, 48, 136, 264, false, false, ARK_ACT_NONE, 48, 64);
+		case_matmul(dt, 100, 200, 520, false, true, ARK_OP_RELU, 128, 64);
+		case_matmul(dt, 40, 328, 1000, false, true, ARK_OP_GELU, 40, 128, 2);
+		case_matmul(dt, 129, 264, 392, false, true, ARK_ACT_NONE, 128, 128, 1, 0, 8, true);
+		case_matmul(dt, 72, 195, 256, false, false, ARK_ACT_NONE, 72, 128, 1, 0, 8, false, ARK_PRE_NONE, PAD_B);
 		/* split K: partials then reduce */
 		case_matmul(dt, 1, 1024, 4096, false, true, ARK_OP_SILU, 1, 128, 4);
 		case_matmul(dt, 1, 1000, 3000, true, false, ARK_ACT_NONE, 1, 128, 3);
