@@ -896,7 +896,21 @@ static void decode_blocks(int64_t T, int64_t G, int64_t *tb, int64_t *gb)
 	*gb = G <= ARK_DEC_ROWS ? G : ARK_DEC_ROWS;
 }
 
-#define DEC_ROW_BLOCK_US 1.8 /* a DECODE tile's time per query row and block of ARK_DEC_BK keys */
+/* A DECODE tile's own time (us) for `rows` query rows (heads x positions) over `blocks` blocks of
+ * ARK_DEC_BK keys, head size Dh, es bytes an element. fp32: a fixed part, then per block a part for
+ * the block's keys and values and one per row, each growing with the head size, fitted to
+ * bench/decode_probe's one-task points (NVIDIA H200: 16 rows over 1 and 5 blocks at head sizes 64 and
+ * 128, 16 rows over 3, 4 and 8 blocks, 4 rows over 4 blocks; within 8% of each; bench/NOTES.md).
+ * 16-bit: ~1.8 us a row and block (fitted on an H100 to 4 rows x 4 blocks, 16 x 1 and 16 x 5): the
+ * same fit made for them (7.0 us a block, 0.54 a row) would price a decode step's splits at their full
+ * keys where the benchmarks run at position 0 with one key, and is left until they run mid-cache. */
+static double dec_tile_us(int64_t rows, int64_t blocks, int64_t Dh, int64_t es)
+{
+	if (es != 4)
+		return 1.8 * (double)rows * (double)blocks;
+	const double h = (double)Dh / 64.0;
+	return 8.0 + 1.5 * h + (double)blocks * (2.5 + 0.54 * (double)rows) * h;
+}
 
 /* decode_attention (flash-decoding): one vCTA per (kv head, block of query rows, split of the cache's
  * L rows). S splits when the blocks alone leave SMs idle: as many as fill the SMs, each of at least
@@ -969,13 +983,11 @@ static void tile_decode_attention(struct tiling *s, int oi)
 						/* q.k and p.v per row and key, the softmax's few operations per score */
 						v->flops = (double)(rows * (k1 - k0)) * (4.0 * (double)Dh + 8.0);
 						v->bytes = (double)(es * (2 * (k1 - k0) * Dh + 2 * rows * Dh));
-						/* the tile's own time, far above its FMAs: ~1.8 us a row and block of
-						 * ARK_DEC_BK keys at head sizes 64-128 (bench/decode_probe, NVIDIA H100:
-						 * 4 rows x 4 blocks 29 us, 16 x 1 34 us, 16 x 5 141 us; bench/NOTES.md) */
+						/* the tile's own time, far above its FMAs (dec_tile_us) */
 						if (att)
 							v->lat_us = att_tile_us(rows, k1 - k0, Dh, 2);
 						else
-							v->lat_us = DEC_ROW_BLOCK_US * (double)rows * (double)cdiv(k1 - k0, ARK_DEC_BK);
+							v->lat_us = dec_tile_us(rows, cdiv(k1 - k0, ARK_DEC_BK), Dh, es);
 					}
 				}
 }
