@@ -57,7 +57,10 @@ PART_OBJ    := $(call obj,$(PART_SRC))
 RT_OBJ      := $(call obj,$(RT_SRC))
 RT_HOST_OBJ := $(call obj,$(RT_HOST_SRC))
 TESTS       := $(patsubst tests/%.c,$(B)/tests/%,$(TEST_SRC))
-GPU_TESTS   := $(if $(filter 1,$(SANITIZE)),,$(patsubst tests/%.cu,$(B)/tests/%,$(GPU_TEST_SRC)))
+# tests/gpu_tiles.cu is built once a float dtype (its kernel holds every template: one build of all
+# three takes ~3x as long as the longest of these, which `make -j` runs side by side).
+GPU_TILES   := $(B)/tests/gpu_tiles_fp16 $(B)/tests/gpu_tiles_bf16 $(B)/tests/gpu_tiles_fp32
+GPU_TESTS   := $(if $(filter 1,$(SANITIZE)),,$(filter-out $(B)/tests/gpu_tiles,$(patsubst tests/%.cu,$(B)/tests/%,$(GPU_TEST_SRC))) $(GPU_TILES))
 BENCHES     := $(patsubst bench/%.c,$(B)/bench/%,$(BENCH_SRC))
 
 .PHONY: all deps run test fuzz install clean golden bench
@@ -103,6 +106,13 @@ $(B)/tests/%: tests/%.c $(B)/libtest.a $(ALL_LIBS)
 $(B)/tests/%: tests/%.cu $(B)/libarkrt.a $(wildcard templates/*.cuh abi/*.h abi/*.cuh tests/*.cuh)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) $(INC) $< $(B)/libarkrt.a -lcjson -o $@
+
+GPU_TILES_OFF_fp16 := -DARK_TILES_BF16=0 -DARK_TILES_FP32=0
+GPU_TILES_OFF_bf16 := -DARK_TILES_FP16=0 -DARK_TILES_FP32=0
+GPU_TILES_OFF_fp32 := -DARK_TILES_FP16=0 -DARK_TILES_BF16=0
+$(GPU_TILES): $(B)/tests/gpu_tiles_%: tests/gpu_tiles.cu $(B)/libarkrt.a $(wildcard templates/*.cuh abi/*.h abi/*.cuh tests/*.cuh)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) $(INC) $(GPU_TILES_OFF_$*) $< $(B)/libarkrt.a -lcjson -o $@
 
 # tests/gpu_generate.cu runs the file arkgen generates for tests/models/tokens.cfg
 $(B)/gen/tokens_model.cu: tests/models/tokens.cfg $(B)/arkgen

@@ -1,4 +1,7 @@
 // gpu_tiles.cu: every tile template x dtype on the GPU against the CPU reference (TAP); skips without a GPU.
+// Built once a float dtype (the Makefile's gpu_tiles_fp16, _bf16, _fp32: ARK_TILES_* leave the other
+// two out), so that the three builds of this large kernel run side by side; each runs its dtype's
+// cases. Built without those macros, one binary runs them all.
 #include <math.h>
 
 #include "ark.h"
@@ -6,6 +9,12 @@
 #define ARK_TILES_DECODE 1    /* and rope, decode attention, argmax */
 #define ARK_TILES_QUANT 1     /* and the q4_1 / q8_0 paths */
 #include "ark_tiles.cuh"
+
+/* Whether this build has the tiles of float dtype dt (ark_tiles.cuh's ARK_TILES_*): its cases run. */
+static bool built(int dt)
+{
+	return (dt == ARK_FP16 && ARK_TILES_FP16) || (dt == ARK_BF16 && ARK_TILES_BF16) || (dt == ARK_FP32 && ARK_TILES_FP32);
+}
 
 /* Every template, through ark_tile's dispatch, with the most shared memory any of them needs. */
 struct harness_tiles {
@@ -713,6 +722,10 @@ static void cases_quant(void)
 			for (int64_t N : {1, 7, 576, 1536})
 				for (int64_t K : {32, 576, 1536, 8192}) {
 					const int dt = i % ARK_FLOAT_DTYPES;
+					if (!built(dt)) {
+						i++;
+						continue;
+					}
 					const int act = i % 5 == 1 ? ARK_OP_SILU : i % 5 == 3 ? ARK_OP_GELU : ARK_ACT_NONE;
 					const int tm = M <= 16 ? (int)M : i % 2 ? 40 : 16;
 					const int tn = i % 3 == 0 ? 128 : i % 3 == 1 ? 16 : 100;
@@ -721,6 +734,8 @@ static void cases_quant(void)
 				}
 	for (int qdt : {ARK_Q4_1, ARK_Q8_0})
 		for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++) {
+			if (!built(dt))
+				continue;
 			case_matmul_q(dt, qdt, 1, 576, 8192, true, ARK_ACT_NONE, 1, 64, 4);
 			case_matmul_q(dt, qdt, 3, 1536, 1536, false, ARK_OP_SILU, 3, 128, 3);
 			case_matmul_q(dt, qdt, 40, 7, 8192, true, ARK_ACT_NONE, 40, 7, 5);
@@ -1255,6 +1270,8 @@ static void case_argmax(int dt, int64_t M, int64_t N, int64_t S, int64_t rows_pe
 static void cases_float(void)
 {
 	for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++) {
+		if (!built(dt))
+			continue;
 		const int skew = dt == ARK_FP32 ? 4 : 2;
 		/* batch 1 and small M: weight streaming ([K,N] and [N,K]), a chunked over K, edge tiles */
 		case_matmul(dt, 1, 1000, 777, false, false, ARK_ACT_NONE, 128, 128);
@@ -1568,13 +1585,16 @@ int main(void)
 		cases_float();
 	cases_quant();
 	for (int qdt : {ARK_Q4_1, ARK_Q8_0}) /* the quantized stream's rate in bytes of blocks */
-		stream_rate(ARK_BF16, true, 4096, qdt);
+		if (built(ARK_BF16))
+			stream_rate(ARK_BF16, true, 4096, qdt);
 	for (int qdt : {ARK_Q4_1, ARK_Q8_0}) /* DEQUANT's rate, blocks in and values out */
 		for (int dt : {ARK_BF16, ARK_FP32})
-			dequant_rate(dt, qdt, 4096, 16);
+			if (built(dt))
+				dequant_rate(dt, qdt, 4096, 16);
 	for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++)
 		for (bool tb : {false, true})
-			stream_rate(dt, tb, dt == ARK_FP32 ? 2048 : 4096);
+			if (built(dt))
+				stream_rate(dt, tb, dt == ARK_FP32 ? 2048 : 4096);
 	printf("1..%d\n", g_n);
 	return g_failed ? 1 : 0;
 }
