@@ -1712,11 +1712,9 @@ __device__ __forceinline__ void ark_mm_staged_t(const ark_mm &g, int m0, int m1,
 {
 #if ARK_MM_WGMMA
 	/* aligned 16-bit operands, a tile of more than 32 rows and columns and two stages of k at least:
-	 * Hopper's warpgroup MMA (op_wgmma.cuh); with b [K, N] only a tile of more than 64 rows or columns
-	 * (one of at most 64 x 64 would run as 128 x 64, whose serialized MMAs made it 1.1-1.4x slower
-	 * than the mma tile: bench/NOTES.md) */
+	 * Hopper's warpgroup MMA (op_wgmma.cuh) */
 	if constexpr (sizeof(T) == 2 && !STG && ARK_THREADS == 256) {
-		if (m1 - m0 > 32 && n1 - n0 > 32 && k1 - k0 >= 128 && (TB || m1 - m0 > 64 || n1 - n0 > 64)) {
+		if (m1 - m0 > 32 && n1 - n0 > 32 && k1 - k0 >= 128) {
 			ark_mm_wgmma<T, TB>(g, m0, m1, n0, n1, k0, k1, smem);
 			return;
 		}

@@ -63,28 +63,23 @@ ARK_WGMMA_DEF(__nv_bfloat16, 64, "bf16", true, "0")
 ARK_WGMMA_DEF(__half, 64, "f16", true, "0")
 ARK_WGMMA_DEF(__nv_bfloat16, 128, "bf16", true, "0")
 ARK_WGMMA_DEF(__half, 128, "f16", true, "0")
+ARK_WGMMA_DEF(__nv_bfloat16, 32, "bf16", false, "1")
+ARK_WGMMA_DEF(__half, 32, "f16", false, "1")
 ARK_WGMMA_DEF(__nv_bfloat16, 64, "bf16", false, "1")
 ARK_WGMMA_DEF(__half, 64, "f16", false, "1")
 ARK_WGMMA_DEF(__nv_bfloat16, 128, "bf16", false, "1")
 ARK_WGMMA_DEF(__half, 128, "f16", false, "1")
 #undef ARK_WGMMA_DEF
 
-/* The descriptor of a K-major operand staged as rows of 64 elements (128 bytes) whose 16-byte chunks
- * are swizzled (chunk c of row r at c ^ (r & 7)), 8-row groups 1024 bytes apart, from shared address s
- * (a 1024-byte aligned group; each 16-deep step of k 32 bytes further): the 128-byte swizzle mode. */
-__device__ __forceinline__ uint64_t ark_wgmma_desc(uint32_t s)
+/* The descriptor of an operand staged in the 128-byte swizzle mode from shared address s (a 1024-byte
+ * aligned group): rows of 64 elements (128 bytes) whose 16-byte chunks are swizzled (chunk c of row r
+ * at c ^ (r & 7)), 8-row groups 1024 bytes apart (the stride byte offset). K-major (a; b [N, K]): a
+ * row is 64 of k, each 16-deep step of k 32 bytes further; lbo unused (16). N-major (b [K, N]): panels
+ * of 64 columns by 64 rows of k, a row 64 columns, lbo = 8192 from a panel to the next, each 16-deep
+ * step of k 2048 bytes further. */
+__device__ __forceinline__ uint64_t ark_wgmma_desc(uint32_t s, uint32_t lbo = 16)
 {
-	return (uint64_t)((s & 0x3ffff) >> 4) | (uint64_t)1 << 16 | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
-}
-
-/* The descriptor of an N-major operand (b [K, N]) staged as panels of 64 columns (128 bytes) by 64 rows
- * of k, each row's 16-byte chunks swizzled as above (chunk c of row r at c ^ (r & 7)), the panels 8 KB
- * apart (the leading byte offset: from 64 columns to the next), 8-row groups of k 1024 bytes apart (the
- * stride byte offset), from shared address s (a 1024-byte aligned group; each 16-deep step of k 2048
- * bytes further): the 128-byte swizzle mode. */
-__device__ __forceinline__ uint64_t ark_wgmma_desc_mn(uint32_t s)
-{
-	return (uint64_t)((s & 0x3ffff) >> 4) | (uint64_t)(8192 >> 4) << 16 | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
+	return (uint64_t)((s & 0x3ffff) >> 4) | (uint64_t)(lbo >> 4) << 16 | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
 }
 
 /* Keeps the compiler from moving reads or writes of the accumulators across a wgmma fence or wait. */
@@ -119,12 +114,13 @@ template <int R> __device__ __forceinline__ void ark_wgmma_hold(float (&d)[R])
  * N columns) or 64 (the warpgroups 64 x N each, side by side: 2N columns), CP columns; operands 16-byte
  * aligned (ark_mm_staged's al), b [N, K] (TB) or [K, N]. Stages of 64 of k, a [RP][64] swizzled
  * (ark_wgmma_desc), then b [CP][64] likewise (TB) or, for b [K, N], CP / 64 panels of [64][64] (k by
- * columns) swizzled (ark_wgmma_desc_mn), as many as ARK_SMEM_MATMUL holds from a 1024-byte boundary (at
- * most ARK_MM_MAX_STAGES), filled by 16-byte cp.async (zeros past the tile and past k1) through
- * ark_mm_ring, st - 1 in flight; each stage four wgmma a warpgroup, waited for before the barrier that
+ * columns) swizzled (ark_wgmma_desc with the panels' offset), as many as ARK_SMEM_MATMUL holds from a
+ * 1024-byte boundary (at most ARK_MM_MAX_STAGES), filled by 16-byte cp.async (zeros past the tile
+ * and past k1) through ark_mm_ring, st - 1 in flight; each stage four wgmma a warpgroup, waited for before the barrier that
  * frees the stage (ARK_WGMMA_LAG: one stage later, st - 2 in flight). The sums go through shared
- * memory to ark_mm_epilogue, as the mma tile's. b [K, N] needs each warpgroup's columns to start a
- * panel: N = 64 or 128 (ark_mm_wgmma). */
+ * memory to ark_mm_epilogue, as the mma tile's. For b [K, N] a warpgroup's columns start a panel or,
+ * N = 32 side by side, 64 bytes into its rows (the descriptor's start, as a's k steps inside a swizzled
+ * row: the same 1 KB group, no base offset). */
 template <typename T, int N, bool TWO_M, bool TB>
 __device__ ARK_WGMMA_FN void ark_mm_wgmma_t(const ark_mm_at at, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
@@ -132,7 +128,7 @@ __device__ ARK_WGMMA_FN void ark_mm_wgmma_t(const ark_mm_at at, int m0, int m1, 
 	constexpr int BK = 64, RP = TWO_M ? 128 : 64, CP = TWO_M ? N : 2 * N, STAGE = (RP + CP) * 128;
 	constexpr int CHUNKS = (RP + CP) * 8 / ARK_THREADS; /* 16-byte copies a thread a stage */
 	static_assert(ARK_THREADS == 256 && (RP + CP) * 8 % ARK_THREADS == 0, "wgmma tile: two warpgroups");
-	static_assert(TB || N % 64 == 0, "wgmma tile: b [K, N] in panels of 64 columns");
+	static_assert(TB || N % 32 == 0, "wgmma tile: b [K, N] in panels of 64 columns, halves of one");
 	const T *a = reinterpret_cast<const T *>(g.a), *b = reinterpret_cast<const T *>(g.b);
 	const int64_t AS = g.astride, BS = g.bstride;
 	const int rows = m1 - m0, cols = n1 - n0, wg = threadIdx.x >> 7;
@@ -173,7 +169,8 @@ __device__ ARK_WGMMA_FN void ark_mm_wgmma_t(const ark_mm_at at, int m0, int m1, 
 			}
 		}
 	};
-	const uint32_t a_off = TWO_M ? wg * 64 * 128 : 0, b_off = RP * 128 + (TWO_M ? 0 : wg * N * 128);
+	const uint32_t a_off = TWO_M ? wg * 64 * 128 : 0,
+		       b_off = RP * 128 + (TWO_M ? 0 : TB ? wg * N * 128 : (wg * N * 2) % 128 + (wg * N / 64) * 8192);
 	ark_mm_ring(
 		st, ktiles, STAGE, load,
 		[](int) { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }, /* cp.async -> wgmma */
@@ -181,7 +178,7 @@ __device__ ARK_WGMMA_FN void ark_mm_wgmma_t(const ark_mm_at at, int m0, int m1, 
 			ARK_MM_TSTAMP(1 + (kt_seen < 11 ? kt_seen : 11));
 			kt_seen++;
 			const uint64_t da = ark_wgmma_desc(sbase + so + a_off),
-				       db = TB ? ark_wgmma_desc(sbase + so + b_off) : ark_wgmma_desc_mn(sbase + so + b_off);
+				       db = ark_wgmma_desc(sbase + so + b_off, TB ? 16 : 8192);
 			ark_wgmma_hold(acc);
 			asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
@@ -214,10 +211,7 @@ __device__ ARK_WGMMA_FN void ark_mm_wgmma_t(const ark_mm_at at, int m0, int m1, 
 	ARK_MM_TSTAMP(15);
 }
 
-/* The wgmma tile's shape for a tile of more than 32 rows and columns (at most 128 x 128). b [K, N] takes
- * the warpgroups' columns in whole panels of 64: a tile of at most 64 columns runs as 128 rows by 64
- * (the warpgroups' rows past the tile are zeros, never stored; ark_mm_staged_t sends it only tiles of
- * more than 64 rows then). */
+/* The wgmma tile's shape for a tile of more than 32 rows and columns (at most 128 x 128). */
 template <typename T, bool TB>
 __device__ __forceinline__ void ark_mm_wgmma(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
@@ -228,10 +222,8 @@ __device__ __forceinline__ void ark_mm_wgmma(const ark_mm &g, int m0, int m1, in
 			ark_mm_wgmma_t<T, 64, true, TB>(g.at, m0, m1, n0, n1, k0, k1, smem);
 	} else if (n1 - n0 > 64) {
 		ark_mm_wgmma_t<T, 64, false, TB>(g.at, m0, m1, n0, n1, k0, k1, smem);
-	} else if (TB) {
-		ark_mm_wgmma_t<T, 32, false, true>(g.at, m0, m1, n0, n1, k0, k1, smem);
 	} else {
-		ark_mm_wgmma_t<T, 64, true, false>(g.at, m0, m1, n0, n1, k0, k1, smem);
+		ark_mm_wgmma_t<T, 32, false, TB>(g.at, m0, m1, n0, n1, k0, k1, smem);
 	}
 }
 #endif /* ARK_MM_WGMMA */
