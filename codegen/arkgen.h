@@ -21,12 +21,15 @@ enum arkgen_pass {
 
 /* policy: every placement policy, one schedule each (for comparing them; nothing to emit) */
 #define ARKGEN_POLICY_ALL (-1)
+/* policy: every placement policy, the one of least predicted latency kept (ties: the first of
+ * enum part_policy); the default */
+#define ARKGEN_POLICY_AUTO (-2)
 
 struct arkgen_options {
 	int sms;               /* SMs of the target GPU */
 	int smem;              /* dynamic shared memory per CTA, bytes */
 	int threads;           /* threads per CTA of the loop kernel */
-	int policy;            /* enum part_policy, or ARKGEN_POLICY_ALL */
+	int policy;            /* enum part_policy, ARKGEN_POLICY_ALL or ARKGEN_POLICY_AUTO */
 	int barrier;           /* grid barriers between dependency levels instead of counters */
 	int fuse;              /* activations into matmuls and all_reduces, elementwise chains */
 	int reuse;             /* activations share memory when their lifetimes allow */
@@ -53,6 +56,7 @@ struct arkgen_result {
 	struct tiling tiling;         /* from ARKGEN_PASS_FUSE on */
 	int n_schedules;              /* 1; ARKGEN_POLICY_ALL: one per policy (those made before an error) */
 	struct schedule schedule[PART__COUNT]; /* [0]: the schedule; policy all: [policy] */
+	double policy_us[PART__COUNT]; /* policy auto: each policy's predicted latency, us (0: not made) */
 	double seconds;               /* time from tiling to the last schedule */
 };
 

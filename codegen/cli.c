@@ -22,7 +22,7 @@ enum arg {
 	ARG_PATH,   /* a file name: const char * */
 	ARG_INT,    /* an integer from lo to hi: int */
 	ARG_BYTES,  /* a byte count >= 0: long long */
-	ARG_CHOICE, /* one of names[] (value: its index) or `all` (value: -1): int */
+	ARG_CHOICE, /* one of names[] (value: its index), `auto` (value: -2) or `all` (value: -1): int */
 	ARG_CLEAR,  /* no argument: clears an int */
 	ARG_DUMPS,  /* -d letters, each one of dump_letters */
 	ARG_ACTION, /* no argument: runs `action` and exits with its status */
@@ -40,6 +40,7 @@ struct option_def {
 	const char *const *names;   /* ARG_CHOICE: n_names names, value = index */
 	int n_names;
 	const char *all;            /* ARG_CHOICE: one more name, value -1 (NULL: none) */
+	const char *autoname;       /* ARG_CHOICE: one more name, value -2 (NULL: none) */
 	int (*action)(void);        /* ARG_ACTION: its exit status */
 	void (*more)(FILE *f);      /* --help: lines printed after the help text, NULL: none */
 	size_t at;                  /* where it is stored: offset in struct cli */
@@ -77,9 +78,10 @@ static const struct option_def options[] = {
 	  .help = "dynamic shared memory per CTA (default " STR(ARKGEN_SMEM_DEFAULT) "; the templates need %d)",
 	  .help_value = smem_need },
 	{ "policy", 0, ARG_CHOICE, "P", .names = part_policy_name, .n_names = PART__COUNT, .all = "all",
-	  .at = AT(ark.policy), .shape = SHAPE_ALWAYS,
-	  .help = "placement: metis (default), roundrobin, wavefront, critical; 'all' prints\n"
-		  "one line per policy and emits nothing" },
+	  .autoname = "auto", .at = AT(ark.policy), .shape = SHAPE_ALWAYS,
+	  .help = "placement: metis, roundrobin, wavefront, critical, or auto (default:\n"
+		  "each of them placed and simulated, the one of least predicted latency\n"
+		  "kept); 'all' prints one line per policy and emits nothing" },
 	{ "sync", 0, ARG_CHOICE, "S", .names = sync_names, .n_names = 2, .at = AT(ark.barrier),
 	  .shape = SHAPE_ALWAYS,
 	  .help = "counters (default: per-dependency counters) or barrier (a grid barrier\n"
@@ -333,12 +335,13 @@ static int parse_integer(const struct option_def *d, const char *arg, long long 
 /* "a, b or c" of a choice's names. */
 static void choice_list(const struct option_def *d, char *buf, size_t n)
 {
-	int total = d->n_names + (d->all != NULL);
+	const char *extra[2] = {d->autoname ? d->autoname : d->all, d->autoname ? d->all : NULL};
+	int total = d->n_names + (d->all != NULL) + (d->autoname != NULL);
 	buf[0] = 0;
 	for (int i = 0; i < total; i++) {
 		size_t len = strlen(buf);
 		snprintf(buf + len, n - len, "%s%s", i == 0 ? "" : i == total - 1 ? " or " : ", ",
-			 i < d->n_names ? d->names[i] : d->all);
+			 i < d->n_names ? d->names[i] : extra[i - d->n_names]);
 	}
 }
 
@@ -352,6 +355,10 @@ static int parse_choice(const struct option_def *d, const char *arg, int *v)
 		}
 	if (d->all && !strcmp(arg, d->all)) {
 		*v = -1;
+		return 0;
+	}
+	if (d->autoname && !strcmp(arg, d->autoname)) {
+		*v = -2;
 		return 0;
 	}
 	choice_list(d, list, sizeof list);
@@ -453,7 +460,7 @@ static void shaping_line(struct cli *o)
 		if (d->arg == ARG_INT || d->arg == ARG_BYTES)
 			snprintf(value, sizeof value, " %lld", v);
 		else if (d->arg == ARG_CHOICE)
-			snprintf(value, sizeof value, " %s", v < 0 ? d->all : d->names[v]);
+			snprintf(value, sizeof value, " %s", v == -2 ? d->autoname : v < 0 ? d->all : d->names[v]);
 		snprintf(o->shaping + n, sizeof o->shaping - n, "%s--%s%s", n ? " " : "", d->name, value);
 		n = strlen(o->shaping);
 	}

@@ -145,6 +145,13 @@ void report_schedule(const struct arkgen_result *r, FILE *f)
 			padded[0], padded[0] == 1 ? "" : "s", padded[1], padded[1] == 1 ? "" : "s", pad_bytes / 1024.0);
 	fprintf(f, "  placement %s: edge cut %lld, verified: every hazard ordered, no deadlock\n",
 		part_policy_name[p->policy], (long long)edge_cut(s, p));
+	if (r->opt.policy == ARKGEN_POLICY_AUTO) { /* what it was chosen from */
+		fprintf(f, "  placement chosen by predicted latency:");
+		for (int i = 0; i < PART__COUNT; i++)
+			if (r->policy_us[i] > 0)
+				fprintf(f, "%s %s %.1f us", i ? "," : "", part_policy_name[i], r->policy_us[i]);
+		fprintf(f, "\n");
+	}
 	report_costs(r, f);
 	fprintf(f, "  predicted latency %.1f us (critical path %.1f us over %d vCTAs: compute %.1f, memory %.1f, "
 		"hops %.1f, waits %.1f; SM utilisation %.1f%%)\n",

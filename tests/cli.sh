@@ -8,7 +8,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 
 . tests/lib/tap.sh
 
-echo "1..82"
+echo "1..86"
 check "--help exits 0" run 0 --help
 check "--help shows the usage line" has '^usage: arkgen \[options\] MODEL.cfg' "$tmp/out"
 for opt in --help --version -o --output -dG -dT -dP --dot --dot-vctas --gpu --sms --smem --policy --sync --no-fuse --no-reuse --p2p-max --oneshot-max --ll-max --schedule --nvcc-flags -h -V; do
@@ -40,6 +40,10 @@ check "--oneshot-max 0: all_reduce in two phases" sh -c "'$ARKGEN' --oneshot-max
 check "bad --ll-max: exit 2" run 2 --ll-max x models/comm2.cfg
 check "bad --oneshot-max: exit 2" run 2 --oneshot-max -5 models/comm2.cfg
 check "--p2p-max 0: all_reduce through the DMA engine" sh -c "'$ARKGEN' --p2p-max 0 models/comm2.cfg -o '$tmp/d.cu' >/dev/null && grep -q ' ar DMA ' '$tmp/d.cu' && grep -q 'options: .*--p2p-max 0' '$tmp/d.cu'"
+check "default placement: auto, said in the report" sh -c "'$ARKGEN' models/branchy.cfg | grep -q '^  placement chosen by predicted latency: metis [0-9.]* us, roundrobin [0-9.]* us, wavefront [0-9.]* us, critical [0-9.]* us$'"
+check "--policy metis: no choice to report" sh -c "'$ARKGEN' --policy metis models/branchy.cfg | grep -q '^  placement metis:' && ! '$ARKGEN' --policy metis models/branchy.cfg | grep -q 'chosen by'"
+check "bad --policy: exit 2" run 2 --policy best models/mlp.cfg
+check "bad --policy: lists auto and all" has "takes metis, roundrobin, wavefront, critical, auto or all, not 'best'" "$tmp/err"
 check "--sync barrier: exit 0" run 0 --sync barrier models/branchy.cfg -o "$tmp/bar.cu"
 check "--sync barrier: the grid barrier's template is built" has 'ARK_TILE_BIT(BARRIER)' "$tmp/bar.cu"
 check "--sync barrier on 2 GPUs: refused" run 1 --sync barrier models/comm2.cfg

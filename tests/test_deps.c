@@ -347,6 +347,47 @@ static void test_state_unordered_schedule_rejected(void **state)
 	arkgen_result_free(&r);
 }
 
+/* --policy auto: every policy placed and simulated, the least predicted kept (the first of them on a
+ * tie), alone in schedule[0]; the same placement as that policy's own. At least one of the models
+ * must be one where METIS's is not the least, or the test would not tell auto from metis. */
+static void test_auto_policy_least_predicted(void **state)
+{
+	(void)state;
+	static const char *const some[] = {"tests/models/pooling.cfg", "models/branchy.cfg", "tests/models/reuse.cfg",
+					   "models/mlp.cfg"};
+	int not_metis = 0;
+	for (size_t i = 0; i < sizeof some / sizeof some[0]; i++) {
+		struct arkgen_options opt = opts_until(ARKGEN_PASS_SCHEDULE);
+		struct arkgen_result all, aut;
+		opt.reuse = 0; /* one memory plan: the policies alone decide */
+		opt.policy = ARKGEN_POLICY_ALL;
+		compile_or_fail(some[i], &opt, &all);
+		opt.policy = ARKGEN_POLICY_AUTO;
+		compile_or_fail(some[i], &opt, &aut);
+		assert_int_equal(all.n_schedules, PART__COUNT);
+		int best = 0;
+		for (int p = 0; p < PART__COUNT; p++) {
+			if (all.schedule[p].sim.latency_us < all.schedule[best].sim.latency_us)
+				best = p;
+			if (aut.policy_us[p] != all.schedule[p].sim.latency_us)
+				fail_msg("%s: auto has %s at %g us, all at %g", some[i], part_policy_name[p], aut.policy_us[p],
+					 all.schedule[p].sim.latency_us);
+		}
+		assert_int_equal(aut.n_schedules, 1);
+		if ((int)aut.schedule[0].policy != (int)all.schedule[best].policy ||
+		    aut.schedule[0].sim.latency_us != all.schedule[best].sim.latency_us)
+			fail_msg("%s: auto kept %s (%g us), the least predicted is %s (%g us)", some[i],
+				 part_policy_name[aut.schedule[0].policy], aut.schedule[0].sim.latency_us,
+				 part_policy_name[all.schedule[best].policy], all.schedule[best].sim.latency_us);
+		for (int v = 0; v < aut.tiling.n_vcta; v++)
+			assert_int_equal(aut.schedule[0].pl.sm[v], all.schedule[best].pl.sm[v]);
+		not_metis += best != PART_METIS;
+		arkgen_result_free(&all);
+		arkgen_result_free(&aut);
+	}
+	assert_true(not_metis > 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -356,6 +397,7 @@ int main(void)
 		cmocka_unit_test(test_view_unaware_schedule_rejected),
 		cmocka_unit_test(test_state_readers_before_update),
 		cmocka_unit_test(test_state_unordered_schedule_rejected),
+		cmocka_unit_test(test_auto_policy_least_predicted),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
 	return cmocka_run_group_tests(tests, NULL, NULL);
