@@ -37,7 +37,8 @@ static int load(struct arkgen_result *r, const char *path, const char *text)
 }
 
 /* Placement, waits, counters, proof and prediction: for one policy, or for each; with policy auto,
- * for each, keeping the one of least predicted latency in schedule[0] (the simulator's prediction
+ * each placed and simulated, the one of least predicted latency kept in schedule[0] and only it
+ * verified and given its tables (the simulator's prediction
  * picks the placement as it picks the memory plan below: on a 40-model draw four models were
  * predicted 1.2-1.6x faster on another policy than on METIS's, bench/NOTES.md). */
 static int schedule(struct arkgen_result *r)
@@ -46,15 +47,16 @@ static int schedule(struct arkgen_result *r)
 	const int each = o->policy == ARKGEN_POLICY_ALL || o->policy == ARKGEN_POLICY_AUTO;
 	int first = each ? 0 : o->policy;
 	int last = each ? PART__COUNT - 1 : o->policy;
+	const int auto_ = o->policy == ARKGEN_POLICY_AUTO;
 	for (int pol = first; pol <= last; pol++) {
 		struct schedule *p = &r->schedule[r->n_schedules];
-		if (schedule_build(&r->tiling, &r->gpu, pol, o->barrier, p) < 0) {
+		if ((auto_ ? schedule_place : schedule_build)(&r->tiling, &r->gpu, pol, o->barrier, p) < 0) {
 			schedule_free(p);
 			return -1;
 		}
 		r->n_schedules++;
 	}
-	if (o->policy != ARKGEN_POLICY_AUTO)
+	if (!auto_)
 		return 0;
 	int best = 0;
 	for (int i = 0; i < r->n_schedules; i++) {
@@ -69,7 +71,7 @@ static int schedule(struct arkgen_result *r)
 		r->schedule[0] = r->schedule[best];
 	memset(&r->schedule[1], 0, sizeof r->schedule[1] * (PART__COUNT - 1));
 	r->n_schedules = 1;
-	return 0;
+	return schedule_check(&r->tiling, &r->schedule[0]); /* the one kept is verified, its tables made */
 }
 
 static double since(const struct timespec *t0)
@@ -172,11 +174,17 @@ int arkgen_compile(const char *path, const char *text, const struct arkgen_optio
 	}
 	double secs = r->seconds + alt.seconds;
 	const int better = alt.schedule[0].sim.latency_us < r->schedule[0].sim.latency_us;
+	struct arkgen_options again = *opt;
+	double policy_us[PART__COUNT];
+	again.policy = alt.schedule[0].policy; /* auto: made again by the policy it chose */
+	memcpy(policy_us, alt.policy_us, sizeof policy_us);
 	arkgen_result_free(&alt);
 	if (better) { /* made again in place: a result points into itself (tiling.g, the gpu), so no copy */
 		arkgen_result_free(r);
-		if (compile_plan_again(path, text, opt, r, MEM_REUSE_ORDER) < 0)
+		if (compile_plan_again(path, text, &again, r, MEM_REUSE_ORDER) < 0)
 			return -1;
+		r->opt.policy = opt->policy;
+		memcpy(r->policy_us, policy_us, sizeof policy_us);
 		secs += r->seconds;
 	}
 	r->seconds = secs;

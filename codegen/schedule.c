@@ -335,7 +335,13 @@ static int by_level_then_pos(const void *a, const void *b, void *ctx)
 }
 
 int schedule_build(struct tiling *s, const struct part_gpu *gpu, enum part_policy policy, int barrier,
-		  struct schedule *p)
+		   struct schedule *p)
+{
+	return schedule_place(s, gpu, policy, barrier, p) < 0 ? -1 : schedule_check(s, p);
+}
+
+int schedule_place(struct tiling *s, const struct part_gpu *gpu, enum part_policy policy, int barrier,
+		   struct schedule *p)
 {
 	char err[512];
 	struct part_dag dag;
@@ -394,23 +400,32 @@ int schedule_build(struct tiling *s, const struct part_gpu *gpu, enum part_polic
 	assign_counters(s, p);
 	map_counters(s, p);
 	build_waits(s, p);
-	if (!barrier && part_verify(&dag, p->need, &p->pl, s->n_hazards, s->hu, s->hv, err, sizeof err) < 0) {
-		diag_error(s->g->file, 0, "schedule verification failed (%s): %s", part_policy_name[policy], err);
-		return -1;
-	}
-	if (tables_build(s, p, &p->tab) < 0)
-		return -1;
-	char terr[1024];
-	if (tables_verify(s, &p->tab, terr, sizeof terr) < 0) {
-		diag_error(s->g->file, 0, "the tables of the schedule (%s) are not safe: %s", part_policy_name[policy], terr);
-		return -1;
-	}
 	struct part_gpu all = *gpu; /* several GPUs: one machine with all their SMs and bandwidth */
 	all.sms = p->pl.sms;
 	all.dram_gbps *= s->g->gpus;
 	all.tc_tflops *= s->g->gpus;
 	all.fp32_tflops *= s->g->gpus;
 	part_simulate(&dag, barrier ? s->keep : p->need, &p->pl, multi ? &all : gpu, barrier, &p->sim);
+	return 0;
+}
+
+int schedule_check(struct tiling *s, struct schedule *p)
+{
+	char err[512];
+	struct part_dag dag;
+	tiling_dag(s, &dag);
+	if (!p->barrier && part_verify(&dag, p->need, &p->pl, s->n_hazards, s->hu, s->hv, err, sizeof err) < 0) {
+		diag_error(s->g->file, 0, "schedule verification failed (%s): %s", part_policy_name[p->policy], err);
+		return -1;
+	}
+	if (tables_build(s, p, &p->tab) < 0)
+		return -1;
+	char terr[1024];
+	if (tables_verify(s, &p->tab, terr, sizeof terr) < 0) {
+		diag_error(s->g->file, 0, "the tables of the schedule (%s) are not safe: %s", part_policy_name[p->policy],
+			   terr);
+		return -1;
+	}
 	return 0;
 }
 

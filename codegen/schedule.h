@@ -50,9 +50,14 @@ struct schedule {
 	struct tables tab;            /* what emit.c writes, verified */
 };
 
-/* Places, prunes waits, assigns counters, verifies and simulates. 0, or -1 after an error. */
+/* Places, prunes waits, assigns counters, simulates, verifies and builds the tables. 0, or -1 after
+ * an error. schedule_place does the first four, schedule_check the last two: a schedule that is only
+ * compared with others (--policy auto) is not checked unless it is kept. */
 int schedule_build(struct tiling *s, const struct part_gpu *gpu, enum part_policy policy, int barrier,
-		  struct schedule *out);
+		   struct schedule *out);
+int schedule_place(struct tiling *s, const struct part_gpu *gpu, enum part_policy policy, int barrier,
+		   struct schedule *out);
+int schedule_check(struct tiling *s, struct schedule *p);
 void schedule_free(struct schedule *p);
 
 /* The tables of a schedule (tables.c). 0, or -1 after an error (a table field too narrow). */
