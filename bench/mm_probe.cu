@@ -56,6 +56,11 @@ template <typename T> __global__ void __launch_bounds__(ARK_THREADS, 1) tiles_ke
 
 enum { REPS = 20 };
 
+/* MM_PROBE_BF16 0: the fp32 tiles alone, a build of a fraction of the time (a probe of the FMA tile) */
+#ifndef MM_PROBE_BF16
+#define MM_PROBE_BF16 1
+#endif
+
 /* us per launch: the median of 5 batches of REPS back-to-back launches, after a warm-up batch */
 template <typename F> static double time_us(F launch)
 {
@@ -167,8 +172,10 @@ int main(int argc, char **argv)
 			  {512, 1024, 1024, true, true}, {63, 3664, 1000, false, true}, {499, 907, 911, true, true}};
 	cudaDeviceProp prop;
 	CK(cudaGetDeviceProperties(&prop, 0));
+#if MM_PROBE_BF16
 	CK(cudaFuncSetAttribute(tiles_kernel<__nv_bfloat16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
 				ARK_SMEM_BYTES));
+#endif
 	CK(cudaFuncSetAttribute(tiles_kernel<float>, cudaFuncAttributeMaxDynamicSharedMemorySize, ARK_SMEM_BYTES));
 	cublasHandle_t h;
 	CKB(cublasCreate(&h));
@@ -180,7 +187,11 @@ int main(int argc, char **argv)
 		if (s.fp32)
 			probe<float>(h, s);
 		else
+#if MM_PROBE_BF16
 			probe<__nv_bfloat16>(h, s);
+#else
+			printf("%dx%dx%d: bf16 left out of this build (MM_PROBE_BF16 0)\n", s.M, s.N, s.K);
+#endif
 	}
 	CKB(cublasDestroy(h));
 	return 0;
