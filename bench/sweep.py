@@ -36,6 +36,7 @@ anyway). Python 3 standard library only.
 """
 
 import argparse
+import collections
 import json
 import math
 import os
@@ -757,6 +758,8 @@ def collect_one(name, dirs):
 	c = re.search(r"costs: calibration table (\S+) \(([^,]+), \d+ SMs, (measured [0-9-]+|uncalibrated)", rep)
 	e["calib"] = "%s (%s, %s)" % c.groups() if c else "the analytic model" if "costs: the analytic model" in rep else None
 	e["calib_gpu"] = c.group(2) if c else None
+	pm = re.search(r"^  placement (\w+):", rep, re.M)  # the policy arkgen kept (--policy auto: by prediction)
+	e["placement"] = pm.group(1) if pm else None
 	e["torch"], e["best_us"], e["best_variant"] = None, None, None
 	try:
 		with open(find(dirs, name + ".torch.json") or "") as f:
@@ -824,6 +827,9 @@ def table(rows, gpu):
 		"as fast on %d of them." % ("-" if g is None else "%.2fx" % g, len(r), sum(1 for x in r if x >= 1)),
 		"Geometric mean of predicted / measured: %s over %d models; within [0.67, 1.5] on %d." % (
 			fmt(gp, 2), len(p), sum(1 for x in p if 0.67 <= x <= 1.5))]
+	pl = collections.Counter(e["placement"] for e in rows if e.get("placement"))
+	if pl:
+		out.append("Placement kept: %s." % ", ".join("%s on %d" % (k, pl[k]) for k in sorted(pl)))
 	tabs = sorted({e["calib"] for e in rows if e.get("calib")})
 	if tabs:
 		out.append("Predictions from %s." % "; ".join(tabs))
