@@ -36,42 +36,84 @@ static int load(struct arkgen_result *r, const char *path, const char *text)
 	return text ? cfg_load_string(&r->graph, path, text) : cfg_load(&r->graph, path);
 }
 
-/* Placement, waits, counters, proof and prediction: for one policy, or for each; with policy auto,
- * each placed and simulated, the one of least predicted latency kept in schedule[0] and only it
- * verified and given its tables (the simulator's prediction
- * picks the placement as it picks the memory plan below: on a 40-model draw four models were
- * predicted 1.2-1.6x faster on another policy than on METIS's, bench/NOTES.md). */
+/* Placement, waits, counters, proof and prediction: for one policy, or for each. With policy auto,
+ * each placed and simulated, and the one of least predicted latency kept in schedule[0], verified and
+ * given its tables (the simulator's prediction picks the placement as it picks the memory plan below:
+ * on a 40-model draw four models were predicted, and measured, 1.2-1.7x faster on another policy than
+ * on METIS's, bench/NOTES.md). A policy that fails there is passed over, and one whose schedule the
+ * verifier rejects gives way to the next (with a warning: that is a bug of the policy); only when
+ * none is left is it an error, reported as that policy's own. */
 static int schedule(struct arkgen_result *r)
 {
 	const struct arkgen_options *o = &r->opt;
-	const int each = o->policy == ARKGEN_POLICY_ALL || o->policy == ARKGEN_POLICY_AUTO;
-	int first = each ? 0 : o->policy;
-	int last = each ? PART__COUNT - 1 : o->policy;
-	const int auto_ = o->policy == ARKGEN_POLICY_AUTO;
-	for (int pol = first; pol <= last; pol++) {
-		struct schedule *p = &r->schedule[r->n_schedules];
-		if ((auto_ ? schedule_place : schedule_build)(&r->tiling, &r->gpu, pol, o->barrier, p) < 0) {
-			schedule_free(p);
+	if (o->policy != ARKGEN_POLICY_AUTO) {
+		const int all = o->policy == ARKGEN_POLICY_ALL;
+		for (int pol = all ? 0 : o->policy; pol <= (all ? PART__COUNT - 1 : o->policy); pol++) {
+			struct schedule *p = &r->schedule[r->n_schedules];
+			if (schedule_build(&r->tiling, &r->gpu, pol, o->barrier, p) < 0) {
+				schedule_free(p);
+				return -1;
+			}
+			r->n_schedules++;
+		}
+		return 0;
+	}
+	struct schedule cand[PART__COUNT];
+	int n = 0;
+	const int quiet = diag_quiet;
+	for (int pol = 0; pol < PART__COUNT; pol++) {
+		diag_quiet = 1;
+		const int rc = schedule_place(&r->tiling, &r->gpu, pol, o->barrier, &cand[n]);
+		diag_quiet = quiet;
+		if (rc < 0) {
+			schedule_free(&cand[n]);
+			continue;
+		}
+		r->policy_us[pol] = cand[n].sim.latency_us;
+		n++;
+	}
+	if (!n) { /* every policy failed: METIS's error, reported */
+		if (schedule_place(&r->tiling, &r->gpu, PART_METIS, o->barrier, &r->schedule[0]) < 0) {
+			schedule_free(&r->schedule[0]);
+			memset(&r->schedule[0], 0, sizeof r->schedule[0]);
 			return -1;
 		}
-		r->n_schedules++;
+		r->n_schedules = 1;
+		return schedule_check(&r->tiling, &r->schedule[0]);
 	}
-	if (!auto_)
-		return 0;
-	int best = 0;
-	for (int i = 0; i < r->n_schedules; i++) {
-		r->policy_us[r->schedule[i].policy] = r->schedule[i].sim.latency_us;
-		if (r->schedule[i].sim.latency_us < r->schedule[best].sim.latency_us)
-			best = i;
+	/* by predicted latency, then by policy (insertion sort: stable, four at most) */
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && cand[j].sim.latency_us < cand[j - 1].sim.latency_us; j--) {
+			struct schedule t = cand[j];
+			cand[j] = cand[j - 1], cand[j - 1] = t;
+		}
+	int kept = -1;
+	for (int i = 0; i < n && kept < 0; i++) {
+		diag_quiet = 1;
+		const int rc = schedule_check(&r->tiling, &cand[i]);
+		diag_quiet = quiet;
+		if (rc == 0)
+			kept = i;
 	}
-	for (int i = 0; i < r->n_schedules; i++)
-		if (i != best)
-			schedule_free(&r->schedule[i]);
-	if (best)
-		r->schedule[0] = r->schedule[best];
-	memset(&r->schedule[1], 0, sizeof r->schedule[1] * (PART__COUNT - 1));
+	if (kept < 0) { /* the verifier's reason for the best, reported */
+		schedule_free(&r->schedule[0]);
+		r->schedule[0] = cand[0];
+		for (int i = 1; i < n; i++)
+			schedule_free(&cand[i]);
+		r->n_schedules = 1;
+		tables_free(&r->schedule[0].tab);
+		return schedule_check(&r->tiling, &r->schedule[0]);
+	}
+	if (kept > 0)
+		diag_warning(r->tiling.g->file, 0, "the placement of least predicted latency (%s, %.1f us) failed "
+			     "verification; kept %s (%.1f us)", part_policy_name[cand[0].policy], cand[0].sim.latency_us,
+			     part_policy_name[cand[kept].policy], cand[kept].sim.latency_us);
+	for (int i = 0; i < n; i++)
+		if (i != kept)
+			schedule_free(&cand[i]);
+	r->schedule[0] = cand[kept];
 	r->n_schedules = 1;
-	return schedule_check(&r->tiling, &r->schedule[0]); /* the one kept is verified, its tables made */
+	return 0;
 }
 
 static double since(const struct timespec *t0)
