@@ -39,7 +39,7 @@ static int load(struct arkgen_result *r, const char *path, const char *text)
 /* Placement, waits, counters, proof and prediction: for one policy, or for each. With policy auto,
  * each placed and simulated, and the one of least predicted latency kept in schedule[0], verified and
  * given its tables (the simulator's prediction picks the placement as it picks the memory plan below:
- * on a 40-model draw four models were predicted, and measured, 1.2-1.7x faster on another policy than
+ * on a 40-model draw four models were predicted, and measured, 1.15-1.75x faster on another policy than
  * on METIS's, bench/NOTES.md). A policy that fails there is passed over, and one whose schedule the
  * verifier rejects gives way to the next (with a warning: that is a bug of the policy); only when
  * none is left is it an error, reported as that policy's own. */
