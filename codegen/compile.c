@@ -1,4 +1,5 @@
 /* compile.c: arkgen_compile, the list of passes from a model to a verified, simulated schedule. */
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
@@ -36,13 +37,29 @@ static int load(struct arkgen_result *r, const char *path, const char *text)
 	return text ? cfg_load_string(&r->graph, path, text) : cfg_load(&r->graph, path);
 }
 
+/* One policy's placement and prediction for policy auto (schedule_place), on a thread of its own. */
+struct placing {
+	struct arkgen_result *r;
+	int policy;
+	int rc;
+	struct schedule p;
+};
+
+static void *place_one(void *arg)
+{
+	struct placing *j = arg;
+	j->rc = schedule_place(&j->r->tiling, &j->r->gpu, j->policy, j->r->opt.barrier, &j->p);
+	return NULL;
+}
+
 /* Placement, waits, counters, proof and prediction: for one policy, or for each. With policy auto,
- * each placed and simulated, and the one of least predicted latency kept in schedule[0], verified and
- * given its tables (the simulator's prediction picks the placement as it picks the memory plan below:
- * on a 40-model draw four models were predicted, and measured, 1.15-1.75x faster on another policy than
- * on METIS's, bench/NOTES.md). A policy that fails there is passed over, and one whose schedule the
- * verifier rejects gives way to the next (with a warning: that is a bug of the policy); only when
- * none is left is it an error, reported as that policy's own. */
+ * each placed and simulated (the four side by side), and the one of least predicted latency kept in
+ * schedule[0], verified and given its tables (the simulator's prediction picks the placement as it
+ * picks the memory plan below: on a 40-model draw four models were predicted, and measured,
+ * 1.15-1.75x faster on another policy than on METIS's, bench/NOTES.md). A policy that fails there is
+ * passed over, and one whose schedule the verifier rejects gives way to the next (with a warning:
+ * that is a bug of the policy); only when none is left is it an error, reported as that policy's
+ * own. */
 static int schedule(struct arkgen_result *r)
 {
 	const struct arkgen_options *o = &r->opt;
@@ -59,19 +76,28 @@ static int schedule(struct arkgen_result *r)
 		return 0;
 	}
 	struct schedule cand[PART__COUNT];
-	int n = 0;
+	struct placing job[PART__COUNT];
+	pthread_t th[PART__COUNT];
+	int started[PART__COUNT], n = 0;
 	const int quiet = diag_quiet;
+	diag_quiet = 1;
+	for (int pol = 0; pol < PART__COUNT; pol++) { /* side by side: they only read the tiling */
+		job[pol] = (struct placing){.r = r, .policy = pol};
+		started[pol] = pthread_create(&th[pol], NULL, place_one, &job[pol]) == 0;
+		if (!started[pol]) /* no thread to be had: in this one */
+			place_one(&job[pol]);
+	}
 	for (int pol = 0; pol < PART__COUNT; pol++) {
-		diag_quiet = 1;
-		const int rc = schedule_place(&r->tiling, &r->gpu, pol, o->barrier, &cand[n]);
-		diag_quiet = quiet;
-		if (rc < 0) {
-			schedule_free(&cand[n]);
+		if (started[pol])
+			pthread_join(th[pol], NULL);
+		if (job[pol].rc < 0) {
+			schedule_free(&job[pol].p);
 			continue;
 		}
-		r->policy_us[pol] = cand[n].sim.latency_us;
-		n++;
+		r->policy_us[pol] = job[pol].p.sim.latency_us;
+		cand[n++] = job[pol].p;
 	}
+	diag_quiet = quiet;
 	if (!n) { /* every policy failed: METIS's error, reported */
 		if (schedule_place(&r->tiling, &r->gpu, PART_METIS, o->barrier, &r->schedule[0]) < 0) {
 			schedule_free(&r->schedule[0]);
