@@ -75,7 +75,6 @@ static int schedule(struct arkgen_result *r)
 		}
 		return 0;
 	}
-	struct schedule cand[PART__COUNT];
 	struct placing job[PART__COUNT];
 	pthread_t th[PART__COUNT];
 	int started[PART__COUNT], n = 0;
@@ -95,7 +94,7 @@ static int schedule(struct arkgen_result *r)
 			continue;
 		}
 		r->policy_us[pol] = job[pol].p.sim.latency_us;
-		cand[n++] = job[pol].p;
+		job[n++] = job[pol]; /* the placed ones first, in policy order */
 	}
 	diag_quiet = quiet;
 	if (!n) { /* every policy failed: METIS's error, reported */
@@ -109,35 +108,34 @@ static int schedule(struct arkgen_result *r)
 	}
 	/* by predicted latency, then by policy (insertion sort: stable, four at most) */
 	for (int i = 1; i < n; i++)
-		for (int j = i; j > 0 && cand[j].sim.latency_us < cand[j - 1].sim.latency_us; j--) {
-			struct schedule t = cand[j];
-			cand[j] = cand[j - 1], cand[j - 1] = t;
+		for (int j = i; j > 0 && job[j].p.sim.latency_us < job[j - 1].p.sim.latency_us; j--) {
+			struct placing t = job[j];
+			job[j] = job[j - 1], job[j - 1] = t;
 		}
 	int kept = -1;
 	for (int i = 0; i < n && kept < 0; i++) {
 		diag_quiet = 1;
-		const int rc = schedule_check(&r->tiling, &cand[i]);
+		const int rc = schedule_check(&r->tiling, &job[i].p);
 		diag_quiet = quiet;
 		if (rc == 0)
 			kept = i;
 	}
 	if (kept < 0) { /* the verifier's reason for the best, reported */
-		schedule_free(&r->schedule[0]);
-		r->schedule[0] = cand[0];
+		r->schedule[0] = job[0].p;
 		for (int i = 1; i < n; i++)
-			schedule_free(&cand[i]);
+			schedule_free(&job[i].p);
 		r->n_schedules = 1;
 		tables_free(&r->schedule[0].tab);
 		return schedule_check(&r->tiling, &r->schedule[0]);
 	}
 	if (kept > 0)
 		diag_warning(r->tiling.g->file, 0, "the placement of least predicted latency (%s, %.1f us) failed "
-			     "verification; kept %s (%.1f us)", part_policy_name[cand[0].policy], cand[0].sim.latency_us,
-			     part_policy_name[cand[kept].policy], cand[kept].sim.latency_us);
+			     "verification; kept %s (%.1f us)", part_policy_name[job[0].p.policy], job[0].p.sim.latency_us,
+			     part_policy_name[job[kept].p.policy], job[kept].p.sim.latency_us);
 	for (int i = 0; i < n; i++)
 		if (i != kept)
-			schedule_free(&cand[i]);
-	r->schedule[0] = cand[kept];
+			schedule_free(&job[i].p);
+	r->schedule[0] = job[kept].p;
 	r->n_schedules = 1;
 	return 0;
 }

@@ -7,7 +7,7 @@
 
 FILE *diag_out;
 int diag_quiet;
-static int n_errors;
+static _Atomic int n_errors; /* counted from the placement threads too (compile.c) */
 
 static void vreport(const char *file, int line, const char *kind, const char *fmt, va_list ap)
 {

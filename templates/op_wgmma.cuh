@@ -116,8 +116,8 @@ template <int R> __device__ __forceinline__ void ark_wgmma_hold(float (&d)[R])
  * (ark_wgmma_desc), then b [CP][64] likewise (TB) or, for b [K, N], CP / 64 panels of [64][64] (k by
  * columns) swizzled (ark_wgmma_desc with the panels' offset), as many as ARK_SMEM_MATMUL holds from a
  * 1024-byte boundary (at most ARK_MM_MAX_STAGES), filled by 16-byte cp.async (zeros past the tile
- * and past k1) through ark_mm_ring, st - 1 in flight; each stage four wgmma a warpgroup, waited for before the barrier that
- * frees the stage (ARK_WGMMA_LAG: one stage later, st - 2 in flight). The sums go through shared
+ * and past k1) through ark_mm_ring, st - 1 in flight; each stage four wgmma a warpgroup, waited for
+ * before the barrier that frees the stage (ARK_WGMMA_LAG: one stage later, st - 2 in flight). The sums go through shared
  * memory to ark_mm_epilogue, as the mma tile's. For b [K, N] a warpgroup's columns start a panel or,
  * N = 32 side by side, 64 bytes into its rows (the descriptor's start, as a's k steps inside a swizzled
  * row: the same 1 KB group, no base offset). */
