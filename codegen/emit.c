@@ -171,7 +171,7 @@ static void emit_header(const struct emitter *e)
 	/* Templates only for the dtypes some vCTA computes in: each costs a third of the build time. The
 	 * mma path only where a matmul tile runs on the tensor cores (tile_matmul_mma: the choice
 	 * ark_mm_sub makes): its code costs the loop kernel registers and stack in every model that
-	 * includes it. The fp32 tiles of shared-memory stages likewise (TF32 and FMA, tile_matmul_ffma). */
+	 * includes it. The fp32 FMA tile of shared-memory stages likewise (tile_matmul_ffma). */
 	int used[ARK_DTYPE__COUNT] = {0}, mma = 0, ffma = 0, att = 0, dec = 0, quant = 0;
 	int stream_mb[2] = {0, 0}; /* b [K, N], b [N, K]: the row classes a streaming tile may take */
 	int tmpl_used[ARK_T__COUNT] = {0};

@@ -236,11 +236,10 @@ int matmul_streams(const struct tiling *s, int oi, int64_t M);
  * or the pitch its rows are padded to (lower_pad.c). */
 int64_t matmul_b_stride(const struct tiling *s, int oi);
 
-/* tile.c: whether matmul vCTA v runs on an fp32 tile of shared-memory stages (ark_mm_tf32 on the
- * tensor cores or ark_mm_ffma, as templates/op_matmul.cuh chooses): a in fp32, b not quantized, no
- * fused norm, and more rows in its matmul than streaming takes (ARK_MM_FFMA, abi/ark_smem.h),
- * whatever rows v itself has, or rows of b the streaming tiles cannot take (matmul_b_stride not a
- * multiple of 4). */
+/* tile.c: whether matmul vCTA v runs on the fp32 FMA tile of shared-memory stages (ark_mm_ffma): a in
+ * fp32, b not quantized, no fused norm, and more rows in its matmul than streaming takes
+ * (ARK_MM_FFMA, abi/ark_smem.h), whatever rows v itself has, or rows of b the streaming tiles cannot
+ * take (matmul_b_stride not a multiple of 4). */
 int tile_matmul_ffma(const struct tiling *s, const struct vcta *v);
 
 #endif

@@ -20,12 +20,11 @@
  *                         bytes at a time, and realigned in shared memory where their length is
  *                         odd),
  *                         ldmatrix + mma.sync.m16n8k16, fp32 sums.
- *  tf32                   fp32 matmuls of more than ARK_MM_STREAM32 rows, tiles of more than 32 rows
- *                         with b [N, K] and 16-byte aligned rows: the mma path's shape, stages and k
- *                         loop, mma.sync.m16n8k8 on TF32, three products a step (hi and lo parts of
- *                         each operand) for fp32's accuracy.
- *  ffma                   the other tiles of such fp32 matmuls: the same stages and k loop, 8 x 8
- *                         sums a thread, 16-byte shared-memory reads, FMA.
+ *  ffma                   fp32 matmuls of more than ARK_MM_STREAM32 rows, every tile: the mma path's
+ *                         stages and k loop, 8 x 8 sums a thread, 16-byte shared-memory reads, FMA.
+ *  tf32                   (ARK_TILES_TF32, bench/mm_probe only) the same tiles with b [N, K], aligned
+ *                         rows and more than 32 rows: mma.sync.m16n8k8 on TF32, three products a
+ *                         step (hi and lo parts of each operand) for about fp32's accuracy.
  *  simt                   small tiles the streaming paths cannot take (odd N or K, misaligned): the
  *                         tile's own shape, k-steps of 32-256 loaded one step ahead, FMA. */
 
@@ -44,6 +43,13 @@
  * streaming or the simt path. */
 #ifndef ARK_TILES_FFMA
 #define ARK_TILES_FFMA 1
+#endif
+/* ARK_TILES_TF32 1: fp32 tiles of b [N, K], aligned rows and more than 32 rows on the TF32 tile
+ * (ark_mm_tf32) instead of the FMA tile; for bench/mm_probe only. Alone it is 1.2-1.7x the FMA tile,
+ * but inside the loop kernel it spills (368-460 bytes) and its code cost every model 3-24%, those
+ * that never ran it too (bench/NOTES.md), so generated files leave it out. */
+#ifndef ARK_TILES_TF32
+#define ARK_TILES_TF32 0
 #endif
 #ifndef ARK_MM_KSTEPS
 #define ARK_MM_KSTEPS 2 /* k16 steps each warp takes per stage (more: fewer barriers, larger stages) */
@@ -1709,23 +1715,22 @@ __device__ __noinline__ void ark_mm_ffma(const ark_mm_at at, int m0, int m1, int
 /* ---- fp32 tiles of many rows on the tensor cores: three TF32 products ----------------------------
  * The mma tile's shape (warps of 64 x 32 over rows and columns rounded up to 16, k-groups of warps
  * where the tile is small, the same k loop and ring of stages: a [rp][bk + 4] and b [cp][bk + 4] (TB)
- * or [bk][cp + 8] fp32) with mma.sync m16n8k8 on TF32. Each operand x is split as hi + lo: hi is x with
- * its 13 low mantissa bits cleared (a TF32 value), lo = x - hi (exact in fp32, taken by the tensor
- * cores to its 10 high mantissa bits), and every product is a_lo b_hi + a_hi b_lo + a_hi b_hi summed
- * in fp32: the terms left out are below 2^-21 of the product, so the sums carry fp32's accuracy (the
- * tolerance of an fp32 check against the CPU reference), at three MMAs a step. An infinite operand
- * gives NaN sums (its lo is inf - inf) where the FMA tile gives infinities.
+ * or [bk][cp + 8] fp32) with mma.sync m16n8k8 on TF32. Each operand x is split as hi + lo: hi is x
+ * rounded to 10 mantissa bits (a TF32 value), lo = x - hi (exact in fp32, at most 2^-11 of x, taken
+ * by the tensor cores to its 10 high mantissa bits), and every product is a_lo b_hi + a_hi b_lo +
+ * a_hi b_hi summed in fp32: what is left out or cut is below ~2^-20 of the product, and the sums
+ * come within ~2e-5 of their largest value at K 2048-3491 (bench/mm_probe; the FMA tile ~2e-6, TF32
+ * alone ~1e-3), within the tolerance of an fp32 check against the CPU reference, at three MMAs a
+ * step. An infinite operand, or one within 2^-11 of the largest float, gives NaN sums (its lo is
+ * inf - inf) where the FMA tile gives infinities.
  * Fragments: a by ldmatrix (an 8 x 8 matrix of 16-bit elements is 8 rows of 4 fp32, and the word a
  * lane receives, row lane / 4 and column lane % 4, is the m16n8k8 TF32 fragment's), b [N, K] the
  * same; b [K, N] by 32-bit loads, conflict-free as rows cp + 8 floats apart put the 4 rows of k a
  * warp reads 8 or 24 banks apart. */
-#ifndef ARK_MM_TF32
-#define ARK_MM_TF32 1 /* 0: every fp32 tile of many rows on the FMA tile (ark_mm_ffma), for bench/mm_probe */
-#endif
 #define ARK_MM_TF32_KSTEPS 4 /* 8-deep steps a warp takes a stage */
 __device__ __forceinline__ void ark_tf32_split(uint32_t x, uint32_t &hi, uint32_t &lo)
 {
-	hi = x & 0xffffe000u;
+	hi = (x + 0x1000u) & 0xffffe000u; /* to the nearest TF32 value (ties away from zero) */
 	lo = __float_as_uint(__uint_as_float(x) - __uint_as_float(hi));
 }
 __device__ __forceinline__ void ark_mma1688_tf32(float *d, const uint32_t *a, const uint32_t *b)
@@ -1888,7 +1893,7 @@ __device__ __forceinline__ void ark_mm_staged_t(const ark_mm &g, int m0, int m1,
 #endif
 	if constexpr (sizeof(T) == 2)
 		ark_mm_mma<T, TB, STG>(g.at, m0, m1, n0, n1, k0, k1, smem);
-	else if constexpr (ARK_MM_TF32 && TB && !STG) {
+	else if constexpr (ARK_TILES_TF32 && TB && !STG) {
 		/* fp32: the TF32 tile where it was the faster (bench/NOTES.md): b [N, K], both operands'
 		 * rows 16-byte aligned, more than 32 rows */
 		if (m1 - m0 > 32)
