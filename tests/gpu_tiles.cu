@@ -754,6 +754,7 @@ static void cases_quant(void)
 			case_embedding_q(dt, qdt, 37, 500, 96, 4);
 			case_embedding_q(dt, qdt, 9, 3, 32, 2);
 			case_embedding_q(dt, qdt, 64, 49152, 576, 16);
+			case_embedding_q(dt, qdt, 6, 40, 4128, 4); /* rows of many passes of the threads */
 			case_embedding_q(dt, qdt, 33, 50, 64, 5, 50);
 			case_embedding_q(dt, qdt, 33, 50, 64, 4, -7);
 			/* dequantize: odd row counts, one block a row, rows split unevenly, chunks of more than
