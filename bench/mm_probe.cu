@@ -3,8 +3,7 @@
 // For each shape (M, N, K, b's layout, dtype bf16 or fp32) every CTA runs one tile of the output
 // through the tile dispatch the loop kernel calls (ark_mm_sub<T> of templates/op_matmul.cuh: bf16 on
 // the mma path above 16 rows, fp32 on the FMA tile above 8 rows, both on the streaming path at or
-// below; -DARK_TILES_TF32=1 puts fp32 tiles of b [N, K] on the TF32 tile), over the whole of K, for
-// several tile sizes; cuBLAS (cublasGemmEx, fp32 accumulation; fp32 operands: the handle's default
+// below), over the whole of K, for several tile sizes; cuBLAS (cublasGemmEx, fp32 accumulation; fp32 operands: the handle's default
 // math mode, no TF32, a full SGEMM as PyTorch's default) computes the same product
 // from the same operands. Both are timed the same way: events around REPS back-to-back launches after
 // a warm-up, the median of 5 such runs, so launch costs are not part of either figure. Prints us per

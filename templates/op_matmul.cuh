@@ -22,9 +22,6 @@
  *                         ldmatrix + mma.sync.m16n8k16, fp32 sums.
  *  ffma                   fp32 matmuls of more than ARK_MM_STREAM32 rows, every tile: the mma path's
  *                         stages and k loop, 8 x 8 sums a thread, 16-byte shared-memory reads, FMA.
- *  tf32                   (ARK_TILES_TF32, bench/mm_probe only) the same tiles with b [N, K], aligned
- *                         rows and more than 32 rows: mma.sync.m16n8k8 on TF32, three products a
- *                         step (hi and lo parts of each operand) for about fp32's accuracy.
  *  simt                   small tiles the streaming paths cannot take (odd N or K, misaligned): the
  *                         tile's own shape, k-steps of 32-256 loaded one step ahead, FMA. */
 
@@ -43,13 +40,6 @@
  * streaming or the simt path. */
 #ifndef ARK_TILES_FFMA
 #define ARK_TILES_FFMA 1
-#endif
-/* ARK_TILES_TF32 1: fp32 tiles of b [N, K], aligned rows and more than 32 rows on the TF32 tile
- * (ark_mm_tf32) instead of the FMA tile; for bench/mm_probe only. Alone it is 1.2-1.7x the FMA tile,
- * but inside the loop kernel it spills (368-460 bytes) and its code cost every model 3-24%, those
- * that never ran it too (bench/NOTES.md), so generated files leave it out. */
-#ifndef ARK_TILES_TF32
-#define ARK_TILES_TF32 0
 #endif
 #ifndef ARK_MM_KSTEPS
 #define ARK_MM_KSTEPS 2 /* k16 steps each warp takes per stage (more: fewer barriers, larger stages) */
@@ -1712,167 +1702,6 @@ __device__ __noinline__ void ark_mm_ffma(const ark_mm_at at, int m0, int m1, int
 	ark_mm_epilogue<float>(g, t, ldt, m0, m1, n0, n1, G, sl);
 }
 
-/* ---- fp32 tiles of many rows on the tensor cores: three TF32 products ----------------------------
- * The mma tile's shape (warps of 64 x 32 over rows and columns rounded up to 16, k-groups of warps
- * where the tile is small, the same k loop and ring of stages: a [rp][bk + 4] and b [cp][bk + 4] (TB)
- * or [bk][cp + 8] fp32) with mma.sync m16n8k8 on TF32. Each operand x is split as hi + lo: hi is x
- * rounded to 10 mantissa bits (a TF32 value), lo = x - hi (exact in fp32, at most 2^-11 of x, taken
- * by the tensor cores to its 10 high mantissa bits), and every product is a_lo b_hi + a_hi b_lo +
- * a_hi b_hi summed in fp32: what is left out or cut is below ~2^-20 of the product, and the sums
- * come within ~2e-5 of their largest value at K 2048-3491 (bench/mm_probe; the FMA tile ~2e-6, TF32
- * alone ~1e-3), within the tolerance of an fp32 check against the CPU reference, at three MMAs a
- * step. An infinite operand, or one within 2^-11 of the largest float, gives NaN sums (its lo is
- * inf - inf) where the FMA tile gives infinities.
- * Fragments: a by ldmatrix (an 8 x 8 matrix of 16-bit elements is 8 rows of 4 fp32, and the word a
- * lane receives, row lane / 4 and column lane % 4, is the m16n8k8 TF32 fragment's), b [N, K] the
- * same; b [K, N] by 32-bit loads, conflict-free as rows cp + 8 floats apart put the 4 rows of k a
- * warp reads 8 or 24 banks apart. */
-#define ARK_MM_TF32_KSTEPS 4 /* 8-deep steps a warp takes a stage */
-__device__ __forceinline__ void ark_tf32_split(uint32_t x, uint32_t &hi, uint32_t &lo)
-{
-	hi = (x + 0x1000u) & 0xffffe000u; /* to the nearest TF32 value (ties away from zero) */
-	lo = __float_as_uint(__uint_as_float(x) - __uint_as_float(hi));
-}
-__device__ __forceinline__ void ark_mma1688_tf32(float *d, const uint32_t *a, const uint32_t *b)
-{
-	asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-	    "{%0, %1, %2, %3};\n"
-	    : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
-/* One 8-deep step of a warp's tile: a_ld the ldmatrix address of its first 16-row sub-tile (mt steps
- * of a_mt bytes); b [N, K] (TB): b_ld the ldmatrix address of its first 16-column pair (b_np bytes
- * apart); b [K, N]: b_ld the address of this lane's first word (row k lane % 4, column lane / 4),
- * b_np bytes between 8-column sub-tiles, b_k4 to the row 4 deeper. FULL as ark_mm_mma_k16. */
-template <bool TB, bool FULL>
-__device__ __forceinline__ void ark_mm_tf32_k8(float (&acc)[4][4][4], uint32_t a_ld, uint32_t a_mt, uint32_t b_ld,
-					       uint32_t b_np, uint32_t b_k4, int mts, int nts)
-{
-	uint32_t ah[4][4], al[4][4], bh[4][2], bl[4][2];
-#pragma unroll
-	for (int mt = 0; mt < 4; mt++) {
-		if (!FULL && mt >= mts)
-			continue;
-		uint32_t r[4];
-		ark_ldsm_x4a(r, a_ld + mt * a_mt);
-#pragma unroll
-		for (int e = 0; e < 4; e++)
-			ark_tf32_split(r[e], ah[mt][e], al[mt][e]);
-	}
-	if (TB) {
-#pragma unroll
-		for (int np = 0; np < 2; np++) {
-			if (!FULL && 2 * np >= nts)
-				continue;
-			uint32_t r[4];
-			ark_ldsm_x4a(r, b_ld + np * b_np);
-#pragma unroll
-			for (int e = 0; e < 4; e++)
-				ark_tf32_split(r[e], bh[2 * np + e / 2][e % 2], bl[2 * np + e / 2][e % 2]);
-		}
-	} else {
-#pragma unroll
-		for (int nt = 0; nt < 4; nt++) {
-			if (!FULL && nt >= nts)
-				continue;
-			const uint32_t s = b_ld + nt * b_np;
-			uint32_t r0, r1;
-			asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(r0) : "r"(s) : "memory");
-			asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(r1) : "r"(s + b_k4) : "memory");
-			ark_tf32_split(r0, bh[nt][0], bl[nt][0]);
-			ark_tf32_split(r1, bh[nt][1], bl[nt][1]);
-		}
-	}
-#pragma unroll
-	for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-		for (int nt = 0; nt < 4; nt++)
-			if (FULL || (mt < mts && nt < nts)) {
-				ark_mma1688_tf32(acc[mt][nt], al[mt], bh[nt]);
-				ark_mma1688_tf32(acc[mt][nt], ah[mt], bl[nt]);
-				ark_mma1688_tf32(acc[mt][nt], ah[mt], bh[nt]);
-			}
-}
-/* The tile (R, C) = (m1 - m0, n1 - n0) <= (128, 128) over k0:k1, shaped at run time as ark_mm_mma's:
- * k-groups of warps (no more than the tile's k has steps of 8 ARK_MM_TF32_KSTEPS for), a stage bk deep
- * (32 to 128: as deep as the groups' steps, within ARK_MM_STG_CH vectors a thread of either operand). */
-template <bool TB, bool STG>
-__device__ __noinline__ void ark_mm_tf32(const ark_mm_at at, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
-{
-	constexpr int KS = ARK_MM_TF32_KSTEPS;
-	const ark_mm g = ark_mm_of(at);
-	const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-	const int rp = (m1 - m0 + 15) & ~15, cp = (n1 - n0 + 15) & ~15;
-	const int nwm = (rp + 63) / 64, nwn = (cp + 31) / 32, wmn = nwm * nwn;
-	const int ksteps = (k1 - k0 + 8 * KS - 1) / (8 * KS);
-	const int kg = min(ark_div_small(ARK_MM_WARPS, wmn), ark_pow2_ceil(ksteps));
-	int bk = 32;
-	while (bk < 128 && bk < kg * 8 * KS && 2 * bk * max(rp, cp) <= 4 * ARK_MM_STG_CH * ARK_THREADS)
-		bk *= 2;
-	const int lda = bk + 4, ldb = cp + 8;
-	if constexpr (!STG) {
-		if (!ark_mm_on_grid<float, TB>(g, cp, bk)) {
-			ark_mm_tf32<TB, true>(at, m0, m1, n0, n1, k0, k1, smem);
-			return;
-		}
-	}
-	const int a_stage = rp * lda * 4, stage = a_stage + (TB ? cp * lda : bk * ldb) * 4;
-	const int wk = ark_div_small(warp, wmn), wi = warp - wk * wmn, wm = ark_div_small(wi, nwn), wn = wi - wm * nwn;
-	const bool computes = warp < wmn * kg;
-	const int mts = min(4, (rp - wm * 64) / 16), nts = min(4, (cp - wn * 32) / 8);
-	const uint32_t sbase = (uint32_t)__cvta_generic_to_shared(smem);
-
-	/* this warp's addresses in stage 0, step 0 (see ark_mm_tf32_k8); b_kk: bytes per 8 of k */
-	const uint32_t a_ld = sbase + 4u * ((wm * 64 + (lane & 15)) * lda + (lane >> 4) * 4), a_mt = 4u * 16 * lda;
-	uint32_t b_ld, b_np, b_kk;
-	const uint32_t b_k4 = 4u * 4 * ldb;
-	if (TB)
-		b_ld = sbase + a_stage + 4u * ((wn * 32 + (lane & 7) + (lane >> 4) * 8) * lda + ((lane >> 3) & 1) * 4),
-		b_np = 4u * 16 * lda, b_kk = 32;
-	else
-		b_ld = sbase + a_stage + 4u * ((lane & 3) * ldb + wn * 32 + (lane >> 2)), b_np = 32, b_kk = 4u * 8 * ldb;
-	const bool full = mts == 4 && nts == 4;
-
-	float acc[4][4][4];
-#pragma unroll
-	for (int i = 0; i < 4; i++)
-#pragma unroll
-		for (int j = 0; j < 4; j++)
-#pragma unroll
-			for (int e = 0; e < 4; e++)
-				acc[i][j][e] = 0.0f;
-
-	ark_mm_kloop<float, TB, STG>(g, m0, m1, n0, n1, k0, k1, smem, rp, cp, bk, lda, ldb, a_stage, stage, [&](uint32_t so) {
-		if (!computes)
-			return;
-		if (full)
-			for (int s = wk; s < bk / 8; s += kg)
-				ark_mm_tf32_k8<TB, true>(acc, a_ld + so + 32u * s, a_mt, b_ld + so + b_kk * s, b_np, b_k4, 4, 4);
-		else
-			for (int s = wk; s < bk / 8; s += kg)
-				ark_mm_tf32_k8<TB, false>(acc, a_ld + so + 32u * s, a_mt, b_ld + so + b_kk * s, b_np, b_k4, mts, nts);
-	});
-	/* each k-group's sums go to its slice of t [kg][rp][cp + 4] */
-	const int ldt = cp + 4, sl = rp * ldt;
-	float *t = reinterpret_cast<float *>(smem);
-	if (computes) {
-		float *tw = t + wk * sl;
-#pragma unroll
-		for (int mt = 0; mt < 4; mt++)
-#pragma unroll
-			for (int nt = 0; nt < 4; nt++)
-#pragma unroll
-				for (int h = 0; h < 2; h++) {
-					if (mt >= mts || nt >= nts)
-						continue;
-					float *q = tw + (wm * 64 + mt * 16 + (lane >> 2) + h * 8) * ldt + wn * 32 + nt * 8 + (lane & 3) * 2;
-					*reinterpret_cast<float2 *>(q) = make_float2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
-				}
-	}
-	__syncthreads();
-	ark_mm_epilogue<float>(g, t, ldt, m0, m1, n0, n1, kg, sl);
-}
-
 /* The tile of shared-memory stages of T (the tensor cores for 2-byte types, ark_mm_ffma for fp32),
  * built for b's layout and for whether both operands' rows are 16-byte aligned (STG false: 16-byte
  * cp.async only; the k loop checks the same per operand, ark_mm_kloop). */
@@ -1893,14 +1722,7 @@ __device__ __forceinline__ void ark_mm_staged_t(const ark_mm &g, int m0, int m1,
 #endif
 	if constexpr (sizeof(T) == 2)
 		ark_mm_mma<T, TB, STG>(g.at, m0, m1, n0, n1, k0, k1, smem);
-	else if constexpr (ARK_TILES_TF32 && TB && !STG) {
-		/* fp32: the TF32 tile where it was the faster (bench/NOTES.md): b [N, K], both operands'
-		 * rows 16-byte aligned, more than 32 rows */
-		if (m1 - m0 > 32)
-			ark_mm_tf32<TB, STG>(g.at, m0, m1, n0, n1, k0, k1, smem);
-		else
-			ark_mm_ffma<TB, STG>(g.at, m0, m1, n0, n1, k0, k1, smem);
-	} else
+	else
 		ark_mm_ffma<TB, STG>(g.at, m0, m1, n0, n1, k0, k1, smem);
 }
 template <typename T>
