@@ -14,8 +14,9 @@ calls (bench/NOTES.md, the TF32 tile). This puts those figures side by side befo
            -D NAME=VALUE (added to B's build only; with one file, A is built without it)
 
 Rows are sorted by name; functions that differ between the two builds are marked with '*'.
-Exit status: 0, or 1 when a build or a log could not be read.
+Exit status: 0, 1 when a build or a log could not be read, 2 on bad arguments.
 """
+import argparse
 import os
 import re
 import shutil
@@ -65,44 +66,31 @@ def build(nvcc, flags, src, defs):
 
 
 def main(argv):
-    nvcc, flags, defs, logs, files = "nvcc", None, [], False, []
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a in ("-h", "--help"):
-            print(__doc__.strip())
-            return 0
-        if a in ("--nvcc", "--flags", "-D") and i + 1 >= len(argv):
-            sys.stderr.write(f"spills.py: {a} wants a value\n")
-            return 1
-        if a == "--nvcc":
-            nvcc, i = argv[i + 1], i + 2
-        elif a == "--flags":
-            flags, i = argv[i + 1].split(), i + 2
-        elif a == "-D":
-            defs.append("-D" + argv[i + 1])
-            i += 2
-        elif a == "--log":
-            logs, i = True, i + 1
-        else:
-            files.append(a)
-            i += 1
-    if not 1 <= len(files) <= 2 or (logs and defs):
-        sys.stderr.write("usage: spills.py A.cu [B.cu] [-D NAME=VALUE] | --log A.log [B.log]  (--help)\n")
-        return 1
-    if flags is None:
-        flags = ["-O3", "-std=c++17", "-gencode", "arch=compute_90a,code=sm_90a"] + [
-            "-I" + os.path.join(ROOT, d) for d in ("abi", "templates", "runtime", "dma")]
+    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap.add_argument("files", nargs="+", metavar="FILE", help="A.cu [B.cu], or with --log A.log [B.log]")
+    ap.add_argument("--log", action="store_true", help="the files are ptxas -v output already written")
+    ap.add_argument("--nvcc", default="nvcc")
+    ap.add_argument("--flags", help="nvcc flags (default: see the module's text)")
+    ap.add_argument("-D", dest="defs", action="append", default=[], metavar="NAME=VALUE",
+                    help="added to B's build only; with one file, A is built without it")
+    a = ap.parse_args(argv)
+    files = a.files
+    if len(files) > 2 or (a.log and a.defs):
+        ap.error("one or two files; -D only with .cu files")
+    flags = a.flags.split() if a.flags is not None else [
+        "-O3", "-std=c++17", "-gencode", "arch=compute_90a,code=sm_90a"] + [
+        "-I" + os.path.join(ROOT, d) for d in ("abi", "templates", "runtime", "dma")]
+    defs = ["-D" + d for d in a.defs]
     if len(files) == 1 and defs:
         files = files * 2  # A without the definitions, B with them
     tables = []
     try:
         for k, f in enumerate(files):
-            if logs:
+            if a.log:
                 with open(f) as fh:
                     text = fh.read()
             else:
-                text = build(nvcc, flags, f, defs if k == 1 else [])
+                text = build(a.nvcc, flags, f, defs if k == 1 else [])
             t = parse(text)
             if not t:
                 raise RuntimeError(f"{f}: no function properties in the ptxas output")
