@@ -28,7 +28,7 @@
 #define ARK_MM_STREAMS16(M, tb) ((M) <= ((tb) ? ARK_MM_STREAM_NK : ARK_MM_STREAM_KN))
 /* An fp32 matmul of more rows than ARK_MM_STREAM32 runs every tile of it, the last of a few rows too,
  * on the FMA tile of shared-memory stages (ark_mm_ffma); one of at most ARK_MM_STREAM32 rows streams
- * b, or takes the simt tile where its rows are not aligned. The streaming tile reads a row of a from
+ * b, or takes the FMA tile where its rows are not aligned. The streaming tile reads a row of a from
  * shared memory for every weight it streams, and runs out of shared-memory bandwidth as rows grow: in
  * the H100 table a 16 x 64 x 4096 fp32 tile streams in 92-104 us with every SM busy, ~10 GB/s an SM,
  * where the FMA tile does 32 x 64 x 4096 in 96 (8 x 8 sums a thread from 16-byte reads). */
@@ -59,15 +59,8 @@
 #define ARK_MM_FFMA_STAGE (2 * 128 * (4 * ARK_MM_STG_CH * ARK_THREADS / 128 + 4) * 4)
 #define ARK_MM_MMA_SMEM (2 * ARK_MAX_(ARK_MM_MMA_STAGE, ARK_MM_FFMA_STAGE))
 
-#define ARK_MM_SIMT_SLOTS 4096                             /* simt: elements per operand per step */
-#define ARK_MM_SIMT_U (ARK_MM_SIMT_SLOTS / ARK_THREADS)    /* simt: loads per thread per operand per step */
-#define ARK_MM_SIMT_KSMAX 256                              /* simt: largest k-step (<= ARK_THREADS) */
-/* two buffers of As [KS][R|1] and Bs [KS][C|1], KS * max(R, C) <= SLOTS */
-#define ARK_MM_SIMT_SMEM (2 * 2 * (ARK_MM_SIMT_SLOTS + ARK_MM_SIMT_KSMAX) * 4)
-
-#define ARK_MAX3_(a, b, c) ARK_MAX_(a, ARK_MAX_(b, c))
 /* MATMUL and MATMUL_PARTIAL: the largest of the paths */
-#define ARK_SMEM_MATMUL ARK_MAX3_(ARK_MM_STREAM_SMEM, ARK_MM_MMA_SMEM, ARK_MM_SIMT_SMEM)
+#define ARK_SMEM_MATMUL ARK_MAX_(ARK_MM_STREAM_SMEM, ARK_MM_MMA_SMEM)
 #define ARK_SMEM_REDUCE 0
 
 /* ---- the others ----------------------------------------------------------------------------- */

@@ -147,6 +147,28 @@ static int chain_compiled(const struct tiling *s, int oi)
 
 /* ---- the steps of emit_loop ------------------------------------------------------------------ */
 
+/* Which instance of ark_mm_staged a matmul tile takes (op_matmul.cuh): bit 2 * transpose_b + 1 where
+ * a or b may not be read as aligned 16-byte vectors, + 0 where both may; none where it streams b. The
+ * same tests as the template's, on the offsets and strides the opp gives it. */
+static unsigned staged_instance(const struct emitter *e, const struct vcta *x)
+{
+	const struct tiling *s = e->s;
+	const struct graph *g = e->g;
+	const struct op *o = &g->ops[x->op];
+	const int a = o->in[0], b = o->in[1];
+	const int64_t ve = 16 / ark_dtype_size(g->tensors[a].dtype), K = s->cols[a];
+	const int64_t as = g->tensors[a].pitch ? g->tensors[a].pitch : K, bs = matmul_b_stride(s, x->op);
+	const uint32_t k0 = x->tmpl == ARK_T_MATMUL_PARTIAL ? x->k0 : 0;
+	const int al = s->offset[a] % 16 == 0 && s->offset[b] % 16 == 0 && k0 % ve == 0 && K % ve == 0 &&
+		       as % ve == 0 && bs % ve == 0 && (o->transpose_b || x->n0 % ve == 0);
+	if (!tile_matmul_mma(s, x) && !tile_matmul_ffma(s, x)) { /* it streams b where b is aligned */
+		const uint32_t kn0 = o->transpose_b ? k0 : x->n0;
+		if (s->offset[b] % 16 == 0 && bs % ve == 0 && kn0 % ve == 0)
+			return 0;
+	}
+	return 1u << (2 * (o->transpose_b != 0) + !al);
+}
+
 /* The header comment (source, options, sizes, prediction), the build-time constants, the includes. */
 static void emit_header(const struct emitter *e)
 {
@@ -169,11 +191,14 @@ static void emit_header(const struct emitter *e)
 	out(f, "#define ARK_THREADS %d\n#define ARK_SMEM_BYTES %d\n#define ARK_SMS %d\n", e->info->threads,
 	    e->info->smem, e->sms);
 	/* Templates only for the dtypes some vCTA computes in: each costs a third of the build time. The
-	 * mma path only where a matmul tile runs on the tensor cores (tile_matmul_mma: the choice
-	 * ark_mm_sub makes): its code costs the loop kernel registers and stack in every model that
-	 * includes it. The fp32 FMA tile of shared-memory stages likewise (tile_matmul_ffma). */
+	 * tensor-core tiles of stages only where a 16-bit matmul tile runs on them (tile_matmul_mma: the
+	 * choice ark_mm_sub makes, or a streaming tile off its alignment), and of their four instances
+	 * only those taken: each costs the loop kernel registers and stack in every model that includes
+	 * it, the models that never run it too. The fp32 FMA tile of stages likewise (tile_matmul_ffma). */
 	int used[ARK_DTYPE__COUNT] = {0}, mma = 0, ffma = 0, att = 0, dec = 0, quant = 0;
 	int stream_mb[2] = {0, 0}; /* b [K, N], b [N, K]: the row classes a streaming tile may take */
+	unsigned staged = 0;       /* the instances of the tiles of stages their tiles take (staged_instance) */
+	unsigned mmq_rows = 0;     /* the quantized tiles' row classes, q4_1 in bits 0-4, q8_0 in 8-12 */
 	int tmpl_used[ARK_T__COUNT] = {0};
 	for (int v = 0; v < s->n_vcta; v++) {
 		const struct vcta *x = &s->v[v];
@@ -187,8 +212,21 @@ static void emit_header(const struct emitter *e)
 		const int dt = g->tensors[xo->kind == ARK_OP_ARGMAX ? xo->in[0] : xo->out[0]].dtype;
 		used[dt] = 1;
 		const int mm = x->tmpl == ARK_T_MATMUL || x->tmpl == ARK_T_MATMUL_PARTIAL;
-		mma |= mm && tile_matmul_mma(s, x);
-		ffma |= mm && tile_matmul_ffma(s, x);
+		if (mm && !ark_dtype_quantized(g->tensors[xo->in[1]].dtype) && s->per_op[x->op].pre_op < 0) {
+			/* a tile that does not stream b, or streams but not on its alignment */
+			const unsigned st = staged_instance(e, x);
+			staged |= st;
+			mma |= st && dt != ARK_FP32;
+			ffma |= st && dt == ARK_FP32;
+		}
+		if (mm && ark_dtype_quantized(g->tensors[xo->in[1]].dtype)) /* ark_mmq_sub: 16 rows at a time */
+			for (uint32_t r0 = x->m0; r0 < x->m1; r0 += 128)
+				for (uint32_t c0 = r0; c0 < x->m1 && c0 < r0 + 128; c0 += 16) {
+					const uint32_t e1 = x->m1 < r0 + 128 ? x->m1 : r0 + 128;
+					const uint32_t r = e1 - c0 < 16 ? e1 - c0 : 16;
+					const int bit = r <= 1 ? 0 : r <= 2 ? 1 : r <= 4 ? 2 : r <= 8 ? 3 : 4;
+					mmq_rows |= 1u << (bit + (g->tensors[xo->in[1]].dtype == ARK_Q4_1 ? 0 : 8));
+				}
 		if (mm) /* ark_matmul_tile's sub-tiles of 128 rows; one of few rows may stream */
 			for (uint32_t r0 = x->m0; r0 < x->m1; r0 += 128) {
 				const uint32_t r = x->m1 - r0 < 128 ? x->m1 - r0 : 128;
@@ -203,6 +241,10 @@ static void emit_header(const struct emitter *e)
 	 * has, per layout of b: each is compiled apart, and a loop kernel of them all held 1.1 MB of code
 	 * for mlp, whose two matmuls take one (bench/NOTES.md) */
 	out(f, "#define ARK_MM_STREAM_MB_KN 0x%02x\n#define ARK_MM_STREAM_MB_NK 0x%02x\n", stream_mb[0], stream_mb[1]);
+	/* and the tiles of stages likewise: b [K, N] / [N, K], aligned or not (staged_instance) */
+	out(f, "#define ARK_MM_STAGED 0x%x\n", staged);
+	if (quant) /* the quantized tiles' row classes (op_quant.cuh) */
+		out(f, "#define ARK_MMQ_ROWS 0x%04x\n", mmq_rows);
 	/* Only the templates some task names are compiled (ark_tiles.cuh): the others cost build time.
 	 * The grid barriers of --sync barrier are tasks of no vCTA. */
 	if (e->t->n_bar)

@@ -52,7 +52,6 @@ static_assert(ARK_SMEM_MATMUL >= 8 * 64 * 36 * 4 && ARK_SMEM_MATMUL >= 128 * 132
 /* ffma: the sums of the k-groups, G rp (cp + 4) fp32 with G TY TX <= ARK_THREADS, G, TY <= 16 */
 static_assert(ARK_SMEM_MATMUL >= (64 * ARK_THREADS + 32 * 16 * 16) * 4, "ffma: no room for the sums");
 static_assert(ARK_MM_STG_CH * ARK_THREADS >= 32 * 128 / 4, "ffma: a 128-row tile needs stages 32 deep");
-static_assert(ARK_MM_SIMT_SLOTS % ARK_THREADS == 0 && ARK_MM_SIMT_KSMAX <= ARK_THREADS, "simt path: bad sizes");
 static_assert(ARK_MM_RING_BYTES / (16 * ARK_MM_TC * ARK_THREADS) >= 2, "ARK_MM_RING_BYTES too small");
 static_assert(ARK_MM_RING_BYTES >= ARK_THREADS * 8 * 4, "ARK_MM_RING_BYTES too small for the reduction");
 
@@ -1725,214 +1724,50 @@ __device__ __forceinline__ void ark_mm_staged_t(const ark_mm &g, int m0, int m1,
 	else
 		ark_mm_ffma<TB, STG>(g.at, m0, m1, n0, n1, k0, k1, smem);
 }
+/* ARK_MM_STAGED: the instances of the tiles of stages compiled, as bits 2 * TB + STG; arkgen says
+ * which its tiles take (codegen/emit.c, staged_instance), every one by default. Each is a function of
+ * its own under ark_matmul_tile, and one compiled for nothing raises the spills of those the model
+ * runs (bench/NOTES.md). An aligned tile whose instance was left out takes the one of any alignment. */
+#ifndef ARK_MM_STAGED
+#define ARK_MM_STAGED 0xf
+#endif
+
+static __device__ __noinline__ void ark_mm_staged_missing(const ark_mm &g)
+{
+	if (threadIdx.x == 0)
+		printf("ark: a matmul tile of stages (b %s, unaligned) that the generated file did not compile "
+		       "(ARK_MM_STAGED)\n",
+		       g.tb ? "[N, K]" : "[K, N]");
+	__trap();
+}
+
+template <typename T, bool TB>
+__device__ __forceinline__ void ark_mm_staged_l(const ark_mm &g, bool al, int m0, int m1, int n0, int n1, int k0, int k1,
+						char *smem)
+{
+	constexpr unsigned AL = 1u << 2 * TB, ANY = 2u << 2 * TB;
+	if constexpr ((ARK_MM_STAGED & AL) != 0) {
+		if (al) {
+			ark_mm_staged_t<T, TB, false>(g, m0, m1, n0, n1, k0, k1, smem);
+			return;
+		}
+	}
+	if constexpr ((ARK_MM_STAGED & ANY) != 0)
+		ark_mm_staged_t<T, TB, true>(g, m0, m1, n0, n1, k0, k1, smem);
+	else
+		ark_mm_staged_missing(g);
+}
+
 template <typename T>
 __device__ __forceinline__ void ark_mm_staged(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
 	constexpr int VE = ark_mm_vecs<T>::VE;
 	const bool al = ark_aligned16(g.a) && ark_aligned16(g.b) && k0 % VE == 0 && g.K % VE == 0 && g.astride % VE == 0 &&
 			g.bstride % VE == 0 && (g.tb || n0 % VE == 0);
-	if (g.tb) {
-		if (al)
-			ark_mm_staged_t<T, true, false>(g, m0, m1, n0, n1, k0, k1, smem);
-		else
-			ark_mm_staged_t<T, true, true>(g, m0, m1, n0, n1, k0, k1, smem);
-	} else {
-		if (al)
-			ark_mm_staged_t<T, false, false>(g, m0, m1, n0, n1, k0, k1, smem);
-		else
-			ark_mm_staged_t<T, false, true>(g, m0, m1, n0, n1, k0, k1, smem);
-	}
-}
-
-/* ---- generic FMA path ---------------------------------------------------------------------------
- * tile (R, C) = (m1-m0, n1-n0) <= (128, 128) of out over k0:k1 in steps of KS (a power of two, 32 for a
- * full tile, up to ARK_MM_SIMT_KSMAX as the tile shrinks: every step loads at most ARK_MM_SIMT_SLOTS
- * elements of each operand, ARK_MM_SIMT_U per thread), any alignment. A step's loads are all issued
- * into registers (predicated, only the tile's rows and columns) before the previous step's FMAs, then
- * stored to the other half of a double-buffered smem tile: one barrier per step.
- * Compute: threads (g, ty, tx) of G x TY x TX, TY = ceil(R / MI), TX = ceil(C / MI); thread computes
- * rows ty + TY i, cols tx + TX j (i, j < MI) over the k-slice g of each step; the G slices are summed
- * in smem at the end (G R C <= 4 SLOTS floats, inside the buffers). */
-template <typename T, bool TB, int MI>
-__device__ __noinline__ void ark_mm_simt_t(const ark_mm_at at, int m0, int m1, int n0, int n1, int k0, int k1, char *smem,
-					   int KS, int TY, int TX, int G)
-{
-	const ark_mm g = ark_mm_of(at);
-	constexpr int U = ARK_MM_SIMT_U;
-	const T *a = reinterpret_cast<const T *>(g.a);
-	const T *b = reinterpret_cast<const T *>(g.b);
-	const int tid = threadIdx.x;
-	const int R = m1 - m0, C = n1 - n0;
-	const int LDA = R | 1, LDB = C | 1;  /* odd strides: the k-major stores do not share banks */
-	const int lks = __ffs(KS) - 1;
-	int cw = 1;                           /* [K,N] b: columns padded to a power of two per k row */
-	while (cw < C)
-		cw *= 2;
-	const int lcw = __ffs(cw) - 1;
-	const int buf = KS * (LDA + LDB);     /* floats per buffer: As [KS][LDA], Bs [KS][LDB] */
-	float *sm = reinterpret_cast<float *>(smem);
-
-	/* compute role */
-	const int tyx = TY * TX, grp = tid / tyx, rem = tid - grp * tyx;
-	const int ty = rem / TX, tx = rem - ty * TX;
-	const bool computes = grp < G;
-	const int kb0 = grp * KS / G, kb1 = (grp + 1) * KS / G; /* this group's k-slice of a step */
-	int aoff[MI], boff[MI];
-#pragma unroll
-	for (int i = 0; i < MI; i++) {
-		aoff[i] = min(ty + TY * i, R - 1);
-		boff[i] = min(tx + TX * i, C - 1);
-	}
-	float acc[MI][MI];
-#pragma unroll
-	for (int i = 0; i < MI; i++)
-#pragma unroll
-		for (int j = 0; j < MI; j++)
-			acc[i][j] = 0.0f;
-
-	/* Load slot e = u * ARK_THREADS + tid. k-major operands (a, and b if TB): row e >> lks, k e & (KS - 1);
-	 * [K,N] b: k e >> lcw, column e & (cw - 1). As KS, cw <= ARK_THREADS, a thread's k (resp. column)
-	 * is the same in every slot and its row (resp. k) advances by ARK_THREADS >> lks per slot. */
-	const int akk = tid & (KS - 1), ar0 = tid >> lks, adr = ARK_THREADS >> lks;
-	const int bkk = TB ? akk : tid >> lcw, bc0 = TB ? ar0 : tid & (cw - 1), bdk = ARK_THREADS >> (TB ? lks : lcw);
-	const T *ap = a + (size_t)(m0 + ar0) * g.astride + k0 + akk;         /* + kb - k0, + u adr astride */
-	const T *bp = TB ? b + (size_t)(n0 + bc0) * g.bstride + k0 + bkk     /* + kb - k0, + u bdk bstride */
-			 : b + (size_t)(k0 + bkk) * g.bstride + n0 + bc0;      /* + (kb - k0) bstride, + u bdk bstride */
-	const size_t astep = (size_t)adr * g.astride, bstep = (size_t)bdk * g.bstride;
-
-	float ra[U], rb[U]; /* one step of each operand in flight */
-	auto load = [&](int kb) {
-		const bool ka = kb + akk < k1;
-		const T *p = ap + (kb - k0);
-#pragma unroll
-		for (int u = 0; u < U; u++)
-			ra[u] = ka && ar0 + u * adr < R ? ark_to_f(p[u * astep]) : 0.0f;
-		if (TB) {
-			const T *q = bp + (kb - k0);
-#pragma unroll
-			for (int u = 0; u < U; u++)
-				rb[u] = ka && bc0 + u * bdk < C ? ark_to_f(q[u * bstep]) : 0.0f;
-		} else {
-			const T *q = bp + (size_t)(kb - k0) * g.bstride;
-#pragma unroll
-			for (int u = 0; u < U; u++)
-				rb[u] = bc0 < C && bkk + u * bdk < KS && kb + bkk + u * bdk < k1 ? ark_to_f(q[u * bstep]) : 0.0f;
-		}
-	};
-	auto store = [&](int s) {
-		float *As = sm + (s & 1) * buf, *Bs = As + KS * LDA;
-#pragma unroll
-		for (int u = 0; u < U; u++)
-			if (ar0 + u * adr < R)
-				As[akk * LDA + ar0 + u * adr] = ra[u];
-#pragma unroll
-		for (int u = 0; u < U; u++) {
-			if (TB) {
-				if (bc0 + u * bdk < C)
-					Bs[bkk * LDB + bc0 + u * bdk] = rb[u];
-			} else {
-				if (bc0 < C && bkk + u * bdk < KS)
-					Bs[(bkk + u * bdk) * LDB + bc0] = rb[u];
-			}
-		}
-	};
-
-	const int nsteps = (k1 - k0 + KS - 1) / KS;
-	load(k0);
-	__syncthreads(); /* smem free of the previous tile */
-	store(0);
-	__syncthreads();
-	for (int s = 0; s < nsteps; s++) {
-		if (s + 1 < nsteps)
-			load(k0 + (s + 1) * KS); /* in flight during this step's FMAs */
-		if (computes) {
-			const float *As = sm + (s & 1) * buf, *Bs = As + KS * LDA;
-#pragma unroll(MI == 8 ? 2 : 4)
-			for (int kk = kb0; kk < kb1; kk++) {
-				float ar[MI], br[MI];
-#pragma unroll
-				for (int i = 0; i < MI; i++)
-					ar[i] = As[kk * LDA + aoff[i]];
-#pragma unroll
-				for (int j = 0; j < MI; j++)
-					br[j] = Bs[kk * LDB + boff[j]];
-#pragma unroll
-				for (int i = 0; i < MI; i++)
-#pragma unroll
-					for (int j = 0; j < MI; j++)
-						acc[i][j] = fmaf(ar[i], br[j], acc[i][j]);
-			}
-		}
-		if (s + 1 < nsteps)
-			store(s + 1); /* buffer (s + 1) & 1 was last read in step s - 1 */
-		__syncthreads();
-	}
-
-	/* red [G][R][C] fp32: the G k-slices, summed into slice 0 (each element by the thread that owns it) */
-	float *red = sm;
-	if (computes) {
-#pragma unroll
-		for (int i = 0; i < MI; i++)
-#pragma unroll
-			for (int j = 0; j < MI; j++) {
-				const int r = ty + TY * i, c = tx + TX * j;
-				if (r < R && c < C)
-					red[(grp * R + r) * C + c] = acc[i][j];
-			}
-	}
-	__syncthreads();
-	if (G > 1) {
-		for (int o = tid; o < R * C; o += ARK_THREADS) {
-			float s = 0.0f;
-			for (int q = 0; q < G; q++)
-				s += red[q * R * C + o];
-			red[o] = s;
-		}
-		__syncthreads();
-	}
-	ark_mm_epilogue<T>(g, red, C, m0, m1, n0, n1);
-	__syncthreads();
-}
-
-/* Picks the k-step and the thread map of ark_mm_simt_t for the tile. */
-template <typename T, bool TB>
-__device__ void ark_mm_simt(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
-{
-	const int R = m1 - m0, C = n1 - n0;
-	int cw = 1;
-	while (cw < C)
-		cw *= 2;
-	const int bw = TB ? C : cw; /* b's load slots per k */
-	int KS = 32;
-	while (KS < ARK_MM_SIMT_KSMAX && KS < k1 - k0 && 2 * KS * max(R, bw) <= ARK_MM_SIMT_SLOTS)
-		KS *= 2;
-	/* micro-tile MI x MI: the smallest per-thread work (FMAs + smem reads) per k */
-	/* 2-byte types come here only with rows <= ARK_MM_SMALL_M (ark_mm_sub), where 4 x 4 always fits:
-	 * their 8 x 8 variant, never needed, would spill */
-	constexpr int MIMAX = sizeof(T) == 2 ? 4 : 8;
-	int best = 0, bcost = 0, bty = 0, btx = 0, bg = 0;
-	for (int mi = 1; mi <= MIMAX; mi *= 2) {
-		const int ty = (R + mi - 1) / mi, tx = (C + mi - 1) / mi;
-		if (ty * tx > ARK_THREADS)
-			continue;
-		/* k-groups: at most 32, and red [G][R][C] fits in the buffers */
-		const int gk = min(min(ARK_THREADS / (ty * tx), 32), min(KS, 4 * ARK_MM_SIMT_SLOTS / (R * C)));
-		const int cost = (mi * mi + 2 * mi) * 64 / gk;
-		if (!best || cost <= bcost)
-			best = mi, bcost = cost, bty = ty, btx = tx, bg = gk;
-	}
-	if (best == 1)
-		ark_mm_simt_t<T, TB, 1>(g.at, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
-	else if (best == 2)
-		ark_mm_simt_t<T, TB, 2>(g.at, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
-	else if (best == 4)
-		ark_mm_simt_t<T, TB, 4>(g.at, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
-	else if constexpr (MIMAX == 8) {
-		if (best == 8)
-			ark_mm_simt_t<T, TB, 8>(g.at, m0, m1, n0, n1, k0, k1, smem, KS, bty, btx, bg);
-	}
-	if (!best) /* a 2-byte tile of more than 16 rows: ark_mm_sub sends those to the tensor cores */
-		__trap();
+	if (g.tb)
+		ark_mm_staged_l<T, true>(g, al, m0, m1, n0, n1, k0, k1, smem);
+	else
+		ark_mm_staged_l<T, false>(g, al, m0, m1, n0, n1, k0, k1, smem);
 }
 
 #include "op_quant.cuh" /* ark_mmq_sub: b in q4_1 or q8_0 blocks */
@@ -2003,9 +1838,8 @@ __device__ void ark_mm_sub(const ark_mm &g, int m0, int m1, int n0, int n1, int 
 			__trap();
 		}
 		/* rows that cannot stream (odd or unaligned lengths) go to the tiles of shared-memory stages,
-		 * which take any alignment: 16-bit to the tensor cores, fp32 to the FMA tile (1.1-1.6x faster
-		 * there than on the generic FMA path, bench/NOTES.md); tile_matmul_mma and tile_matmul_ffma in
-		 * codegen/tile.c say the same */
+		 * which take any alignment: 16-bit to the tensor cores, fp32 to the FMA tile; arkgen compiles
+		 * them for such tiles too (codegen/emit.c, staged_instance) */
 		if constexpr (mma || (sizeof(T) == 4 && ARK_TILES_FFMA)) {
 			if (!ok && !g.pre) {
 				ark_mm_staged<T>(g, m0, m1, n0, n1, k0, k1, smem);
@@ -2035,10 +1869,12 @@ __device__ void ark_mm_sub(const ark_mm &g, int m0, int m1, int n0, int n1, int 
 			return;
 		}
 	}
-	if (g.tb)
-		ark_mm_simt<T, true>(g, m0, m1, n0, n1, k0, k1, smem);
-	else
-		ark_mm_simt<T, false>(g, m0, m1, n0, n1, k0, k1, smem);
+	/* every tile takes one of the paths above where arkgen compiled it (codegen/emit.c: the tensor
+	 * cores or the FMA tile wherever a tile does not stream) */
+	if (threadIdx.x == 0)
+		printf("ark: a matmul tile of %d rows (b %s) that no compiled path takes (ARK_TILES_MMA, ARK_TILES_FFMA)\n",
+		       rows, g.tb ? "[N, K]" : "[K, N]");
+	__trap();
 }
 
 /* MATMUL (partial == false: k over 0:K, bias, activation) and MATMUL_PARTIAL (k0:k1, fp32 into the

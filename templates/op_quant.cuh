@@ -640,26 +640,61 @@ __device__ __noinline__ void ark_mmq_mma(const ark_mm_at at, int m0, int m1, int
 	ark_mmq_out<T>(g, m0, n0, rows, tn, sacc);
 }
 
+/* ARK_MMQ_ROWS: the row classes (1, 2, 4, 8, 16 rows: bits 0-4) of the quantized tiles compiled, for
+ * q4_1 b (bits 0-4) and q8_0 b (bits 8-12); arkgen says which its tiles take (codegen/emit.c), every
+ * one by default. As with the streaming tiles, each instance is a function of its own whose code
+ * costs the loop kernel's registers where no tile runs it. */
+#ifndef ARK_MMQ_ROWS
+#define ARK_MMQ_ROWS 0x1f1f
+#endif
+
+static __device__ __noinline__ void ark_mmq_missing(int rows)
+{
+	if (threadIdx.x == 0)
+		printf("ark: a quantized matmul tile of %d rows that the generated file did not compile (ARK_MMQ_ROWS)\n",
+		       rows);
+	__trap();
+}
+
+/* The stream of MB rows where its class was compiled */
+template <typename T, int QT, int MB>
+__device__ __forceinline__ void ark_mmq_class(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+{
+	constexpr int bit = (MB <= 1 ? 0 : MB <= 2 ? 1 : MB <= 4 ? 2 : MB <= 8 ? 3 : 4) + (QT == ARK_Q4_1 ? 0 : 8);
+	if constexpr ((ARK_MMQ_ROWS >> bit & 1) != 0)
+		ark_mmq_stream<T, MB, QT>(g.at, m0, m1, n0, n1, k0, k1, smem);
+	else
+		ark_mmq_missing(m1 - m0);
+}
+
 template <typename T, int QT>
 __device__ void ark_mmq_rows(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
 	const int rows = m1 - m0;
-	if constexpr (sizeof(T) == 2 && ARK_MMQ_MMA) { /* fp16, bf16 a: the tensor cores */
-		if (rows <= 8)
-			ark_mmq_mma<T, QT, 1>(g.at, m0, m1, n0, n1, k0, k1, smem);
-		else
-			ark_mmq_mma<T, QT, 2>(g.at, m0, m1, n0, n1, k0, k1, smem);
+	if constexpr (sizeof(T) == 2 && ARK_MMQ_MMA) { /* fp16, bf16 a: the tensor cores, up to 8 rows or 16 */
+		constexpr unsigned u = ARK_MMQ_ROWS >> (QT == ARK_Q4_1 ? 0 : 8);
+		if (rows <= 8) {
+			if constexpr ((u & 0xf) != 0)
+				ark_mmq_mma<T, QT, 1>(g.at, m0, m1, n0, n1, k0, k1, smem);
+			else
+				ark_mmq_missing(rows);
+		} else {
+			if constexpr ((u & 0x10) != 0)
+				ark_mmq_mma<T, QT, 2>(g.at, m0, m1, n0, n1, k0, k1, smem);
+			else
+				ark_mmq_missing(rows);
+		}
 	} else {
 		if (rows <= 1)
-			ark_mmq_stream<T, 1, QT>(g.at, m0, m1, n0, n1, k0, k1, smem);
+			ark_mmq_class<T, QT, 1>(g, m0, m1, n0, n1, k0, k1, smem);
 		else if (rows <= 2)
-			ark_mmq_stream<T, 2, QT>(g.at, m0, m1, n0, n1, k0, k1, smem);
+			ark_mmq_class<T, QT, 2>(g, m0, m1, n0, n1, k0, k1, smem);
 		else if (rows <= 4)
-			ark_mmq_stream<T, 4, QT>(g.at, m0, m1, n0, n1, k0, k1, smem);
+			ark_mmq_class<T, QT, 4>(g, m0, m1, n0, n1, k0, k1, smem);
 		else if (rows <= 8)
-			ark_mmq_stream<T, 8, QT>(g.at, m0, m1, n0, n1, k0, k1, smem);
+			ark_mmq_class<T, QT, 8>(g, m0, m1, n0, n1, k0, k1, smem);
 		else
-			ark_mmq_stream<T, 16, QT>(g.at, m0, m1, n0, n1, k0, k1, smem);
+			ark_mmq_class<T, QT, 16>(g, m0, m1, n0, n1, k0, k1, smem);
 	}
 }
 

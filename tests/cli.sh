@@ -8,7 +8,7 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 
 . tests/lib/tap.sh
 
-echo "1..86"
+echo "1..89"
 check "--help exits 0" run 0 --help
 check "--help shows the usage line" has '^usage: arkgen \[options\] MODEL.cfg' "$tmp/out"
 for opt in --help --version -o --output -dG -dT -dP --dot --dot-vctas --gpu --sms --smem --policy --sync --no-fuse --no-reuse --p2p-max --oneshot-max --ll-max --schedule --nvcc-flags -h -V; do
@@ -127,3 +127,29 @@ CFG
 check "streaming tiles: 3 rows of b [K, N] compile MB 4 only" sh -c \
 	"'$ARKGEN' '$tmp/mb.cfg' -o '$tmp/mb.cu' >/dev/null && grep -q '^#define ARK_MM_STREAM_MB_KN 0x04$' '$tmp/mb.cu'"
 check "streaming tiles: 1 row of b [N, K] compiles MB 1 only" has '^#define ARK_MM_STREAM_MB_NK 0x01$' "$tmp/mb.cu"
+# the tiles of stages likewise: which of their four instances (b layout, aligned or not) the tiles take
+cat > "$tmp/st.cfg" <<'CFG'
+version = 1;
+name = "st";
+dtype = "fp32";
+tensors = (
+  { name = "x1"; shape = [300, 267]; role = "input";  },
+  { name = "w1"; shape = [384, 267]; role = "weight"; },
+  { name = "x2"; shape = [64, 256];  role = "input";  },
+  { name = "w2"; shape = [256, 512]; role = "weight"; },
+  { name = "x3"; shape = [3, 256];   role = "input";  },
+  { name = "w3"; shape = [512, 256]; role = "weight"; dtype = "q4_1"; },
+  { name = "y1"; role = "output"; },
+  { name = "y2"; role = "output"; },
+  { name = "y3"; role = "output"; }
+);
+ops = (
+  { name = "odd"; op = "matmul"; in = ["x1", "w1"]; out = "y1"; transpose_b = true; },
+  { name = "al";  op = "matmul"; in = ["x2", "w2"]; out = "y2"; },
+  { name = "q";   op = "matmul"; in = ["x3", "w3"]; out = "y3"; transpose_b = true; }
+);
+CFG
+check "tiles of stages: K 267 b [N, K] takes the unaligned instance, b [K, N] of 256 the aligned one" sh -c \
+	"'$ARKGEN' '$tmp/st.cfg' -o '$tmp/st.cu' >/dev/null && grep -q '^#define ARK_MM_STAGED 0x9$' '$tmp/st.cu'"
+check "tiles of stages: fp32 tiles of stages compile the FMA tile" has '^#define ARK_TILES_FFMA 1$' "$tmp/st.cu"
+check "quantized tiles: 3 rows of q4_1 compile the class of 4 rows only" has '^#define ARK_MMQ_ROWS 0x0004$' "$tmp/st.cu"

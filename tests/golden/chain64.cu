@@ -14,6 +14,7 @@
 #define ARK_TILES_FFMA 0
 #define ARK_MM_STREAM_MB_KN 0x00
 #define ARK_MM_STREAM_MB_NK 0x00
+#define ARK_MM_STAGED 0x0
 #define ARK_TILES_USED (ARK_TILE_BIT(EW_CHAIN))
 #define ARK_ACTS_USED(X)
 #ifndef ARK_CHAIN_TEMPLATE /* defined: every chain on the template that reads its steps */
