@@ -60,6 +60,36 @@ static int matmul_a(const struct tiling *s, int oi)
 
 static int rule_tm(int64_t M) { return M <= 16 ? (int)M : M <= 256 ? 64 : 128; }
 
+/* Dependency levels as the loop kernel runs them: graph_levels, but an op that reads only weights
+ * and what such ops make (a quantized weight's DEQUANTIZE, a weight's copied view) starts at once and
+ * adds no level, so that a matmul of a dequantized weight shares the SMs with the matmuls of the
+ * same activation beside it. Returns the largest level. */
+static int run_levels(const struct graph *g, int *level)
+{
+	int max_level = 0;
+	char *wonly = xcalloc((size_t)g->n_ops, 1); /* reads weights and weight-only results alone */
+	for (int k = 0; k < g->n_ops; k++) {
+		const int oi = g->order[k];
+		const struct op *o = &g->ops[oi];
+		int lv = 0, w = o->n_in > 0;
+		for (int j = 0; j < o->n_in; j++) {
+			const struct tensor *t = &g->tensors[o->in[j]];
+			const int p = t->producer;
+			if (p < 0) {
+				w &= t->role == ARK_ROLE_WEIGHT;
+				continue;
+			}
+			w &= wonly[p];
+			lv = imax(lv, level[p] + !wonly[p]);
+		}
+		wonly[oi] = (char)w;
+		level[oi] = lv;
+		max_level = imax(max_level, lv);
+	}
+	free(wonly);
+	return max_level;
+}
+
 /* SMs each matmul can count on (op_tiling.sm_share): the GPU's SMs shared among the matmuls of its
  * dependency level on its GPU (level: longest path from the graph's inputs, in ops), so that
  * independent branches get about one tile per SM between them instead of each cutting itself for
@@ -69,7 +99,7 @@ static void share_sms(struct tiling *s)
 {
 	const struct graph *g = s->g;
 	int sms = s->opt.sms, *level = xcalloc((size_t)g->n_ops, sizeof *level);
-	int max_level = graph_levels(g, level);
+	int max_level = run_levels(g, level);
 	int *width = xcalloc((size_t)(max_level + 1) * ARK_MAX_GPUS, sizeof *width);
 	int64_t *tiles = xcalloc((size_t)(max_level + 1) * ARK_MAX_GPUS, sizeof *tiles);
 	for (int i = 0; i < g->n_ops; i++)

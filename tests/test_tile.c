@@ -757,6 +757,26 @@ static void test_matmul_one_wave(void **state)
 	done();
 }
 
+/* A matmul of many rows over a q4_1 weight reads it dequantized (a DEQUANTIZE of the weight first,
+ * lower_quant.c); that op reads a weight alone and starts at once, so the matmul shares the SMs with
+ * the plain matmul of the same a beside it (one level, half of the SMs each), not two levels. */
+static void test_matmul_share_dequant(void **state)
+{
+	(void)state;
+	tile_text("{ name = \"x\"; shape = [320, 1024]; role = \"input\"; dtype = \"bf16\"; },"
+		  "{ name = \"w1\"; shape = [2000, 1024]; role = \"weight\"; dtype = \"bf16\"; },"
+		  "{ name = \"w2\"; shape = [2000, 1024]; role = \"weight\"; dtype = \"q4_1\"; },"
+		  "{ name = \"y1\"; role = \"output\"; }, { name = \"y2\"; role = \"output\"; }",
+		  "{ name = \"m1\"; op = \"matmul\"; in = [\"x\", \"w1\"]; out = \"y1\"; transpose_b = true; },"
+		  "{ name = \"m2\"; op = \"matmul\"; in = [\"x\", \"w2\"]; out = \"y2\"; transpose_b = true; }");
+	const struct op_tiling *p1 = &s->per_op[op("m1")], *p2 = &s->per_op[op("m2")];
+	assert_int_equal(p1->sm_share, 66);
+	assert_int_equal(p2->sm_share, 66);
+	assert_int_equal(p1->level_tiles, p2->level_tiles);
+	assert_true(p1->n_vcta + p2->n_vcta <= 132); /* one wave between them */
+	done();
+}
+
 /* Few rows on the mma tile with rows that are not 16-byte vectors (K = 3079, a [9, K], b [3075, K]
  * padded): each k-stage costs several times an aligned one's, so the cost model's search replaces
  * the one-wave tiles of all of K (129 of 24 columns) with split ones; the same shape with K = 3080
@@ -1166,6 +1186,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_quant),
 		cmocka_unit_test(test_matmul_few_rows),
 		cmocka_unit_test(test_matmul_one_wave),
+		cmocka_unit_test(test_matmul_share_dequant),
 		cmocka_unit_test(test_matmul_few_rows_odd_k),
 		cmocka_unit_test(test_ranges_apart),
 		cmocka_unit_test(test_copy_units),
