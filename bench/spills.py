@@ -66,7 +66,7 @@ def build(nvcc, flags, src, defs):
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap = argparse.ArgumentParser(description=" ".join(__doc__.strip().split("\n\n")[0].split()))
     ap.add_argument("files", nargs="+", metavar="FILE", help="A.cu [B.cu], or with --log A.log [B.log]")
     ap.add_argument("--log", action="store_true", help="the files are ptxas -v output already written")
     ap.add_argument("--nvcc", default="nvcc")
