@@ -812,6 +812,39 @@ def geomean(v):
 	return math.exp(sum(math.log(x) for x in v) / len(v)) if v else None
 
 
+def classes(e):
+	"""The classes a model's row counts in: its dtype, the rows of its input x (M: the product of x's
+	leading dimensions) as at most 16, 17-128 or more, and the two together; none where the shape is
+	not a sweep model's."""
+	m = re.search(r" (fp16|bf16|fp32) x\[([0-9,]+)\]", e["shape"] or "")
+	if not m:
+		return []
+	rows = 1
+	for d in m.group(2).split(",")[:-1]:
+		rows *= int(d)
+	rg = "M <= 16" if rows <= 16 else "M 17-128" if rows <= 128 else "M > 128"
+	return [m.group(1), rg, "%s, %s" % (m.group(1), rg)]
+
+
+def by_class(ok):
+	"""The geometric means by dtype and rows (classes), most models first within each kind."""
+	cl = collections.defaultdict(list)
+	for e in ok:
+		if e["ratio"] is not None:
+			for c in classes(e):
+				cl[c].append(e["ratio"])
+	if not cl:
+		return []
+	rank = {"fp16": 0, "bf16": 1, "fp32": 2, "M <= 16": 3, "M 17-128": 4, "M > 128": 5}
+	order = sorted(cl, key=lambda c: (c.count(","), [rank[x] for x in c.split(", ")]))
+	out = ["", "By class (dtype; M: the rows of the input x, its leading dimensions together):", "",
+	       "| class | models | best PyTorch / arkgen, geometric mean | arkgen at least as fast |", "|---|---|---|---|"]
+	for c in order:
+		v = cl[c]
+		out.append("| %s | %d | %.2fx | %d |" % (c, len(v), geomean(v), sum(1 for x in v if x >= 1)))
+	return out
+
+
 def table(rows, gpu):
 	out = ["GPU: %s; %d models" % (gpu or "unknown (nothing measured)", len(rows)), ""]
 	ranked = sorted((e for e in rows if e["ratio"] is not None), key=lambda e: e["ratio"])
@@ -827,6 +860,7 @@ def table(rows, gpu):
 		"as fast on %d of them." % ("-" if g is None else "%.2fx" % g, len(r), sum(1 for x in r if x >= 1)),
 		"Geometric mean of predicted / measured: %s over %d models; within [0.67, 1.5] on %d." % (
 			fmt(gp, 2), len(p), sum(1 for x in p if 0.67 <= x <= 1.5))]
+	out += by_class(ok)
 	pl = collections.Counter(e["placement"] for e in rows if e.get("placement"))
 	if pl:
 		out.append("Placement kept: %s." % ", ".join("%s on %d" % (k, pl[k]) for k in sorted(pl)))

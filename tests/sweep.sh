@@ -76,7 +76,7 @@ usage_error() { "$PYTHON" bench/sweep.py gen --count 3 --out "$tmp/e" 2>/dev/nul
 
 # the single-GPU ops of the catalog (abi/ark_ops.h: every row not flagged ARK_OPF_COMM)
 ops=$(sh scripts/catalog-names.sh OP_ROWS ARK_OPF_COMM | tr '\n' ' ')
-echo "1..$((8 + 2 * (NFIX + NCLK) + 3 + $(echo $ops | wc -w) + 12 + 2))"
+echo "1..$((8 + 2 * (NFIX + NCLK) + 3 + $(echo $ops | wc -w) + 12 + 3))"
 echo "# fixed seed $FIXED, clock seed $CLOCK (replay: SWEEP_SEED=$CLOCK tests/sweep.sh, or"
 echo "#   bench/sweep.py gen --seed $CLOCK --count $NCLK --out DIR)"
 
@@ -143,3 +143,21 @@ named() {
 foreign() { tabled "NVIDIA H100 80GB HBM3" && grep -q "are of NVIDIA H100 80GB HBM3, not of NVIDIA H200 that ran" "$tmp/table"; }
 check "sweep.py table: the predictions' table named" named
 check "sweep.py table: another GPU's table said so" foreign
+# the geometric means by class: dtype, the rows of x (its leading dimensions together), both
+classed() {
+	rm -rf "$tmp/run" && mkdir -p "$tmp/run/logs" || return 1
+	for m in "0 fp32 x[4,80,1024] 10 5" "1 fp32 x[2,64] 10 20" "2 bf16 x[3,5] 10 40"; do
+		set -- $m
+		echo "# sweep seed 1, index $1: mlp $2 $3, 2 ops" >"$tmp/run/logs/sw1_00$1.cfg"
+		echo 0 >"$tmp/run/logs/sw1_00$1.check.rc"
+		echo "bench: 300 iterations after 50 warm-up: median $4.00 us, p99 11.00 us, min 9.00 us" \
+			>"$tmp/run/logs/sw1_00$1.bench.log"
+		echo "{\"meta\": {\"gpu\": \"NVIDIA H200\"}, \"graph\": {\"median_us\": $5, \"matches_eager\": true}}" \
+			>"$tmp/run/logs/sw1_00$1.torch.json"
+	done
+	"$PYTHON" bench/sweep.py table "$tmp/run" >"$tmp/table" 2>&1 &&
+		grep -q '^| fp32 | 2 | 1.00x | 1 |$' "$tmp/table" && grep -q '^| bf16 | 1 | 4.00x | 1 |$' "$tmp/table" &&
+		grep -q '^| M > 128 | 1 | 0.50x | 0 |$' "$tmp/table" && grep -q '^| M <= 16 | 2 | 2.83x | 2 |$' "$tmp/table" &&
+		grep -q '^| fp32, M > 128 | 1 | 0.50x | 0 |$' "$tmp/table" && ! grep -q '^| M 17-128 ' "$tmp/table"
+}
+check "sweep.py table: the geometric means by dtype and rows" classed
