@@ -32,13 +32,7 @@ BENCH_N=${BENCH_N:-300}
 CHECK_TIMEOUT=${CHECK_TIMEOUT:-120}
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-120}
 
-die() { echo "ab.sh: $*" >&2; exit 1; }
-usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-2}"; }
-limit() { # limit SECONDS CMD...: under coreutils' timeout when there is one
-	local s=$1
-	shift
-	if command -v timeout >/dev/null 2>&1; then timeout "$s" "$@"; else "$@"; fi
-}
+. "$ROOT/bench/lib.sh" # die, usage, limit
 names() { # the models of DIR, sorted: every DIR/NAME.cu
 	for f in "$1"/*.cu; do [ -f "$f" ] && basename "$f" .cu; done
 }

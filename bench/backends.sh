@@ -31,12 +31,7 @@ SKIP_BUILD=${SKIP_BUILD:-0}
 CHECK_JOBS=${CHECK_JOBS:-4}
 RESUME=${RESUME:-0}
 
-die() { echo "backends.sh: $*" >&2; exit 1; }
-limit() {
-	local s=$1
-	shift
-	if command -v timeout >/dev/null 2>&1; then timeout "$s" "$@"; else "$@"; fi
-}
+. "$ROOT/bench/lib.sh" # die, usage, limit
 
 mkdir -p "$OUT" || die "cannot create $OUT"
 cfgs=""

@@ -33,12 +33,7 @@ PYTHON=${PYTHON:-python3}
 SMOLLM_DIR=${SMOLLM_DIR:-}
 MODELS="llama1b_decode llama1b_decode_q4"
 
-die() { echo "decoders.sh: $*" >&2; exit 1; }
-limit() {
-	local s=$1
-	shift
-	if command -v timeout >/dev/null 2>&1; then timeout "$s" "$@"; else "$@"; fi
-}
+. "$ROOT/bench/lib.sh" # die, usage, limit
 mkdir -p "$OUT" || die "cannot create $OUT"
 
 if [ "$SKIP_BUILD" = 1 ]; then

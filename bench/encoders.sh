@@ -42,12 +42,7 @@ minilm_ffn2 384 1536"
 ALL_PARTS="attention $(echo "$MATMULS" | awk '{printf "mm_%s ", $1}')"
 PARTS=${PARTS-${ALL_PARTS% }}
 
-die() { echo "encoders.sh: $*" >&2; exit 1; }
-limit() {
-	local s=$1
-	shift
-	if command -v timeout >/dev/null 2>&1; then timeout "$s" "$@"; else "$@"; fi
-}
+. "$ROOT/bench/lib.sh" # die, usage, limit
 
 mkdir -p "$OUT" || die "cannot create $OUT"
 builds=$(echo $MODELS $PARTS)

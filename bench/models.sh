@@ -28,13 +28,7 @@ PYTHON=${PYTHON:-python3}
 MODELS=${MODELS:-mlp8 branchy chain64 mlp}
 SYNCS="counters barrier"
 
-die() { echo "models.sh: $*" >&2; exit 1; }
-# Runs a command under a time limit when coreutils' timeout is there.
-limit() {
-	local s=$1
-	shift
-	if command -v timeout >/dev/null 2>&1; then timeout "$s" "$@"; else "$@"; fi
-}
+. "$ROOT/bench/lib.sh" # die, usage, limit
 
 mkdir -p "$OUT" || die "cannot create $OUT"
 builds=""

@@ -40,13 +40,7 @@ TORCH_TIMEOUT=${TORCH_TIMEOUT:-300}
 PYTHON=${PYTHON:-python3}
 PACK=${PACK:-0}
 
-die() { echo "sweep.sh: $*" >&2; exit 1; }
-usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-2}"; }
-limit() { # limit SECONDS CMD...: under coreutils' timeout when there is one
-	local s=$1
-	shift
-	if command -v timeout >/dev/null 2>&1; then timeout "$s" "$@"; else "$@"; fi
-}
+. "$ROOT/bench/lib.sh" # die, usage, limit
 
 # Model names of DIR (every DIR/*.cfg, or $MODELS), sorted.
 models() {

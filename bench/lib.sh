@@ -1,0 +1,15 @@
+# bench/lib.sh: the helpers the bench scripts share, sourced after they set ROOT.
+# shellcheck shell=bash
+
+# die MESSAGE: the script's name and the message on stderr, exit 1
+die() { echo "${0##*/}: $*" >&2; exit 1; }
+
+# usage [STATUS]: the script's header comment (from line 2 to its 'set -u'), exit STATUS (default 2)
+usage() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit "${1:-2}"; }
+
+# limit SECONDS CMD...: runs CMD under coreutils' timeout when there is one
+limit() {
+	local s=$1
+	shift
+	if command -v timeout >/dev/null 2>&1; then timeout "$s" "$@"; else "$@"; fi
+}
