@@ -667,13 +667,16 @@ static double att_tile_us(int64_t rows, int64_t keys, int64_t Dh, int64_t es)
 
 /* Attention: one vCTA per (batch, head, block of BQ query rows), every key of its kv head (the
  * template streams them in blocks through an online softmax; no [Sq, Skv] matrix in memory).
- * BQ is the smallest of 32, 64, 128 whose vCTAs fit on the GPU's SMs in one wave (16 when Sq <= 16):
- * every vCTA of a head loads the whole of its K and V, whatever its rows, so its time is that load
- * (about the same for any BQ) plus its rows' arithmetic, which a finer split shortens as long as the
- * vCTAs still run side by side. Below 32 rows the 8 warps of a CTA (2 row groups x 4 key groups of
- * 16 rows) would each get too few keys per block, and the K and V traffic grows with every copy.
+ * BQ is the smallest of 32, 64, 128 whose vCTAs fit on the GPU's SMs in one wave (16 when Sq <= 16,
+ * fp32 from 8 as below): every vCTA of a head loads the whole of its K and V, whatever its rows, so
+ * its time is that load (about the same for any BQ) plus its rows' arithmetic, which a finer split
+ * shortens as long as the vCTAs still run side by side. Below 32 rows the 8 warps of a CTA (2 row
+ * groups x 4 key groups of 16 rows) would each get too few keys per block, and the K and V traffic
+ * grows with every copy.
  * [1, 12 heads, S 128, Dh 64] on 132 SMs: 48 vCTAs of 32 rows (24 of 64 would halve the parallelism
- * for no fewer loads per vCTA). With causal, a block's vCTA reads only the keys its last row sees. */
+ * for no fewer loads per vCTA). fp32 (a warp a row at a time) from 8 rows, a row a warp: its time
+ * goes with its rows' arithmetic (att_tile_us), so [3 heads, 347, 128] runs 132 vCTAs of 8 rows, not
+ * 33 of 32 on a quarter of the SMs. With causal, a block's vCTA reads only the keys its last row sees. */
 static void tile_attention(struct tiling *s, int oi)
 {
 	struct graph *g = s->g;
@@ -683,7 +686,7 @@ static void tile_attention(struct tiling *s, int oi)
 	int out = o->out[0], mask = o->n_in > 3 ? o->in[3] : -1;
 	int64_t B = q->ndim == 3 ? q->shape[0] : 1, Sq = q->shape[q->ndim - 2], Skv = k->shape[k->ndim - 2];
 	int64_t H = o->heads, Hkv = o->kv_heads, Dh = q->shape[q->ndim - 1] / H, es = esize(s, out);
-	int64_t bq = Sq <= 16 ? 16 : 32;
+	int64_t bq = es == 4 ? 8 : Sq <= 16 ? 16 : 32;
 	while (bq < 128 && B * H * cdiv(Sq, bq) > s->opt.sms)
 		bq *= 2;
 	pl->tm = (int)bq;

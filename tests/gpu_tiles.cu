@@ -1490,6 +1490,10 @@ static void cases_float(void)
 		case_attention(dt, 3, 100, 77, 3, 3, 40, false, ARK_BF16, 64, true);
 		case_attention(dt, 1, 129, 200, 2, 2, 72, true, -1, 128);
 		case_attention(dt, 2, 16, 16, 8, 2, 120, false, ARK_FP16, 16);
+		if (dt == ARK_FP32) { /* blocks of 8 rows, a row a warp (the tiler's first choice in fp32) */
+			case_attention(dt, 1, 347, 347, 3, 3, 128, true, -1, 8);
+			case_attention(dt, 2, 19, 45, 4, 2, 64, false, ARK_FP32, 8);
+		}
 		/* the target shape: [1, 12 heads, 128, 64], 48 tasks of 32 rows (ARK_TILES_TIME=1 times it) */
 		case_attention(dt, 1, 128, 128, 12, 12, 64, false, -1, 32, false, true);
 		case_attention(dt, 1, 128, 128, 12, 12, 64, false, ARK_FP32, 64, false, true);

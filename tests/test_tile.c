@@ -1025,13 +1025,15 @@ static void test_matmul_quant_rows(void **state)
 }
 
 /* attention: one vCTA per (batch, head, block of query rows), the block the smallest of 32, 64, 128
- * rows that fits the SMs in one wave; causal blocks read only the keys their last row sees. */
+ * rows (fp32: 8, 16, ..., 128) that fits the SMs in one wave; causal blocks read only the keys their
+ * last row sees. */
 static void test_attention_tiles(void **state)
 {
 	(void)state;
-	tile_text("{ name = \"q\"; shape = [1, 128, 768]; role = \"input\"; },"
-		  "{ name = \"k\"; shape = [1, 128, 768]; role = \"input\"; },"
-		  "{ name = \"v\"; shape = [1, 128, 768]; role = \"input\"; }, { name = \"o\"; role = \"output\"; }",
+	tile_text("{ name = \"q\"; shape = [1, 128, 768]; role = \"input\"; dtype = \"bf16\"; },"
+		  "{ name = \"k\"; shape = [1, 128, 768]; role = \"input\"; dtype = \"bf16\"; },"
+		  "{ name = \"v\"; shape = [1, 128, 768]; role = \"input\"; dtype = \"bf16\"; },"
+		  "{ name = \"o\"; role = \"output\"; }",
 		  "{ name = \"a\"; op = \"attention\"; in = [\"q\", \"k\", \"v\"]; out = \"o\"; heads = 12; }");
 	assert_int_equal(s->per_op[op("a")].n_vcta, 48); /* 132 SMs: 12 heads x 4 blocks of 32 rows */
 	assert_int_equal(s->per_op[op("a")].tm, 32);
@@ -1041,6 +1043,27 @@ static void test_attention_tiles(void **state)
 	assert_int_equal(v->n0, 64);
 	assert_int_equal(v->n1, 128);
 	assert_int_equal(v->k1, 128);
+	done();
+	/* the same in fp32, a warp a row: blocks of 16 rows (8 would make 192 vCTAs) */
+	tile_text("{ name = \"q\"; shape = [1, 128, 768]; role = \"input\"; },"
+		  "{ name = \"k\"; shape = [1, 128, 768]; role = \"input\"; },"
+		  "{ name = \"v\"; shape = [1, 128, 768]; role = \"input\"; }, { name = \"o\"; role = \"output\"; }",
+		  "{ name = \"a\"; op = \"attention\"; in = [\"q\", \"k\", \"v\"]; out = \"o\"; heads = 12; }");
+	assert_int_equal(s->per_op[op("a")].tm, 16);
+	assert_int_equal(s->per_op[op("a")].n_vcta, 96);
+	done();
+	/* fp32, 3 heads of 347 causal queries: 132 blocks of 8 rows, the last of 3 */
+	tile_text("{ name = \"q\"; shape = [347, 384]; role = \"input\"; },"
+		  "{ name = \"k\"; shape = [347, 384]; role = \"input\"; },"
+		  "{ name = \"v\"; shape = [347, 384]; role = \"input\"; }, { name = \"o\"; role = \"output\"; }",
+		  "{ name = \"a\"; op = \"attention\"; in = [\"q\", \"k\", \"v\"]; out = \"o\"; heads = 3;"
+		  " causal = true; }");
+	assert_int_equal(s->per_op[op("a")].tm, 8);
+	assert_int_equal(s->per_op[op("a")].n_vcta, 132);
+	v = &s->v[s->per_op[op("a")].first_vcta + 43]; /* head 0, rows 344:347 */
+	assert_int_equal(v->m0, 344);
+	assert_int_equal(v->m1, 347);
+	assert_int_equal(v->k1, 347);
 	done();
 	/* 4 x 16 heads of 300 queries, GQA 4 kv heads, causal, a mask: 64 heads x 3 blocks of 128 rows
 	 * (more than one wave whatever the block) */
