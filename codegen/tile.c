@@ -60,10 +60,10 @@ static int matmul_a(const struct tiling *s, int oi)
 
 static int rule_tm(int64_t M) { return M <= 16 ? (int)M : M <= 256 ? 64 : 128; }
 
-/* Dependency levels as the loop kernel runs them: graph_levels, but an op that reads only weights
- * and what such ops make (a quantized weight's DEQUANTIZE, a weight's copied view) starts at once and
- * adds no level, so that a matmul of a dequantized weight shares the SMs with the matmuls of the
- * same activation beside it. Returns the largest level. */
+/* Dependency levels as the loop kernel runs them: graph_levels, but an op other than a matmul that
+ * reads only weights and what such ops make (a quantized weight's DEQUANTIZE, a weight's copied view)
+ * starts at once and takes little time, so it adds no level: a matmul of a dequantized weight shares
+ * the SMs with the matmuls of the same activation beside it. Returns the largest level. */
 static int run_levels(const struct graph *g, int *level)
 {
 	int max_level = 0;
@@ -82,7 +82,7 @@ static int run_levels(const struct graph *g, int *level)
 			w &= wonly[p];
 			lv = imax(lv, level[p] + !wonly[p]);
 		}
-		wonly[oi] = (char)w;
+		wonly[oi] = (char)(w && o->kind != ARK_OP_MATMUL);
 		level[oi] = lv;
 		max_level = imax(max_level, lv);
 	}

@@ -759,7 +759,8 @@ static void test_matmul_one_wave(void **state)
 
 /* A matmul of many rows over a q4_1 weight reads it dequantized (a DEQUANTIZE of the weight first,
  * lower_quant.c); that op reads a weight alone and starts at once, so the matmul shares the SMs with
- * the plain matmul of the same a beside it (one level, half of the SMs each), not two levels. */
+ * the plain matmul of the same a beside it (one level, half of the SMs each), not two levels. A
+ * matmul of weights alone still counts as a level. */
 static void test_matmul_share_dequant(void **state)
 {
 	(void)state;
@@ -774,6 +775,19 @@ static void test_matmul_share_dequant(void **state)
 	assert_int_equal(p2->sm_share, 66);
 	assert_int_equal(p1->level_tiles, p2->level_tiles);
 	assert_true(p1->n_vcta + p2->n_vcta <= 132); /* one wave between them */
+	done();
+	/* a matmul of two weights is no such op: the product of its result waits for it (a level) */
+	tile_text("{ name = \"x\"; shape = [320, 1024]; role = \"input\"; },"
+		  "{ name = \"w1\"; shape = [1024, 512]; role = \"weight\"; },"
+		  "{ name = \"w2\"; shape = [512, 1024]; role = \"weight\"; },"
+		  "{ name = \"w3\"; shape = [1024, 1024]; role = \"weight\"; },"
+		  "{ name = \"y\"; role = \"output\"; }, { name = \"z\"; role = \"output\"; }",
+		  "{ name = \"ww\"; op = \"matmul\"; in = [\"w1\", \"w2\"]; out = \"w12\"; },"
+		  "{ name = \"my\"; op = \"matmul\"; in = [\"x\", \"w12\"]; out = \"y\"; },"
+		  "{ name = \"mz\"; op = \"matmul\"; in = [\"x\", \"w3\"]; out = \"z\"; }");
+	assert_int_equal(s->per_op[op("ww")].sm_share, 66);
+	assert_int_equal(s->per_op[op("mz")].sm_share, 66);
+	assert_int_equal(s->per_op[op("my")].sm_share, 132);
 	done();
 }
 
