@@ -4,13 +4,15 @@
 # build's spills beside it (a function added or removed under the loop kernel moves the spills of the
 # others, bench/NOTES.md).
 #
-#   bench/ab.sh --build DIR [--a REV] [--b REV] MODEL...
-#                       MODEL: a model file (.cfg, generated with this checkout's arkgen and
-#                       ARKGEN_FLAGS) or a generated file (.cu), several of them. A's and B's
-#                       templates and abi: a git revision of this repository (git archive), or '.'
-#                       for this working tree; default A = HEAD, B = '.'. Builds DIR/NAME.A and
-#                       DIR/NAME.B with nvcc -Xptxas -v (the output in DIR/NAME.A.ptxas, .B.ptxas),
-#                       JOBS at a time; DIR/lib gets the shared libraries the binaries load. No GPU.
+#   bench/ab.sh --build DIR [--a REV] [--b REV] [--arkgen-a PATH] [--arkgen-b PATH] MODEL...
+#                       MODEL: a model file (.cfg, generated with ARKGEN_FLAGS by this checkout's
+#                       arkgen, or for one side by the arkgen --arkgen-a / -b names: a tiler change
+#                       measured with its templates) or a generated file (.cu, both sides), several
+#                       of them. A's and B's templates and abi: a git revision of this repository
+#                       (git archive), or '.' for this working tree; default A = HEAD, B = '.'.
+#                       Builds DIR/NAME.A and DIR/NAME.B with nvcc -Xptxas -v (the output in
+#                       DIR/NAME.A.ptxas, .B.ptxas), JOBS at a time; DIR/lib gets the shared
+#                       libraries the binaries load. No GPU.
 #   bench/ab.sh --run DIR   on the GPU machine: every NAME.B --check, then ROUNDS rounds of --bench N of
 #                       every NAME.A and NAME.B, alternating; the medians to DIR/ab.tsv and the table
 #                       to DIR/ab.md and stdout. Without a GPU it says so and exits 0.
@@ -33,8 +35,8 @@ CHECK_TIMEOUT=${CHECK_TIMEOUT:-120}
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-120}
 
 . "$ROOT/bench/lib.sh" # die, usage, limit
-names() { # the models of DIR, sorted: every DIR/NAME.cu
-	for f in "$1"/*.cu; do [ -f "$f" ] && basename "$f" .cu; done
+names() { # the models of DIR, sorted: every DIR/NAME.A.cu
+	for f in "$1"/*.A.cu; do [ -f "$f" ] && basename "$f" .A.cu; done
 }
 
 # ---- build ------------------------------------------------------------------------------------
@@ -50,12 +52,12 @@ tree() { # tree REV DEST: the templates and abi of REV ('.': the working tree) i
 	fi
 }
 
-nvcc_one() { # nvcc_one DIR NAME V: DIR/NAME.cu against DIR/tree_V -> DIR/NAME.V, ptxas output beside it
+nvcc_one() { # nvcc_one DIR NAME V: DIR/NAME.V.cu against DIR/tree_V -> DIR/NAME.V, ptxas output beside it
 	local d=$1 n=$2 v=$3 f
 	# this checkout's abi and templates in arkgen's flags become the tree's
 	f=$(printf '%s' "$flags" | sed "s|-I$ROOT/abi|-I$d/tree_$v/abi|; s|-I$ROOT/templates|-I$d/tree_$v/templates|")
 	# shellcheck disable=SC2086
-	if "$NVCC" $f -cudart shared -Xptxas -v "$d/$n.cu" -o "$d/$n.$v" >"$d/$n.$v.ptxas" 2>&1; then
+	if "$NVCC" $f -cudart shared -Xptxas -v "$d/$n.$v.cu" -o "$d/$n.$v" >"$d/$n.$v.ptxas" 2>&1; then
 		echo "  $n.$v: built"
 	else
 		rm -f "$d/$n.$v"
@@ -65,26 +67,32 @@ nvcc_one() { # nvcc_one DIR NAME V: DIR/NAME.cu against DIR/tree_V -> DIR/NAME.V
 }
 
 build() {
-	local d=$1 a=$2 b=$3 m n failed=0
-	shift 3
+	local d=$1 a=$2 b=$3 ga=$4 gb=$5 m n v gen failed=0
+	shift 5
 	[ $# -gt 0 ] || die "no models (give .cfg or .cu files)"
 	command -v "$NVCC" >/dev/null 2>&1 || die "no nvcc ('$NVCC'; set NVCC)"
 	[ -x "$ARKGEN" ] || die "no arkgen at $ARKGEN (run make, or set ARKGEN)"
+	for gen in "$ga" "$gb"; do [ -x "$gen" ] || die "no arkgen at $gen"; done
 	flags=$("$ARKGEN" --nvcc-flags) || die "$ARKGEN --nvcc-flags failed"
 	mkdir -p "$d" || die "cannot create $d"
 	d=$(cd "$d" && pwd)
 	tree "$a" "$d/tree_A" || die "A: cannot take the templates of '$a'"
 	tree "$b" "$d/tree_B" || die "B: cannot take the templates of '$b'"
-	printf 'A\t%s\nB\t%s\n' "$(label "$a")" "$(label "$b")" >"$d/trees.tsv"
+	printf 'A\t%s%s\nB\t%s%s\n' "$(label "$a")" "$([ "$ga" = "$ARKGEN" ] || echo ", files of $ga")" \
+		"$(label "$b")" "$([ "$gb" = "$ARKGEN" ] || echo ", files of $gb")" >"$d/trees.tsv"
 	for m in "$@"; do
 		n=$(basename "$m")
 		n=${n%.*}
 		case $m in
 		*.cfg)
-			# shellcheck disable=SC2086
-			"$ARKGEN" $ARKGEN_FLAGS "$m" -o "$d/$n.cu" >"$d/$n.report" 2>&1 ||
-				die "arkgen rejected $m: $(tail -n 1 "$d/$n.report")" ;;
-		*.cu) cp "$m" "$d/$n.cu" || die "cannot read $m" ;;
+			for v in A B; do
+				gen=$ga
+				[ $v = B ] && gen=$gb
+				# shellcheck disable=SC2086
+				"$gen" $ARKGEN_FLAGS "$m" -o "$d/$n.$v.cu" >"$d/$n.$v.report" 2>&1 ||
+					die "arkgen ($gen) rejected $m: $(tail -n 1 "$d/$n.$v.report")"
+			done ;;
+		*.cu) { cp "$m" "$d/$n.A.cu" && cp "$m" "$d/$n.B.cu"; } || die "cannot read $m" ;;
 		*) die "$m: neither a model file (.cfg) nor a generated file (.cu)" ;;
 		esac
 	done
@@ -192,16 +200,18 @@ dir=$2
 shift 2
 case $cmd in
 --build)
-	a=HEAD b=.
+	a=HEAD b=. ga=$ARKGEN gb=$ARKGEN
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--a) [ $# -ge 2 ] || usage 2; a=$2; shift 2 ;;
 		--b) [ $# -ge 2 ] || usage 2; b=$2; shift 2 ;;
+		--arkgen-a) [ $# -ge 2 ] || usage 2; ga=$2; shift 2 ;;
+		--arkgen-b) [ $# -ge 2 ] || usage 2; gb=$2; shift 2 ;;
 		-*) usage 2 ;;
 		*) break ;;
 		esac
 	done
-	build "$dir" "$a" "$b" "$@"
+	build "$dir" "$a" "$b" "$ga" "$gb" "$@"
 	;;
 --run) [ $# -eq 0 ] || usage 2; run "$dir" ;;
 --table) [ $# -eq 0 ] || usage 2; table "$dir" ;;

@@ -2,15 +2,15 @@
 # tests/ab.sh: bench/ab.sh with a stand-in nvcc whose "binaries" are scripts that answer --check and
 # --bench with a median that depends on the templates they were built against, and print ptxas -v
 # lines as the real one does: each model built against both trees (A from a revision, B the working
-# tree), arkgen run on a model file, every run and round in the table with the ratio and the spills,
-# a build failure and a bad revision reported, and a machine without a GPU (exit 77) said so. No GPU,
-# no nvcc.
+# tree), arkgen run on a model file (for A by another arkgen where one is named), every run and round
+# in the table with the ratio and the spills, a build failure and a bad revision reported, and a
+# machine without a GPU (exit 77) said so. No GPU, no nvcc.
 ARKGEN=${ARKGEN:-build/arkgen}
 cd "$(dirname "$0")/.." || exit 1
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/arkgen-ab.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 . tests/lib/tap.sh
-echo "1..10"
+echo "1..12"
 
 # The stand-in nvcc: the "binary" is a script; its median is 10 built against tree_A, 8 against tree_B
 # (seen in its -I flags); FAKE_NVCC_FAIL names a model whose build fails.
@@ -62,6 +62,22 @@ check "--run without a GPU: said, exit 0" sh -c \
 FAKE_NVCC_FAIL=one bench/ab.sh --build "$tmp/e" models/mlp.cfg "$tmp/one.cu" >"$tmp/fail.log" 2>&1
 rc=$?
 check "--build: a failed build named, exit 1" sh -c "[ $rc -eq 1 ] && grep -q 'one.A: NVCC FAILED' '$tmp/fail.log'"
+# another arkgen for A: this one's output with a line of its own
+case $ARKGEN in /*) real=$ARKGEN ;; *) real=$PWD/$ARKGEN ;; esac
+cat >"$tmp/arkgen-a" <<SH
+#!/bin/sh
+"$real" "\$@" || exit \$?
+for a in "\$@"; do [ "\$prev" = -o ] && echo "/* the other arkgen */" >>"\$a"; prev=\$a; done
+exit 0
+SH
+chmod +x "$tmp/arkgen-a"
+bench/ab.sh --build "$tmp/g" --arkgen-a "$tmp/arkgen-a" models/mlp.cfg "$tmp/one.cu" >"$tmp/gen.log" 2>&1
+check "--build --arkgen-a: A's files from that arkgen, B's from this one, a .cu the same on both" sh -c \
+	"grep -q 'the other arkgen' '$tmp/g/mlp.A.cu' && ! grep -q 'the other arkgen' '$tmp/g/mlp.B.cu' &&
+	 cmp -s '$tmp/g/one.A.cu' '$tmp/g/one.B.cu' && [ -x '$tmp/g/mlp.A' ] && [ -x '$tmp/g/mlp.B' ]"
+bench/ab.sh --run "$tmp/g" >/dev/null 2>&1
+check "--arkgen-a: the table says whose files A's are" sh -c \
+	"bench/ab.sh --table '$tmp/g' | grep -q '^A: .*, files of $tmp/arkgen-a$'"
 bench/ab.sh --build "$tmp/f" --a no-such-revision models/mlp.cfg >"$tmp/rev.log" 2>&1
 rc=$?
 check "--build: a revision that does not exist, exit 1" sh -c "[ $rc -eq 1 ] && grep -q \"no revision 'no-such-revision'\" '$tmp/rev.log'"
