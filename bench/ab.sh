@@ -34,7 +34,7 @@ BENCH_N=${BENCH_N:-300}
 CHECK_TIMEOUT=${CHECK_TIMEOUT:-120}
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-120}
 
-. "$ROOT/bench/lib.sh" # die, usage, limit
+. "$ROOT/bench/lib.sh" # die, usage, limit, libs_of
 names() { # the models of DIR, sorted: every DIR/NAME.A.cu
 	for f in "$1"/*.A.cu; do [ -f "$f" ] && basename "$f" .A.cu; done
 }
@@ -108,12 +108,9 @@ build() {
 	for n in $(names "$d"); do
 		for v in A B; do [ -x "$d/$n.$v" ] || failed=1; done
 	done
-	mkdir -p "$d/lib" # the shared libraries a GPU machine may lack, as bench/sweep.sh gives them
-	for n in $(names "$d"); do
+	for n in $(names "$d"); do # the shared libraries a GPU machine may lack, as bench/sweep.sh gives them
 		[ -x "$d/$n.B" ] || continue
-		ldd "$d/$n.B" 2>/dev/null | awk '/libcudart|libcjson/ && $3 ~ /^\// {print $3}' | while read -r l; do
-			cp -L "$l" "$d/lib/"
-		done
+		libs_of "$d/$n.B" "$d/lib"
 		break
 	done
 	[ $failed = 0 ] || die "some builds failed"

@@ -13,3 +13,12 @@ limit() {
 	shift
 	if command -v timeout >/dev/null 2>&1; then timeout "$s" "$@"; else "$@"; fi
 }
+
+# libs_of BINARY DIR: copies into DIR the shared libraries of BINARY that a GPU machine may lack
+# (cudart, cJSON), where the binaries' runs put DIR first on LD_LIBRARY_PATH
+libs_of() {
+	mkdir -p "$2" || return 1
+	ldd "$1" 2>/dev/null | awk '/libcudart|libcjson/ && $3 ~ /^\// {print $3}' | while read -r l; do
+		cp -L "$l" "$2/"
+	done
+}

@@ -40,7 +40,7 @@ TORCH_TIMEOUT=${TORCH_TIMEOUT:-300}
 PYTHON=${PYTHON:-python3}
 PACK=${PACK:-0}
 
-. "$ROOT/bench/lib.sh" # die, usage, limit
+. "$ROOT/bench/lib.sh" # die, usage, limit, libs_of
 
 # Model names of DIR (every DIR/*.cfg, or $MODELS), sorted.
 models() {
@@ -104,9 +104,7 @@ build() {
 	mkdir -p "$d/lib"
 	for n in $names; do
 		[ -x "$d/$n" ] || continue
-		ldd "$d/$n" 2>/dev/null | awk '/libcudart|libcjson/ && $3 ~ /^\// {print $3}' | while read -r l; do
-			cp -L "$l" "$d/lib/"
-		done
+		libs_of "$d/$n" "$d/lib"
 		break
 	done
 	ls "$d"/lib/libcjson.so* >/dev/null 2>&1 || echo "sweep.sh: no libcjson.so.1 found for $d/lib" >&2
