@@ -188,6 +188,11 @@ table() {
 			}' "$d/ab.tsv"
 	done
 	echo
+	awk -F'\t' '($2 == "A" || $2 == "B") && $3 != "-" { s[$1, $2] += $3; c[$1, $2]++; m[$1] = 1 }
+		END { for (n in m) if (c[n, "A"] && c[n, "B"]) {
+				r = (s[n, "B"] / c[n, "B"]) / (s[n, "A"] / c[n, "A"]); l += log(r); k++
+				if (r < 0.98) f++; else if (r > 1.02) w++ }
+			if (k) printf "B / A over %d models: geometric mean %.3f; %d faster, %d slower by more than 2%%.\n", k, exp(l / k), f, w }' "$d/ab.tsv"
 	echo "Medians of --bench $(cat "$d/bench_n" 2>/dev/null || echo "$BENCH_N") per round, A and B alternating; B / A: the ratio of their means over the rounds."
 }
 

@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.." || exit 1
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/arkgen-ab.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 . tests/lib/tap.sh
-echo "1..12"
+echo "1..13"
 
 # The stand-in nvcc: the "binary" is a script; its median is 10 built against tree_A, 8 against tree_B
 # (seen in its -I flags); FAKE_NVCC_FAIL names a model whose build fails.
@@ -54,6 +54,8 @@ bench/ab.sh --run "$tmp/d" >"$tmp/run.log" 2>&1
 check "--run: each model's row with its check, both rounds of A and B, the ratio and the spills" sh -c \
 	"grep -q '^| mlp | ok | 10.00 / 10.00 | 8.00 / 8.00 | 0.800 | 40 / 20 | 32 / 16 |$' '$tmp/run.log' &&
 	 grep -q '^| one | ok | 10.00 / 10.00 | 8.00 / 8.00 | 0.800 |' '$tmp/run.log'"
+check "--run: the geometric mean of B / A and the models on each side of 2%" \
+	grep -q '^B / A over 2 models: geometric mean 0.800; 2 faster, 0 slower by more than 2%\.$' "$tmp/run.log"
 check "--run: the trees named (A the revision's subject)" sh -c \
 	"grep -q \"^A: $(git log -1 --format=%h HEAD) \" '$tmp/run.log' && grep -q '^B: working tree of ' '$tmp/run.log'"
 check "--table: the same table again" sh -c "bench/ab.sh --table '$tmp/d' | grep -q '^| mlp | ok | 10.00 / 10.00 |'"
