@@ -177,22 +177,29 @@ table() {
 	echo
 	echo "| model | check (B) | A (us) | B (us) | B / A | spills, all functions: A | B |"
 	echo "|---|---|---|---|---|---|---|"
+	# the models (in order) with their spills first, then the runs: a row each, then the summary
 	for n in $(names "$d"); do
-		awk -F'\t' -v n="$n" -v sa="$(spills "$d/$n.A.ptxas")" -v sb="$(spills "$d/$n.B.ptxas")" '
-			$1 == n && $2 == "check" { check = $3 }
-			$1 == n && ($2 == "A" || $2 == "B") { v[$2] = v[$2] (v[$2] == "" ? "" : " / ") $3
-				if ($3 != "-") { sum[$2] += $3; cnt[$2]++ } }
-			END {
-				ratio = cnt["A"] && cnt["B"] ? sprintf("%.3f", (sum["B"] / cnt["B"]) / (sum["A"] / cnt["A"])) : "-"
-				printf "| %s | %s | %s | %s | %s | %s | %s |\n", n, check, v["A"], v["B"], ratio, sa, sb
-			}' "$d/ab.tsv"
-	done
-	echo
-	awk -F'\t' '($2 == "A" || $2 == "B") && $3 != "-" { s[$1, $2] += $3; c[$1, $2]++; m[$1] = 1 }
-		END { for (n in m) if (c[n, "A"] && c[n, "B"]) {
-				r = (s[n, "B"] / c[n, "B"]) / (s[n, "A"] / c[n, "A"]); l += log(r); k++
-				if (r < 0.98) f++; else if (r > 1.02) w++ }
-			if (k) printf "B / A over %d models: geometric mean %.3f; %d faster, %d slower by more than 2%%.\n", k, exp(l / k), f, w }' "$d/ab.tsv"
+		printf '%s\t%s\t%s\n' "$n" "$(spills "$d/$n.A.ptxas")" "$(spills "$d/$n.B.ptxas")"
+	done | awk -F'\t' '
+		FNR == NR { sp[$1] = $2 " | " $3; order[++no] = $1; next }
+		$2 == "check" { check[$1] = $3; next }
+		$2 == "A" || $2 == "B" { v[$1, $2] = v[$1, $2] (v[$1, $2] == "" ? "" : " / ") $3
+			if ($3 != "-") { sum[$1, $2] += $3; cnt[$1, $2]++ } }
+		END {
+			for (i = 1; i <= no; i++) {
+				n = order[i]
+				ratio = "-"
+				if (cnt[n, "A"] && cnt[n, "B"]) {
+					r = (sum[n, "B"] / cnt[n, "B"]) / (sum[n, "A"] / cnt[n, "A"])
+					ratio = sprintf("%.3f", r)
+					l += log(r); k++
+					if (r < 0.98) f++; else if (r > 1.02) w++
+				}
+				printf "| %s | %s | %s | %s | %s | %s |\n", n, check[n], v[n, "A"], v[n, "B"], ratio, sp[n]
+			}
+			print ""
+			if (k) printf "B / A over %d models: geometric mean %.3f; %d faster, %d slower by more than 2%%.\n", k, exp(l / k), f, w
+		}' - "$d/ab.tsv"
 	echo "Medians of --bench $(cat "$d/bench_n" 2>/dev/null || echo "$BENCH_N") per round, A and B alternating; B / A: the ratio of their means over the rounds."
 }
 
