@@ -147,6 +147,14 @@ static int chain_compiled(const struct tiling *s, int oi)
 
 /* ---- the steps of emit_loop ------------------------------------------------------------------ */
 
+/* The row class of a streaming or quantized tile of r rows (1, 2, 4, 8, 16 rows: 0 to 4), the bit
+ * of its instance in ARK_MM_STREAM_MB_* and ARK_MMQ_ROWS (op_matmul.cuh, op_quant.cuh). */
+_Static_assert(ARK_MM_SMALL_M == 1 << 4, "the row classes: 1, 2, 4, 8 and ARK_MM_SMALL_M rows");
+static int row_class(uint32_t r)
+{
+	return r <= 1 ? 0 : r <= 2 ? 1 : r <= 4 ? 2 : r <= 8 ? 3 : 4;
+}
+
 /* Which instance of ark_mm_staged a matmul tile takes (op_matmul.cuh): bit 2 * transpose_b + 1 where
  * a or b may not be read as aligned 16-byte vectors, + 0 where both may; none where it streams b. The
  * same tests as the template's, on the offsets and strides the opp gives it. */
@@ -220,18 +228,17 @@ static void emit_header(const struct emitter *e)
 			ffma |= st && dt == ARK_FP32;
 		}
 		if (mm && ark_dtype_quantized(g->tensors[xo->in[1]].dtype)) /* ark_mmq_sub: 16 rows at a time */
-			for (uint32_t r0 = x->m0; r0 < x->m1; r0 += 128)
-				for (uint32_t c0 = r0; c0 < x->m1 && c0 < r0 + 128; c0 += 16) {
-					const uint32_t e1 = x->m1 < r0 + 128 ? x->m1 : r0 + 128;
-					const uint32_t r = e1 - c0 < 16 ? e1 - c0 : 16;
-					const int bit = r <= 1 ? 0 : r <= 2 ? 1 : r <= 4 ? 2 : r <= 8 ? 3 : 4;
-					mmq_rows |= 1u << (bit + (g->tensors[xo->in[1]].dtype == ARK_Q4_1 ? 0 : 8));
-				}
+			for (uint32_t r0 = x->m0; r0 < x->m1; r0 += 128) {
+				const uint32_t r1 = x->m1 < r0 + 128 ? x->m1 : r0 + 128;
+				for (uint32_t c0 = r0; c0 < r1; c0 += 16)
+					mmq_rows |= 1u << (row_class(r1 - c0 < 16 ? r1 - c0 : 16) +
+							   (g->tensors[xo->in[1]].dtype == ARK_Q4_1 ? 0 : 8));
+			}
 		if (mm) /* ark_matmul_tile's sub-tiles of 128 rows; one of few rows may stream */
 			for (uint32_t r0 = x->m0; r0 < x->m1; r0 += 128) {
 				const uint32_t r = x->m1 - r0 < 128 ? x->m1 - r0 : 128;
 				if (r <= ARK_MM_SMALL_M)
-					stream_mb[xo->transpose_b != 0] |= r <= 1 ? 1 : r <= 2 ? 2 : r <= 4 ? 4 : r <= 8 ? 8 : ARK_MM_SMALL_M;
+					stream_mb[xo->transpose_b != 0] |= 1 << row_class(r);
 			}
 	}
 	for (int dt = 0; dt < ARK_FLOAT_DTYPES; dt++) /* int32 is never computed in */
