@@ -20,24 +20,23 @@
  *                         bytes at a time, and realigned in shared memory where their length is
  *                         odd),
  *                         ldmatrix + mma.sync.m16n8k16, fp32 sums.
- *  ffma                   fp32 matmuls of more than ARK_MM_STREAM32 rows, every tile: the mma path's
- *                         stages and k loop, 8 x 8 sums a thread, 16-byte shared-memory reads, FMA.
- *  simt                   small tiles the streaming paths cannot take (odd N or K, misaligned): the
- *                         tile's own shape, k-steps of 32-256 loaded one step ahead, FMA. */
+ *  ffma                   fp32 matmuls of more than ARK_MM_STREAM32 rows, every tile, and fp32 tiles
+ *                         of fewer rows the streaming path cannot take (odd N or K, misaligned): the
+ *                         mma path's stages and k loop, 8 x 8 sums a thread, 16-byte shared-memory
+ *                         reads, FMA. */
 
 /* The sizes behind the shared memory of each path (ARK_MM_*, ARK_SMEM_MATMUL) are in abi/ark_smem.h,
  * which arkgen evaluates too. */
 #include "ark_smem.h"
 
-/* ARK_TILES_MMA 0: a generated file whose model has no fp16/bf16 matmul tile of more than
- * ARK_MM_SMALL_M rows leaves the mma path out (such a tile would take the FMA path, slower but
- * right): its code made mlp8's loop kernel keep 1152 bytes of stack instead of 464 and cost it
- * 175 us per iteration instead of 149. */
+/* ARK_TILES_MMA 0: a generated file whose fp16/bf16 matmul tiles all stream b leaves the mma path
+ * out (arkgen turns it on for any tile that does not, codegen/emit.c; a tile that would need it stops
+ * the kernel with a message naming the switch): its code made mlp8's loop kernel keep 1152 bytes of
+ * stack instead of 464 and cost it 175 us per iteration instead of 149. */
 #ifndef ARK_TILES_MMA
 #define ARK_TILES_MMA 1
 #endif
-/* ARK_TILES_FFMA 0: the same for fp32 tiles of many rows (ark_mm_ffma); such a tile would take the
- * streaming or the simt path. */
+/* ARK_TILES_FFMA 0: the same for the fp32 FMA tile of stages (ark_mm_ffma). */
 #ifndef ARK_TILES_FFMA
 #define ARK_TILES_FFMA 1
 #endif
