@@ -827,7 +827,7 @@ def classes(e):
 
 
 def by_class(ok):
-	"""The geometric means by dtype and rows (classes), most models first within each kind."""
+	"""The table of geometric means by class: dtypes, then rows, then the two together."""
 	cl = collections.defaultdict(list)
 	for e in ok:
 		if e["ratio"] is not None:
