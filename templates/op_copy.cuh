@@ -6,21 +6,32 @@
 
 #include "ark_smem.h" /* ARK_SMEM_* */
 
-/* n units of U from s to d (both U-aligned), four loads in flight a thread. */
+/* n units of U from s to d (both U-aligned), ARK_COPY_BATCH loads in flight a thread (rows of 2-byte
+ * units, an embedding's rows of odd length, are a dozen units a thread: four in flight made that
+ * four round trips to memory). */
+#define ARK_COPY_BATCH 8
 template <typename U> __device__ __forceinline__ void ark_copy_units(const U *s, U *d, size_t n)
 {
 	size_t i = threadIdx.x;
-	for (; i + 3 * ARK_THREADS < n; i += 4 * ARK_THREADS) {
-		U q[4];
+	for (; i + (ARK_COPY_BATCH - 1) * ARK_THREADS < n; i += ARK_COPY_BATCH * ARK_THREADS) {
+		U q[ARK_COPY_BATCH];
 #pragma unroll
-		for (int u = 0; u < 4; u++)
+		for (int u = 0; u < ARK_COPY_BATCH; u++)
 			q[u] = s[i + u * ARK_THREADS];
 #pragma unroll
-		for (int u = 0; u < 4; u++)
+		for (int u = 0; u < ARK_COPY_BATCH; u++)
 			d[i + u * ARK_THREADS] = q[u];
 	}
-	for (; i < n; i += ARK_THREADS)
-		d[i] = s[i];
+	/* the rest (fewer than ARK_COPY_BATCH a thread) loaded before any store */
+	U q[ARK_COPY_BATCH];
+#pragma unroll
+	for (int u = 0; u < ARK_COPY_BATCH; u++)
+		if (i + u * ARK_THREADS < n)
+			q[u] = s[i + u * ARK_THREADS];
+#pragma unroll
+	for (int u = 0; u < ARK_COPY_BATCH; u++)
+		if (i + u * ARK_THREADS < n)
+			d[i + u * ARK_THREADS] = q[u];
 }
 
 /* Copies bytes [b0, b1) of src to the same byte offsets of dst, in the widest unit (16, 8, 4, 2 or 1

@@ -21,17 +21,22 @@ template <typename F> __device__ __forceinline__ void ark_with_mask(const ark_op
 }
 
 /* acc += sum of xs[s * q * d] * ms[s * q] (ms null: 1), cnt += the weights, over s = s0, s0 + ds, ...
- * < S; four elements in flight (independent sums, added at the end): one load at a time left each
- * thread waiting a memory round trip per element (a mean over 178 rows took ~6 us a tile). */
+ * < S; ARK_RM_BATCH elements in flight (independent sums, added at the end): one load at a time
+ * left each thread waiting a memory round trip per element (a mean over 178 rows took ~6 us a tile),
+ * four still took 3.6-8.8 us for tiles of 7-55 KB. */
+#define ARK_RM_BATCH 8
 template <typename T, typename MT>
 __device__ __forceinline__ void ark_reduce_sum(const T *xs, const MT *ms, int64_t q, int64_t s0, int64_t S, int64_t ds,
 					       float &acc, float &cnt, int64_t d = 1)
 {
-	float a[4] = {0.0f, 0.0f, 0.0f, 0.0f}, c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-	int64_t s = s0;
-	for (; s + 3 * ds < S; s += 4 * ds) {
+	float a[ARK_RM_BATCH], c[ARK_RM_BATCH];
 #pragma unroll
-		for (int u = 0; u < 4; u++) {
+	for (int u = 0; u < ARK_RM_BATCH; u++)
+		a[u] = 0.0f, c[u] = 0.0f;
+	int64_t s = s0;
+	for (; s + (ARK_RM_BATCH - 1) * ds < S; s += ARK_RM_BATCH * ds) {
+#pragma unroll
+		for (int u = 0; u < ARK_RM_BATCH; u++) {
 			const int64_t i = (s + u * ds) * q;
 			const float w = ms ? ark_to_f(ms[i]) : 1.0f;
 			a[u] += ark_to_f(xs[i * d]) * w;
@@ -44,8 +49,13 @@ __device__ __forceinline__ void ark_reduce_sum(const T *xs, const MT *ms, int64_
 		a[0] += ark_to_f(xs[i * d]) * w;
 		c[0] += w;
 	}
-	acc += (a[0] + a[1]) + (a[2] + a[3]);
-	cnt += (c[0] + c[1]) + (c[2] + c[3]);
+#pragma unroll
+	for (int h = ARK_RM_BATCH / 2; h > 0; h /= 2) /* pairwise, as the four were */
+#pragma unroll
+		for (int u = 0; u < h; u++)
+			a[u] += a[u + h], c[u] += c[u + h];
+	acc += a[0];
+	cnt += c[0];
 }
 
 /* x viewed as [P, S, Q, D] (p.oshape), out as [P * Q, D], mask (ARK_OPP_MASK) as [P, S, Q]:
