@@ -289,24 +289,34 @@ __device__ __forceinline__ void ark_mm_store4(T *p, const float (&v)[4], int nc,
 		if (j < nc)
 			p[j] = ark_from_f<T>(v[j]);
 }
-/* v[j] (j < nc) plus the residual p[j], as ark_mm_residual; one 8- or 16-byte load where vec. */
+/* The residual p[j] (j < nc; 0 past nc) as fp32, one 8- or 16-byte load where vec. */
 template <typename T>
-__device__ __forceinline__ void ark_mm_add4(const T *p, float (&v)[4], int nc, bool vec)
+__device__ __forceinline__ void ark_mm_load4(const T *p, float (&r)[4], int nc, bool vec)
 {
-	T r[4];
-	if (vec && nc == 4) {
-		if constexpr (sizeof(T) == 4)
-			*reinterpret_cast<float4 *>(r) = *reinterpret_cast<const float4 *>(p);
-		else
-			*reinterpret_cast<uint2 *>(r) = *reinterpret_cast<const uint2 *>(p);
-	} else {
+	if (vec && nc == 4) { /* unpacked in registers: a T[4] written through a cast lived in local memory */
+		if constexpr (sizeof(T) == 4) {
+			const float4 x = *reinterpret_cast<const float4 *>(p);
+			r[0] = x.x, r[1] = x.y, r[2] = x.z, r[3] = x.w;
+		} else {
+			const uint2 x = *reinterpret_cast<const uint2 *>(p);
+			float f[8];
+			ark_unpack<T>(make_uint4(x.x, x.y, 0u, 0u), f);
 #pragma unroll
-		for (int j = 0; j < 4; j++)
-			r[j] = j < nc ? p[j] : ark_from_f<T>(0.0f);
+			for (int j = 0; j < 4; j++)
+				r[j] = f[j];
+		}
+		return;
 	}
 #pragma unroll
 	for (int j = 0; j < 4; j++)
-		v[j] = ark_mm_residual<T>(v[j], r[j]);
+		r[j] = j < nc ? ark_to_f(p[j]) : 0.0f;
+}
+/* v[j] plus the residual r[j] (ark_mm_load4), as ark_mm_residual. */
+template <typename T> __device__ __forceinline__ void ark_mm_add4(float (&v)[4], const float (&r)[4])
+{
+#pragma unroll
+	for (int j = 0; j < 4; j++)
+		v[j] = ark_to_f(ark_from_f<T>(v[j])) + r[j];
 }
 template <typename T>
 __device__ __forceinline__ void ark_mm_epilogue(const ark_mm &g, const float *t, int ldt, int m0, int m1, int n0, int n1,
@@ -365,14 +375,24 @@ __device__ __forceinline__ void ark_mm_epilogue(const ark_mm &g, const float *t,
 		const T *res = g.res ? reinterpret_cast<const T *>(g.res) + (size_t)m0 * N + n0 + c : nullptr;
 		const bool rvec = ((uintptr_t)res & (4 * sizeof(T) - 1)) == 0 && (N & 3) == 0;
 		ark_with_act(g.act, [&](auto f) {
+			/* the residual rows requested at once before the first is read (prefetches: no
+			 * registers held): a load after a store to out waits for it (out and res may alias,
+			 * for all the compiler knows), so a row at a time waited a memory round trip each,
+			 * 16 a thread in a 128 x 128 tile */
+			if (res)
+				for (int r = r0; r < R; r += rstep)
+					asm volatile("prefetch.global.L1 [%0];\n" ::"l"(res + r * N));
 			for (int r = r0; r < R; r += rstep) {
 				float v[4];
 				row(r, v);
 #pragma unroll
 				for (int j = 0; j < 4; j++)
 					v[j] = f(v[j]);
-				if (res)
-					ark_mm_add4<T>(res + r * N, v, nc, rvec);
+				if (res) {
+					float rv[4];
+					ark_mm_load4<T>(res + r * N, rv, nc, rvec);
+					ark_mm_add4<T>(v, rv);
+				}
 				ark_mm_store4<T>(out + r * O, v, nc, vec);
 			}
 		});
@@ -1882,12 +1902,15 @@ template <typename T>
 __device__ __noinline__ void ark_matmul_tile(const ark_opp &p, int m0, int m1, int n0, int n1, int k0, int k1,
 					     uint32_t split, char *arena, char *smem, bool partial)
 {
-	const ark_mm g = ark_mm_of({&p, arena, split, partial});
 	if (!partial)
 		k0 = 0, k1 = (int)p.K;
+	/* the operands' fields read again for every sub-tile: held across the calls, they stayed live
+	 * through every path of ark_mm_sub and the function spilled them */
 	for (int mb = m0; mb < m1; mb += 128)
-		for (int nb = n0; nb < n1; nb += 128)
+		for (int nb = n0; nb < n1; nb += 128) {
+			const ark_mm g = ark_mm_of({&p, arena, split, partial});
 			ark_mm_sub<T>(g, mb, min(mb + 128, m1), nb, min(nb + 128, n1), k0, k1, smem);
+		}
 }
 
 /* REDUCE: tile (m0:m1, n0:n1) of out = act(sum over s < splits of ws[s] + bias) (+ the residual in[3]
@@ -1922,6 +1945,10 @@ __device__ __noinline__ void ark_reduce_tile(const ark_opp &p, int m0, int m1, i
 				nc[u] = e < cnt ? min(4, C - c) : 0;
 				off[u] = (size_t)(m0 + r) * N + n0 + c;
 				oo[u] = (size_t)(m0 + r) * O + n0 + c;
+				/* the residual requested with the workspace's loads (no registers held): read
+				 * after the first store, a group at a time waited a round trip each */
+				if (res && nc[u] > 0)
+					asm volatile("prefetch.global.L1 [%0];\n" ::"l"(res + off[u]));
 #pragma unroll
 				for (int j = 0; j < 4; j++)
 					v[u][j] = bias && j < nc[u] ? ark_to_f(bias[n0 + c + j]) : 0.0f;
@@ -1948,8 +1975,11 @@ __device__ __noinline__ void ark_reduce_tile(const ark_opp &p, int m0, int m1, i
 #pragma unroll
 				for (int j = 0; j < 4; j++)
 					v[u][j] = f(v[u][j]);
-				if (res)
-					ark_mm_add4<T>(res + off[u], v[u], nc[u], rv);
+				if (res) {
+					float rs[4];
+					ark_mm_load4<T>(res + off[u], rs, nc[u], rv);
+					ark_mm_add4<T>(v[u], rs);
+				}
 				ark_mm_store4<T>(out + oo[u], v[u], nc[u], ov);
 			}
 		}
