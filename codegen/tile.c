@@ -555,6 +555,22 @@ void tile_reduce_view(const struct graph *g, const struct op *o, int64_t v[4])
 	v[3] = ax < last ? x->shape[last] : 1;
 }
 
+/* A REDUCE_MEAN tile's latency (us, beside the dispatch), from the memory round trips its threads wait
+ * one after another (templates/op_reduce.cuh): a thread sums its elements of an output ARK_RM_BATCH
+ * loads at a time (RM_BATCH here), an output's elements spread over `lanes` threads; `outputs` such
+ * sums one after another, each also paying `extra` (the CTA's barriers of the strided path). Its bytes
+ * alone priced sw1795954334_019's tasks (8 rows of 3313 bf16, a warp a row: 13 round trips) at 2.4 us
+ * against 7.0 traced on the H200 (bench/NOTES.md), which RM_RT_US is fitted to. */
+#define RM_BATCH 8      /* ARK_RM_BATCH */
+#define RM_WARPS 8      /* 256 threads */
+#define RM_RT_US 0.45   /* one round trip to L2 or memory of a batch of loads */
+#define RM_SUM_US 0.3   /* the sums' reduction and the store */
+static double reduce_mean_us(int64_t outputs, int64_t S, int64_t lanes, double extra)
+{
+	const int64_t per = cdiv(S, lanes);
+	return (double)outputs * ((double)cdiv(per, RM_BATCH) * RM_RT_US + extra) + RM_SUM_US;
+}
+
 /* reduce_mean over x viewed as [P, S, Q, D] (tile_reduce_view), out as [P * Q, D]. When Q = D = 1 the
  * S values of an output are contiguous: ranges of outputs, a warp each, cut as the chains cut
  * (whole rows of out's view or pieces of one row, so that every range is an exact box). Else tiles of
@@ -589,6 +605,7 @@ static void tile_reduce_mean(struct tiling *s, int oi)
 			t->write = range_box(out, e0, e1, C);
 			t->flops = (double)(2 * (e1 - e0) * S);
 			t->bytes = (double)((es + mes) * (e1 - e0) * S + es * (e1 - e0));
+			t->lat_us = reduce_mean_us(cdiv(e1 - e0, RM_WARPS), S, 32, 0); /* a warp an output */
 		}
 		return;
 	}
@@ -611,6 +628,12 @@ static void tile_reduce_mean(struct tiling *s, int oi)
 			t->write = (struct region){out, r0, r1, c0, c1};
 			t->flops = (double)(2 * (r1 - r0) * (c1 - c0) * S);
 			t->bytes = (double)(es * (r1 - r0) * (c1 - c0) * (S + 1) + mes * (r1 - r0) * S);
+			/* W threads over the columns, 256 / W groups of them over S, a row and a block of W
+			 * columns at a time, two CTA barriers each */
+			int64_t W = 32;
+			while (W < c1 - c0 && W * 2 <= 32 * RM_WARPS)
+				W *= 2;
+			t->lat_us = reduce_mean_us((r1 - r0) * cdiv(c1 - c0, W), S, 32 * RM_WARPS / W, 0.1);
 		}
 }
 
@@ -1133,14 +1156,13 @@ static void run_tiler(struct tiling *s, int oi, tiler_fn *fn)
  * whose tilers set none: the memory round trips one after another that their bytes alone do not
  * price (an id or a position read before the rows it names, a reduction before its store). Fitted to
  * the traced task times of a fresh sweep draw on an H100 (bench/NOTES.md), against 1.0-1.7 us
- * predicted without them: EMBEDDING 3.6-6.0 us, ROPE 2.7-3.5, REDUCE_MEAN 1.5-3.3, L2NORM 1.7-5.1,
- * ARGMAX ~1.9x, KV_APPEND 2.0-2.6, ASSIGN 1.5-2.0. */
+ * predicted without them: EMBEDDING 3.6-6.0 us, ROPE 2.7-3.5, L2NORM 1.7-5.1, ARGMAX ~1.9x, KV_APPEND
+ * 2.0-2.6, ASSIGN 1.5-2.0 (REDUCE_MEAN's tiler prices its round trips, reduce_mean_us). */
 static double fixed_latency_us(enum ark_tmpl t)
 {
 	switch (t) {
 	case ARK_T_EMBEDDING: return 3.0;
 	case ARK_T_ROPE: return 2.0;
-	case ARK_T_REDUCE_MEAN: return 1.5;
 	case ARK_T_L2NORM: return 1.2;
 	case ARK_T_ARGMAX: return 1.0;
 	case ARK_T_KV_APPEND: return 1.2;

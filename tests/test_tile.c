@@ -723,6 +723,33 @@ static void test_rows_act(void **state)
 	done();
 }
 
+/* A REDUCE_MEAN tile is priced by the round trips its threads wait one after another, not by its
+ * bytes alone: over rows of 3313 bf16 a warp an output (8 outputs a tile) waits 13 batches of loads,
+ * over rows of 200 one; a mean over a middle axis (x [4, 300, 64], axis 1) walks its rows one by one. */
+static void test_reduce_mean_latency(void **state)
+{
+	(void)state;
+	tile_text("{ name = \"x\"; shape = [80, 3313]; role = \"input\"; dtype = \"bf16\"; },"
+		  "{ name = \"w\"; shape = [80, 200]; role = \"input\"; dtype = \"bf16\"; },"
+		  "{ name = \"z\"; shape = [4, 300, 64]; role = \"input\"; },"
+		  "{ name = \"y\"; role = \"output\"; }, { name = \"v\"; role = \"output\"; },"
+		  "{ name = \"u\"; role = \"output\"; }",
+		  "{ name = \"m\"; op = \"reduce_mean\"; in = [\"x\"]; out = \"y\"; axis = -1; },"
+		  "{ name = \"n\"; op = \"reduce_mean\"; in = [\"w\"]; out = \"v\"; axis = -1; },"
+		  "{ name = \"p\"; op = \"reduce_mean\"; in = [\"z\"]; out = \"u\"; axis = 1; }");
+	const struct op_tiling *m = &s->per_op[op("m")], *n = &s->per_op[op("n")], *p = &s->per_op[op("p")];
+	const struct vcta *vm = &s->v[m->first_vcta], *vn = &s->v[n->first_vcta], *vp = &s->v[p->first_vcta];
+	assert_int_equal(vm->m1 - vm->m0, 8);
+	assert_true(fabs(vm->lat_us - (13 * 0.45 + 0.3)) < 1e-9);
+	assert_true(fabs(vn->lat_us - (1 * 0.45 + 0.3)) < 1e-9);
+	assert_true(vm->lat_us > 5 * vn->lat_us);
+	/* tiles of 32 columns (rows are too few to fill the SMs): 32 threads over them, 8 groups over S,
+	 * 38 elements a thread, 5 batches a row */
+	assert_int_equal(vp->n1 - vp->n0, 32);
+	assert_true(fabs(vp->lat_us - ((vp->m1 - vp->m0) * (5 * 0.45 + 0.1) + 0.3)) < 1e-9);
+	done();
+}
+
 /* Tiles of few rows fill the GPU in one wave. [16, 2048] . [2624, 2048]^T in 16-column tiles would be
  * 164 tiles on 132 SMs (32 SMs running two); the tiler takes the narrowest 16-byte multiple that fits
  * one wave instead (24 columns: 110 tiles). Widths of powers of two that already fit stay (2048:
@@ -1235,6 +1262,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_quant_rows),
 		cmocka_unit_test(test_attention_tiles),
 		cmocka_unit_test(test_decode_tiles),
+		cmocka_unit_test(test_reduce_mean_latency),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
 	return cmocka_run_group_tests(tests, NULL, NULL);
