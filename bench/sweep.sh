@@ -24,6 +24,9 @@
 #   CHECK_TIMEOUT, BENCH_TIMEOUT, TORCH_TIMEOUT   seconds per step (default 120, 120, 300)
 #   PYTHON        python3 with torch for the baselines (default python3)
 #   PACK          1: keep the logs in OUT/logs.tar.gz only (OUT then holds 4 files)
+#   SWEEP_SECONDS --run starts no model once this many seconds have passed: the rest are listed as
+#                 not run and the table and logs of those that ran are written as usual (a GPU
+#                 machine lent for a fixed time; default: no limit)
 set -u
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,6 +42,7 @@ BENCH_TIMEOUT=${BENCH_TIMEOUT:-120}
 TORCH_TIMEOUT=${TORCH_TIMEOUT:-300}
 PYTHON=${PYTHON:-python3}
 PACK=${PACK:-0}
+SWEEP_SECONDS=${SWEEP_SECONDS:-}
 
 . "$ROOT/bench/lib.sh" # die, usage, limit, libs_of
 
@@ -133,9 +137,16 @@ run() {
 	if command -v nvidia-smi >/dev/null 2>&1; then
 		nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 >"$out/gpu.txt"
 	fi
+	case $SWEEP_SECONDS in *[!0-9]*) die "SWEEP_SECONDS is a whole number of seconds, not '$SWEEP_SECONDS'" ;; esac
+	local start=$SECONDS
 	for n in $names; do
 		rm -f "$L/$n".*
 		cp "$d/$n.cfg" "$L/" 2>/dev/null
+		if [ -n "$SWEEP_SECONDS" ] && [ $((SECONDS - start)) -ge "$SWEEP_SECONDS" ]; then
+			echo "not run: SWEEP_SECONDS=$SWEEP_SECONDS spent" >"$L/$n.skip"
+			echo "== $n: not run (SWEEP_SECONDS=$SWEEP_SECONDS spent)"
+			continue
+		fi
 		if [ ! -x "$d/$n" ]; then
 			cat "$d/$n.build" >"$L/$n.skip" 2>/dev/null || echo "not built" >"$L/$n.skip"
 			echo "== $n: not built ($(cat "$L/$n.skip"))"

@@ -5,8 +5,9 @@
 # schedule; the same seed gives the same bytes, --index replays one model, and the fixed draw covers
 # the whole single-GPU op catalog, every dtype (q4_1 and q8_0 weights too, a quantized matmul of more than 16
 # rows among them), transpose_b, biases, 3-D and broadcast operands,
-# M <= 16 and M > 128, and widths that are primes and not multiples of 8; and sweep.py table names the
-# calibration table its predictions came from, warning when it is another GPU's. No nvcc, no GPU.
+# M <= 16 and M > 128, and widths that are primes and not multiples of 8; sweep.py table names the
+# calibration table its predictions came from, warning when it is another GPU's; sweep.sh --run starts
+# no model past SWEEP_SECONDS (stand-in model binaries). No nvcc, no GPU.
 ARKGEN=${ARKGEN:-build/arkgen}
 PYTHON=${PYTHON:-python3}
 cd "$(dirname "$0")/.." || exit 1
@@ -76,7 +77,7 @@ usage_error() { "$PYTHON" bench/sweep.py gen --count 3 --out "$tmp/e" 2>/dev/nul
 
 # the single-GPU ops of the catalog (abi/ark_ops.h: every row not flagged ARK_OPF_COMM)
 ops=$(sh scripts/catalog-names.sh OP_ROWS ARK_OPF_COMM | tr '\n' ' ')
-echo "1..$((8 + 2 * (NFIX + NCLK) + 3 + $(echo $ops | wc -w) + 12 + 3))"
+echo "1..$((8 + 2 * (NFIX + NCLK) + 3 + $(echo $ops | wc -w) + 12 + 5))"
 echo "# fixed seed $FIXED, clock seed $CLOCK (replay: SWEEP_SEED=$CLOCK tests/sweep.sh, or"
 echo "#   bench/sweep.py gen --seed $CLOCK --count $NCLK --out DIR)"
 
@@ -161,3 +162,27 @@ classed() {
 		grep -q '^| fp32, M > 128 | 1 | 0.50x | 0 |$' "$tmp/table" && ! grep -q '^| M 17-128 ' "$tmp/table"
 }
 check "sweep.py table: the geometric means by dtype and rows" classed
+# SWEEP_SECONDS: --run starts no model past the budget; those that ran get their table and logs
+budgeted() {
+	rm -rf "$tmp/s" "$tmp/so" && mkdir -p "$tmp/s" || return 1
+	for x in 0 1; do
+		echo "# sweep seed 1, index $x: mlp fp32 x[4,64], 2 ops" >"$tmp/s/sw1_00$x.cfg"
+		cat >"$tmp/s/sw1_00$x" <<'STANDIN'
+#!/bin/sh
+case $1 in
+--check) echo "check 2: output y: rel err 0.0e+00 (tolerance 1e-04) ok" ;;
+--bench) sleep 2; echo "bench: 200 iterations after 20 warm-up: median 5.00 us, p99 6.00 us, min 4.00 us (predicted 5.00 us)" ;;
+esac
+STANDIN
+		chmod +x "$tmp/s/sw1_00$x" || return 1
+	done
+	SWEEP_SECONDS=1 TORCH_VARIANTS=none bench/sweep.sh --run "$tmp/s" "$tmp/so" >"$tmp/so.log" 2>&1 || return 1
+	grep -q '^== sw1_000: check ok, arkgen 5.00 us' "$tmp/so.log" &&
+		grep -q '^== sw1_001: not run (SWEEP_SECONDS=1 spent)' "$tmp/so.log" &&
+		grep -q 'SWEEP_SECONDS=1 spent' "$tmp/so/logs/sw1_001.skip" && [ ! -e "$tmp/so/logs/sw1_001.bench.log" ] &&
+		[ -s "$tmp/so/table.md" ] && [ -s "$tmp/so/logs.tar.gz" ]
+}
+check "sweep.sh --run: SWEEP_SECONDS stops starting models, the table has those that ran" budgeted
+bad_budget() { SWEEP_SECONDS=1m bench/sweep.sh --run "$tmp/s" "$tmp/sb" >"$tmp/sb.log" 2>&1; [ $? -ne 0 ] && grep -q 'whole number' "$tmp/sb.log"; }
+check "sweep.sh --run: SWEEP_SECONDS=1m is refused" bad_budget
+
