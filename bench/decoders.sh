@@ -33,7 +33,7 @@ PYTHON=${PYTHON:-python3}
 SMOLLM_DIR=${SMOLLM_DIR:-}
 MODELS="llama1b_decode llama1b_decode_q4"
 
-. "$ROOT/bench/lib.sh" # die, usage, limit
+. "$ROOT/bench/lib.sh" # die, usage, limit, nvcc_all
 mkdir -p "$OUT" || die "cannot create $OUT"
 
 if [ "$SKIP_BUILD" = 1 ]; then
@@ -41,17 +41,12 @@ if [ "$SKIP_BUILD" = 1 ]; then
 else
 	[ -x "$ARKGEN" ] || die "no arkgen at $ARKGEN (run make, or set ARKGEN)"
 	flags=$("$ARKGEN" --nvcc-flags) || die "$ARKGEN --nvcc-flags failed"
-	pids=""
 	for m in $MODELS; do
 		"$ARKGEN" "$ROOT/models/$m.cfg" --schedule "$OUT/$m.json" -o "$OUT/$m.cu" >"$OUT/$m.arkgen.log" 2>&1 ||
 			{ sed 's/^/  /' "$OUT/$m.arkgen.log" >&2; die "arkgen models/$m.cfg failed"; }
-		# shellcheck disable=SC2086
-		"$NVCC" $flags "$OUT/$m.cu" -o "$OUT/$m" >"$OUT/$m.nvcc.log" 2>&1 &
-		pids="$pids $!:$m"
 	done
-	for p in $pids; do
-		wait "${p%%:*}" || { tail -n 20 "$OUT/${p#*:}.nvcc.log" >&2; die "nvcc failed for ${p#*:}"; }
-	done
+	# shellcheck disable=SC2086
+	nvcc_all "$OUT" $MODELS
 	echo "== built: $MODELS in $OUT"
 fi
 

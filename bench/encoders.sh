@@ -42,7 +42,7 @@ minilm_ffn2 384 1536"
 ALL_PARTS="attention $(echo "$MATMULS" | awk '{printf "mm_%s ", $1}')"
 PARTS=${PARTS-${ALL_PARTS% }}
 
-. "$ROOT/bench/lib.sh" # die, usage, limit
+. "$ROOT/bench/lib.sh" # die, usage, limit, nvcc_all
 
 mkdir -p "$OUT" || die "cannot create $OUT"
 builds=$(echo $MODELS $PARTS)
@@ -95,23 +95,8 @@ else
 		"$ARKGEN" "$cfg" --schedule "$OUT/$x.json" -o "$OUT/$x.cu" >"$OUT/$x.arkgen.log" 2>&1 ||
 			{ sed 's/^/  /' "$OUT/$x.arkgen.log" >&2; die "arkgen $cfg failed"; }
 	done
-	echo "== nvcc: $(echo "$builds" | wc -w) loop kernels in parallel"
-	pids=""
-	for x in $builds; do
-		rm -f "$OUT/$x"
-		# shellcheck disable=SC2086
-		"$NVCC" $flags "$OUT/$x.cu" -o "$OUT/$x" >"$OUT/$x.nvcc.log" 2>&1 &
-		pids="$pids $!:$x"
-	done
-	failed=""
-	for p in $pids; do
-		wait "${p%%:*}" || failed="$failed ${p#*:}"
-	done
-	for x in $failed; do
-		echo "nvcc failed for $x:" >&2
-		tail -n 20 "$OUT/$x.nvcc.log" | sed 's/^/  /' >&2
-	done
-	[ -z "$failed" ] || die "nvcc failed for:$failed"
+	# shellcheck disable=SC2086
+	nvcc_all "$OUT" $builds
 	echo "== built: $builds in $OUT"
 fi
 

@@ -22,3 +22,25 @@ libs_of() {
 		cp -L "$l" "$2/"
 	done
 }
+
+# nvcc_all DIR NAME...: every DIR/NAME.cu built into DIR/NAME by "$NVCC" $flags, all at once; the
+# output of each in DIR/NAME.nvcc.log; dies naming those that failed, with their logs' last lines
+nvcc_all() {
+	local d=$1 x p pids="" failed=""
+	shift
+	echo "== nvcc: $# loop kernels in parallel"
+	for x in "$@"; do
+		rm -f "$d/$x"
+		# shellcheck disable=SC2086
+		"$NVCC" $flags "$d/$x.cu" -o "$d/$x" >"$d/$x.nvcc.log" 2>&1 &
+		pids="$pids $!:$x"
+	done
+	for p in $pids; do
+		wait "${p%%:*}" || failed="$failed ${p#*:}"
+	done
+	for x in $failed; do
+		echo "nvcc failed for $x:" >&2
+		tail -n 20 "$d/$x.nvcc.log" | sed 's/^/  /' >&2
+	done
+	[ -z "$failed" ] || die "nvcc failed for:$failed"
+}
