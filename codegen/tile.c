@@ -189,12 +189,18 @@ static double matmul_us(struct tiling *s, int oi, int64_t M, int64_t N, int64_t 
  * splits) for K >= MM_SPLIT_K, beside other matmuls of its level only where the memory plan keeps
  * one level's tensors apart (MEM_REUSE_LEVELS, or no reuse: in the plan by vCTA order, independent
  * matmuls' split-K workspaces share bytes and their tiles would wait on each other), and never more
- * vCTAs than the rules' or than its SMs. The one of least predicted time (matmul_us), ties to fewer
- * vCTAs, replaces the rules' only when predicted MM_GAIN faster: the cost model is within ~10% of
- * the device and the simulator, and a tiling it barely prefers is not worth the change.
+ * vCTAs than the rules' or than MM_WAVES times its SMs. The one of least predicted time
+ * (matmul_us), ties to fewer vCTAs, replaces the rules' only when predicted MM_GAIN faster: the
+ * cost model is within ~10% of the device and the simulator, and a tiling it barely prefers is not
+ * worth the change.
  * bert_base's [128, 3072] x [768, 3072]^T: 96 tiles of 64 x 16 over all of K become 48 tiles of
  * 64 x 32 in 2 splits of K (96 MATMUL_PARTIAL and 48 REDUCE), one wave. */
 #define MM_GAIN 0.10
+/* Waves of vCTAs a tiling may take: an fp32 [384, 3359] . [3359, 3359]^T ran its 81 tiles of 128 x 128
+ * over all of K on 81 of 132 SMs (priced at 618 us a tile); in three splits of K, 243 tiles and 81 REDUCE over
+ * two waves give each SM 0.61 of that work (predicted 907 -> 748 us for the model, sw1796174245_019).
+ * Up to one wave (the limit before), no such tiling was a candidate. */
+#define MM_WAVES 3
 /* K from which splits are tried: 1024 (it was 2048) split eight of a 40-model draw's matmuls of K
  * 1171-1901 whose one-wave tiles each re-read all of a over all of K; seven ran 0-12% faster, one 4%
  * slower (bench/NOTES.md) */
@@ -272,7 +278,7 @@ static void pick_matmul(struct tiling *s, int oi, int64_t M, int64_t N, int64_t 
 					continue;
 				last = sp;
 				int64_t nv = cdiv(M, ctm) * cdiv(N, ctn) * sp;
-				if (nv > imax(rule_nv, sms))
+				if (nv > imax(rule_nv, MM_WAVES * sms))
 					break; /* more splits only add vCTAs */
 				double t = matmul_us(s, oi, M, N, K, ctm, imin(ctn, N), sp);
 				if (t < best || (t == best && nv < best_nv)) {

@@ -723,6 +723,24 @@ static void test_rows_act(void **state)
 	done();
 }
 
+/* A product whose tiles over all of K leave SMs idle takes more vCTAs than SMs where the prediction says
+ * so: fp32 [384, 3359] . [3359, 3359]^T is 81 tiles of 128 x 128 over all of K on 81 of the 132 SMs,
+ * or 243 tiles of a third of K (two waves, 0.61 of the work an SM) and 81 REDUCE. */
+static void test_matmul_waves(void **state)
+{
+	(void)state;
+	tile_text("{ name = \"x\"; shape = [384, 3359]; role = \"input\"; },"
+		  "{ name = \"w\"; shape = [3359, 3359]; role = \"weight\"; },"
+		  "{ name = \"y\"; role = \"output\"; }",
+		  "{ name = \"m\"; op = \"matmul\"; in = [\"x\", \"w\"]; out = \"y\"; transpose_b = true; }");
+	const struct op_tiling *pl = &s->per_op[op("m")];
+	assert_int_equal(pl->tm, 128);
+	assert_int_equal(pl->tn, 128);
+	assert_int_equal(pl->splits, 3);
+	assert_int_equal(pl->n_vcta, 81 * 3 + 81);
+	done();
+}
+
 /* A REDUCE_MEAN tile is priced by the round trips its threads wait one after another, not by its
  * bytes alone: over rows of 3313 bf16 a warp an output (8 outputs a tile) waits 13 batches of loads,
  * over rows of 200 one; a mean over a middle axis (x [4, 300, 64], axis 1) walks its rows one by one. */
@@ -1263,6 +1281,7 @@ int main(void)
 		cmocka_unit_test(test_attention_tiles),
 		cmocka_unit_test(test_decode_tiles),
 		cmocka_unit_test(test_reduce_mean_latency),
+		cmocka_unit_test(test_matmul_waves),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
 	return cmocka_run_group_tests(tests, NULL, NULL);
