@@ -73,6 +73,9 @@
 #define ARK_SMEM_STRIDED (ARK_STRIDED_BOX * (ARK_STRIDED_BOX + 1) * 4)
 #define ARK_SMEM_COMM 0                 /* SUM, GATHER, SEND_LL, SUM_LL (op_comm.cuh) */
 #define ARK_SMEM_REDUCE_MEAN (2 * ARK_THREADS * 4) /* REDUCE_MEAN: a sum and a count per thread (op_reduce.cuh) */
+/* REDUCE_MEAN: the elements a thread loads before it adds them (op_reduce.cuh), which its price
+ * counts round trips by (codegen/tile.c, reduce_mean_us) */
+#define ARK_RM_BATCH 8
 
 /* ATTENTION (op_attention.cuh). Tensor cores: Q [BQ][LD], K and V [BK][LD] (16-bit, LD = 128 + 8),
  * a flag per key of the block, BQ and BK at most 128; the fp32 partial outputs of the 8 warps reuse

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ark_smem.h" /* ARK_DEC_ROWS */
+#include "ark_smem.h" /* ARK_DEC_ROWS, ARK_RM_BATCH */
 #include "calib.h"
 #include "diag.h"
 #include "lower.h"
@@ -563,18 +563,17 @@ void tile_reduce_view(const struct graph *g, const struct op *o, int64_t v[4])
 
 /* A REDUCE_MEAN tile's latency (us, beside the dispatch), from the memory round trips its threads wait
  * one after another (templates/op_reduce.cuh): a thread sums its elements of an output ARK_RM_BATCH
- * loads at a time (RM_BATCH here), an output's elements spread over `lanes` threads; `outputs` such
- * sums one after another, each also paying `extra` (the CTA's barriers of the strided path). Its bytes
+ * loads at a time, an output's elements spread over `lanes` threads; `outputs` such sums one after
+ * another, each also paying `extra` (the CTA's barriers of the strided path). Its bytes
  * alone priced sw1795954334_019's tasks (8 rows of 3313 bf16, a warp a row: 13 round trips) at 2.4 us
  * against 7.0 traced on the H200 (bench/NOTES.md), which RM_RT_US is fitted to. */
-#define RM_BATCH 8      /* ARK_RM_BATCH */
 #define RM_WARPS 8      /* 256 threads */
 #define RM_RT_US 0.45   /* one round trip to L2 or memory of a batch of loads */
 #define RM_SUM_US 0.3   /* the sums' reduction and the store */
 static double reduce_mean_us(int64_t outputs, int64_t S, int64_t lanes, double extra)
 {
 	const int64_t per = cdiv(S, lanes);
-	return (double)outputs * ((double)cdiv(per, RM_BATCH) * RM_RT_US + extra) + RM_SUM_US;
+	return (double)outputs * ((double)cdiv(per, ARK_RM_BATCH) * RM_RT_US + extra) + RM_SUM_US;
 }
 
 /* reduce_mean over x viewed as [P, S, Q, D] (tile_reduce_view), out as [P * Q, D]. When Q = D = 1 the

@@ -122,10 +122,11 @@ __device__ __forceinline__ ark_mm ark_mm_of(const ark_mm_at &w)
 	return g;
 }
 
-/* A fused residual add: v, the matmul's result, rounded to T as the add would have read it, plus r. */
-template <typename T> __device__ __forceinline__ float ark_mm_residual(float v, T r)
+/* A fused residual add: v, the matmul's result, rounded to T as the add would have read it, plus r
+ * (the residual's value, as fp32). */
+template <typename T> __device__ __forceinline__ float ark_mm_residual(float v, float r)
 {
-	return ark_to_f(ark_from_f<T>(v)) + ark_to_f(r);
+	return ark_to_f(ark_from_f<T>(v)) + r;
 }
 
 /* ---- an op fused on a (ark_opp.pre): the streaming paths stage a = x * inv * gamma (ARK_PRE_RMSNORM,
@@ -252,7 +253,7 @@ template <typename T> __device__ __forceinline__ void ark_mm_store(const ark_mm 
 		v += ark_to_f(reinterpret_cast<const T *>(g.bias)[n]);
 	v = ark_act(v, g.act);
 	if (g.res)
-		v = ark_mm_residual<T>(v, reinterpret_cast<const T *>(g.res)[i]);
+		v = ark_mm_residual<T>(v, ark_to_f(reinterpret_cast<const T *>(g.res)[i]));
 	reinterpret_cast<T *>(g.out)[(size_t)m * g.ostride + n] = ark_from_f<T>(v);
 }
 
@@ -316,7 +317,7 @@ template <typename T> __device__ __forceinline__ void ark_mm_add4(float (&v)[4],
 {
 #pragma unroll
 	for (int j = 0; j < 4; j++)
-		v[j] = ark_to_f(ark_from_f<T>(v[j])) + r[j];
+		v[j] = ark_mm_residual<T>(v[j], r[j]);
 }
 template <typename T>
 __device__ __forceinline__ void ark_mm_epilogue(const ark_mm &g, const float *t, int ldt, int m0, int m1, int n0, int n1,

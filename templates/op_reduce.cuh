@@ -4,7 +4,7 @@
 
 #include "ark_dtype.cuh"
 
-#include "ark_smem.h" /* ARK_SMEM_REDUCE_MEAN */
+#include "ark_smem.h" /* ARK_SMEM_REDUCE_MEAN, ARK_RM_BATCH */
 
 /* Calls body(m) with m the mask pointer as its element type: the mask's dtype (ark_opp.mask_dtype)
  * may differ from the tensor's, and is read through ark_dt<MT>::to_f like any other. A dtype joins
@@ -24,7 +24,6 @@ template <typename F> __device__ __forceinline__ void ark_with_mask(const ark_op
  * < S; ARK_RM_BATCH elements in flight (independent sums, added at the end): one load at a time
  * left each thread waiting a memory round trip per element (a mean over 178 rows took ~6 us a tile),
  * four still took 3.6-8.8 us for tiles of 7-55 KB. */
-#define ARK_RM_BATCH 8
 template <typename T, typename MT>
 __device__ __forceinline__ void ark_reduce_sum(const T *xs, const MT *ms, int64_t q, int64_t s0, int64_t S, int64_t ds,
 					       float &acc, float &cnt, int64_t d = 1)
