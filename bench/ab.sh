@@ -9,7 +9,9 @@
 #                       arkgen, or for one side by the arkgen --arkgen-a / -b names: a tiler change
 #                       measured with its templates) or a generated file (.cu, both sides), several
 #                       of them. A's and B's templates and abi: a git revision of this repository
-#                       (git archive), or '.' for this working tree; default A = HEAD, B = '.'.
+#                       (git archive), '.' for this working tree, or a folder holding templates/ and
+#                       abi/ (a tree without git, such as the GPU machine's copy); default A = HEAD,
+#                       B = '.'.
 #                       Builds DIR/NAME.A and DIR/NAME.B with nvcc -Xptxas -v (the output in
 #                       DIR/NAME.A.ptxas, .B.ptxas), JOBS at a time; DIR/lib gets the shared
 #                       libraries the binaries load. No GPU.
@@ -41,11 +43,14 @@ names() { # the models of DIR, sorted: every DIR/NAME.A.cu
 
 # ---- build ------------------------------------------------------------------------------------
 
-tree() { # tree REV DEST: the templates and abi of REV ('.': the working tree) into DEST
+tree() { # tree REV DEST: the templates and abi of REV ('.': the working tree; a folder holding
+	 # templates/ and abi/: those) into DEST
 	local rev=$1 dest=$2
 	rm -rf "$dest" && mkdir -p "$dest" || return 1
 	if [ "$rev" = . ]; then
 		cp -R "$ROOT/templates" "$ROOT/abi" "$dest/"
+	elif [ -d "$rev/templates" ] && [ -d "$rev/abi" ]; then
+		cp -R "$rev/templates" "$rev/abi" "$dest/"
 	else
 		git -C "$ROOT" rev-parse --verify -q "$rev^{commit}" >/dev/null || { echo "no revision '$rev'" >&2; return 1; }
 		git -C "$ROOT" archive "$rev" templates abi | tar -x -C "$dest"
@@ -120,6 +125,8 @@ build() {
 label() { # what a tree was: the revision's short hash and subject, or the working tree
 	if [ "$1" = . ]; then
 		echo "working tree of $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)"
+	elif [ -d "$1/templates" ]; then
+		echo "the templates and abi of $1"
 	else
 		git -C "$ROOT" log -1 --format='%h %s' "$1" 2>/dev/null | cut -c1-72
 	fi

@@ -563,7 +563,8 @@ void tile_reduce_view(const struct graph *g, const struct op *o, int64_t v[4])
 
 /* A REDUCE_MEAN tile's latency (us, beside the dispatch), from the memory round trips its threads wait
  * one after another (templates/op_reduce.cuh): a thread sums its elements of an output ARK_RM_BATCH
- * loads at a time, an output's elements spread over `lanes` threads; `outputs` such sums one after
+ * loads at a time, an output's elements spread over `lanes` threads (a load: one element, or the
+ * 16-byte vector of 16 / es elements of the contiguous path without a mask); `outputs` such sums one after
  * another, each also paying `extra` (the CTA's barriers of the strided path). Its bytes
  * alone priced sw1795954334_019's tasks (8 rows of 3313 bf16, a warp a row: 13 round trips) at 2.4 us
  * against 7.0 traced on the H200 (bench/NOTES.md), which RM_RT_US is fitted to. */
@@ -610,7 +611,8 @@ static void tile_reduce_mean(struct tiling *s, int oi)
 			t->write = range_box(out, e0, e1, C);
 			t->flops = (double)(2 * (e1 - e0) * S);
 			t->bytes = (double)((es + mes) * (e1 - e0) * S + es * (e1 - e0));
-			t->lat_us = reduce_mean_us(cdiv(e1 - e0, RM_WARPS), S, 32, 0); /* a warp an output */
+			/* a warp an output, by 16-byte vectors where no mask is read with them */
+			t->lat_us = reduce_mean_us(cdiv(e1 - e0, RM_WARPS), S, mask >= 0 ? 32 : 32 * (16 / es), 0);
 		}
 		return;
 	}

@@ -57,6 +57,56 @@ __device__ __forceinline__ void ark_reduce_sum(const T *xs, const MT *ms, int64_
 	cnt += c[0];
 }
 
+/* The sum of the S contiguous elements at row, by a warp: 16-byte vectors, ARK_RM_BATCH of them a lane
+ * in flight, and the elements before the first 16-byte boundary and after the last whole vector one
+ * a lane. One round trip a batch: a row of 3313 bf16 takes 2 where elements one at a time took 13.
+ * Returns the lane's part; the warp adds them. */
+template <typename T> __device__ __forceinline__ float ark_reduce_row_vec(const T *row, int64_t S, int lane)
+{
+	constexpr int V = 16 / (int)sizeof(T);
+	int64_t h = (int64_t)(((16u - ((uint32_t)(uintptr_t)row & 15u)) & 15u) / sizeof(T));
+	if (h > S)
+		h = S;
+	const int64_t nv = (S - h) / V, t0 = h + nv * V; /* whole vectors from h; the tail from t0 */
+	float a[ARK_RM_BATCH];
+#pragma unroll
+	for (int u = 0; u < ARK_RM_BATCH; u++)
+		a[u] = 0.0f;
+	if (lane < h)
+		a[0] += ark_to_f(row[lane]);
+	if (t0 + lane < S)
+		a[1] += ark_to_f(row[t0 + lane]);
+	const uint4 *vp = reinterpret_cast<const uint4 *>(row + h);
+	int64_t i = lane;
+	for (; i + (ARK_RM_BATCH - 1) * 32 < nv; i += ARK_RM_BATCH * 32) {
+		uint4 v[ARK_RM_BATCH];
+#pragma unroll
+		for (int u = 0; u < ARK_RM_BATCH; u++)
+			v[u] = ark_ld16(vp + i + u * 32);
+#pragma unroll
+		for (int u = 0; u < ARK_RM_BATCH; u++) {
+			float f[V];
+			ark_unpack<T>(v[u], f);
+#pragma unroll
+			for (int j = 0; j < V; j++)
+				a[u] += f[j];
+		}
+	}
+	for (; i < nv; i += 32) {
+		float f[V];
+		ark_unpack<T>(ark_ld16(vp + i), f);
+#pragma unroll
+		for (int j = 0; j < V; j++)
+			a[0] += f[j];
+	}
+#pragma unroll
+	for (int hh = ARK_RM_BATCH / 2; hh > 0; hh /= 2)
+#pragma unroll
+		for (int u = 0; u < hh; u++)
+			a[u] += a[u + hh];
+	return a[0];
+}
+
 /* x viewed as [P, S, Q, D] (p.oshape), out as [P * Q, D], mask (ARK_OPP_MASK) as [P, S, Q]:
  *   out[p * Q + q, d] = sum_s x[p, s, q, d] * m[p, s, q] / max(sum_s m[p, s, q], 1e-9)
  * and without a mask, sum_s x[p, s, q, d] / S. Sums in fp32. */
@@ -72,7 +122,10 @@ __device__ __noinline__ void ark_reduce_mean_tile(const ark_opp &p, const ark_ta
 		const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
 		for (int r = m0 + warp; r < m1; r += ARK_WARPS) {
 			float acc = 0.0f, cnt = 0.0f;
-			ark_reduce_sum(x + (size_t)r * S, mask ? mask + (size_t)r * S : nullptr, 1, lane, S, 32, acc, cnt);
+			if (mask)
+				ark_reduce_sum(x + (size_t)r * S, mask + (size_t)r * S, 1, lane, S, 32, acc, cnt);
+			else
+				acc = ark_reduce_row_vec(x + (size_t)r * S, S, lane);
 			acc = ark_warp_sum(acc);
 			cnt = ark_warp_sum(cnt);
 			if (lane == 0)

@@ -1472,6 +1472,11 @@ static void cases_float(void)
 		case_reduce_mean(dt, {2, 7, 3, 65}, 2, -1, 4, 32);
 		case_reduce_mean(dt, {33, 100}, 0, -1, 1, 64);
 		case_reduce_mean(dt, {4097}, 0, -1, 1, 1);
+		/* contiguous rows by 16-byte vectors: rows of odd length, each starting off the 16-byte grid
+		 * (and the base too), past a batch of 8 vectors a lane; the same with a mask (element by
+		 * element) */
+		case_reduce_mean(dt, {6, 3313}, 1, -1, 4, 1, skew);
+		case_reduce_mean(dt, {5, 2999, 1}, 1, dt, 2, 1, skew);
 
 		/* attention: Sq and Skv over 1, 7, 128, 300, head sizes 32, 64, 128, causal or not, no mask
 		 * or one of each dtype, GQA (4 heads on 4, 2 or 1 kv heads), blocks of 16 to 128 rows */
