@@ -13,6 +13,7 @@
 //   build/bench/mm_probe [M,N,K[,tb[,dtype]] ...]   (make bench-probe; tb 1 by default: b is [N, K];
 //                                                   dtype bf16 (default) or fp32; default shapes: the
 //                                                   BERT-base and MiniLM ones in bf16, a few in fp32)
+//   MM_PROBE_TILES=128x64,64x32 build/bench/mm_probe ...   only those tile sizes (one kernel to profile)
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -95,6 +96,22 @@ struct shape {
 	bool fp32; /* fp32 operands and result, else bf16 */
 };
 
+/* Whether the comma-separated list holds the word w. */
+static bool in_list(const char *list, const char *w)
+{
+	const size_t n = strlen(w);
+	for (const char *c = list; *c;) {
+		const char *e = strchr(c, ',');
+		const size_t l = e ? (size_t)(e - c) : strlen(c);
+		if (l == n && strncmp(c, w, n) == 0)
+			return true;
+		if (!e)
+			break;
+		c = e + 1;
+	}
+	return false;
+}
+
 /* Times cuBLAS and the tile templates on shape s, elements of type T; prints a row per tile size. */
 template <typename T> static void probe(cublasHandle_t h, const shape &s)
 {
@@ -123,15 +140,18 @@ template <typename T> static void probe(cublasHandle_t h, const shape &s)
 	const double t_blas = time_us(blas);
 	char name[64];
 	snprintf(name, sizeof name, "%dx%dx%d %s", s.M, s.N, s.K, s.tb ? "nk" : "kn");
+	const char *only = getenv("MM_PROBE_TILES"); /* e.g. "128x64,64x32": those tile sizes alone */
 	for (const auto &t : tiles) {
+		char tn[16];
+		snprintf(tn, sizeof tn, "%dx%d", t[0], t[1]);
+		if (only && !in_list(only, tn))
+			continue;
 		const ark_opp p = bench_mm_opp(a, b, c, s.M, s.N, s.K, s.tb);
 		const dim3 grid((s.N + t[1] - 1) / t[1], (s.M + t[0] - 1) / t[0]);
 		CK(cudaMemset(c, 0xff, nc * sizeof(T))); /* NaN: a tile that writes nothing shows */
 		auto run = [&] { tiles_kernel<T><<<grid, ARK_THREADS, ARK_SMEM_BYTES>>>(p, t[0], t[1]); };
 		const double us = time_us(run);
 		const double err = max_rel_diff(c, ref, nc);
-		char tn[16];
-		snprintf(tn, sizeof tn, "%dx%d", t[0], t[1]);
 		printf("%-22s %-5s %-9s %6u %9.2f %8.1f %9.2f %8.1f %9.2fx  err %.1e%s\n", name, f32 ? "fp32" : "bf16",
 		       tn, grid.x * grid.y, us, flop / us * 1e-6, t_blas, flop / t_blas * 1e-6, t_blas / us, err,
 		       err > tol ? "  WRONG" : "");
