@@ -1631,6 +1631,52 @@ __device__ __forceinline__ void ark_fma4x8(float (&acc)[8][8], const float4 (&a)
 			acc[i][j] = fmaf(x, b[j], acc[i][j]);
 	}
 }
+/* The 4-deep chunks kc = kc0, kc0 + kstep, ... < bk of a stage: a_rd, b_rd this thread's first row of a
+ * and of b (TB) or column (!TB) at the stage's k 0; a_ri, b_ri the bytes from one of its rows (columns)
+ * to the next, ldb4 b [K, N]'s bytes a row of k. FIX: the strides of a whole 128 x 128 tile in stages
+ * 32 deep (TY = TX = 16, lda = 36, ldb = 132), as constants: the 16 reads of a chunk then take
+ * immediate offsets from two addresses, where run-time strides had ptxas recompute the 16
+ * addresses every chunk (33 integer instructions beside 256 FFMA, bench/NOTES.md). */
+template <bool TB, bool FIX>
+__device__ __forceinline__ void ark_fma_chunks(float (&acc)[8][8], uint32_t a_rd, uint32_t b_rd, uint32_t a_ri, uint32_t b_ri,
+					       uint32_t ldb4, int kc0, int kstep, int bk)
+{
+	if constexpr (FIX) {
+		a_ri = 4u * 16 * 36, ldb4 = 4u * 132;
+		b_ri = TB ? 4u * 16 * 36 : 16u * 16;
+	}
+#pragma unroll 1 /* a chunk is ~280 instructions already */
+	for (int kc = kc0; kc < bk; kc += kstep) {
+		const uint32_t a = a_rd + 4u * kc;
+		float4 av[8];
+#pragma unroll
+		for (int i = 0; i < 8; i++)
+			av[i] = ark_lds_f32x4(a + i * a_ri);
+		if (TB) {
+			const uint32_t b = b_rd + 4u * kc;
+			float4 bv[8];
+#pragma unroll
+			for (int j = 0; j < 8; j++)
+				bv[j] = ark_lds_f32x4(b + j * b_ri);
+#pragma unroll
+			for (int q = 0; q < 4; q++) {
+				float br[8];
+#pragma unroll
+				for (int j = 0; j < 8; j++)
+					br[j] = q == 0 ? bv[j].x : q == 1 ? bv[j].y : q == 2 ? bv[j].z : bv[j].w;
+				ark_fma4x8(acc, av, br, q);
+			}
+		} else {
+#pragma unroll
+			for (int q = 0; q < 4; q++) {
+				const uint32_t r = b_rd + (kc + q) * ldb4;
+				const float4 b0 = ark_lds_f32x4(r), b1 = ark_lds_f32x4(r + b_ri);
+				const float br[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+				ark_fma4x8(acc, av, br, q);
+			}
+		}
+	}
+}
 template <bool TB, bool STG>
 __device__ __noinline__ void ark_mm_ffma(const ark_mm_at at, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
@@ -1667,37 +1713,14 @@ __device__ __noinline__ void ark_mm_ffma(const ark_mm_at at, int m0, int m1, int
 		for (int j = 0; j < 8; j++)
 			acc[i][j] = 0.0f;
 
+	const bool fix = TY == 16 && TX == 16 && bk == 32; /* then G = 1 */
 	ark_mm_kloop<float, TB, STG>(g, m0, m1, n0, n1, k0, k1, smem, rp, cp, bk, lda, ldb, a_stage, stage, [&](uint32_t so) {
 		if (!computes)
 			return;
-		for (int kc = 4 * grp; kc < bk; kc += 4 * G) {
-			float4 av[8];
-#pragma unroll
-			for (int i = 0; i < 8; i++)
-				av[i] = ark_lds_f32x4(a_rd + so + i * a_ri + 4u * kc);
-			if (TB) {
-				float4 bv[8];
-#pragma unroll
-				for (int j = 0; j < 8; j++)
-					bv[j] = ark_lds_f32x4(b_rd + so + j * b_ri + 4u * kc);
-#pragma unroll
-				for (int q = 0; q < 4; q++) {
-					float br[8];
-#pragma unroll
-					for (int j = 0; j < 8; j++)
-						br[j] = q == 0 ? bv[j].x : q == 1 ? bv[j].y : q == 2 ? bv[j].z : bv[j].w;
-					ark_fma4x8(acc, av, br, q);
-				}
-			} else {
-#pragma unroll
-				for (int q = 0; q < 4; q++) {
-					const uint32_t r = b_rd + so + 4u * (kc + q) * ldb;
-					const float4 b0 = ark_lds_f32x4(r), b1 = ark_lds_f32x4(r + b_ri);
-					const float br[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-					ark_fma4x8(acc, av, br, q);
-				}
-			}
-		}
+		if (fix)
+			ark_fma_chunks<TB, true>(acc, a_rd + so, b_rd + so, 0, 0, 0, 0, 4, 32);
+		else
+			ark_fma_chunks<TB, false>(acc, a_rd + so, b_rd + so, a_ri, b_ri, 4u * ldb, 4 * grp, 4 * G, bk);
 	});
 	/* each k-group's sums go to its slice of t [G][rp][cp + 4] */
 	const int ldt = cp + 4, sl = rp * ldt;
