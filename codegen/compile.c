@@ -162,9 +162,9 @@ static int check_smem(const char *path, const struct arkgen_options *opt)
 }
 
 static int compile_plan(const char *path, const char *text, const struct arkgen_options *opt, struct arkgen_result *r,
-			int reuse)
+			int reuse, int refill)
 {
-	const struct tile_opts to = {.sms = opt->sms, .smem = opt->smem, .fuse = opt->fuse, .reuse = reuse,
+	const struct tile_opts to = {.sms = opt->sms, .smem = opt->smem, .fuse = opt->fuse, .reuse = reuse, .refill = refill,
 				     .p2p_max = opt->p2p_max, .oneshot_max = opt->oneshot_max, .ll_max = opt->ll_max, .calib = opt->calib, .gpu = &r->gpu};
 	struct timespec t0;
 	memset(r, 0, sizeof *r);
@@ -213,28 +213,22 @@ static int compile_plan(const char *path, const char *text, const struct arkgen_
 
 /* compile_plan again, its diagnostics unprinted: they are the first pass's. */
 static int compile_plan_again(const char *path, const char *text, const struct arkgen_options *opt,
-			      struct arkgen_result *r, int reuse)
+			      struct arkgen_result *r, int reuse, int refill)
 {
 	const int quiet = diag_quiet;
 	diag_quiet = 1;
-	const int rc = compile_plan(path, text, opt, r, reuse);
+	const int rc = compile_plan(path, text, opt, r, reuse, refill);
 	diag_quiet = quiet;
 	return rc;
 }
 
-/* With reuse, two memory plans: tensors of one dependency level apart (MEM_REUSE_LEVELS, so that
- * independent ops are not ordered by the bytes they share), and, where some level holds more than
- * one op, the plan by vCTA order (MEM_REUSE_ORDER), whose extra orderings sometimes place better.
- * The one of lower predicted latency is kept: on 12 models whose predictions the two plans set
- * apart, the prediction picked the faster on every one (bench/NOTES.md). */
-int arkgen_compile(const char *path, const char *text, const struct arkgen_options *opt, struct arkgen_result *r)
+/* The plan made again with the tiler's and memory plan's options (reuse, refill), kept in place of
+ * r's where its predicted latency is lower (its time added to r's either way). */
+static int keep_better(const char *path, const char *text, const struct arkgen_options *opt, struct arkgen_result *r,
+		       int reuse, int refill)
 {
-	if (compile_plan(path, text, opt, r, opt->reuse ? MEM_REUSE_LEVELS : 0) < 0)
-		return -1;
-	if (!opt->reuse || opt->policy == ARKGEN_POLICY_ALL || r->n_schedules != 1 || !r->tiling.mem_levels_apart)
-		return 0;
 	struct arkgen_result alt;
-	if (compile_plan_again(path, text, opt, &alt, MEM_REUSE_ORDER) < 0 || alt.n_schedules != 1) {
+	if (compile_plan_again(path, text, opt, &alt, reuse, refill) < 0 || alt.n_schedules != 1) {
 		arkgen_result_free(&alt);
 		return 0;
 	}
@@ -247,13 +241,33 @@ int arkgen_compile(const char *path, const char *text, const struct arkgen_optio
 	arkgen_result_free(&alt);
 	if (better) { /* made again in place: a result points into itself (tiling.g, the gpu), so no copy */
 		arkgen_result_free(r);
-		if (compile_plan_again(path, text, &again, r, MEM_REUSE_ORDER) < 0)
+		if (compile_plan_again(path, text, &again, r, reuse, refill) < 0)
 			return -1;
 		r->opt.policy = opt->policy;
 		memcpy(r->policy_us, policy_us, sizeof policy_us);
 		secs += r->seconds;
 	}
 	r->seconds = secs;
+	return 0;
+}
+
+/* With reuse, two memory plans: tensors of one dependency level apart (MEM_REUSE_LEVELS, so that
+ * independent ops are not ordered by the bytes they share), and, where some level holds more than
+ * one op, the plan by vCTA order (MEM_REUSE_ORDER), whose extra orderings sometimes place better.
+ * The one of lower predicted latency is kept: on 12 models whose predictions the two plans set
+ * apart, the prediction picked the faster on every one (bench/NOTES.md). Then, where some matmuls
+ * of a level leave SMs of their share idle (refill_sms), the tiling that gives those SMs to the
+ * others, kept likewise: the shares alone do not see what else runs beside them. */
+int arkgen_compile(const char *path, const char *text, const struct arkgen_options *opt, struct arkgen_result *r)
+{
+	if (compile_plan(path, text, opt, r, opt->reuse ? MEM_REUSE_LEVELS : 0, 0) < 0)
+		return -1;
+	if (opt->policy == ARKGEN_POLICY_ALL || r->n_schedules != 1)
+		return 0;
+	if (opt->reuse && r->tiling.mem_levels_apart && keep_better(path, text, opt, r, MEM_REUSE_ORDER, 0) < 0)
+		return -1;
+	if (r->tiling.refill_differs && keep_better(path, text, opt, r, r->tiling.opt.reuse, 1) < 0)
+		return -1;
 	return 0;
 }
 

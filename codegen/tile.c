@@ -292,6 +292,56 @@ static void pick_matmul(struct tiling *s, int oi, int64_t M, int64_t N, int64_t 
 	}
 }
 
+/* SMs that a matmul's share leaves idle go to the matmuls beside it that have more vCTAs than their
+ * share: each matmul of a level of several is tiled on its share first (pick_matmul: nothing is
+ * made), then the SMs left idle by those of fewer vCTAs than their share are split among the others,
+ * which tile_matmul then tiles on the larger share. sw1796174252_035: mm1's 38 tiles of 128 x 128
+ * left 28 of its 66 SMs idle, and mm2, tiled for 66, took 114 split-K tasks in two waves (97.1 us
+ * measured) where 72 tiles of 64 x 128 over all of K run in one wave of the 94 SMs left to it (72.4
+ * us, bench/NOTES.md). But the ops of the level that are not matmuls, and the tasks of the ones
+ * before and after, take SMs too, which the shares do not see: so this only says whether it would
+ * change a share (refill_differs), and changes them with opt.refill, for arkgen_compile to keep the
+ * tiling of lower predicted latency. With a GPU to cost the tilings on only (without, the rules
+ * keep the equal shares). */
+static void refill_sms(struct tiling *s)
+{
+	const struct graph *g = s->g;
+	const int64_t sms = s->opt.sms;
+	if (!s->opt.gpu)
+		return;
+	int *level = xcalloc((size_t)g->n_ops, sizeof *level);
+	const size_t nl = (size_t)(run_levels(g, level) + 1) * ARK_MAX_GPUS;
+	int64_t *used = xcalloc(nl, sizeof *used), *hungry = xcalloc(nl, sizeof *hungry);
+	int64_t *nv = xcalloc((size_t)g->n_ops, sizeof *nv);
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct op_tiling *pl = &s->per_op[i];
+		if (g->ops[i].kind != ARK_OP_MATMUL || pl->sm_share >= sms)
+			continue;
+		const int a = matmul_a(s, i);
+		const int64_t M = s->rows[a], N = s->cols[pl->out_tensor];
+		int tm, tn;
+		int64_t splits;
+		pick_matmul(s, i, M, N, s->cols[a], esize(s, a), &tm, &tn, &splits);
+		nv[i] = cdiv(M, tm) * cdiv(N, tn) * splits;
+		const size_t l = (size_t)level[i] * ARK_MAX_GPUS + g->ops[i].gpu;
+		used[l] += imin(nv[i], pl->sm_share);
+		hungry[l] += nv[i] > pl->sm_share;
+	}
+	for (int i = 0; i < g->n_ops; i++) {
+		const size_t l = (size_t)level[i] * ARK_MAX_GPUS + g->ops[i].gpu;
+		const int more = (int)((sms - used[l]) / imax(hungry[l], 1));
+		if (nv[i] > s->per_op[i].sm_share && more > 0) {
+			s->refill_differs = 1;
+			if (s->opt.refill)
+				s->per_op[i].sm_share += more;
+		}
+	}
+	free(level);
+	free(used);
+	free(hungry);
+	free(nv);
+}
+
 int64_t matmul_b_stride(const struct tiling *s, int oi)
 {
 	const struct op *o = &s->g->ops[oi];
@@ -1231,6 +1281,7 @@ int tile_graph(struct tiling *s)
 	if (check_bounds(g) < 0)
 		return -1;
 	share_sms(s);
+	refill_sms(s);
 	for (int k = 0; k < g->n_ops; k++) {
 		int oi = g->order[k], into = s->per_op[oi].fused_into;
 		/* A chain's vCTAs come at the place of its last op in the order, after every op that makes

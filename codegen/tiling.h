@@ -101,6 +101,7 @@ struct tile_opts {
 	int64_t p2p_max;      /* transport auto: p2p up to this many bytes per transfer, DMA above */
 	int64_t oneshot_max;  /* all_reduce: one-shot up to this many bytes per GPU, -1: the default rule */
 	int64_t ll_max;       /* one-shot all_reduce by p2p: packets up to this many bytes per GPU */
+	int refill;           /* the SMs some matmuls of a level leave idle go to the others (refill_sms) */
 	/* the costs the matmul tiler compares candidate tilings by (cost_vcta_us); gpu NULL: fixed rules */
 	const struct calib_table *calib;
 	const struct part_gpu *gpu;
@@ -129,6 +130,7 @@ struct tiling {
 	/* memory plan, per GPU */
 	uint64_t *offset;             /* per tensor, byte offset in its GPU's arena */
 	uint64_t arena[ARK_MAX_GPUS], arena_noreuse[ARK_MAX_GPUS];
+	int refill_differs;   /* refill_sms would give some matmul more SMs (applied with opt.refill) */
 	int mem_levels_apart; /* some dependency level holds more than one op: MEM_REUSE_LEVELS and
 			       * MEM_REUSE_ORDER may differ */
 	/* DAG view for partition/: the vCTAs' costs (from a calibration table where it has their tile) */

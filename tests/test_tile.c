@@ -741,6 +741,28 @@ static void test_matmul_waves(void **state)
 	done();
 }
 
+/* Two independent matmuls of one x [256, 3880] (bf16): mm1 by a [2344, 3880]^T weight, mm2 by a
+ * [3880, 2344] one. Each counts on half the SMs (share_sms); mm1's 38 tiles leave 28 of its 66 idle,
+ * and mm2 tiled on its 66 alone took 114 split-K tasks in two waves (measured 97 us on an H200
+ * against 72 for tiles over all of K, bench/NOTES.md). The plan that gives mm2 the idle SMs
+ * (refill_sms) is predicted faster and kept: both matmuls' tiles in one wave of the GPU. */
+static void test_matmul_refill(void **state)
+{
+	(void)state;
+	tile_text("{ name = \"x\"; shape = [256, 3880]; role = \"input\"; dtype = \"bf16\"; },"
+		  "{ name = \"w1\"; shape = [2344, 3880]; role = \"weight\"; dtype = \"bf16\"; },"
+		  "{ name = \"w2\"; shape = [3880, 2344]; role = \"weight\"; dtype = \"bf16\"; },"
+		  "{ name = \"y1\"; role = \"output\"; }, { name = \"y2\"; role = \"output\"; }",
+		  "{ name = \"mm1\"; op = \"matmul\"; in = [\"x\", \"w1\"]; out = \"y1\"; transpose_b = true; },"
+		  "{ name = \"mm2\"; op = \"matmul\"; in = [\"x\", \"w2\"]; out = \"y2\"; }");
+	const struct op_tiling *p1 = &s->per_op[op("mm1")], *p2 = &s->per_op[op("mm2")];
+	assert_true(s->refill_differs);
+	assert_int_equal(p2->splits, 1);
+	assert_true(p1->n_vcta + p2->n_vcta <= s->opt.sms);
+	assert_true(p2->sm_share > p1->sm_share);
+	done();
+}
+
 /* A REDUCE_MEAN tile is priced by the round trips its threads wait one after another, not by its
  * bytes alone: over rows of 3313 bf16 a warp an output (8 outputs a tile) waits 13 batches of loads,
  * over rows of 200 one; a mean over a middle axis (x [4, 300, 64], axis 1) walks its rows one by one. */
@@ -1289,6 +1311,7 @@ int main(void)
 		cmocka_unit_test(test_decode_tiles),
 		cmocka_unit_test(test_reduce_mean_latency),
 		cmocka_unit_test(test_matmul_waves),
+		cmocka_unit_test(test_matmul_refill),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
 	return cmocka_run_group_tests(tests, NULL, NULL);
