@@ -1305,6 +1305,8 @@ static void cases_float(void)
 		case_matmul(dt, 135, 1000, 777, false, false, ARK_ACT_NONE, 128, 128);
 		case_matmul(dt, 135, 1000, 777, true, true, ARK_OP_RELU, 128, 128);
 		case_matmul(dt, 135, 384, 512, false, true, ARK_OP_GELU, 128, 128);
+		/* with the one above, fp32's whole 128 x 128 tiles of constant strides, both layouts aligned */
+		case_matmul(dt, 135, 384, 512, true, false, ARK_ACT_NONE, 128, 128);
 		case_matmul(dt, 135, 384, 520, true, true, ARK_OP_SILU, 128, 96);
 		case_matmul(dt, 100, 256, 512, false, false, ARK_ACT_NONE, 128, 128, 1, skew);
 		/* b [K, N] aligned, on the warpgroup MMA (fp16/bf16): 128 x 64 (a tile of 48 rows as one of 128),
