@@ -21,6 +21,8 @@
 #   bench/ab.sh --table DIR   the table again, from DIR/ab.tsv and the ptxas output.
 #
 # DIR holds everything --run needs under relative names: build on one machine, run on another.
+# --run and --table read only the binaries, their .ptxas, trees.tsv and lib/: the generated .cu files
+# and tree_A/, tree_B/ may be left behind when DIR is carried (most of its bytes for big models).
 # Environment: ARKGEN (default build/arkgen of this checkout), ARKGEN_FLAGS (default --gpu h200),
 # NVCC (default nvcc), JOBS (default: the CPUs), ROUNDS (default 2), BENCH_N (--bench, default 300),
 # CHECK_TIMEOUT, BENCH_TIMEOUT (seconds a run, default 120).
@@ -37,8 +39,12 @@ CHECK_TIMEOUT=${CHECK_TIMEOUT:-120}
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-120}
 
 . "$ROOT/bench/lib.sh" # die, usage, limit, libs_of
-names() { # the models of DIR, sorted: every DIR/NAME.A.cu
-	for f in "$1"/*.A.cu; do [ -f "$f" ] && basename "$f" .A.cu; done
+names() { # the models of DIR, sorted: every DIR/NAME.A.cu, or DIR/NAME.A.ptxas where the sources are gone
+	for f in "$1"/*.A.cu "$1"/*.A.ptxas; do
+		[ -f "$f" ] || continue
+		f=$(basename "$f")
+		echo "${f%.A.*}"
+	done | sort -u
 }
 
 # ---- build ------------------------------------------------------------------------------------

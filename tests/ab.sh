@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.." || exit 1
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/arkgen-ab.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
 . tests/lib/tap.sh
-echo "1..13"
+echo "1..15"
 
 # The stand-in nvcc: the "binary" is a script; its median is 10 built against tree_A, 8 against tree_B
 # (seen in its -I flags); FAKE_NVCC_FAIL names a model whose build fails.
@@ -80,6 +80,17 @@ check "--build --arkgen-a: A's files from that arkgen, B's from this one, a .cu 
 bench/ab.sh --run "$tmp/g" >/dev/null 2>&1
 check "--arkgen-a: the table says whose files A's are" sh -c \
 	"bench/ab.sh --table '$tmp/g' | grep -q '^A: .*, files of $tmp/arkgen-a$'"
+mkdir "$tmp/slim" && cp "$tmp/d"/*.A "$tmp/d"/*.B "$tmp/d"/*.ptxas "$tmp/d/trees.tsv" "$tmp/slim/"
+check "--run on a copy without the generated files and trees: the same rows" sh -c \
+	"bench/ab.sh --run '$tmp/slim' >'$tmp/slim.log' 2>&1 &&
+	 grep -q '^| mlp | ok | 10.00 / 10.00 | 8.00 / 8.00 | 0.800 | 40 / 20 | 32 / 16 |$' '$tmp/slim.log' &&
+	 grep -q '^| one | ok |' '$tmp/slim.log'"
+# a folder of templates and abi for A (a tree without git): the working tree's, copied
+mkdir -p "$tmp/tree" && cp -R templates abi "$tmp/tree/"
+bench/ab.sh --build "$tmp/h" --a "$tmp/tree" "$tmp/one.cu" >"$tmp/tree.log" 2>&1
+check "--build --a FOLDER: A built against that folder's templates, the table names it" sh -c \
+	"[ -f '$tmp/h/tree_A/templates/ark_loop.cuh' ] && [ -x '$tmp/h/one.A' ] &&
+	 bench/ab.sh --run '$tmp/h' | grep -q '^A: the templates and abi of $tmp/tree$'"
 bench/ab.sh --build "$tmp/f" --a no-such-revision models/mlp.cfg >"$tmp/rev.log" 2>&1
 rc=$?
 check "--build: a revision that does not exist, exit 1" sh -c "[ $rc -eq 1 ] && grep -q \"no revision 'no-such-revision'\" '$tmp/rev.log'"
