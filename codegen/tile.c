@@ -90,11 +90,14 @@ static int run_levels(const struct graph *g, int *level)
 	return max_level;
 }
 
+static void refill_sms(struct tiling *s, const int *level, int max_level);
+
 /* SMs each matmul can count on (op_tiling.sm_share): the GPU's SMs shared among the matmuls of its
  * dependency level on its GPU (level: longest path from the graph's inputs, in ops), so that
  * independent branches get about one tile per SM between them instead of each cutting itself for
  * the whole GPU; and the tiles of the level as the fixed rule cuts them (op_tiling.level_tiles), so
- * that a matmul is balanced only when the level as a whole overflows the GPU. */
+ * that a matmul is balanced only when the level as a whole overflows the GPU. Then refill_sms, on
+ * the same levels. */
 static void share_sms(struct tiling *s)
 {
 	const struct graph *g = s->g;
@@ -118,6 +121,7 @@ static void share_sms(struct tiling *s)
 	}
 	for (int i = 0; i < g->n_ops; i++)
 		s->per_op[i].level_tiles = tiles[level[i] * ARK_MAX_GPUS + g->ops[i].gpu];
+	refill_sms(s, level, max_level);
 	free(level);
 	free(width);
 	free(tiles);
@@ -303,14 +307,13 @@ static void pick_matmul(struct tiling *s, int oi, int64_t M, int64_t N, int64_t 
  * change a share (refill_differs), and changes them with opt.refill, for arkgen_compile to keep the
  * tiling of lower predicted latency. With a GPU to cost the tilings on only (without, the rules
  * keep the equal shares). */
-static void refill_sms(struct tiling *s)
+static void refill_sms(struct tiling *s, const int *level, int max_level)
 {
 	const struct graph *g = s->g;
 	const int64_t sms = s->opt.sms;
 	if (!s->opt.gpu)
 		return;
-	int *level = xcalloc((size_t)g->n_ops, sizeof *level);
-	const size_t nl = (size_t)(run_levels(g, level) + 1) * ARK_MAX_GPUS;
+	const size_t nl = (size_t)(max_level + 1) * ARK_MAX_GPUS;
 	int64_t *used = xcalloc(nl, sizeof *used), *hungry = xcalloc(nl, sizeof *hungry);
 	int64_t *nv = xcalloc((size_t)g->n_ops, sizeof *nv);
 	for (int i = 0; i < g->n_ops; i++) {
@@ -336,7 +339,6 @@ static void refill_sms(struct tiling *s)
 				s->per_op[i].sm_share += more;
 		}
 	}
-	free(level);
 	free(used);
 	free(hungry);
 	free(nv);
@@ -1281,7 +1283,6 @@ int tile_graph(struct tiling *s)
 	if (check_bounds(g) < 0)
 		return -1;
 	share_sms(s);
-	refill_sms(s);
 	for (int k = 0; k < g->n_ops; k++) {
 		int oi = g->order[k], into = s->per_op[oi].fused_into;
 		/* A chain's vCTAs come at the place of its last op in the order, after every op that makes

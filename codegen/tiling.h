@@ -111,6 +111,7 @@ struct tiling {
 	struct graph *g;
 	struct tile_opts opt;
 	struct op_tiling *per_op;       /* per op */
+	int refill_differs;             /* refill_sms would give some matmul more SMs (applied with opt.refill) */
 	int n_vcta, cap_vcta;
 	struct vcta *v;               /* in a topological order */
 	int n_comm, cap_comm;
@@ -130,7 +131,6 @@ struct tiling {
 	/* memory plan, per GPU */
 	uint64_t *offset;             /* per tensor, byte offset in its GPU's arena */
 	uint64_t arena[ARK_MAX_GPUS], arena_noreuse[ARK_MAX_GPUS];
-	int refill_differs;   /* refill_sms would give some matmul more SMs (applied with opt.refill) */
 	int mem_levels_apart; /* some dependency level holds more than one op: MEM_REUSE_LEVELS and
 			       * MEM_REUSE_ORDER may differ */
 	/* DAG view for partition/: the vCTAs' costs (from a calibration table where it has their tile) */
