@@ -13,7 +13,9 @@
  *    measured points, monotone along an axis whose points are, and no worse than a straight line
  *    between neighbours on a log-log plot (tile times are close to power laws of the shape).
  *  - beyond the grid (a K larger than any measured), the value at the nearest edge times the fit's
- *    ratio between the tile and that edge: the measured level, the fitted trend.
+ *    ratio between the tile and that edge: the measured level, the fitted trend. A matmul of odd
+ *    rows below its least K measured: the aligned tile's time plus the odd rows' extra at that K
+ *    in proportion to K, where that is less (calib_lookup).
  * Interpolation alone would need a full grid and extrapolate badly; the fit alone misses how the
  * templates' efficiency changes with the tile's shape (k-lanes, sub-tiles, waves of loads). */
 #include "calib.h"
@@ -338,19 +340,53 @@ static double grid_us(const struct calib_key *k, int col, const struct calib_que
 	return exp(lt);
 }
 
-int calib_lookup(const struct calib_table *t, const struct calib_query *q, double us[2])
+static const struct calib_key *find_key(const struct calib_table *t, const struct calib_query *q)
 {
-	const struct calib_key *k = NULL;
-	for (int i = 0; i < t->n_keys && !k; i++)
+	for (int i = 0; i < t->n_keys; i++)
 		if (t->key[i].tmpl == q->tmpl && t->key[i].dtype == q->dtype && t->key[i].layout == q->layout &&
 		    t->key[i].reg == regime(q))
-			k = &t->key[i];
-	if (!k || !(q->m > 0 && q->n > 0 && q->k > 0))
-		return -1;
+			return &t->key[i];
+	return NULL;
+}
+
+/* The key's grid with the fit's trend beyond it (the file's header comment). */
+static void key_us(const struct calib_key *k, const struct calib_query *q, double us[2])
+{
 	for (int col = 0; col < 2; col++) {
 		struct calib_query qc;
 		double g = grid_us(k, col, q, &qc), a = fit_us(k, col, q), b = fit_us(k, col, &qc);
 		us[col] = a > 0 && b > 0 ? g * a / b : g;
+	}
+}
+
+int calib_lookup(const struct calib_table *t, const struct calib_query *q, double us[2])
+{
+	const struct calib_key *k = find_key(t, q);
+	if (!k || !(q->m > 0 && q->n > 0 && q->k > 0))
+		return -1;
+	key_us(k, q, us);
+	/* A matmul of rows that are not 16-byte aligned below the least K measured: the aligned tile's
+	 * time plus the realignment the odd rows cost at that K, in proportion to K. The fit's ratio
+	 * alone keeps nearly all of the odd tile's time there as a fixed cost (its points are 3-4x the
+	 * aligned ones at K 255, in copies that grow with K), and priced a 64 x 16 x 45 bf16 tile at
+	 * 17 us where the model's tasks took ~7 (bench/NOTES.md). */
+	const int odd = q->layout == CALIB_L_KN_ODD || q->layout == CALIB_L_NK_ODD;
+	const double k0 = exp(k->ax[2][0]);
+	struct calib_query qa = *q;
+	qa.layout = q->layout == CALIB_L_KN_ODD ? CALIB_L_KN : CALIB_L_NK;
+	const struct calib_key *ka = odd && q->k < k0 ? find_key(t, &qa) : NULL;
+	if (ka) {
+		struct calib_query q0 = *q, qa0 = qa;
+		q0.k = qa0.k = k0;
+		double a[2], o0[2], a0[2];
+		key_us(ka, &qa, a);
+		key_us(k, &q0, o0);
+		key_us(ka, &qa0, a0);
+		for (int col = 0; col < 2; col++) {
+			const double extra = o0[col] > a0[col] ? (o0[col] - a0[col]) * q->k / k0 : 0;
+			if (a[col] + extra < us[col])
+				us[col] = a[col] + extra;
+		}
 	}
 	if (us[CALIB_BUSY] < us[CALIB_ALONE]) /* sharing the memory never makes a tile faster */
 		us[CALIB_BUSY] = us[CALIB_ALONE];

@@ -1,5 +1,6 @@
 /* test_calib.c: calibration tables (codegen/calib.c): the parser on good and bad tables with located
- * errors, the model's interpolation (exact at points, monotone, sane beyond the grid), the built-in
+ * errors, the model's interpolation (exact at points, monotone, sane beyond the grid; odd rows below
+ * the least K measured), the built-in
  * tables, and the costs a table gives a compiled model's vCTAs and its predicted latency. */
 #include <math.h>
 #include <setjmp.h>
@@ -181,6 +182,50 @@ static void test_interpolation(void **state)
 	calib_free(t);
 }
 
+/* A matmul of odd rows below the least K measured: the aligned tile's time plus the odd rows' extra
+ * at that K, in proportion to K; continuous and monotone across that K; a layout without its aligned
+ * key keeps the fitted trend. */
+static const char odd_table[] = HEAD "matmul bf16 kn 64 16 256 5.85 8.04\n"
+				     "matmul bf16 kn 64 16 1024 9.65 11.29\n"
+				     "matmul bf16 kn 64 16 4096 27.68 29.95\n"
+				     "matmul bf16 kn-odd 64 16 255 20.54 22.08\n"
+				     "matmul bf16 kn-odd 64 16 1023 40.32 42.91\n"
+				     "matmul bf16 kn-odd 64 16 4095 103.6 107.5\n"
+				     "matmul bf16 nk-odd 64 16 255 20.54 22.08\n"
+				     "matmul bf16 nk-odd 64 16 1023 40.32 42.91\n"
+				     "matmul bf16 nk-odd 64 16 4095 103.6 107.5\n";
+
+static void test_odd_small_k(void **state)
+{
+	struct calib_table *t = parse(odd_table);
+	assert_non_null(t);
+	double us[2], a[2], a0[2];
+	struct calib_query q = {ARK_T_MATMUL, ARK_BF16, CALIB_L_KN_ODD, 64, 16, 45};
+	struct calib_query qa = q;
+	qa.layout = CALIB_L_KN;
+	assert_int_equal(calib_lookup(t, &qa, a), 0);
+	qa.k = 255;
+	assert_int_equal(calib_lookup(t, &qa, a0), 0);
+	assert_int_equal(calib_lookup(t, &q, us), 0);
+	near(us[CALIB_ALONE], a[CALIB_ALONE] + (20.54 - a0[CALIB_ALONE]) * 45 / 255, 1e-9);
+	assert_true(us[CALIB_ALONE] < 0.5 * 20.54);
+	double prev[2] = {0, 0};
+	for (double k = 4; k <= 8192; k *= 1.25) {
+		q.k = k;
+		assert_int_equal(calib_lookup(t, &q, us), 0);
+		assert_true(us[CALIB_ALONE] >= prev[0] * (1 - 1e-12) && us[CALIB_BUSY] >= prev[1] * (1 - 1e-12));
+		prev[0] = us[0], prev[1] = us[1];
+	}
+	q.k = 255 * (1 - 1e-9);
+	assert_int_equal(calib_lookup(t, &q, us), 0);
+	near(us[CALIB_ALONE], 20.54, 1e-6);
+	/* nk-odd has no nk key here: the fitted trend, most of the time at K 255 kept */
+	q = (struct calib_query){ARK_T_MATMUL, ARK_BF16, CALIB_L_NK_ODD, 64, 16, 45};
+	assert_int_equal(calib_lookup(t, &q, us), 0);
+	assert_true(us[CALIB_ALONE] > 0.5 * 20.54 && us[CALIB_ALONE] <= 20.54);
+	calib_free(t);
+}
+
 /* The built-in tables parse; the analytic one is monotone along every axis of every key. */
 static void check_builtin(const struct calib_table *t);
 
@@ -302,7 +347,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_good), cmocka_unit_test(test_parse_bad),
-		cmocka_unit_test(test_interpolation), cmocka_unit_test(test_builtin),
+		cmocka_unit_test(test_interpolation), cmocka_unit_test(test_odd_small_k), cmocka_unit_test(test_builtin),
 		cmocka_unit_test(test_compile), cmocka_unit_test(test_contention),
 	};
 	cmocka_set_message_output(CM_OUTPUT_TAP);
