@@ -1633,23 +1633,17 @@ __device__ __forceinline__ void ark_fma4x8(float (&acc)[8][8], const float4 (&a)
 }
 /* The 4-deep chunks kc = kc0, kc0 + kstep, ... < bk of a stage: a_rd, b_rd this thread's first row of a
  * and of b (TB) or column (!TB) at the stage's k 0; a_ri, b_ri the bytes from one of its rows (columns)
- * to the next, ldb4 b [K, N]'s bytes a row of k. FIX: the strides of a common whole tile as constants,
- * 128 (128 x 128 in stages 32 deep: TY = TX = 16, lda = 36, ldb = 132, one k-group) or 64 (64 x 64 in
- * stages 64 deep: TY = TX = 8, lda = ldb = 68, four k-groups): the 16 reads of a chunk then take
+ * to the next, ldb4 b [K, N]'s bytes a row of k. FIX: the strides of a whole 128 x 128 tile in stages
+ * 32 deep (TY = TX = 16, lda = 36, ldb = 132), as constants: the 16 reads of a chunk then take
  * immediate offsets from two addresses, where run-time strides had ptxas recompute the 16
- * addresses every chunk (33 integer instructions beside 256 FFMA, bench/NOTES.md); 0: run-time
- * strides. */
-template <bool TB, int FIX>
+ * addresses every chunk (33 integer instructions beside 256 FFMA, bench/NOTES.md). */
+template <bool TB, bool FIX>
 __device__ __forceinline__ void ark_fma_chunks(float (&acc)[8][8], uint32_t a_rd, uint32_t b_rd, uint32_t a_ri, uint32_t b_ri,
 					       uint32_t ldb4, int kc0, int kstep, int bk)
 {
-	static_assert(FIX == 0 || FIX == 64 || FIX == 128, "ark_fma_chunks: FIX is 0, 64 or 128");
-	if constexpr (FIX == 128) {
-		a_ri = 4u * 16 * 36, ldb4 = 4u * 132, kstep = 4, bk = 32;
+	if constexpr (FIX) {
+		a_ri = 4u * 16 * 36, ldb4 = 4u * 132;
 		b_ri = TB ? 4u * 16 * 36 : 16u * 16;
-	} else if constexpr (FIX == 64) {
-		a_ri = 4u * 8 * 68, ldb4 = 4u * 68, kstep = 16, bk = 64;
-		b_ri = TB ? 4u * 8 * 68 : 16u * 8;
 	}
 #pragma unroll 1 /* a chunk is ~280 instructions already */
 	for (int kc = kc0; kc < bk; kc += kstep) {
@@ -1719,17 +1713,14 @@ __device__ __noinline__ void ark_mm_ffma(const ark_mm_at at, int m0, int m1, int
 		for (int j = 0; j < 8; j++)
 			acc[i][j] = 0.0f;
 
-	/* the whole tiles whose strides ark_fma_chunks knows (G 1 for 128 x 128, 4 for 64 x 64) */
-	const int fix = TY == 16 && TX == 16 && bk == 32 && G == 1 ? 128 : TY == 8 && TX == 8 && bk == 64 && G == 4 ? 64 : 0;
+	const bool fix = TY == 16 && TX == 16 && bk == 32; /* then G = 1 */
 	ark_mm_kloop<float, TB, STG>(g, m0, m1, n0, n1, k0, k1, smem, rp, cp, bk, lda, ldb, a_stage, stage, [&](uint32_t so) {
 		if (!computes)
 			return;
-		if (fix == 128)
-			ark_fma_chunks<TB, 128>(acc, a_rd + so, b_rd + so, 0, 0, 0, 0, 0, 0);
-		else if (fix == 64)
-			ark_fma_chunks<TB, 64>(acc, a_rd + so, b_rd + so, 0, 0, 0, 4 * grp, 0, 0);
+		if (fix)
+			ark_fma_chunks<TB, true>(acc, a_rd + so, b_rd + so, 0, 0, 0, 0, 4, 32);
 		else
-			ark_fma_chunks<TB, 0>(acc, a_rd + so, b_rd + so, a_ri, b_ri, 4u * ldb, 4 * grp, 4 * G, bk);
+			ark_fma_chunks<TB, false>(acc, a_rd + so, b_rd + so, a_ri, b_ri, 4u * ldb, 4 * grp, 4 * G, bk);
 	});
 	/* each k-group's sums go to its slice of t [G][rp][cp + 4] */
 	const int ldt = cp + 4, sl = rp * ldt;
