@@ -1,0 +1,226 @@
+// tma_probe.cu: how fast an SM takes in the stages of a 16-bit 128 x 128 matmul tile held in L2, by the
+// 16-byte cp.async of 256 threads (the way templates/op_wgmma.cuh fills its ring today) against
+// two-dimensional bulk tensor copies (the tensor memory accelerator: one thread issues a box a
+// operand a stage, completing on an mbarrier). Each CTA runs REPS tiles: a stage is a's 128 rows and
+// b's 128 rows by 64 of k (32 KB, 128-byte swizzle as wgmma reads it), K / 64 stages a tile, from a
+// bf16 matrix of 8 MB that L2 holds; the ring has ST stages, ST - 1 in flight, a stage freed by a
+// barrier after its consumer, which does nothing or spins 800 cycles (about
+// what the MMAs of a stage take in the loop kernel's tile, bench/NOTES.md).
+// Prints us a launch (median of 5), GB/s an SM and in all, for several CTA counts.
+//
+//   build/bench/tma_probe   (make bench-probe)
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <vector>
+#include "bench_cuda.h"
+
+enum { T = 256, BK = 64, RP = 128, STAGE = 2 * RP * BK * 2, ROWS = 8192, K = 512, REPS = 16 };
+
+/* the consumer of a stage: cyc cycles of the SM's clock (the MMAs a stage would take) */
+__device__ __forceinline__ void spin(int cyc)
+{
+	if (cyc <= 0)
+		return;
+	const long long t0 = clock64();
+	while (clock64() - t0 < cyc)
+		;
+}
+__device__ __forceinline__ void cpa16(uint32_t d, const void *s)
+{
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(s) : "memory");
+}
+__device__ __forceinline__ void bar_init(uint32_t b, int n)
+{
+	asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(b), "r"(n) : "memory");
+}
+__device__ __forceinline__ void bar_expect(uint32_t b, int bytes)
+{
+	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void bar_wait(uint32_t b, uint32_t parity)
+{
+	asm volatile("{\n.reg .pred p;\nW: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra W;\n}\n" ::"r"(b),
+		     "r"(parity)
+		     : "memory");
+}
+__device__ __forceinline__ void tma2d(uint32_t dst, const CUtensorMap *map, int x, int y, uint32_t b)
+{
+	asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+		     "l"(map), "r"(x), "r"(y), "r"(b)
+		     : "memory");
+}
+
+/* the rows of tile t of CTA c: a's and b's first row in the matrix */
+__device__ __forceinline__ int arow(int c, int t) { return ((c * 7 + t * 3) % (ROWS / RP)) * RP; }
+__device__ __forceinline__ int brow(int c, int t) { return ((c * 5 + t * 11 + 17) % (ROWS / RP)) * RP; }
+
+/* the ring filled by bulk tensor copies: thread 0 issues a stage's two boxes on its mbarrier */
+__global__ void __launch_bounds__(T, 1) kt(const __grid_constant__ CUtensorMap map, int st, int spin_cyc)
+{
+	extern __shared__ __align__(1024) char smem[];
+	const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(smem) + 1023u) & ~1023u;
+	const uint32_t bars = sbase + st * STAGE; /* st mbarriers of 8 bytes */
+	const int tid = threadIdx.x, ktiles = K / BK, total = REPS * ktiles;
+	if (tid == 0) {
+		for (int s = 0; s < st; s++)
+			bar_init(bars + 8 * s, 1);
+		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+	}
+	__syncthreads();
+	/* stage i of the whole run: tile i / ktiles, k-tile i % ktiles */
+	auto load = [&](int i) {
+		if (tid == 0 && i < total) {
+			const int s = i % st, t = i / ktiles, kk = (i % ktiles) * BK;
+			const uint32_t sa = sbase + s * STAGE, b = bars + 8 * s;
+			bar_expect(b, STAGE);
+			tma2d(sa, &map, kk, arow(blockIdx.x, t), b);
+			tma2d(sa + RP * 128, &map, kk, brow(blockIdx.x, t), b);
+		}
+	};
+	for (int i = 0; i < st - 1; i++)
+		load(i);
+	for (int i = 0; i < total; i++) {
+		bar_wait(bars + 8 * (i % st), (uint32_t)((i / st) & 1));
+		spin(spin_cyc);
+		__syncthreads();
+		load(i + st - 1);
+	}
+}
+
+/* the cp.async ring waits for its oldest group only: a kernel per ring depth, as the tile's */
+template <int ST> __global__ void __launch_bounds__(T, 1) kc(const uint16_t *m, int spin_cyc)
+{
+	extern __shared__ __align__(1024) char smem[];
+	const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(smem) + 1023u) & ~1023u;
+	const int tid = threadIdx.x, ktiles = K / BK, total = REPS * ktiles;
+	auto load = [&](int i) {
+		if (i < total) {
+			const int s = i % ST, t = i / ktiles, kk = (i % ktiles) * BK;
+			const uint32_t sa = sbase + s * STAGE;
+#pragma unroll
+			for (int j = 0; j < STAGE / 16 / T; j++) {
+				const int q = tid + j * T, r = q >> 3, c = q & 7;
+				const int row = r < RP ? arow(blockIdx.x, t) + r : brow(blockIdx.x, t) + r - RP;
+				cpa16(sa + r * 128 + ((c ^ (r & 7)) << 4), m + (size_t)row * K + kk + c * 8);
+			}
+		}
+		asm volatile("cp.async.commit_group;\n" ::: "memory"); /* empty groups at the end */
+	};
+	for (int i = 0; i < ST - 1; i++)
+		load(i);
+	for (int i = 0; i < total; i++) {
+		asm volatile("cp.async.wait_group %0;\n" ::"n"(ST - 2) : "memory");
+		__syncthreads();
+		spin(spin_cyc);
+		__syncthreads();
+		load(i + ST - 1);
+	}
+}
+
+/* one stage by both ways into two buffers, compared: the bulk copies' 128-byte swizzle is the ring's */
+__global__ void __launch_bounds__(T, 1) same(const __grid_constant__ CUtensorMap map, const uint16_t *m, int *bad)
+{
+	extern __shared__ __align__(1024) char smem[];
+	const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(smem) + 1023u) & ~1023u, bar = sbase + 2 * STAGE;
+	const int tid = threadIdx.x, kk = 3 * BK;
+	if (tid == 0) {
+		bar_init(bar, 1);
+		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+	}
+	__syncthreads();
+	for (int j = 0; j < STAGE / 16 / T; j++) {
+		const int q = tid + j * T, r = q >> 3, c = q & 7;
+		const int row = r < RP ? arow(blockIdx.x, 1) + r : brow(blockIdx.x, 1) + r - RP;
+		cpa16(sbase + r * 128 + ((c ^ (r & 7)) << 4), m + (size_t)row * K + kk + c * 8);
+	}
+	asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+	if (tid == 0) {
+		bar_expect(bar, STAGE);
+		tma2d(sbase + STAGE, &map, kk, arow(blockIdx.x, 1), bar);
+		tma2d(sbase + STAGE + RP * 128, &map, kk, brow(blockIdx.x, 1), bar);
+	}
+	bar_wait(bar, 0);
+	__syncthreads();
+	const char *s0 = smem + (sbase - (uint32_t)__cvta_generic_to_shared(smem));
+	int n = 0;
+	for (int i = tid; i < STAGE; i += T)
+		n += s0[i] != s0[STAGE + i];
+	atomicAdd(bad, n);
+}
+
+int main()
+{
+	int sms = 0;
+	CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+	cudaDeviceProp p;
+	CK(cudaGetDeviceProperties(&p, 0));
+	printf("# %s, %d SMs; stages of 128 + 128 rows x 64 bf16 (32 KB) from a matrix [%d, %d] held in L2, %d tiles of %d stages a CTA\n",
+	       p.name, sms, ROWS, K, REPS, K / BK);
+	uint16_t *m;
+	CK(cudaMalloc(&m, (size_t)ROWS * K * 2));
+	std::vector<uint16_t> h((size_t)ROWS * K);
+	for (size_t i = 0; i < h.size(); i++)
+		h[i] = (uint16_t)(0x3c00 + (i * 2654435761u >> 20) % 512);
+	CK(cudaMemcpy(m, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
+
+	PFN_cuTensorMapEncodeTiled_v12000 enc = nullptr;
+	cudaDriverEntryPointQueryResult q;
+	CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&enc, 12000, cudaEnableDefault, &q));
+	if (!enc || q != cudaDriverEntryPointSuccess) {
+		fprintf(stderr, "FAIL: no cuTensorMapEncodeTiled\n");
+		return 1;
+	}
+	CUtensorMap map;
+	const cuuint64_t dims[2] = {K, ROWS}, strides[1] = {K * 2};
+	const cuuint32_t box[2] = {BK, RP}, es[2] = {1, 1};
+	CUresult r = enc(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, m, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+			 CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+	if (r != CUDA_SUCCESS) {
+		fprintf(stderr, "FAIL: cuTensorMapEncodeTiled: %d\n", (int)r);
+		return 1;
+	}
+	const int maxsm = 227 * 1024;
+	CK(cudaFuncSetAttribute(kt, cudaFuncAttributeMaxDynamicSharedMemorySize, maxsm));
+	CK(cudaFuncSetAttribute(kc<3>, cudaFuncAttributeMaxDynamicSharedMemorySize, maxsm));
+	CK(cudaFuncSetAttribute(kc<6>, cudaFuncAttributeMaxDynamicSharedMemorySize, maxsm));
+
+	CK(cudaFuncSetAttribute(same, cudaFuncAttributeMaxDynamicSharedMemorySize, maxsm));
+	int *d_bad, bad = -1;
+	CK(cudaMalloc(&d_bad, 4));
+	CK(cudaMemset(d_bad, 0, 4));
+	same<<<sms, T, 1024 + 2 * STAGE + 8>>>(map, m, d_bad);
+	CK(cudaGetLastError());
+	CK(cudaMemcpy(&bad, d_bad, 4, cudaMemcpyDeviceToHost));
+	printf("# a stage by bulk tensor copies against cp.async, every CTA: %d bytes differ%s\n", bad, bad ? " (WRONG)" : "");
+
+	const double bytes_cta = (double)REPS * (K / BK) * STAGE;
+	printf("| CTAs | consumer cycles a stage | cp.async 3 stages | cp.async 6 | bulk tensor 3 | bulk tensor 6 |\n|---|---|---|---|---|---|\n");
+	const int ctas_list[] = {32, 92, sms};
+	const int spins[] = {0, 800};
+	for (int ctas : ctas_list)
+		for (int sp : spins) {
+			double us[4];
+			for (int v = 0; v < 4; v++) {
+				const int st = v % 2 ? 6 : 3;
+				const size_t sh = 1024 + (size_t)st * STAGE + 8 * st;
+				us[v] = bench_time_us(5, [&] {
+					if (v == 0)
+						kc<3><<<ctas, T, sh>>>(m, sp);
+					else if (v == 1)
+						kc<6><<<ctas, T, sh>>>(m, sp);
+					else
+						kt<<<ctas, T, sh>>>(map, st, sp);
+				});
+				CK(cudaGetLastError());
+			}
+			printf("| %d | %d |", ctas, sp);
+			for (int v = 0; v < 4; v++)
+				printf(" %.1f us, %.0f GB/s an SM (%.2f TB/s) |", us[v], bytes_cta / us[v] / 1e3, bytes_cta * ctas / us[v] / 1e6);
+			printf("\n");
+		}
+	CK(cudaFree(m));
+	return 0;
+}
