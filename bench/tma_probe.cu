@@ -4,7 +4,7 @@
 // operand a stage, completing on an mbarrier). Each CTA runs REPS tiles: a stage is a's 128 rows and
 // b's 128 rows by 64 of k (32 KB, 128-byte swizzle as wgmma reads it), K / 64 stages a tile, from a
 // bf16 matrix of 8 MB that L2 holds; the ring has ST stages, ST - 1 in flight, a stage freed by a
-// barrier after its consumer, which does nothing or spins 800 cycles (about
+// barrier after its consumer, which does nothing or spins 800 or 1600 SM cycles (timed by the global timer too; about
 // what the MMAs of a stage take in the loop kernel's tile, bench/NOTES.md).
 // Prints us a launch (median of 5), GB/s an SM and in all, for several CTA counts.
 //
@@ -19,14 +19,21 @@
 
 enum { T = 256, BK = 64, RP = 128, STAGE = 2 * RP * BK * 2, ROWS = 8192, K = 512, REPS = 16 };
 
-/* the consumer of a stage: cyc cycles of the SM's clock (the MMAs a stage would take) */
+/* the consumer of a stage: cyc cycles of the SM's clock (the MMAs a stage would take); thread 0 adds
+ * the nanoseconds it took to spun[CTA] */
+__device__ unsigned long long spun[1024];
 __device__ __forceinline__ void spin(int cyc)
 {
 	if (cyc <= 0)
 		return;
+	uint64_t g0, g1;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
 	const long long t0 = clock64();
 	while (clock64() - t0 < cyc)
 		;
+	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
+	if (threadIdx.x == 0)
+		spun[blockIdx.x] += g1 - g0;
 }
 __device__ __forceinline__ void cpa16(uint32_t d, const void *s)
 {
@@ -197,9 +204,9 @@ int main()
 	printf("# a stage by bulk tensor copies against cp.async, every CTA: %d bytes differ%s\n", bad, bad ? " (WRONG)" : "");
 
 	const double bytes_cta = (double)REPS * (K / BK) * STAGE;
-	printf("| CTAs | consumer cycles a stage | cp.async 3 stages | cp.async 6 | bulk tensor 3 | bulk tensor 6 |\n|---|---|---|---|---|---|\n");
+	printf("| CTAs | consumer cycles a stage (its ns) | cp.async 3 stages | cp.async 6 | bulk tensor 3 | bulk tensor 6 |\n|---|---|---|---|---|---|\n");
 	const int ctas_list[] = {32, 92, sms};
-	const int spins[] = {0, 800};
+	const int spins[] = {0, 800, 1600};
 	for (int ctas : ctas_list)
 		for (int sp : spins) {
 			double us[4];
@@ -216,7 +223,12 @@ int main()
 				});
 				CK(cudaGetLastError());
 			}
-			printf("| %d | %d |", ctas, sp);
+			/* the spin's own time, ns a stage, from the last launch's CTA 0 (every launch adds to it) */
+			unsigned long long ns0 = 0;
+			CK(cudaMemcpyFromSymbol(&ns0, spun, 8));
+			const unsigned long long zero[1024] = {0};
+			CK(cudaMemcpyToSymbol(spun, zero, sizeof zero));
+			printf("| %d | %d (%.0f ns) |", ctas, sp, sp ? ns0 / (24.0 * REPS * (K / BK)) : 0.0);
 			for (int v = 0; v < 4; v++)
 				printf(" %.1f us, %.0f GB/s an SM (%.2f TB/s) |", us[v], bytes_cta / us[v] / 1e3, bytes_cta * ctas / us[v] / 1e6);
 			printf("\n");
