@@ -4,8 +4,8 @@
 // operand a stage, completing on an mbarrier). Each CTA runs REPS tiles: a stage is a's 128 rows and
 // b's 128 rows by 64 of k (32 KB, 128-byte swizzle as wgmma reads it), K / 64 stages a tile, from a
 // bf16 matrix of 8 MB that L2 holds; the ring has ST stages, ST - 1 in flight, a stage freed by a
-// barrier after its consumer, which does nothing or spins 800 or 1600 SM cycles (timed by the global timer too; about
-// what the MMAs of a stage take in the loop kernel's tile, bench/NOTES.md).
+// barrier after its consumer, which does nothing or spins 800 or 1600 SM cycles (about what the MMAs
+// of a stage take in the loop kernel's tile, bench/NOTES.md), the spin timed by the global timer too.
 // Prints us a launch (median of 5), GB/s an SM and in all, for several CTA counts.
 //
 //   build/bench/tma_probe   (make bench-probe)
