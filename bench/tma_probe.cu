@@ -4,9 +4,9 @@
 // operand a stage, completing on an mbarrier). Each CTA runs REPS tiles: a stage is a's 128 rows and
 // b's 128 rows by 64 of k (32 KB, 128-byte swizzle as wgmma reads it), K / 64 stages a tile, from a
 // bf16 matrix of 8 MB that L2 holds; the ring has ST stages, ST - 1 in flight, a stage freed by a
-// barrier after its consumer, which does nothing or spins 800 or 1600 SM cycles (about what the MMAs
-// of a stage take in the loop kernel's tile, bench/NOTES.md), the spin timed by the global timer too.
-// Prints us a launch (median of 5), GB/s an SM and in all, for several CTA counts.
+// barrier after its consumer, which does nothing or takes 800 SM cycles (about what the MMAs of a
+// stage take in the loop kernel's tile, bench/NOTES.md) in one of five ways (spin below), timed by
+// the global timer too. Prints us a launch (median of 5) and a stage, for 32 CTAs and one an SM.
 //
 //   build/bench/tma_probe   (make bench-probe)
 #include <cuda.h>
@@ -19,18 +19,33 @@
 
 enum { T = 256, BK = 64, RP = 128, STAGE = 2 * RP * BK * 2, ROWS = 8192, K = 512, REPS = 16 };
 
-/* the consumer of a stage: cyc cycles of the SM's clock (the MMAs a stage would take); thread 0 adds
- * the nanoseconds it took to spun[CTA] */
+/* the consumer of a stage, cyc SM cycles of it, the way g_kind says: 0 every warp reads the clock
+ * until then, 1 every warp sleeps (__nanosleep) between its reads of the clock, 2 warp 0 alone spins
+ * (the others go on to the barrier), 3 every warp runs a chain of dependent FMAs as long, 4 as 0 with
+ * the next stage's copies issued before the consumer instead of after it; thread 0 adds the
+ * nanoseconds it took to spun[CTA] */
+__device__ int g_kind;
 __device__ unsigned long long spun[1024];
+__device__ float g_sink;
 __device__ __forceinline__ void spin(int cyc)
 {
 	if (cyc <= 0)
 		return;
 	uint64_t g0, g1;
 	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
+	const int kind = g_kind;
 	const long long t0 = clock64();
-	while (clock64() - t0 < cyc)
-		;
+	if (kind == 3) {
+		float x = threadIdx.x;
+		for (int j = 0; j < cyc / 4; j++)
+			x = fmaf(x, 1.0001f, 0.5f);
+		if (x == -1.0f)
+			g_sink = x;
+	} else if (kind != 2 || threadIdx.x < 32) {
+		while (clock64() - t0 < cyc)
+			if (kind == 1)
+				__nanosleep(64);
+	}
 	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
 	if (threadIdx.x == 0)
 		spun[blockIdx.x] += g1 - g0;
@@ -91,9 +106,110 @@ __global__ void __launch_bounds__(T, 1) kt(const __grid_constant__ CUtensorMap m
 		load(i);
 	for (int i = 0; i < total; i++) {
 		bar_wait(bars + 8 * (i % st), (uint32_t)((i / st) & 1));
+		const bool early = g_kind == 4; /* the slot of k-tile i - 1, freed by the last barrier */
+		if (early)
+			load(i + st - 1);
 		spin(spin_cyc);
 		__syncthreads();
-		load(i + st - 1);
+		if (!early)
+			load(i + st - 1);
+	}
+}
+
+__device__ __forceinline__ void bar_arrive(uint32_t b)
+{
+	asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(b) : "memory");
+}
+
+/* The ring by warp specialization, as Hopper GEMMs run it: warp 0's lane 0 alone issues the bulk copies,
+ * a stage once its empty barrier says the 7 consumer warps are done with the slot; the consumer warps
+ * wait on the stage's full barrier, consume it and arrive on its empty one; no CTA barrier. */
+__global__ void __launch_bounds__(T, 1) kw(const __grid_constant__ CUtensorMap map, int st, int spin_cyc)
+{
+	extern __shared__ __align__(1024) char smem[];
+	const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(smem) + 1023u) & ~1023u;
+	const uint32_t full = sbase + st * STAGE, empty = full + 8 * st;
+	const int tid = threadIdx.x, warp = tid >> 5, ktiles = K / BK, total = REPS * ktiles;
+	if (tid == 0) {
+		for (int s = 0; s < st; s++) {
+			bar_init(full + 8 * s, 1);
+			bar_init(empty + 8 * s, T / 32 - 1);
+		}
+		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+	}
+	__syncthreads();
+	if (warp == 0) {
+		if (tid == 0)
+			for (int i = 0; i < total; i++) {
+				const int s = i % st, t = i / ktiles, kk = (i % ktiles) * BK;
+				bar_wait(empty + 8 * s, (uint32_t)(((i / st) & 1) ^ 1)); /* the first round passes */
+				const uint32_t sa = sbase + s * STAGE, b = full + 8 * s;
+				bar_expect(b, STAGE);
+				tma2d(sa, &map, kk, arow(blockIdx.x, t), b);
+				tma2d(sa + RP * 128, &map, kk, brow(blockIdx.x, t), b);
+			}
+		return;
+	}
+	for (int i = 0; i < total; i++) {
+		const int s = i % st;
+		bar_wait(full + 8 * s, (uint32_t)((i / st) & 1));
+		spin(spin_cyc);
+		__syncwarp();
+		if ((tid & 31) == 0)
+			bar_arrive(empty + 8 * s);
+	}
+}
+
+/* Every warp a consumer, no CTA barrier: thread 0 issues k-tile i + st - 1 once it has seen stage i
+ * land and the slot it refills (k-tile i - 1's) emptied by all 8 warps' arrivals, then consumes
+ * stage i as the others do; each warp arrives on the stage's empty barrier when done with it. */
+__global__ void __launch_bounds__(T, 1) kx(const __grid_constant__ CUtensorMap map, int st, int spin_cyc)
+{
+	extern __shared__ __align__(1024) char smem[];
+	const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(smem) + 1023u) & ~1023u;
+	const uint32_t full = sbase + st * STAGE, empty = full + 8 * st;
+	const int tid = threadIdx.x, ktiles = K / BK, total = REPS * ktiles;
+	if (tid == 0) {
+		for (int s = 0; s < st; s++) {
+			bar_init(full + 8 * s, 1);
+			bar_init(empty + 8 * s, T / 32);
+		}
+		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+	}
+	__syncthreads();
+	auto load = [&](int i) {
+		const int s = i % st, t = i / ktiles, kk = (i % ktiles) * BK;
+		const uint32_t sa = sbase + s * STAGE, b = full + 8 * s;
+		bar_expect(b, STAGE);
+		tma2d(sa, &map, kk, arow(blockIdx.x, t), b);
+		tma2d(sa + RP * 128, &map, kk, brow(blockIdx.x, t), b);
+	};
+	if (tid == 0)
+		for (int i = 0; i < st - 1 && i < total; i++)
+			load(i);
+	for (int i = 0; i < total; i++) {
+		const int s = i % st;
+		bar_wait(full + 8 * s, (uint32_t)((i / st) & 1));
+		const int j = i + st - 1; /* into k-tile i - 1's slot, once its 8 warps are done */
+		if (tid == 0 && j < total) {
+			if (i > 0)
+				bar_wait(empty + 8 * (j % st), (uint32_t)(((i - 1) / st) & 1));
+			load(j);
+		}
+		spin(spin_cyc);
+		__syncwarp();
+		if ((tid & 31) == 0)
+			bar_arrive(empty + 8 * s);
+	}
+}
+
+/* The consumer alone, no copies: what a stage costs beside them. */
+__global__ void __launch_bounds__(T, 1) kn(int spin_cyc)
+{
+	const int total = REPS * (K / BK);
+	for (int i = 0; i < total; i++) {
+		spin(spin_cyc);
+		__syncthreads();
 	}
 }
 
@@ -121,9 +237,13 @@ template <int ST> __global__ void __launch_bounds__(T, 1) kc(const uint16_t *m, 
 	for (int i = 0; i < total; i++) {
 		asm volatile("cp.async.wait_group %0;\n" ::"n"(ST - 2) : "memory");
 		__syncthreads();
+		const bool early = g_kind == 4; /* the slot of k-tile i - 1, freed by the last barrier */
+		if (early)
+			load(i + ST - 1);
 		spin(spin_cyc);
 		__syncthreads();
-		load(i + ST - 1);
+		if (!early)
+			load(i + ST - 1);
 	}
 }
 
@@ -191,6 +311,8 @@ int main()
 	}
 	const int maxsm = 227 * 1024;
 	CK(cudaFuncSetAttribute(kt, cudaFuncAttributeMaxDynamicSharedMemorySize, maxsm));
+	CK(cudaFuncSetAttribute(kw, cudaFuncAttributeMaxDynamicSharedMemorySize, maxsm));
+	CK(cudaFuncSetAttribute(kx, cudaFuncAttributeMaxDynamicSharedMemorySize, maxsm));
 	CK(cudaFuncSetAttribute(kc<3>, cudaFuncAttributeMaxDynamicSharedMemorySize, maxsm));
 	CK(cudaFuncSetAttribute(kc<6>, cudaFuncAttributeMaxDynamicSharedMemorySize, maxsm));
 
@@ -203,36 +325,48 @@ int main()
 	CK(cudaMemcpy(&bad, d_bad, 4, cudaMemcpyDeviceToHost));
 	printf("# a stage by bulk tensor copies against cp.async, every CTA: %d bytes differ%s\n", bad, bad ? " (WRONG)" : "");
 
-	const double bytes_cta = (double)REPS * (K / BK) * STAGE;
-	printf("| CTAs | consumer cycles a stage (its ns) | cp.async 3 stages | cp.async 6 | bulk tensor 3 | bulk tensor 6 |\n|---|---|---|---|---|---|\n");
-	const int ctas_list[] = {32, 92, sms};
-	const int spins[] = {0, 800, 1600};
+	static const char *const kinds[] = {"every warp reads the clock", "every warp sleeps between reads", "warp 0 alone spins",
+					    "every warp's FMA chain", "the clock, next copies issued first"};
+	printf("| CTAs | consumer cycles a stage (its ns) | kind | cp.async 3 stages | cp.async 6 | bulk tensor 3 | bulk tensor 6 |"
+	       " bulk tensor 6, warp-specialized | bulk tensor 6, no CTA barrier | the consumer alone |\n"
+	       "|---|---|---|---|---|---|---|---|---|---|\n");
+	const int ctas_list[] = {32, sms};
 	for (int ctas : ctas_list)
-		for (int sp : spins) {
-			double us[4];
-			for (int v = 0; v < 4; v++) {
-				const int st = v % 2 ? 6 : 3;
-				const size_t sh = 1024 + (size_t)st * STAGE + 8 * st;
-				us[v] = bench_time_us(5, [&] {
-					if (v == 0)
-						kc<3><<<ctas, T, sh>>>(m, sp);
-					else if (v == 1)
-						kc<6><<<ctas, T, sh>>>(m, sp);
-					else
-						kt<<<ctas, T, sh>>>(map, st, sp);
-				});
-				CK(cudaGetLastError());
+		for (int sp : {0, 800})
+			for (int kind = 0; kind < (sp ? 5 : 1); kind++) {
+				CK(cudaMemcpyToSymbol(g_kind, &kind, sizeof kind));
+				double us[7];
+				for (int v = 0; v < 7; v++) {
+					const int st = v % 2 ? 6 : 3;
+					const size_t sh = 1024 + (size_t)st * STAGE + 16 * st;
+					us[v] = bench_time_us(5, [&] {
+						if (v == 0)
+							kc<3><<<ctas, T, sh>>>(m, sp);
+						else if (v == 1)
+							kc<6><<<ctas, T, sh>>>(m, sp);
+						else if (v < 4)
+							kt<<<ctas, T, sh>>>(map, st, sp);
+						else if (v == 4)
+							kw<<<ctas, T, 1024 + 6 * STAGE + 16 * 6>>>(map, 6, sp);
+						else if (v == 5)
+							kx<<<ctas, T, 1024 + 6 * STAGE + 16 * 6>>>(map, 6, sp);
+						else
+							kn<<<ctas, T>>>(sp);
+					});
+					CK(cudaGetLastError());
+				}
+				/* the consumer's own time, ns a stage, CTA 0's thread 0 over the launches of the four rings
+				 * (the warp-specialized ring's thread 0 consumes nothing) */
+				unsigned long long ns0 = 0;
+				CK(cudaMemcpyFromSymbol(&ns0, spun, 8));
+				static const unsigned long long zero[1024] = {0};
+				CK(cudaMemcpyToSymbol(spun, zero, sizeof zero));
+				printf("| %d | %d (%.0f ns) | %s |", ctas, sp, sp ? ns0 / (36.0 * REPS * (K / BK)) : 0.0,
+				       sp ? kinds[kind] : "none");
+				for (int v = 0; v < 7; v++)
+					printf(" %.1f us, %.2f us a stage |", us[v], us[v] / (REPS * (K / BK)));
+				printf("\n");
 			}
-			/* the spin's own time, ns a stage, from the last launch's CTA 0 (every launch adds to it) */
-			unsigned long long ns0 = 0;
-			CK(cudaMemcpyFromSymbol(&ns0, spun, 8));
-			const unsigned long long zero[1024] = {0};
-			CK(cudaMemcpyToSymbol(spun, zero, sizeof zero));
-			printf("| %d | %d (%.0f ns) |", ctas, sp, sp ? ns0 / (24.0 * REPS * (K / BK)) : 0.0);
-			for (int v = 0; v < 4; v++)
-				printf(" %.1f us, %.0f GB/s an SM (%.2f TB/s) |", us[v], bytes_cta / us[v] / 1e3, bytes_cta * ctas / us[v] / 1e6);
-			printf("\n");
-		}
 	CK(cudaFree(m));
 	return 0;
 }
