@@ -10,8 +10,8 @@
 # $(B)/bench/ring_probe (an SM's rate on weights held in L2, read as the streaming tile's ring reads them)
 # and $(B)/bench/icache_probe (the cost of fetching straight-line code of 4-256 KB run once) and
 # $(B)/bench/bulk_probe (cold weights streamed by one CTA an SM: 16-byte cp.async rings against
-# one-dimensional bulk copies) and $(B)/bench/tma_probe (a 16-bit tile's stages from L2: the cp.async
-# ring against two-dimensional bulk tensor copies).
+# one-dimensional bulk copies) and $(B)/bench/tma_probe (a 16-bit tile's stages from L2: cp.async and
+# two-dimensional bulk tensor copies, rings of several kinds against a consumer).
 
 .PHONY: bench-probe
 bench-probe: $(B)/bench/stream_probe $(B)/bench/chain_probe $(B)/bench/mm_probe
@@ -67,7 +67,8 @@ $(B)/bench/wgmma_probe: bench/wgmma_probe.cu bench/bench_cuda.h bench/bench_fill
 	$(NVCC) -O3 -std=c++17 $(GENCODE) -DARK_TILES_FP16=0 -DARK_TILES_FP32=0 \
 		$(INC) -Ibench $< -o $@
 
-# $(B)/bench/tma_probe: a 16-bit tile's stages from L2: the cp.async ring against bulk tensor copies.
+# $(B)/bench/tma_probe: a 16-bit tile's stages from L2: cp.async and bulk tensor copies, rings of several
+# kinds against a consumer.
 bench-probe: $(B)/bench/tma_probe
 $(B)/bench/tma_probe: bench/tma_probe.cu bench/bench_cuda.h
 	@mkdir -p $(dir $@)

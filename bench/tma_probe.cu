@@ -1,12 +1,15 @@
-// tma_probe.cu: how fast an SM takes in the stages of a 16-bit 128 x 128 matmul tile held in L2, by the
-// 16-byte cp.async of 256 threads (the way templates/op_wgmma.cuh fills its ring today) against
-// two-dimensional bulk tensor copies (the tensor memory accelerator: one thread issues a box a
-// operand a stage, completing on an mbarrier). Each CTA runs REPS tiles: a stage is a's 128 rows and
-// b's 128 rows by 64 of k (32 KB, 128-byte swizzle as wgmma reads it), K / 64 stages a tile, from a
-// bf16 matrix of 8 MB that L2 holds; the ring has ST stages, ST - 1 in flight, a stage freed by a
-// barrier after its consumer, which does nothing or takes 800 SM cycles (about what the MMAs of a
-// stage take in the loop kernel's tile, bench/NOTES.md) in one of five ways (spin below), timed by
-// the global timer too. Prints us a launch (median of 5) and a stage, for 32 CTAs and one an SM.
+// tma_probe.cu: how fast an SM takes in the stages of a 16-bit 128 x 128 matmul tile held in L2, and
+// whether the copies overlap what consumes them. Each CTA runs REPS tiles: a stage is a's 128 rows and
+// b's 128 rows by 64 of k (32 KB, the 128-byte swizzle wgmma reads), K / 64 stages a tile, from a
+// bf16 matrix of 8 MB that L2 holds. The rings: 16-byte cp.async of 256 threads (as
+// templates/op_wgmma.cuh fills its ring today) and 2-D bulk tensor copies (the tensor memory
+// accelerator, one thread issuing a box an operand a stage on an mbarrier), 3 or 6 stages, a stage
+// freed by a CTA barrier after its consumer; bulk copies by a producer warp with full and empty
+// mbarriers (7 consumer warps); bulk copies with those mbarriers and no CTA barrier, every warp a
+// consumer; and the consumer alone. The consumer does nothing or takes 800 SM cycles (about what the
+// MMAs of a stage take in the loop kernel's tile, bench/NOTES.md) in one of five ways (spin below),
+// timed by the global timer too. A first launch checks that a stage copied both ways is the same
+// bytes. Prints us a launch (median of 5) and a stage, for 32 CTAs and one an SM.
 //
 //   build/bench/tma_probe   (make bench-probe)
 #include <cuda.h>
