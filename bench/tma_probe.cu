@@ -281,6 +281,127 @@ __global__ void __launch_bounds__(T, 1) same(const __grid_constant__ CUtensorMap
 	atomicAdd(bad, n);
 }
 
+/* ---- the streaming tiles' rings: each thread's own cp.async slots against a producer warp ----------
+ * A step of the streaming tile of 8 rows: a lane takes 4 vectors of 16 bytes (4 columns of b, 8 of k
+ * each) and does 8 rows x 4 x 8 = 256 FMA with them (or none). The CTA streams its own SB bytes of
+ * buf, SREPS times (or the MB of CTA % wrap: a set L2 holds). self: every thread copies its own 4
+ * vectors SS - 1 steps ahead into its own slots
+ * and waits for its own copies (as ark_mm_stream_nk); prod: warp 0's lanes copy for the 7 other warps
+ * (a warp's step is 2 KB), each slot's copies completing on its full mbarrier
+ * (cp.async.mbarrier.arrive.noinc, 32 arrivals), each consumer warp waits on it and frees the slot
+ * on its empty mbarrier. */
+enum { SS = 4, SV = 4, SB = 1 << 20, SREPS = 2 };
+__device__ __forceinline__ void fma_step(const uint4 (&v)[SV], float (&acc)[8])
+{
+#pragma unroll
+	for (int c = 0; c < SV; c++) {
+		const uint32_t w[4] = {v[c].x, v[c].y, v[c].z, v[c].w};
+#pragma unroll
+		for (int j = 0; j < 4; j++) {
+			const float lo = __uint_as_float(w[j] << 16), hi = __uint_as_float(w[j] & 0xffff0000u);
+#pragma unroll
+			for (int r = 0; r < 8; r++)
+				acc[r] = fmaf(lo, acc[r] + 1e-7f * r, fmaf(hi, 0.999f, acc[r]));
+		}
+	}
+}
+__global__ void __launch_bounds__(T, 1) kss(const char *buf, int fma, int wrap, float *sink)
+{
+	extern __shared__ __align__(1024) char smem[];
+	const int tid = threadIdx.x;
+	const uint32_t ring = (uint32_t)__cvta_generic_to_shared(smem); /* [SS][SV][T] x 16 bytes */
+	const char *src = buf + (size_t)(wrap ? blockIdx.x % wrap : blockIdx.x) * SB;
+	const int steps = SB / (T * SV * 16);
+	float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+	for (int rep = 0; rep < SREPS; rep++) {
+		auto issue = [&](int i) {
+			if (i < steps)
+#pragma unroll
+				for (int c = 0; c < SV; c++)
+					cpa16(ring + (((i % SS) * SV + c) * T + tid) * 16, src + ((size_t)(i * SV + c) * T + tid) * 16);
+			asm volatile("cp.async.commit_group;\n" ::: "memory");
+		};
+		for (int i = 0; i < SS - 1; i++)
+			issue(i);
+		for (int i = 0; i < steps; i++) {
+			asm volatile("cp.async.wait_group %0;\n" ::"n"(SS - 2) : "memory");
+			issue(i + SS - 1);
+			uint4 v[SV];
+#pragma unroll
+			for (int c = 0; c < SV; c++)
+				v[c] = *reinterpret_cast<const uint4 *>(smem + (((i % SS) * SV + c) * T + tid) * 16);
+			if (fma)
+				fma_step(v, acc);
+			else
+				acc[0] += __uint_as_float(v[0].x ^ v[SV - 1].w);
+		}
+		asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+		__syncthreads();
+	}
+	float t = 0;
+	for (int r = 0; r < 8; r++)
+		t += acc[r];
+	if (t == 1.2345f)
+		sink[0] = t;
+}
+__global__ void __launch_bounds__(T, 1) ksp(const char *buf, int fma, int wrap, float *sink)
+{
+	extern __shared__ __align__(1024) char smem[];
+	const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, CW = T / 32 - 1; /* consumer warps */
+	const uint32_t ring = (uint32_t)__cvta_generic_to_shared(smem); /* [SS][CW][SV][32] x 16 bytes */
+	const uint32_t full = ring + SS * CW * SV * 32 * 16, empty = full + 8 * SS * CW;
+	const char *src = buf + (size_t)(wrap ? blockIdx.x % wrap : blockIdx.x) * SB;
+	const int wbytes = 32 * SV * 16, steps = SB / (CW * wbytes); /* a consumer warp's bytes a step */
+	if (tid == 0) {
+		for (int b = 0; b < SS * CW; b++) {
+			bar_init(full + 8 * b, 32);
+			bar_init(empty + 8 * b, 1);
+		}
+		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+	}
+	__syncthreads();
+	float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+	int n = 0; /* steps this CTA has run over the reps: the slots' phases */
+	for (int rep = 0; rep < SREPS; rep++, n += steps) {
+		if (warp == 0) {
+			for (int i = 0; i < steps; i++) {
+				const int g = n + i, s = g % SS;
+				for (int w = 0; w < CW; w++) {
+					const int b = s * CW + w;
+					bar_wait(empty + 8 * b, (uint32_t)(((g / SS) & 1) ^ 1));
+#pragma unroll
+					for (int c = 0; c < SV; c++)
+						cpa16(ring + ((b * SV + c) * 32 + lane) * 16,
+						      src + ((size_t)i * CW * wbytes + w * wbytes + (c * 32 + lane) * 16));
+					asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(full + 8 * b) : "memory");
+				}
+			}
+		} else {
+			const int w = warp - 1;
+			for (int i = 0; i < steps; i++) {
+				const int g = n + i, b = (g % SS) * CW + w;
+				bar_wait(full + 8 * b, (uint32_t)((g / SS) & 1));
+				uint4 v[SV];
+#pragma unroll
+				for (int c = 0; c < SV; c++)
+					v[c] = *reinterpret_cast<const uint4 *>(smem + ((b * SV + c) * 32 + lane) * 16);
+				__syncwarp();
+				if (lane == 0)
+					bar_arrive(empty + 8 * b);
+				if (fma)
+					fma_step(v, acc);
+				else
+					acc[0] += __uint_as_float(v[0].x ^ v[SV - 1].w);
+			}
+		}
+	}
+	float t = 0;
+	for (int r = 0; r < 8; r++)
+		t += acc[r];
+	if (t == 1.2345f)
+		sink[0] = t;
+}
+
 int main()
 {
 	int sms = 0;
@@ -370,6 +491,40 @@ int main()
 					printf(" %.1f us, %.2f us a stage |", us[v], us[v] / (REPS * (K / BK)));
 				printf("\n");
 			}
+	/* the streaming rings: each CTA its own 1 MB, from DRAM (every CTA a new MB each launch) or L2 */
+	{
+		const int big = 512;
+		char *buf;
+		float *sink;
+		CK(cudaMalloc(&buf, (size_t)big * SB));
+		CK(cudaMemset(buf, 0x3c, (size_t)big * SB));
+		CK(cudaMalloc(&sink, 4));
+		CK(cudaFuncSetAttribute(kss, cudaFuncAttributeMaxDynamicSharedMemorySize, maxsm));
+		CK(cudaFuncSetAttribute(ksp, cudaFuncAttributeMaxDynamicSharedMemorySize, maxsm));
+		const size_t shs = SS * SV * T * 16, shp = SS * 7 * SV * 32 * 16 + 16 * SS * 7;
+		printf("\n| streaming rings, %d CTAs, 1 MB each x %d | own slots, no FMA | own slots, 8 rows of FMA | producer warp, no FMA |"
+		       " producer warp, 8 rows of FMA |\n|---|---|---|---|---|\n", sms, SREPS);
+		for (int l2 = 0; l2 < 2; l2++) {
+			double us[4];
+			int launch = 0;
+			for (int v = 0; v < 4; v++)
+				us[v] = bench_time_us(5, [&] {
+					/* from DRAM: the next CTAs' MBs each launch (512 MB in all); from L2: the same */
+					const char *b0 = buf + (l2 ? 0 : (size_t)((launch++ * sms) % (big - sms)) * SB);
+					if (v < 2)
+						kss<<<sms, T, shs>>>(b0, v & 1, l2 ? 24 : 0, sink);
+					else
+						ksp<<<sms, T, shp>>>(b0, v & 1, l2 ? 24 : 0, sink);
+				});
+			CK(cudaGetLastError());
+			printf("| %s |", l2 ? "L2 (24 MB, 5-6 CTAs a MB)" : "DRAM (132 MB of 512, others each launch)");
+			for (int v = 0; v < 4; v++)
+				printf(" %.1f us, %.2f TB/s |", us[v], (double)sms * SB * SREPS / us[v] / 1e6);
+			printf("\n");
+		}
+		CK(cudaFree(buf));
+		CK(cudaFree(sink));
+	}
 	CK(cudaFree(m));
 	return 0;
 }
