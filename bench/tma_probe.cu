@@ -9,7 +9,8 @@
 // consumer; and the consumer alone. The consumer does nothing or takes 800 SM cycles (about what the
 // MMAs of a stage take in the loop kernel's tile, bench/NOTES.md) in one of five ways (spin below),
 // timed by the global timer too. A first launch checks that a stage copied both ways is the same
-// bytes. Prints us a launch (median of 5) and a stage, for 32 CTAs and one an SM.
+// bytes. Prints us a launch (median of 5) and a stage, for 32 CTAs and one an SM; then the streaming
+// tiles' rings (each thread's own slots against a producer warp) from DRAM and from L2.
 //
 //   build/bench/tma_probe   (make bench-probe)
 #include <cuda.h>
@@ -284,12 +285,11 @@ __global__ void __launch_bounds__(T, 1) same(const __grid_constant__ CUtensorMap
 /* ---- the streaming tiles' rings: each thread's own cp.async slots against a producer warp ----------
  * A step of the streaming tile of 8 rows: a lane takes 4 vectors of 16 bytes (4 columns of b, 8 of k
  * each) and does 8 rows x 4 x 8 = 256 FMA with them (or none). The CTA streams its own SB bytes of
- * buf, SREPS times (or the MB of CTA % wrap: a set L2 holds). self: every thread copies its own 4
- * vectors SS - 1 steps ahead into its own slots
- * and waits for its own copies (as ark_mm_stream_nk); prod: warp 0's lanes copy for the 7 other warps
- * (a warp's step is 2 KB), each slot's copies completing on its full mbarrier
- * (cp.async.mbarrier.arrive.noinc, 32 arrivals), each consumer warp waits on it and frees the slot
- * on its empty mbarrier. */
+ * buf, SREPS times (or the MB of CTA % wrap: a set L2 holds). kss: every thread copies its own 4
+ * vectors SS - 1 steps ahead into its own slots and waits for its own copies (as ark_mm_stream_nk);
+ * ksp: warp 0's lanes copy for the 7 other warps (a warp's step is 2 KB), each slot's copies
+ * completing on its full mbarrier (cp.async.mbarrier.arrive.noinc, 32 arrivals), each consumer warp
+ * waiting on it and freeing the slot on its empty mbarrier. */
 enum { SS = 4, SV = 4, SB = 1 << 20, SREPS = 2 };
 __device__ __forceinline__ void fma_step(const uint4 (&v)[SV], float (&acc)[8])
 {
