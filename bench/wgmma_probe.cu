@@ -12,10 +12,16 @@
 // which ptxas serializes (C7510), and waits for each stage: build with -DWGMMA_PROBE_CALL
 // -DARK_WGMMA_LAG=0 to time that form.
 //
+// Cases of 128 x 128 tiles (K a multiple of 8) run again with a producer warp (ws_kernel below: 288
+// threads, bulk tensor copies, full and empty mbarriers), its output compared with the tile's.
+//
 //   build/bench/wgmma_probe [M,N,K,TM,TN ...]   (make bench-probe; default: BERT-base's shapes)
 #include <algorithm>
 #include <cstdio>
 #include <vector>
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
 
 #define ARK_THREADS 256
 #ifndef ARK_SMEM_BYTES
@@ -42,12 +48,159 @@ __device__ long long *probe_stamps; /* [CTAs][16], null: no stamps */
 
 template <typename T> __global__ void __launch_bounds__(ARK_THREADS, 1) tile_kernel(ark_opp p, int tm, int tn)
 {
-	extern __shared__ __align__(16) char smem[];
+	extern __shared__ __align__(1024) char smem[]; /* the tile aligns its ring itself; ws_kernel's declaration */
 #if ARK_MM_WGMMA
 	const ark_mm g = bench_mm_of(p);
 	const int m0 = blockIdx.y * tm, n0 = blockIdx.x * tn;
 	ark_mm_wgmma<T, true>(g, m0, min(m0 + tm, (int)g.M), n0, min(n0 + tn, (int)g.N), 0, (int)g.K, smem);
 #endif
+}
+
+/* ---- the same 128 x 128 tile with a producer warp (bench/NOTES.md: only a producer warp overlaps a
+ * ring's copies with their consumer) -----------------------------------------------------------------
+ * 288 threads: warps 0-7 two consumer warpgroups, each 64 rows x 128 columns, as ark_mm_wgmma_t's;
+ * warp 8's lane 0 issues a stage (a's 128 rows and b's 128 rows by 64 of k: two 2-D bulk tensor
+ * copies, the 128-byte swizzle the tile's ring writes, zeros past the operands) into a ring of WS_ST
+ * stages once the stage's empty mbarrier has the 8 consumer warps' arrivals; a consumer warp waits on
+ * the stage's full mbarrier, runs its warpgroup's four MMAs, waits for them and arrives on the empty
+ * one. The consumers' k loop is ARK_WGMMA_FN, as the tile: a function (serialized MMAs) with
+ * -DWGMMA_PROBE_CALL. The sums go straight from the registers to c (bf16). */
+enum { WS_ST = 4, WS_STAGE = 2 * 128 * 128, WS_THREADS = 288 };
+__device__ __forceinline__ void ws_wait(uint32_t b, uint32_t parity)
+{
+	asm volatile("{\n.reg .pred p;\nW: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra W;\n}\n" ::"r"(b),
+		     "r"(parity)
+		     : "memory");
+}
+__device__ __forceinline__ void ws_tma(uint32_t dst, const CUtensorMap *map, int x, int y, uint32_t bar)
+{
+	asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+		     "l"(map), "r"(x), "r"(y), "r"(bar)
+		     : "memory");
+}
+template <typename T>
+__device__ ARK_WGMMA_FN void ws_consume(uint32_t sbase, uint32_t full, uint32_t empty, int ktiles, T *c, int M, int N, int m0, int n0)
+{
+#if ARK_MM_WGMMA /* the device pass for sm_90a */
+	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2, w = warp & 3;
+	float acc[64];
+#pragma unroll
+	for (int i = 0; i < 64; i++)
+		acc[i] = 0.0f;
+	for (int kt = 0; kt < ktiles; kt++) {
+		const int s = kt % WS_ST;
+		ws_wait(full + 8 * s, (uint32_t)((kt / WS_ST) & 1));
+		const uint32_t so = sbase + s * WS_STAGE;
+		const uint64_t da = ark_wgmma_desc(so + wg * 64 * 128), db = ark_wgmma_desc(so + 128 * 128, 16);
+		ark_wgmma_hold(acc);
+		asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+		for (int k = 0; k < 4; k++)
+			ark_wgmma<T, 128, true>(acc, da + 2 * k, db + 2 * k);
+		asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+		asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+		ark_wgmma_hold(acc);
+		__syncwarp();
+		if (lane == 0)
+			asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(empty + 8 * s) : "memory");
+	}
+	const int r0 = m0 + wg * 64 + 16 * w + (lane >> 2), c0 = n0 + 2 * (lane & 3);
+#pragma unroll
+	for (int j = 0; j < 16; j++)
+#pragma unroll
+		for (int h = 0; h < 2; h++) {
+			const int r = r0 + 8 * h, col = c0 + 8 * j;
+			if (r < M && col < N)
+				c[(size_t)r * N + col] = ark_from_f<T>(acc[4 * j + 2 * h]);
+			if (r < M && col + 1 < N)
+				c[(size_t)r * N + col + 1] = ark_from_f<T>(acc[4 * j + 2 * h + 1]);
+		}
+#endif
+}
+template <typename T>
+__global__ void __launch_bounds__(WS_THREADS, 1)
+    ws_kernel(const __grid_constant__ CUtensorMap ma, const __grid_constant__ CUtensorMap mb, T *c, int M, int N, int K)
+{
+#if ARK_MM_WGMMA
+	extern __shared__ __align__(1024) char smem[];
+	const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(smem) + 1023u) & ~1023u;
+	const uint32_t full = sbase + WS_ST * WS_STAGE, empty = full + 8 * WS_ST;
+	const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, ktiles = (K + 63) / 64;
+	const int m0 = blockIdx.y * 128, n0 = blockIdx.x * 128;
+	if (tid == 0) {
+		for (int s = 0; s < WS_ST; s++) {
+			asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(full + 8 * s) : "memory");
+			asm volatile("mbarrier.init.shared::cta.b64 [%0], 8;\n" ::"r"(empty + 8 * s) : "memory");
+		}
+		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+	}
+	__syncthreads();
+	if (warp == 8) {
+		if (lane == 0)
+			for (int kt = 0; kt < ktiles; kt++) {
+				const int s = kt % WS_ST;
+				const uint32_t so = sbase + s * WS_STAGE, f = full + 8 * s;
+				ws_wait(empty + 8 * s, (uint32_t)(((kt / WS_ST) & 1) ^ 1)); /* the first round passes */
+				asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(f), "r"(WS_STAGE) : "memory");
+				ws_tma(so, &ma, kt * 64, m0, f);
+				ws_tma(so + 128 * 128, &mb, kt * 64, n0, f);
+			}
+		return;
+	}
+	ws_consume<T>(sbase, full, empty, ktiles, c, M, N, m0, n0);
+#endif
+}
+
+/* The tile with a producer warp against the tile's output c (the same sums: the same MMAs in the same
+ * order); us a launch. */
+static void probe_ws(const __nv_bfloat16 *a, const __nv_bfloat16 *b, const __nv_bfloat16 *c, int M, int N, int K)
+{
+	static PFN_cuTensorMapEncodeTiled_v12000 enc = nullptr;
+	if (!enc) {
+		cudaDriverEntryPointQueryResult q;
+		CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&enc, 12000, cudaEnableDefault, &q));
+		if (!enc || q != cudaDriverEntryPointSuccess) {
+			fprintf(stderr, "FAIL: no cuTensorMapEncodeTiled\n");
+			exit(1);
+		}
+		CK(cudaFuncSetAttribute(ws_kernel<__nv_bfloat16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+					1024 + WS_ST * WS_STAGE + 16 * WS_ST));
+	}
+	CUtensorMap ma, mb;
+	const cuuint32_t box[2] = {64, 128}, es[2] = {1, 1};
+	const cuuint64_t da[2] = {(cuuint64_t)K, (cuuint64_t)M}, db[2] = {(cuuint64_t)K, (cuuint64_t)N}, st[1] = {(cuuint64_t)K * 2};
+	for (int i = 0; i < 2; i++)
+		if (enc(i ? &mb : &ma, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)(i ? b : a), i ? db : da, st, box, es,
+			CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+			CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+			fprintf(stderr, "FAIL: cuTensorMapEncodeTiled (K * 2 must be a multiple of 16)\n");
+			exit(1);
+		}
+	__nv_bfloat16 *c2;
+	CK(cudaMalloc(&c2, (size_t)M * N * 2));
+	CK(cudaMemset(c2, 0xff, (size_t)M * N * 2)); /* NaN: what the kernel leaves out shows */
+	const dim3 grid((N + 127) / 128, (M + 127) / 128);
+	auto launch = [&] {
+		ws_kernel<__nv_bfloat16><<<grid, WS_THREADS, 1024 + WS_ST * WS_STAGE + 16 * WS_ST>>>(ma, mb, c2, M, N, K);
+	};
+	launch();
+	CK(cudaDeviceSynchronize());
+	CK(cudaGetLastError());
+	std::vector<uint16_t> h1((size_t)M * N), h2((size_t)M * N);
+	CK(cudaMemcpy(h1.data(), c, h1.size() * 2, cudaMemcpyDeviceToHost));
+	CK(cudaMemcpy(h2.data(), c2, h2.size() * 2, cudaMemcpyDeviceToHost));
+	size_t bad = 0;
+	for (size_t i = 0; i < h1.size(); i++) {
+		const uint32_t x1 = (uint32_t)h1[i] << 16, x2 = (uint32_t)h2[i] << 16;
+		float f1, f2;
+		memcpy(&f1, &x1, 4);
+		memcpy(&f2, &x2, 4);
+		bad += !(fabsf(f1 - f2) <= 1e-2f * fmaxf(1.0f, fabsf(f1)));
+	}
+	const double per = bench_time_us(50, launch);
+	printf("  with a producer warp (%d stages of bulk copies, 288 threads): %.2f us a launch; %zu of %zu outputs differ from the tile's%s\n",
+	       (int)WS_ST, per, bad, h1.size(), bad ? " (WRONG)" : "");
+	CK(cudaFree(c2));
 }
 
 static const char *const phase[16] = {"", "first stage landed", "stage 2", "stage 3", "stage 4", "stage 5",
@@ -90,6 +243,8 @@ static void probe(int M, int N, int K, int tm, int tn, double mhz)
 	for (int i = 1; i < 16; i++)
 		if (!us[i].empty())
 			printf("  %-20s %7.3f\n", phase[i], bench_median(us[i]));
+	if (tm == 128 && tn == 128 && K % 8 == 0)
+		probe_ws(a, b, c, M, N, K);
 	CK(cudaFree(a));
 	CK(cudaFree(b));
 	CK(cudaFree(c));
