@@ -14,37 +14,13 @@
 
 #include <vector>
 
+#include "bench_async.cuh"
 #include "bench_cuda.h"
 
 enum { T = 256 };
 
-__device__ __forceinline__ void cpa16(uint32_t d, const void *s)
-{
-	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(s) : "memory");
-}
 __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void waitg() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
-
-__device__ __forceinline__ void mb_init(uint32_t b, int count)
-{
-	asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(b), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mb_expect(uint32_t b, uint32_t bytes)
-{
-	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void mb_wait(uint32_t b, uint32_t parity)
-{
-	asm volatile("{\n.reg .pred p;\nW: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra W;\n}\n" ::"r"(b),
-		     "r"(parity)
-		     : "memory");
-}
-__device__ __forceinline__ void bulk(uint32_t d, const void *s, uint32_t bytes, uint32_t b)
-{
-	asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(d),
-		     "l"(s), "r"(bytes), "r"(b)
-		     : "memory");
-}
 
 /* the cp.async ring: S slots of 16 bytes a thread (S - 1 in flight, 4 KB a slot over the CTA); each CTA
  * reads per bytes from base + blockIdx.x * per */

@@ -29,7 +29,7 @@ $(B)/bench/icache_probe: bench/icache_probe.cu bench/bench_cuda.h
 
 # $(B)/bench/bulk_probe: cold weights, one CTA an SM: the streaming tile's cp.async ring against bulk copies.
 bench-probe: $(B)/bench/bulk_probe
-$(B)/bench/bulk_probe: bench/bulk_probe.cu bench/bench_cuda.h
+$(B)/bench/bulk_probe: bench/bulk_probe.cu bench/bench_cuda.h bench/bench_async.cuh
 	@mkdir -p $(dir $@)
 	$(NVCC) -O3 -std=c++17 $(GENCODE) -Ibench $< -o $@
 
@@ -62,7 +62,7 @@ $(B)/bench/decode_probe: bench/decode_probe.cu bench/bench_cuda.h bench/bench_fi
 		$(INC) -Ibench $< -o $@
 
 bench-probe: $(B)/bench/wgmma_probe
-$(B)/bench/wgmma_probe: bench/wgmma_probe.cu bench/bench_cuda.h bench/bench_fill.cuh bench/bench_mm.cuh $(wildcard templates/*.cuh abi/*.h abi/*.cuh)
+$(B)/bench/wgmma_probe: bench/wgmma_probe.cu bench/bench_cuda.h bench/bench_async.cuh bench/bench_fill.cuh bench/bench_mm.cuh $(wildcard templates/*.cuh abi/*.h abi/*.cuh)
 	@mkdir -p $(dir $@)
 	$(NVCC) -O3 -std=c++17 $(GENCODE) -DARK_TILES_FP16=0 -DARK_TILES_FP32=0 \
 		$(INC) -Ibench $< -o $@
@@ -70,6 +70,6 @@ $(B)/bench/wgmma_probe: bench/wgmma_probe.cu bench/bench_cuda.h bench/bench_fill
 # $(B)/bench/tma_probe: a 16-bit tile's stages from L2: cp.async and bulk tensor copies, rings of several
 # kinds against a consumer.
 bench-probe: $(B)/bench/tma_probe
-$(B)/bench/tma_probe: bench/tma_probe.cu bench/bench_cuda.h
+$(B)/bench/tma_probe: bench/tma_probe.cu bench/bench_cuda.h bench/bench_async.cuh
 	@mkdir -p $(dir $@)
 	$(NVCC) -O3 -std=c++17 $(GENCODE) -Ibench $< -o $@

@@ -13,12 +13,11 @@
 // tiles' rings (each thread's own slots against a producer warp) from DRAM and from L2.
 //
 //   build/bench/tma_probe   (make bench-probe)
-#include <cuda.h>
-#include <cudaTypedefs.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <vector>
+#include "bench_async.cuh"
 #include "bench_cuda.h"
 
 enum { T = 256, BK = 64, RP = 128, STAGE = 2 * RP * BK * 2, ROWS = 8192, K = 512, REPS = 16 };
@@ -54,30 +53,6 @@ __device__ __forceinline__ void spin(int cyc)
 	if (threadIdx.x == 0)
 		spun[blockIdx.x] += g1 - g0;
 }
-__device__ __forceinline__ void cpa16(uint32_t d, const void *s)
-{
-	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(s) : "memory");
-}
-__device__ __forceinline__ void bar_init(uint32_t b, int n)
-{
-	asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(b), "r"(n) : "memory");
-}
-__device__ __forceinline__ void bar_expect(uint32_t b, int bytes)
-{
-	asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(b), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void bar_wait(uint32_t b, uint32_t parity)
-{
-	asm volatile("{\n.reg .pred p;\nW: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra W;\n}\n" ::"r"(b),
-		     "r"(parity)
-		     : "memory");
-}
-__device__ __forceinline__ void tma2d(uint32_t dst, const CUtensorMap *map, int x, int y, uint32_t b)
-{
-	asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
-		     "l"(map), "r"(x), "r"(y), "r"(b)
-		     : "memory");
-}
 
 /* the rows of tile t of CTA c: a's and b's first row in the matrix */
 __device__ __forceinline__ int arow(int c, int t) { return ((c * 7 + t * 3) % (ROWS / RP)) * RP; }
@@ -92,7 +67,7 @@ __global__ void __launch_bounds__(T, 1) kt(const __grid_constant__ CUtensorMap m
 	const int tid = threadIdx.x, ktiles = K / BK, total = REPS * ktiles;
 	if (tid == 0) {
 		for (int s = 0; s < st; s++)
-			bar_init(bars + 8 * s, 1);
+			mb_init(bars + 8 * s, 1);
 		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 	}
 	__syncthreads();
@@ -101,7 +76,7 @@ __global__ void __launch_bounds__(T, 1) kt(const __grid_constant__ CUtensorMap m
 		if (tid == 0 && i < total) {
 			const int s = i % st, t = i / ktiles, kk = (i % ktiles) * BK;
 			const uint32_t sa = sbase + s * STAGE, b = bars + 8 * s;
-			bar_expect(b, STAGE);
+			mb_expect(b, STAGE);
 			tma2d(sa, &map, kk, arow(blockIdx.x, t), b);
 			tma2d(sa + RP * 128, &map, kk, brow(blockIdx.x, t), b);
 		}
@@ -109,7 +84,7 @@ __global__ void __launch_bounds__(T, 1) kt(const __grid_constant__ CUtensorMap m
 	for (int i = 0; i < st - 1; i++)
 		load(i);
 	for (int i = 0; i < total; i++) {
-		bar_wait(bars + 8 * (i % st), (uint32_t)((i / st) & 1));
+		mb_wait(bars + 8 * (i % st), (uint32_t)((i / st) & 1));
 		const bool early = g_kind == 4; /* the slot of k-tile i - 1, freed by the last barrier */
 		if (early)
 			load(i + st - 1);
@@ -120,10 +95,6 @@ __global__ void __launch_bounds__(T, 1) kt(const __grid_constant__ CUtensorMap m
 	}
 }
 
-__device__ __forceinline__ void bar_arrive(uint32_t b)
-{
-	asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(b) : "memory");
-}
 
 /* The ring by warp specialization, as Hopper GEMMs run it: warp 0's lane 0 alone issues the bulk copies,
  * a stage once its empty barrier says the 7 consumer warps are done with the slot; the consumer warps
@@ -136,8 +107,8 @@ __global__ void __launch_bounds__(T, 1) kw(const __grid_constant__ CUtensorMap m
 	const int tid = threadIdx.x, warp = tid >> 5, ktiles = K / BK, total = REPS * ktiles;
 	if (tid == 0) {
 		for (int s = 0; s < st; s++) {
-			bar_init(full + 8 * s, 1);
-			bar_init(empty + 8 * s, T / 32 - 1);
+			mb_init(full + 8 * s, 1);
+			mb_init(empty + 8 * s, T / 32 - 1);
 		}
 		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 	}
@@ -146,9 +117,9 @@ __global__ void __launch_bounds__(T, 1) kw(const __grid_constant__ CUtensorMap m
 		if (tid == 0)
 			for (int i = 0; i < total; i++) {
 				const int s = i % st, t = i / ktiles, kk = (i % ktiles) * BK;
-				bar_wait(empty + 8 * s, (uint32_t)(((i / st) & 1) ^ 1)); /* the first round passes */
+				mb_wait(empty + 8 * s, (uint32_t)(((i / st) & 1) ^ 1)); /* the first round passes */
 				const uint32_t sa = sbase + s * STAGE, b = full + 8 * s;
-				bar_expect(b, STAGE);
+				mb_expect(b, STAGE);
 				tma2d(sa, &map, kk, arow(blockIdx.x, t), b);
 				tma2d(sa + RP * 128, &map, kk, brow(blockIdx.x, t), b);
 			}
@@ -156,11 +127,11 @@ __global__ void __launch_bounds__(T, 1) kw(const __grid_constant__ CUtensorMap m
 	}
 	for (int i = 0; i < total; i++) {
 		const int s = i % st;
-		bar_wait(full + 8 * s, (uint32_t)((i / st) & 1));
+		mb_wait(full + 8 * s, (uint32_t)((i / st) & 1));
 		spin(spin_cyc);
 		__syncwarp();
 		if ((tid & 31) == 0)
-			bar_arrive(empty + 8 * s);
+			mb_arrive(empty + 8 * s);
 	}
 }
 
@@ -175,8 +146,8 @@ __global__ void __launch_bounds__(T, 1) kx(const __grid_constant__ CUtensorMap m
 	const int tid = threadIdx.x, ktiles = K / BK, total = REPS * ktiles;
 	if (tid == 0) {
 		for (int s = 0; s < st; s++) {
-			bar_init(full + 8 * s, 1);
-			bar_init(empty + 8 * s, T / 32);
+			mb_init(full + 8 * s, 1);
+			mb_init(empty + 8 * s, T / 32);
 		}
 		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 	}
@@ -184,7 +155,7 @@ __global__ void __launch_bounds__(T, 1) kx(const __grid_constant__ CUtensorMap m
 	auto load = [&](int i) {
 		const int s = i % st, t = i / ktiles, kk = (i % ktiles) * BK;
 		const uint32_t sa = sbase + s * STAGE, b = full + 8 * s;
-		bar_expect(b, STAGE);
+		mb_expect(b, STAGE);
 		tma2d(sa, &map, kk, arow(blockIdx.x, t), b);
 		tma2d(sa + RP * 128, &map, kk, brow(blockIdx.x, t), b);
 	};
@@ -193,17 +164,17 @@ __global__ void __launch_bounds__(T, 1) kx(const __grid_constant__ CUtensorMap m
 			load(i);
 	for (int i = 0; i < total; i++) {
 		const int s = i % st;
-		bar_wait(full + 8 * s, (uint32_t)((i / st) & 1));
+		mb_wait(full + 8 * s, (uint32_t)((i / st) & 1));
 		const int j = i + st - 1; /* into k-tile i - 1's slot, once its 8 warps are done */
 		if (tid == 0 && j < total) {
 			if (i > 0)
-				bar_wait(empty + 8 * (j % st), (uint32_t)(((i - 1) / st) & 1));
+				mb_wait(empty + 8 * (j % st), (uint32_t)(((i - 1) / st) & 1));
 			load(j);
 		}
 		spin(spin_cyc);
 		__syncwarp();
 		if ((tid & 31) == 0)
-			bar_arrive(empty + 8 * s);
+			mb_arrive(empty + 8 * s);
 	}
 }
 
@@ -258,7 +229,7 @@ __global__ void __launch_bounds__(T, 1) same(const __grid_constant__ CUtensorMap
 	const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(smem) + 1023u) & ~1023u, bar = sbase + 2 * STAGE;
 	const int tid = threadIdx.x, kk = 3 * BK;
 	if (tid == 0) {
-		bar_init(bar, 1);
+		mb_init(bar, 1);
 		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 	}
 	__syncthreads();
@@ -269,11 +240,11 @@ __global__ void __launch_bounds__(T, 1) same(const __grid_constant__ CUtensorMap
 	}
 	asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
 	if (tid == 0) {
-		bar_expect(bar, STAGE);
+		mb_expect(bar, STAGE);
 		tma2d(sbase + STAGE, &map, kk, arow(blockIdx.x, 1), bar);
 		tma2d(sbase + STAGE + RP * 128, &map, kk, brow(blockIdx.x, 1), bar);
 	}
-	bar_wait(bar, 0);
+	mb_wait(bar, 0);
 	__syncthreads();
 	const char *s0 = smem + (sbase - (uint32_t)__cvta_generic_to_shared(smem));
 	int n = 0;
@@ -354,8 +325,8 @@ __global__ void __launch_bounds__(T, 1) ksp(const char *buf, int fma, int wrap, 
 	const int wbytes = 32 * SV * 16, steps = SB / (CW * wbytes); /* a consumer warp's bytes a step */
 	if (tid == 0) {
 		for (int b = 0; b < SS * CW; b++) {
-			bar_init(full + 8 * b, 32);
-			bar_init(empty + 8 * b, 1);
+			mb_init(full + 8 * b, 32);
+			mb_init(empty + 8 * b, 1);
 		}
 		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 	}
@@ -368,7 +339,7 @@ __global__ void __launch_bounds__(T, 1) ksp(const char *buf, int fma, int wrap, 
 				const int g = n + i, s = g % SS;
 				for (int w = 0; w < CW; w++) {
 					const int b = s * CW + w;
-					bar_wait(empty + 8 * b, (uint32_t)(((g / SS) & 1) ^ 1));
+					mb_wait(empty + 8 * b, (uint32_t)(((g / SS) & 1) ^ 1));
 #pragma unroll
 					for (int c = 0; c < SV; c++)
 						cpa16(ring + ((b * SV + c) * 32 + lane) * 16,
@@ -380,14 +351,14 @@ __global__ void __launch_bounds__(T, 1) ksp(const char *buf, int fma, int wrap, 
 			const int w = warp - 1;
 			for (int i = 0; i < steps; i++) {
 				const int g = n + i, b = (g % SS) * CW + w;
-				bar_wait(full + 8 * b, (uint32_t)((g / SS) & 1));
+				mb_wait(full + 8 * b, (uint32_t)((g / SS) & 1));
 				uint4 v[SV];
 #pragma unroll
 				for (int c = 0; c < SV; c++)
 					v[c] = *reinterpret_cast<const uint4 *>(smem + ((b * SV + c) * 32 + lane) * 16);
 				__syncwarp();
 				if (lane == 0)
-					bar_arrive(empty + 8 * b);
+					mb_arrive(empty + 8 * b);
 				if (fma)
 					fma_step(v, acc);
 				else
@@ -417,22 +388,7 @@ int main()
 		h[i] = (uint16_t)(0x3c00 + (i * 2654435761u >> 20) % 512);
 	CK(cudaMemcpy(m, h.data(), h.size() * 2, cudaMemcpyHostToDevice));
 
-	PFN_cuTensorMapEncodeTiled_v12000 enc = nullptr;
-	cudaDriverEntryPointQueryResult q;
-	CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&enc, 12000, cudaEnableDefault, &q));
-	if (!enc || q != cudaDriverEntryPointSuccess) {
-		fprintf(stderr, "FAIL: no cuTensorMapEncodeTiled\n");
-		return 1;
-	}
-	CUtensorMap map;
-	const cuuint64_t dims[2] = {K, ROWS}, strides[1] = {K * 2};
-	const cuuint32_t box[2] = {BK, RP}, es[2] = {1, 1};
-	CUresult r = enc(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, m, dims, strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
-			 CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-	if (r != CUDA_SUCCESS) {
-		fprintf(stderr, "FAIL: cuTensorMapEncodeTiled: %d\n", (int)r);
-		return 1;
-	}
+	const CUtensorMap map = bench_tmap_bf16(m, ROWS, K, RP);
 	const int maxsm = 227 * 1024;
 	CK(cudaFuncSetAttribute(kt, cudaFuncAttributeMaxDynamicSharedMemorySize, maxsm));
 	CK(cudaFuncSetAttribute(kw, cudaFuncAttributeMaxDynamicSharedMemorySize, maxsm));

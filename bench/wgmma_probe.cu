@@ -20,8 +20,6 @@
 #include <cstdio>
 #include <vector>
 
-#include <cuda.h>
-#include <cudaTypedefs.h>
 
 #define ARK_THREADS 256
 #ifndef ARK_SMEM_BYTES
@@ -42,6 +40,7 @@ __device__ long long *probe_stamps; /* [CTAs][16], null: no stamps */
 			probe_stamps[(blockIdx.y * gridDim.x + blockIdx.x) * 16 + (i)] = clock64();           \
 	} while (0)
 #include "ark_tiles.cuh"
+#include "bench_async.cuh"
 #include "bench_cuda.h"
 #include "bench_fill.cuh"
 #include "bench_mm.cuh"
@@ -66,18 +65,6 @@ template <typename T> __global__ void __launch_bounds__(ARK_THREADS, 1) tile_ker
  * one. The consumers' k loop is ARK_WGMMA_FN, as the tile: a function (serialized MMAs) with
  * -DWGMMA_PROBE_CALL. The sums go straight from the registers to c (bf16). */
 enum { WS_ST = 4, WS_STAGE = 2 * 128 * 128, WS_THREADS = 288 };
-__device__ __forceinline__ void ws_wait(uint32_t b, uint32_t parity)
-{
-	asm volatile("{\n.reg .pred p;\nW: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra W;\n}\n" ::"r"(b),
-		     "r"(parity)
-		     : "memory");
-}
-__device__ __forceinline__ void ws_tma(uint32_t dst, const CUtensorMap *map, int x, int y, uint32_t bar)
-{
-	asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
-		     "l"(map), "r"(x), "r"(y), "r"(bar)
-		     : "memory");
-}
 template <typename T>
 __device__ ARK_WGMMA_FN void ws_consume(uint32_t sbase, uint32_t full, uint32_t empty, int ktiles, T *c, int M, int N, int m0, int n0)
 {
@@ -89,7 +76,7 @@ __device__ ARK_WGMMA_FN void ws_consume(uint32_t sbase, uint32_t full, uint32_t 
 		acc[i] = 0.0f;
 	for (int kt = 0; kt < ktiles; kt++) {
 		const int s = kt % WS_ST;
-		ws_wait(full + 8 * s, (uint32_t)((kt / WS_ST) & 1));
+		mb_wait(full + 8 * s, (uint32_t)((kt / WS_ST) & 1));
 		const uint32_t so = sbase + s * WS_STAGE;
 		const uint64_t da = ark_wgmma_desc(so + wg * 64 * 128), db = ark_wgmma_desc(so + 128 * 128, 16);
 		ark_wgmma_hold(acc);
@@ -102,7 +89,7 @@ __device__ ARK_WGMMA_FN void ws_consume(uint32_t sbase, uint32_t full, uint32_t 
 		ark_wgmma_hold(acc);
 		__syncwarp();
 		if (lane == 0)
-			asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(empty + 8 * s) : "memory");
+			mb_arrive(empty + 8 * s);
 	}
 	const int r0 = m0 + wg * 64 + 16 * w + (lane >> 2), c0 = n0 + 2 * (lane & 3);
 #pragma unroll
@@ -129,8 +116,8 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
 	const int m0 = blockIdx.y * 128, n0 = blockIdx.x * 128;
 	if (tid == 0) {
 		for (int s = 0; s < WS_ST; s++) {
-			asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(full + 8 * s) : "memory");
-			asm volatile("mbarrier.init.shared::cta.b64 [%0], 8;\n" ::"r"(empty + 8 * s) : "memory");
+			mb_init(full + 8 * s, 1);
+			mb_init(empty + 8 * s, 8);
 		}
 		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 	}
@@ -140,10 +127,10 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
 			for (int kt = 0; kt < ktiles; kt++) {
 				const int s = kt % WS_ST;
 				const uint32_t so = sbase + s * WS_STAGE, f = full + 8 * s;
-				ws_wait(empty + 8 * s, (uint32_t)(((kt / WS_ST) & 1) ^ 1)); /* the first round passes */
-				asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(f), "r"(WS_STAGE) : "memory");
-				ws_tma(so, &ma, kt * 64, m0, f);
-				ws_tma(so + 128 * 128, &mb, kt * 64, n0, f);
+				mb_wait(empty + 8 * s, (uint32_t)(((kt / WS_ST) & 1) ^ 1)); /* the first round passes */
+				mb_expect(f, WS_STAGE);
+				tma2d(so, &ma, kt * 64, m0, f);
+				tma2d(so + 128 * 128, &mb, kt * 64, n0, f);
 			}
 		return;
 	}
@@ -155,27 +142,13 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
  * order); us a launch. */
 static void probe_ws(const __nv_bfloat16 *a, const __nv_bfloat16 *b, const __nv_bfloat16 *c, int M, int N, int K)
 {
-	static PFN_cuTensorMapEncodeTiled_v12000 enc = nullptr;
-	if (!enc) {
-		cudaDriverEntryPointQueryResult q;
-		CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", (void **)&enc, 12000, cudaEnableDefault, &q));
-		if (!enc || q != cudaDriverEntryPointSuccess) {
-			fprintf(stderr, "FAIL: no cuTensorMapEncodeTiled\n");
-			exit(1);
-		}
+	static bool once = false;
+	if (!once) {
 		CK(cudaFuncSetAttribute(ws_kernel<__nv_bfloat16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
 					1024 + WS_ST * WS_STAGE + 16 * WS_ST));
+		once = true;
 	}
-	CUtensorMap ma, mb;
-	const cuuint32_t box[2] = {64, 128}, es[2] = {1, 1};
-	const cuuint64_t da[2] = {(cuuint64_t)K, (cuuint64_t)M}, db[2] = {(cuuint64_t)K, (cuuint64_t)N}, st[1] = {(cuuint64_t)K * 2};
-	for (int i = 0; i < 2; i++)
-		if (enc(i ? &mb : &ma, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)(i ? b : a), i ? db : da, st, box, es,
-			CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-			CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
-			fprintf(stderr, "FAIL: cuTensorMapEncodeTiled (K * 2 must be a multiple of 16)\n");
-			exit(1);
-		}
+	const CUtensorMap ma = bench_tmap_bf16(a, M, K, 128), mb = bench_tmap_bf16(b, N, K, 128);
 	__nv_bfloat16 *c2;
 	CK(cudaMalloc(&c2, (size_t)M * N * 2));
 	CK(cudaMemset(c2, 0xff, (size_t)M * N * 2)); /* NaN: what the kernel leaves out shows */
