@@ -12,8 +12,9 @@
 // which ptxas serializes (C7510), and waits for each stage: build with -DWGMMA_PROBE_CALL
 // -DARK_WGMMA_LAG=0 to time that form.
 //
-// Cases of 128 x 128 tiles (K a multiple of 8) run again with a producer warp (ws_kernel below: 288
-// threads, bulk tensor copies, full and empty mbarriers), its output compared with the tile's.
+// Cases of 128 x 128 tiles (K a multiple of 8) run again with a producer warp (ws_kernel below: bulk
+// tensor copies, full and empty mbarriers; two consumer warpgroups in 288 threads, or one in the loop
+// kernel's 256), the output compared with the tile's.
 //
 //   build/bench/wgmma_probe [M,N,K,TM,TN ...]   (make bench-probe; default: BERT-base's shapes)
 #include <algorithm>
@@ -57,55 +58,74 @@ template <typename T> __global__ void __launch_bounds__(ARK_THREADS, 1) tile_ker
 
 /* ---- the same 128 x 128 tile with a producer warp (bench/NOTES.md: only a producer warp overlaps a
  * ring's copies with their consumer) -----------------------------------------------------------------
- * 288 threads: warps 0-7 two consumer warpgroups, each 64 rows x 128 columns, as ark_mm_wgmma_t's;
- * warp 8's lane 0 issues a stage (a's 128 rows and b's 128 rows by 64 of k: two 2-D bulk tensor
+ * NWG 2: 288 threads, warps 0-7 two consumer warpgroups, each 64 rows x 128 columns as
+ * ark_mm_wgmma_t's, warp 8 the producer; NWG 1: the loop kernel's 256 threads, warps 0-3 one consumer
+ * warpgroup doing both halves of 64 rows (eight MMAs a stage), warp 4 the producer, warps 5-7 idle.
+ * The producer's lane 0 issues a stage (a's 128 rows and b's 128 rows by 64 of k: two 2-D bulk tensor
  * copies, the 128-byte swizzle the tile's ring writes, zeros past the operands) into a ring of WS_ST
- * stages once the stage's empty mbarrier has the 8 consumer warps' arrivals; a consumer warp waits on
- * the stage's full mbarrier, runs its warpgroup's four MMAs, waits for them and arrives on the empty
- * one. The consumers' k loop is ARK_WGMMA_FN, as the tile: a function (serialized MMAs) with
+ * stages once the stage's empty mbarrier has every consumer warp's arrival; a consumer warp waits on
+ * the stage's full mbarrier, runs its warpgroup's MMAs, waits for them and arrives on the empty one.
+ * The consumers' k loop is ARK_WGMMA_FN, as the tile: a function (serialized MMAs) with
  * -DWGMMA_PROBE_CALL. The sums go straight from the registers to c (bf16). */
-enum { WS_ST = 4, WS_STAGE = 2 * 128 * 128, WS_THREADS = 288 };
-template <typename T>
+enum { WS_ST = 4, WS_STAGE = 2 * 128 * 128 };
+template <int NWG> struct ws_shape {
+	static constexpr int threads = NWG == 2 ? 288 : 256, producer = 4 * NWG, halves = 3 - NWG;
+};
+template <typename T, int NWG>
 __device__ ARK_WGMMA_FN void ws_consume(uint32_t sbase, uint32_t full, uint32_t empty, int ktiles, T *c, int M, int N, int m0, int n0)
 {
 #if ARK_MM_WGMMA /* the device pass for sm_90a */
+	constexpr int H = ws_shape<NWG>::halves;
 	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2, w = warp & 3;
-	float acc[64];
+	float acc[H][64];
 #pragma unroll
-	for (int i = 0; i < 64; i++)
-		acc[i] = 0.0f;
+	for (int h = 0; h < H; h++)
+#pragma unroll
+		for (int i = 0; i < 64; i++)
+			acc[h][i] = 0.0f;
 	for (int kt = 0; kt < ktiles; kt++) {
 		const int s = kt % WS_ST;
 		mb_wait(full + 8 * s, (uint32_t)((kt / WS_ST) & 1));
 		const uint32_t so = sbase + s * WS_STAGE;
-		const uint64_t da = ark_wgmma_desc(so + wg * 64 * 128), db = ark_wgmma_desc(so + 128 * 128, 16);
-		ark_wgmma_hold(acc);
+		const uint64_t db = ark_wgmma_desc(so + 128 * 128, 16);
+#pragma unroll
+		for (int h = 0; h < H; h++)
+			ark_wgmma_hold(acc[h]);
 		asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-		for (int k = 0; k < 4; k++)
-			ark_wgmma<T, 128, true>(acc, da + 2 * k, db + 2 * k);
+		for (int h = 0; h < H; h++) {
+			const uint64_t da = ark_wgmma_desc(so + (wg + h) * 64 * 128);
+#pragma unroll
+			for (int k = 0; k < 4; k++)
+				ark_wgmma<T, 128, true>(acc[h], da + 2 * k, db + 2 * k);
+		}
 		asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 		asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-		ark_wgmma_hold(acc);
+#pragma unroll
+		for (int h = 0; h < H; h++)
+			ark_wgmma_hold(acc[h]);
 		__syncwarp();
 		if (lane == 0)
 			mb_arrive(empty + 8 * s);
 	}
-	const int r0 = m0 + wg * 64 + 16 * w + (lane >> 2), c0 = n0 + 2 * (lane & 3);
 #pragma unroll
-	for (int j = 0; j < 16; j++)
+	for (int h = 0; h < H; h++) {
+		const int r0 = m0 + (wg + h) * 64 + 16 * w + (lane >> 2), c0 = n0 + 2 * (lane & 3);
 #pragma unroll
-		for (int h = 0; h < 2; h++) {
-			const int r = r0 + 8 * h, col = c0 + 8 * j;
-			if (r < M && col < N)
-				c[(size_t)r * N + col] = ark_from_f<T>(acc[4 * j + 2 * h]);
-			if (r < M && col + 1 < N)
-				c[(size_t)r * N + col + 1] = ark_from_f<T>(acc[4 * j + 2 * h + 1]);
-		}
+		for (int j = 0; j < 16; j++)
+#pragma unroll
+			for (int e = 0; e < 2; e++) {
+				const int r = r0 + 8 * e, col = c0 + 8 * j;
+				if (r < M && col < N)
+					c[(size_t)r * N + col] = ark_from_f<T>(acc[h][4 * j + 2 * e]);
+				if (r < M && col + 1 < N)
+					c[(size_t)r * N + col + 1] = ark_from_f<T>(acc[h][4 * j + 2 * e + 1]);
+			}
+	}
 #endif
 }
-template <typename T>
-__global__ void __launch_bounds__(WS_THREADS, 1)
+template <typename T, int NWG>
+__global__ void __launch_bounds__(ws_shape<NWG>::threads, 1)
     ws_kernel(const __grid_constant__ CUtensorMap ma, const __grid_constant__ CUtensorMap mb, T *c, int M, int N, int K)
 {
 #if ARK_MM_WGMMA
@@ -117,12 +137,12 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
 	if (tid == 0) {
 		for (int s = 0; s < WS_ST; s++) {
 			mb_init(full + 8 * s, 1);
-			mb_init(empty + 8 * s, 8);
+			mb_init(empty + 8 * s, 4 * NWG);
 		}
 		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 	}
 	__syncthreads();
-	if (warp == 8) {
+	if (warp == ws_shape<NWG>::producer) {
 		if (lane == 0)
 			for (int kt = 0; kt < ktiles; kt++) {
 				const int s = kt % WS_ST;
@@ -134,28 +154,24 @@ __global__ void __launch_bounds__(WS_THREADS, 1)
 			}
 		return;
 	}
-	ws_consume<T>(sbase, full, empty, ktiles, c, M, N, m0, n0);
+	if (warp < 4 * NWG)
+		ws_consume<T, NWG>(sbase, full, empty, ktiles, c, M, N, m0, n0);
 #endif
 }
 
-/* The tile with a producer warp against the tile's output c (the same sums: the same MMAs in the same
- * order); us a launch. */
+/* The tile with a producer warp (NWG consumer warpgroups) against the tile's output c (the same sums:
+ * the same MMAs in the same order); us a launch. */
+template <int NWG>
 static void probe_ws(const __nv_bfloat16 *a, const __nv_bfloat16 *b, const __nv_bfloat16 *c, int M, int N, int K)
 {
-	static bool once = false;
-	if (!once) {
-		CK(cudaFuncSetAttribute(ws_kernel<__nv_bfloat16>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-					1024 + WS_ST * WS_STAGE + 16 * WS_ST));
-		once = true;
-	}
+	const int shm = 1024 + WS_ST * WS_STAGE + 16 * WS_ST, threads = ws_shape<NWG>::threads;
+	CK(cudaFuncSetAttribute(ws_kernel<__nv_bfloat16, NWG>, cudaFuncAttributeMaxDynamicSharedMemorySize, shm));
 	const CUtensorMap ma = bench_tmap_bf16(a, M, K, 128), mb = bench_tmap_bf16(b, N, K, 128);
 	__nv_bfloat16 *c2;
 	CK(cudaMalloc(&c2, (size_t)M * N * 2));
 	CK(cudaMemset(c2, 0xff, (size_t)M * N * 2)); /* NaN: what the kernel leaves out shows */
 	const dim3 grid((N + 127) / 128, (M + 127) / 128);
-	auto launch = [&] {
-		ws_kernel<__nv_bfloat16><<<grid, WS_THREADS, 1024 + WS_ST * WS_STAGE + 16 * WS_ST>>>(ma, mb, c2, M, N, K);
-	};
+	auto launch = [&] { ws_kernel<__nv_bfloat16, NWG><<<grid, threads, shm>>>(ma, mb, c2, M, N, K); };
 	launch();
 	CK(cudaDeviceSynchronize());
 	CK(cudaGetLastError());
@@ -171,8 +187,9 @@ static void probe_ws(const __nv_bfloat16 *a, const __nv_bfloat16 *b, const __nv_
 		bad += !(fabsf(f1 - f2) <= 1e-2f * fmaxf(1.0f, fabsf(f1)));
 	}
 	const double per = bench_time_us(50, launch);
-	printf("  with a producer warp (%d stages of bulk copies, 288 threads): %.2f us a launch; %zu of %zu outputs differ from the tile's%s\n",
-	       (int)WS_ST, per, bad, h1.size(), bad ? " (WRONG)" : "");
+	printf("  with a producer warp, %d consumer warpgroup%s (%d stages of bulk copies, %d threads): %.2f us a launch; "
+	       "%zu of %zu outputs differ from the tile's%s\n",
+	       NWG, NWG > 1 ? "s" : "", (int)WS_ST, threads, per, bad, h1.size(), bad ? " (WRONG)" : "");
 	CK(cudaFree(c2));
 }
 
@@ -216,8 +233,10 @@ static void probe(int M, int N, int K, int tm, int tn, double mhz)
 	for (int i = 1; i < 16; i++)
 		if (!us[i].empty())
 			printf("  %-20s %7.3f\n", phase[i], bench_median(us[i]));
-	if (tm == 128 && tn == 128 && K % 8 == 0)
-		probe_ws(a, b, c, M, N, K);
+	if (tm == 128 && tn == 128 && K % 8 == 0) {
+		probe_ws<2>(a, b, c, M, N, K);
+		probe_ws<1>(a, b, c, M, N, K);
+	}
 	CK(cudaFree(a));
 	CK(cudaFree(b));
 	CK(cudaFree(c));
