@@ -58,28 +58,51 @@ __device__ __forceinline__ void spin(int cyc)
 __device__ __forceinline__ int arow(int c, int t) { return ((c * 7 + t * 3) % (ROWS / RP)) * RP; }
 __device__ __forceinline__ int brow(int c, int t) { return ((c * 5 + t * 11 + 17) % (ROWS / RP)) * RP; }
 
+/* Stage i of a CTA's run (tile i / (K / BK), k-tile i % (K / BK)) into shared memory at sa: by two bulk
+ * tensor copies completing on mbarrier bar (one thread), or by the 16-byte cp.async of all threads
+ * in the 128-byte swizzle (not committed). */
+__device__ __forceinline__ void bulk_stage(const CUtensorMap *map, uint32_t sa, uint32_t bar, int i)
+{
+	const int t = i / (K / BK), kk = (i % (K / BK)) * BK;
+	mb_expect(bar, STAGE);
+	tma2d(sa, map, kk, arow(blockIdx.x, t), bar);
+	tma2d(sa + RP * 128, map, kk, brow(blockIdx.x, t), bar);
+}
+__device__ __forceinline__ void cpa_stage(const uint16_t *m, uint32_t sa, int i)
+{
+	const int t = i / (K / BK), kk = (i % (K / BK)) * BK;
+#pragma unroll
+	for (int j = 0; j < STAGE / 16 / T; j++) {
+		const int q = threadIdx.x + j * T, r = q >> 3, c = q & 7;
+		const int row = r < RP ? arow(blockIdx.x, t) + r : brow(blockIdx.x, t) + r - RP;
+		cpa16(sa + r * 128 + ((c ^ (r & 7)) << 4), m + (size_t)row * K + kk + c * 8);
+	}
+}
+/* st full mbarriers (one arrival: the issuing thread's, with the stage's bytes) and, where consumers
+ * > 0, st empty ones of that many arrivals; thread 0, before the CTA's first barrier */
+__device__ __forceinline__ void ring_init(uint32_t full, uint32_t empty, int st, int consumers)
+{
+	for (int s = 0; s < st; s++) {
+		mb_init(full + 8 * s, 1);
+		if (consumers)
+			mb_init(empty + 8 * s, consumers);
+	}
+	asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
 /* the ring filled by bulk tensor copies: thread 0 issues a stage's two boxes on its mbarrier */
 __global__ void __launch_bounds__(T, 1) kt(const __grid_constant__ CUtensorMap map, int st, int spin_cyc)
 {
 	extern __shared__ __align__(1024) char smem[];
 	const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(smem) + 1023u) & ~1023u;
 	const uint32_t bars = sbase + st * STAGE; /* st mbarriers of 8 bytes */
-	const int tid = threadIdx.x, ktiles = K / BK, total = REPS * ktiles;
-	if (tid == 0) {
-		for (int s = 0; s < st; s++)
-			mb_init(bars + 8 * s, 1);
-		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-	}
+	const int tid = threadIdx.x, total = REPS * (K / BK);
+	if (tid == 0)
+		ring_init(bars, 0, st, 0);
 	__syncthreads();
-	/* stage i of the whole run: tile i / ktiles, k-tile i % ktiles */
 	auto load = [&](int i) {
-		if (tid == 0 && i < total) {
-			const int s = i % st, t = i / ktiles, kk = (i % ktiles) * BK;
-			const uint32_t sa = sbase + s * STAGE, b = bars + 8 * s;
-			mb_expect(b, STAGE);
-			tma2d(sa, &map, kk, arow(blockIdx.x, t), b);
-			tma2d(sa + RP * 128, &map, kk, brow(blockIdx.x, t), b);
-		}
+		if (tid == 0 && i < total)
+			bulk_stage(&map, sbase + (i % st) * STAGE, bars + 8 * (i % st), i);
 	};
 	for (int i = 0; i < st - 1; i++)
 		load(i);
@@ -95,7 +118,6 @@ __global__ void __launch_bounds__(T, 1) kt(const __grid_constant__ CUtensorMap m
 	}
 }
 
-
 /* The ring by warp specialization, as Hopper GEMMs run it: warp 0's lane 0 alone issues the bulk copies,
  * a stage once its empty barrier says the 7 consumer warps are done with the slot; the consumer warps
  * wait on the stage's full barrier, consume it and arrive on its empty one; no CTA barrier. */
@@ -104,24 +126,16 @@ __global__ void __launch_bounds__(T, 1) kw(const __grid_constant__ CUtensorMap m
 	extern __shared__ __align__(1024) char smem[];
 	const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(smem) + 1023u) & ~1023u;
 	const uint32_t full = sbase + st * STAGE, empty = full + 8 * st;
-	const int tid = threadIdx.x, warp = tid >> 5, ktiles = K / BK, total = REPS * ktiles;
-	if (tid == 0) {
-		for (int s = 0; s < st; s++) {
-			mb_init(full + 8 * s, 1);
-			mb_init(empty + 8 * s, T / 32 - 1);
-		}
-		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-	}
+	const int tid = threadIdx.x, warp = tid >> 5, total = REPS * (K / BK);
+	if (tid == 0)
+		ring_init(full, empty, st, T / 32 - 1);
 	__syncthreads();
 	if (warp == 0) {
 		if (tid == 0)
 			for (int i = 0; i < total; i++) {
-				const int s = i % st, t = i / ktiles, kk = (i % ktiles) * BK;
+				const int s = i % st;
 				mb_wait(empty + 8 * s, (uint32_t)(((i / st) & 1) ^ 1)); /* the first round passes */
-				const uint32_t sa = sbase + s * STAGE, b = full + 8 * s;
-				mb_expect(b, STAGE);
-				tma2d(sa, &map, kk, arow(blockIdx.x, t), b);
-				tma2d(sa + RP * 128, &map, kk, brow(blockIdx.x, t), b);
+				bulk_stage(&map, sbase + s * STAGE, full + 8 * s, i);
 			}
 		return;
 	}
@@ -143,22 +157,11 @@ __global__ void __launch_bounds__(T, 1) kx(const __grid_constant__ CUtensorMap m
 	extern __shared__ __align__(1024) char smem[];
 	const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(smem) + 1023u) & ~1023u;
 	const uint32_t full = sbase + st * STAGE, empty = full + 8 * st;
-	const int tid = threadIdx.x, ktiles = K / BK, total = REPS * ktiles;
-	if (tid == 0) {
-		for (int s = 0; s < st; s++) {
-			mb_init(full + 8 * s, 1);
-			mb_init(empty + 8 * s, T / 32);
-		}
-		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-	}
+	const int tid = threadIdx.x, total = REPS * (K / BK);
+	if (tid == 0)
+		ring_init(full, empty, st, T / 32);
 	__syncthreads();
-	auto load = [&](int i) {
-		const int s = i % st, t = i / ktiles, kk = (i % ktiles) * BK;
-		const uint32_t sa = sbase + s * STAGE, b = full + 8 * s;
-		mb_expect(b, STAGE);
-		tma2d(sa, &map, kk, arow(blockIdx.x, t), b);
-		tma2d(sa + RP * 128, &map, kk, brow(blockIdx.x, t), b);
-	};
+	auto load = [&](int i) { bulk_stage(&map, sbase + (i % st) * STAGE, full + 8 * (i % st), i); };
 	if (tid == 0)
 		for (int i = 0; i < st - 1 && i < total; i++)
 			load(i);
@@ -193,18 +196,10 @@ template <int ST> __global__ void __launch_bounds__(T, 1) kc(const uint16_t *m, 
 {
 	extern __shared__ __align__(1024) char smem[];
 	const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(smem) + 1023u) & ~1023u;
-	const int tid = threadIdx.x, ktiles = K / BK, total = REPS * ktiles;
+	const int total = REPS * (K / BK);
 	auto load = [&](int i) {
-		if (i < total) {
-			const int s = i % ST, t = i / ktiles, kk = (i % ktiles) * BK;
-			const uint32_t sa = sbase + s * STAGE;
-#pragma unroll
-			for (int j = 0; j < STAGE / 16 / T; j++) {
-				const int q = tid + j * T, r = q >> 3, c = q & 7;
-				const int row = r < RP ? arow(blockIdx.x, t) + r : brow(blockIdx.x, t) + r - RP;
-				cpa16(sa + r * 128 + ((c ^ (r & 7)) << 4), m + (size_t)row * K + kk + c * 8);
-			}
-		}
+		if (i < total)
+			cpa_stage(m, sbase + (i % ST) * STAGE, i);
 		asm volatile("cp.async.commit_group;\n" ::: "memory"); /* empty groups at the end */
 	};
 	for (int i = 0; i < ST - 1; i++)
@@ -227,23 +222,14 @@ __global__ void __launch_bounds__(T, 1) same(const __grid_constant__ CUtensorMap
 {
 	extern __shared__ __align__(1024) char smem[];
 	const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(smem) + 1023u) & ~1023u, bar = sbase + 2 * STAGE;
-	const int tid = threadIdx.x, kk = 3 * BK;
-	if (tid == 0) {
-		mb_init(bar, 1);
-		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-	}
+	const int tid = threadIdx.x, i = K / BK + 3; /* tile 1, k-tile 3 */
+	if (tid == 0)
+		ring_init(bar, 0, 1, 0);
 	__syncthreads();
-	for (int j = 0; j < STAGE / 16 / T; j++) {
-		const int q = tid + j * T, r = q >> 3, c = q & 7;
-		const int row = r < RP ? arow(blockIdx.x, 1) + r : brow(blockIdx.x, 1) + r - RP;
-		cpa16(sbase + r * 128 + ((c ^ (r & 7)) << 4), m + (size_t)row * K + kk + c * 8);
-	}
+	cpa_stage(m, sbase, i);
 	asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
-	if (tid == 0) {
-		mb_expect(bar, STAGE);
-		tma2d(sbase + STAGE, &map, kk, arow(blockIdx.x, 1), bar);
-		tma2d(sbase + STAGE + RP * 128, &map, kk, brow(blockIdx.x, 1), bar);
-	}
+	if (tid == 0)
+		bulk_stage(&map, sbase + STAGE, bar, i);
 	mb_wait(bar, 0);
 	__syncthreads();
 	const char *s0 = smem + (sbase - (uint32_t)__cvta_generic_to_shared(smem));
