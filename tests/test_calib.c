@@ -120,6 +120,20 @@ static const char *const grid_table = HEAD
 	"matmul bf16 kn 1 32 4096 11 31\n"
 	"matmul bf16 kn 64 128 4096 200 210\n";
 
+/* q's times from k0 to k1 in steps of a factor f: never less than the step before, in either column,
+ * and busy never below alone. */
+static void monotone_in_k(const struct calib_table *t, struct calib_query q, double k0, double k1, double f)
+{
+	double us[2], prev[2] = {0, 0};
+	for (double k = k0; k <= k1; k *= f) {
+		q.k = k;
+		assert_int_equal(calib_lookup(t, &q, us), 0);
+		assert_true(us[CALIB_ALONE] >= prev[0] * (1 - 1e-12) && us[CALIB_BUSY] >= prev[1] * (1 - 1e-12));
+		assert_true(us[CALIB_BUSY] >= us[CALIB_ALONE]);
+		prev[0] = us[0], prev[1] = us[1];
+	}
+}
+
 static void test_interpolation(void **state)
 {
 	struct calib_table *t = parse(grid_table);
@@ -135,14 +149,8 @@ static void test_interpolation(void **state)
 	struct calib_query q = {ARK_T_MATMUL, ARK_BF16, CALIB_L_KN, 1, 128, 2048};
 	assert_int_equal(calib_lookup(t, &q, us), 0);
 	near(us[CALIB_ALONE], sqrt(12.0 * 40.0), 1e-9);
-	double prev[2] = {0, 0};
-	for (double k = 64; k <= 65536; k *= 1.3) {
-		q.k = k;
-		assert_int_equal(calib_lookup(t, &q, us), 0);
-		assert_true(us[CALIB_ALONE] >= prev[0] * (1 - 1e-12) && us[CALIB_BUSY] >= prev[1] * (1 - 1e-12));
-		assert_true(us[CALIB_BUSY] >= us[CALIB_ALONE]);
-		prev[0] = us[0], prev[1] = us[1];
-	}
+	monotone_in_k(t, q, 64, 65536, 1.3);
+	double prev[2];
 	/* beyond the largest k the fitted trend goes on growing: 16x the work costs clearly more */
 	q.k = 4096;
 	calib_lookup(t, &q, prev);
@@ -209,13 +217,7 @@ static void test_odd_small_k(void **state)
 	assert_int_equal(calib_lookup(t, &q, us), 0);
 	near(us[CALIB_ALONE], a[CALIB_ALONE] + (20.54 - a0[CALIB_ALONE]) * 45 / 255, 1e-9);
 	assert_true(us[CALIB_ALONE] < 0.5 * 20.54);
-	double prev[2] = {0, 0};
-	for (double k = 4; k <= 8192; k *= 1.25) {
-		q.k = k;
-		assert_int_equal(calib_lookup(t, &q, us), 0);
-		assert_true(us[CALIB_ALONE] >= prev[0] * (1 - 1e-12) && us[CALIB_BUSY] >= prev[1] * (1 - 1e-12));
-		prev[0] = us[0], prev[1] = us[1];
-	}
+	monotone_in_k(t, q, 4, 8192, 1.25);
 	q.k = 255 * (1 - 1e-9);
 	assert_int_equal(calib_lookup(t, &q, us), 0);
 	near(us[CALIB_ALONE], 20.54, 1e-6);
