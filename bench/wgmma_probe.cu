@@ -14,7 +14,8 @@
 //
 // Cases of 128 x 128 tiles (K a multiple of 8) run again with a producer warp (ws_kernel below: bulk
 // tensor copies, full and empty mbarriers; two consumer warpgroups in 288 threads, or one in the loop
-// kernel's 256), the output compared with the tile's.
+// kernel's 256; or one consumer warpgroup and a producer warpgroup of cp.async), the output compared
+// with the tile's.
 //
 //   build/bench/wgmma_probe [M,N,K,TM,TN ...]   (make bench-probe; default: BERT-base's shapes)
 #include <algorithm>
@@ -65,13 +66,16 @@ template <typename T> __global__ void __launch_bounds__(ARK_THREADS, 1) tile_ker
  * copies, the 128-byte swizzle the tile's ring writes, zeros past the operands) into a ring of WS_ST
  * stages once the stage's empty mbarrier has every consumer warp's arrival; a consumer warp waits on
  * the stage's full mbarrier, runs its warpgroup's MMAs, waits for them and arrives on the empty one.
+ * CPA (NWG 1 only): warps 4-7 produce instead, by 16-byte cp.async (16 a thread a stage, the same
+ * swizzle, zeros past the operands), each thread's copies arriving on the full mbarrier when they land
+ * (cp.async.mbarrier.arrive.noinc: no tensor map); a consumer fences the async proxy after its wait.
  * The consumers' k loop is ARK_WGMMA_FN, as the tile: a function (serialized MMAs) with
  * -DWGMMA_PROBE_CALL. The sums go straight from the registers to c (bf16). */
 enum { WS_ST = 4, WS_STAGE = 2 * 128 * 128 };
 template <int NWG> struct ws_shape {
 	static constexpr int threads = NWG == 2 ? 288 : 256, producer = 4 * NWG, halves = 3 - NWG;
 };
-template <typename T, int NWG>
+template <typename T, int NWG, bool CPA>
 __device__ ARK_WGMMA_FN void ws_consume(uint32_t sbase, uint32_t full, uint32_t empty, int ktiles, T *c, int M, int N, int m0, int n0)
 {
 #if ARK_MM_WGMMA /* the device pass for sm_90a */
@@ -86,6 +90,8 @@ __device__ ARK_WGMMA_FN void ws_consume(uint32_t sbase, uint32_t full, uint32_t 
 	for (int kt = 0; kt < ktiles; kt++) {
 		const int s = kt % WS_ST;
 		mb_wait(full + 8 * s, (uint32_t)((kt / WS_ST) & 1));
+		if (CPA) /* cp.async's writes (generic proxy) to the MMAs' reads (async proxy) */
+			asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 		const uint32_t so = sbase + s * WS_STAGE;
 		const uint64_t db = ark_wgmma_desc(so + 128 * 128, 16);
 #pragma unroll
@@ -124,9 +130,10 @@ __device__ ARK_WGMMA_FN void ws_consume(uint32_t sbase, uint32_t full, uint32_t 
 	}
 #endif
 }
-template <typename T, int NWG>
+template <typename T, int NWG, bool CPA>
 __global__ void __launch_bounds__(ws_shape<NWG>::threads, 1)
-    ws_kernel(const __grid_constant__ CUtensorMap ma, const __grid_constant__ CUtensorMap mb, T *c, int M, int N, int K)
+    ws_kernel(const __grid_constant__ CUtensorMap ma, const __grid_constant__ CUtensorMap mb, const T *a, const T *b, T *c,
+	      int M, int N, int K)
 {
 #if ARK_MM_WGMMA
 	extern __shared__ __align__(1024) char smem[];
@@ -136,13 +143,33 @@ __global__ void __launch_bounds__(ws_shape<NWG>::threads, 1)
 	const int m0 = blockIdx.y * 128, n0 = blockIdx.x * 128;
 	if (tid == 0) {
 		for (int s = 0; s < WS_ST; s++) {
-			mb_init(full + 8 * s, 1);
+			mb_init(full + 8 * s, CPA ? 128 : 1);
 			mb_init(empty + 8 * s, 4 * NWG);
 		}
 		asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 	}
 	__syncthreads();
-	if (warp == ws_shape<NWG>::producer) {
+	if (CPA && warp >= 4) { /* a's 128 rows then b's, 8 chunks of 16 bytes a row, 16 chunks a thread */
+		const int pt = tid - 128;
+		for (int kt = 0; kt < ktiles; kt++) {
+			const int s = kt % WS_ST;
+			const uint32_t so = sbase + s * WS_STAGE;
+			mb_wait(empty + 8 * s, (uint32_t)(((kt / WS_ST) & 1) ^ 1));
+#pragma unroll
+			for (int i = 0; i < 16; i++) {
+				const int q = pt + 128 * i, r = q >> 3, ch = q & 7, k = kt * 64 + ch * 8;
+				const bool isb = r >= 128;
+				const int rr = isb ? r - 128 : r, row = (isb ? n0 : m0) + rr;
+				const bool in = row < (isb ? N : M) && k < K;
+				const T *src = (isb ? b : a) + (in ? (size_t)row * K + k : 0);
+				ark_cp_async16s(so + r * 128 + ((ch ^ (r & 7)) << 4), src, in ? 16 : 0);
+			}
+			asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(full + 8 * s) : "memory");
+		}
+		asm volatile("cp.async.wait_all;\n" ::: "memory");
+		return;
+	}
+	if (!CPA && warp == ws_shape<NWG>::producer) {
 		if (lane == 0)
 			for (int kt = 0; kt < ktiles; kt++) {
 				const int s = kt % WS_ST;
@@ -155,23 +182,23 @@ __global__ void __launch_bounds__(ws_shape<NWG>::threads, 1)
 		return;
 	}
 	if (warp < 4 * NWG)
-		ws_consume<T, NWG>(sbase, full, empty, ktiles, c, M, N, m0, n0);
+		ws_consume<T, NWG, CPA>(sbase, full, empty, ktiles, c, M, N, m0, n0);
 #endif
 }
 
 /* The tile with a producer warp (NWG consumer warpgroups) against the tile's output c (the same sums:
  * the same MMAs in the same order); us a launch. */
-template <int NWG>
+template <int NWG, bool CPA = false>
 static void probe_ws(const __nv_bfloat16 *a, const __nv_bfloat16 *b, const __nv_bfloat16 *c, int M, int N, int K)
 {
 	const int shm = 1024 + WS_ST * WS_STAGE + 16 * WS_ST, threads = ws_shape<NWG>::threads;
-	CK(cudaFuncSetAttribute(ws_kernel<__nv_bfloat16, NWG>, cudaFuncAttributeMaxDynamicSharedMemorySize, shm));
+	CK(cudaFuncSetAttribute(ws_kernel<__nv_bfloat16, NWG, CPA>, cudaFuncAttributeMaxDynamicSharedMemorySize, shm));
 	const CUtensorMap ma = bench_tmap_bf16(a, M, K, 128), mb = bench_tmap_bf16(b, N, K, 128);
 	__nv_bfloat16 *c2;
 	CK(cudaMalloc(&c2, (size_t)M * N * 2));
 	CK(cudaMemset(c2, 0xff, (size_t)M * N * 2)); /* NaN: what the kernel leaves out shows */
 	const dim3 grid((N + 127) / 128, (M + 127) / 128);
-	auto launch = [&] { ws_kernel<__nv_bfloat16, NWG><<<grid, threads, shm>>>(ma, mb, c2, M, N, K); };
+	auto launch = [&] { ws_kernel<__nv_bfloat16, NWG, CPA><<<grid, threads, shm>>>(ma, mb, a, b, c2, M, N, K); };
 	launch();
 	CK(cudaDeviceSynchronize());
 	CK(cudaGetLastError());
@@ -187,9 +214,10 @@ static void probe_ws(const __nv_bfloat16 *a, const __nv_bfloat16 *b, const __nv_
 		bad += !(fabsf(f1 - f2) <= 1e-2f * fmaxf(1.0f, fabsf(f1)));
 	}
 	const double per = bench_time_us(50, launch);
-	printf("  with a producer warp, %d consumer warpgroup%s (%d stages of bulk copies, %d threads): %.2f us a launch; "
+	printf("  with %s, %d consumer warpgroup%s (%d stages of %s, %d threads): %.2f us a launch; "
 	       "%zu of %zu outputs differ from the tile's%s\n",
-	       NWG, NWG > 1 ? "s" : "", (int)WS_ST, threads, per, bad, h1.size(), bad ? " (WRONG)" : "");
+	       CPA ? "a producer warpgroup" : "a producer warp", NWG, NWG > 1 ? "s" : "", (int)WS_ST,
+	       CPA ? "cp.async" : "bulk copies", threads, per, bad, h1.size(), bad ? " (WRONG)" : "");
 	CK(cudaFree(c2));
 }
 
@@ -236,6 +264,7 @@ static void probe(int M, int N, int K, int tm, int tn, double mhz)
 	if (tm == 128 && tn == 128 && K % 8 == 0) {
 		probe_ws<2>(a, b, c, M, N, K);
 		probe_ws<1>(a, b, c, M, N, K);
+		probe_ws<1, true>(a, b, c, M, N, K);
 	}
 	CK(cudaFree(a));
 	CK(cudaFree(b));
