@@ -1,5 +1,5 @@
-/* lower_pad.c: weights, and activations only matmuls write and read, whose rows are not whole
- * 16-byte vectors, laid out with rows padded to whole vectors. A matmul's tiles read an operand as
+/* lower_pad.c: weights, model inputs that only matmuls read, and activations only matmuls write and
+ * read, whose rows are not whole 16-byte vectors, laid out with rows padded to whole vectors. A matmul's tiles read an operand as
  * 16-byte vectors only where its rows start on 16 bytes: with b [N, K] of K = 4049 fp16 elements
  * (8098 bytes) or b [K, N] of odd N, few-row tiles cannot stream b and the tensor cores' tiles shift
  * every vector into place in shared memory (templates/op_matmul.cuh, ark_mm_kloop), 2-3x the time of
@@ -80,7 +80,9 @@ int tiling_pad_activations(struct tiling *s)
 	int n = 0;
 	for (int t = 0; t < nt; t++) {
 		struct tensor *T = &g->tensors[t];
-		if (T->role == ARK_ROLE_ACTIVATION && T->view_of < 0 && writer[t] >= 0 && readers[t] > 0)
+		/* a model input too: the runtime spaces its rows out as it copies it in, as a weight's */
+		if (((T->role == ARK_ROLE_ACTIVATION && writer[t] >= 0) || T->role == ARK_ROLE_INPUT) && T->view_of < 0 &&
+		    readers[t] > 0)
 			n += pad_rows(T);
 	}
 	free(readers);

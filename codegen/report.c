@@ -133,16 +133,18 @@ void report_schedule(const struct arkgen_result *r, FILE *f)
 	for (int gpu = 0; gpu < g->gpus; gpu++)
 		fprintf(f, "  arena GPU %d: %.2f MiB (%.2f MiB without reuse)\n", gpu, s->arena[gpu] / 1048576.0,
 			s->arena_noreuse[gpu] / 1048576.0);
-	int padded[2] = {0, 0}; /* weights, activations */
+	int padded[3] = {0, 0, 0}; /* weights, inputs, activations */
 	uint64_t pad_bytes = 0;
 	for (int t = 0; t < g->n_tensors; t++)
 		if (g->tensors[t].pitch) {
-			padded[g->tensors[t].role != ARK_ROLE_WEIGHT]++;
+			const enum ark_role role = g->tensors[t].role;
+			padded[role == ARK_ROLE_WEIGHT ? 0 : role == ARK_ROLE_INPUT ? 1 : 2]++;
 			pad_bytes += tensor_arena_bytes(&g->tensors[t]) - tensor_bytes(&g->tensors[t]);
 		}
-	if (padded[0] || padded[1])
-		fprintf(f, "  rows padded to 16-byte vectors: %d weight%s, %d activation%s (%.1f KiB of padding)\n",
-			padded[0], padded[0] == 1 ? "" : "s", padded[1], padded[1] == 1 ? "" : "s", pad_bytes / 1024.0);
+	if (padded[0] || padded[1] || padded[2])
+		fprintf(f, "  rows padded to 16-byte vectors: %d weight%s, %d input%s, %d activation%s (%.1f KiB of padding)\n",
+			padded[0], padded[0] == 1 ? "" : "s", padded[1], padded[1] == 1 ? "" : "s", padded[2],
+			padded[2] == 1 ? "" : "s", pad_bytes / 1024.0);
 	fprintf(f, "  placement %s: edge cut %lld, verified: every hazard ordered, no deadlock\n",
 		part_policy_name[p->policy], (long long)edge_cut(s, p));
 	if (r->opt.policy == ARKGEN_POLICY_AUTO) { /* what it was chosen from */

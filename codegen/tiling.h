@@ -144,9 +144,9 @@ struct tiling {
 
 /* Passes, in order, after tiling_init. Each returns 0, or -1 after reporting an error. */
 void fuse_graph(struct tiling *s);  /* fusion decisions in per_op (opt.fuse) */
-/* After fuse_graph: an activation that one matmul's tiles write and only matmuls read, as their a,
- * whose rows are not whole 16-byte vectors, gets rows padded to whole vectors (pitch; lower_pad.c):
- * those matmuls' tiles then copy it as aligned rows. Returns the number padded. */
+/* After fuse_graph: an activation that one matmul's tiles write, or a model input, that only matmuls
+ * read, as their a, whose rows are not whole 16-byte vectors, gets rows padded to whole vectors
+ * (pitch; lower_pad.c): those matmuls' tiles then copy it as aligned rows. Returns the number padded. */
 int tiling_pad_activations(struct tiling *s);
 int tile_graph(struct tiling *s);   /* vCTAs of every op, communication ops lowered (lower_comm.c) */
 enum { MEM_REUSE_LEVELS = 1, MEM_REUSE_ORDER = 2 };

@@ -431,15 +431,23 @@ static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 /* Tiles one bf16 matmul y = x [M, K] . w [N, K]^T (op "m") for the H100; checks that its vCTAs
  * cover every (row, column, k) of the product once and returns its tiling. */
-static const struct op_tiling *matmul_tiles(int64_t M, int64_t N, int64_t K)
+static const struct op_tiling *matmul_tiles_of(int64_t M, int64_t N, int64_t K, int packed)
 {
-	char t[1024];
+	char t[1024], o[512];
 	snprintf(t, sizeof t,
 		 "{ name = \"x\"; shape = [%ld, %ld]; role = \"input\"; dtype = \"bf16\"; },"
 		 "{ name = \"w\"; shape = [%ld, %ld]; role = \"weight\"; dtype = \"bf16\"; },"
 		 "{ name = \"y\"; role = \"output\"; }",
 		 (long)M, (long)K, (long)N, (long)K);
-	tile_text(t, "{ name = \"m\"; op = \"matmul\"; in = [\"x\", \"w\"]; out = \"y\"; transpose_b = true; }");
+	/* packed: the matmul reads x through a view, so that its rows stay as given (lower_pad.c) */
+	if (packed)
+		snprintf(o, sizeof o,
+			 "{ name = \"r\"; op = \"reshape\"; in = [\"x\"]; shape = [%ld, %ld]; out = \"xv\"; },"
+			 "{ name = \"m\"; op = \"matmul\"; in = [\"xv\", \"w\"]; out = \"y\"; transpose_b = true; }",
+			 (long)M, (long)K);
+	else
+		snprintf(o, sizeof o, "{ name = \"m\"; op = \"matmul\"; in = [\"x\", \"w\"]; out = \"y\"; transpose_b = true; }");
+	tile_text(t, o);
 	const struct op_tiling *pl = &s->per_op[op("m")];
 	int64_t area = 0, parts = 0;
 	for (int i = pl->first_vcta; i < pl->first_vcta + pl->n_vcta; i++) {
@@ -454,6 +462,7 @@ static const struct op_tiling *matmul_tiles(int64_t M, int64_t N, int64_t K)
 	assert_int_equal(parts, ceil_div(M, pl->tm) * ceil_div(N, pl->tn) * pl->splits);
 	return pl;
 }
+static const struct op_tiling *matmul_tiles(int64_t M, int64_t N, int64_t K) { return matmul_tiles_of(M, N, K, 0); }
 
 /* The matmul tiler picks by predicted time. bert_base's FFN down-projection [128, 3072] x
  * [768, 3072]^T: the rules' 96 tiles of 64 x 16, each over all 3072 of K, become fewer, wider tiles
@@ -865,34 +874,47 @@ static void test_matmul_share_dequant(void **state)
 	done();
 }
 
-/* Few rows on the mma tile with rows that are not 16-byte vectors (K = 3079, a [9, K], b [3075, K]
- * padded): each k-stage costs several times an aligned one's, so the cost model's search replaces
- * the one-wave tiles of all of K (129 of 24 columns) with split ones; the same shape with K = 3080
- * keeps the rules' tiles. */
+/* Few rows on the mma tile with rows that are not 16-byte vectors (K = 3079, a [9, K] read through a
+ * view, b [3075, K] padded): each k-stage costs several times an aligned one's, so the cost model's
+ * search replaces the one-wave tiles of all of K (129 of 24 columns) with split ones; the same shape
+ * with K = 3080, or with the input read directly (its rows padded, lower_pad.c), keeps the rules'
+ * tiles. */
 static void test_matmul_few_rows_odd_k(void **state)
 {
 	(void)state;
-	const struct op_tiling *pl = matmul_tiles(9, 3075, 3079);
+	const struct op_tiling *pl = matmul_tiles_of(9, 3075, 3079, 1);
 	assert_true(pl->splits > 1);
 	assert_true(pl->tn > 24);
 	done();
-	pl = matmul_tiles(9, 3075, 3080);
+	for (int packed = 0; packed < 2; packed++) {
+		pl = matmul_tiles_of(9, 3075, 3080, packed);
+		assert_int_equal(pl->splits, 1);
+		assert_int_equal(pl->tn, 24);
+		done();
+	}
+	pl = matmul_tiles_of(9, 3075, 3079, 0);
+	assert_int_equal(g->tensors[tensor("x")].pitch, 3080);
 	assert_int_equal(pl->splits, 1);
 	assert_int_equal(pl->tn, 24);
 	done();
 }
 
 /* The price of one 64 x 64 x 1024 tile of a bf16 [100, K] . [512, K]^T matmul: between two K, its
- * layout (K even or odd, a multiple of 8 or not) and the layer's bytes differ. b is an input (rows
- * packed as given) or a weight (rows of odd length padded, lower_pad.c). */
+ * layout (K even or odd, a multiple of 8 or not) and the layer's bytes differ. a is an input read
+ * through a view (rows packed as given); b an input (packed: a matmul's b is padded only as a
+ * weight) or a weight (rows of odd length padded, lower_pad.c). */
 static double mma_tile_us(int64_t K, const char *role)
 {
-	char t[512];
+	char t[512], o[512];
 	snprintf(t, sizeof t,
 		 "{ name = \"x\"; shape = [100, %" PRId64 "]; role = \"input\"; dtype = \"bf16\"; },"
 		 "{ name = \"w\"; shape = [512, %" PRId64 "]; role = \"%s\"; dtype = \"bf16\"; },"
 		 "{ name = \"y\"; role = \"output\"; dtype = \"bf16\"; }", K, K, role);
-	tile_text(t, "{ name = \"m\"; op = \"matmul\"; in = [\"x\", \"w\"]; out = \"y\"; transpose_b = true; }");
+	/* x through a view, its rows as given (an input the matmul read directly would be padded) */
+	snprintf(o, sizeof o,
+		 "{ name = \"r\"; op = \"reshape\"; in = [\"x\"]; shape = [100, %" PRId64 "]; out = \"xv\"; },"
+		 "{ name = \"m\"; op = \"matmul\"; in = [\"xv\", \"w\"]; out = \"y\"; transpose_b = true; }", K);
+	tile_text(t, o);
 	struct vcta v = s->v[s->per_op[op("m")].first_vcta];
 	assert_true(tile_matmul_mma(s, &v));
 	v.m0 = 0, v.m1 = 64, v.n0 = 0, v.n1 = 64, v.k0 = 0, v.k1 = 1024;
@@ -986,8 +1008,11 @@ static void test_pad_weights(void **state)
 	assert_int_equal(matmul_b_stride(s, op("m3")), 777); /* K, as packed */
 	assert_int_equal(tensor_arena_bytes(&g->tensors[tensor("w1")]), 336 * 4056 * 2);
 	assert_int_equal(tensor_bytes(&g->tensors[tensor("w1")]), 336 * 4049 * 2);
-	/* few rows stream the padded weights (a of odd rows element by element; 16-bit b [N, K] streams
-	 * up to ARK_MM_STREAM_NK rows); the packed odd rows go to the tile of shared-memory stages */
+	/* the inputs only matmuls read as a are padded too (tiling_pad_activations) */
+	assert_int_equal(g->tensors[tensor("x")].pitch, 4056);
+	assert_int_equal(g->tensors[tensor("xf")].pitch, 1004);
+	/* few rows stream the padded weights (16-bit b [N, K] streams up to ARK_MM_STREAM_NK rows); the
+	 * packed odd rows go to the tile of shared-memory stages */
 	const int ops[] = {op("m1"), op("m2"), op("m6"), op("m3")}, staged[] = {0, 0, 0, 1};
 	for (int i = 0; i < 4; i++) {
 		const struct vcta *v = &s->v[s->per_op[ops[i]].first_vcta];
@@ -1002,28 +1027,34 @@ static void test_pad_weights(void **state)
 }
 
 /* An activation of odd rows that one matmul's tiles write (its fused relu's output) and only matmuls
- * read, as their a, gets rows padded (lower_pad.c); one an add reads too, or a model output, stays
- * packed. The padded one's reader copies it as aligned rows: priced as aligned. */
+ * read, as their a, gets rows padded (lower_pad.c), and so does a model input that only matmuls read
+ * as a; one an add reads too (activation or input), or a model output, stays packed. The padded
+ * one's reader copies it as aligned rows: priced as aligned. */
 static void test_pad_activations(void **state)
 {
 	(void)state;
 	tile_text("{ name = \"x\"; shape = [268, 997]; role = \"input\"; },"
+		  "{ name = \"x2\"; shape = [268, 997]; role = \"input\"; },"
 		  "{ name = \"w1\"; shape = [997, 89]; role = \"weight\"; },"
 		  "{ name = \"w2\"; shape = [89, 1777]; role = \"weight\"; },"
 		  "{ name = \"w3\"; shape = [997, 89]; role = \"weight\"; },"
 		  "{ name = \"w4\"; shape = [89, 1777]; role = \"weight\"; },"
 		  "{ name = \"y\"; role = \"output\"; }, { name = \"z\"; role = \"output\"; },"
-		  "{ name = \"g2\"; role = \"output\"; }",
+		  "{ name = \"g2\"; role = \"output\"; }, { name = \"x3\"; role = \"output\"; },"
+		  "{ name = \"u\"; role = \"output\"; }",
 		  "{ name = \"m1\"; op = \"matmul\"; in = [\"x\", \"w1\"]; out = \"h\"; },"
 		  "{ name = \"r1\"; op = \"relu\"; in = [\"h\"]; out = \"hr\"; },"
 		  "{ name = \"m2\"; op = \"matmul\"; in = [\"hr\", \"w2\"]; out = \"y\"; },"
 		  "{ name = \"m3\"; op = \"matmul\"; in = [\"x\", \"w3\"]; out = \"g\"; },"
 		  "{ name = \"a1\"; op = \"add\"; in = [\"g\", \"g\"]; out = \"g2\"; },"
-		  "{ name = \"m4\"; op = \"matmul\"; in = [\"g\", \"w4\"]; out = \"z\"; }");
+		  "{ name = \"m4\"; op = \"matmul\"; in = [\"g\", \"w4\"]; out = \"z\"; },"
+		  "{ name = \"m5\"; op = \"matmul\"; in = [\"x2\", \"w1\"]; out = \"u\"; },"
+		  "{ name = \"a2\"; op = \"add\"; in = [\"x2\", \"x2\"]; out = \"x3\"; }");
 	assert_int_equal(s->per_op[op("m1")].out_tensor, tensor("hr")); /* the relu in m1's epilogue */
 	assert_int_equal(g->tensors[tensor("hr")].pitch, 92);
 	assert_int_equal(g->tensors[tensor("g")].pitch, 0); /* an add reads it too */
-	assert_int_equal(g->tensors[tensor("x")].pitch, 0);  /* a model input */
+	assert_int_equal(g->tensors[tensor("x")].pitch, 1000); /* a model input only matmuls read */
+	assert_int_equal(g->tensors[tensor("x2")].pitch, 0);   /* an add reads it too */
 	assert_int_equal(g->tensors[tensor("w2")].pitch, 1780);
 	/* m2's tiles (fp32, 268 rows: the FMA tile) read a and b as aligned rows, m4's a as odd ones */
 	const struct vcta *v2 = &s->v[s->per_op[op("m2")].first_vcta], *v4 = &s->v[s->per_op[op("m4")].first_vcta];
