@@ -25,18 +25,18 @@ enum { T = 256, BK = 64, RP = 128, STAGE = 2 * RP * BK * 2, ROWS = 8192, K = 512
 /* the consumer of a stage, cyc SM cycles of it, the way g_kind says: 0 every warp reads the clock
  * until then, 1 every warp sleeps (__nanosleep) between its reads of the clock, 2 warp 0 alone spins
  * (the others go on to the barrier), 3 every warp runs a chain of dependent FMAs as long, 4 as 0 with
- * the next stage's copies issued before the consumer instead of after it; thread 0 adds the
- * nanoseconds it took to spun[CTA] */
+ * the next stage's copies issued before the consumer instead of after it, 5 as 0 without the
+ * accounting below; thread 0 adds the nanoseconds it took to spun[CTA] (a load and a store of global
+ * memory a stage, which may wait behind the copies in flight: kind 5 tells) */
 __device__ int g_kind;
 __device__ unsigned long long spun[1024];
 __device__ float g_sink;
-__device__ __forceinline__ void spin(int cyc)
+__device__ __forceinline__ void spin(int cyc, int kind)
 {
 	if (cyc <= 0)
 		return;
 	uint64_t g0, g1;
 	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
-	const int kind = g_kind;
 	const long long t0 = clock64();
 	if (kind == 3) {
 		float x = threadIdx.x;
@@ -50,7 +50,7 @@ __device__ __forceinline__ void spin(int cyc)
 				__nanosleep(64);
 	}
 	asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
-	if (threadIdx.x == 0)
+	if (threadIdx.x == 0 && kind != 5)
 		spun[blockIdx.x] += g1 - g0;
 }
 
@@ -93,6 +93,7 @@ __device__ __forceinline__ void ring_init(uint32_t full, uint32_t empty, int st,
 /* the ring filled by bulk tensor copies: thread 0 issues a stage's two boxes on its mbarrier */
 __global__ void __launch_bounds__(T, 1) kt(const __grid_constant__ CUtensorMap map, int st, int spin_cyc)
 {
+	const int kind = g_kind; /* read once: no global load a stage */
 	extern __shared__ __align__(1024) char smem[];
 	const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(smem) + 1023u) & ~1023u;
 	const uint32_t bars = sbase + st * STAGE; /* st mbarriers of 8 bytes */
@@ -108,10 +109,10 @@ __global__ void __launch_bounds__(T, 1) kt(const __grid_constant__ CUtensorMap m
 		load(i);
 	for (int i = 0; i < total; i++) {
 		mb_wait(bars + 8 * (i % st), (uint32_t)((i / st) & 1));
-		const bool early = g_kind == 4; /* the slot of k-tile i - 1, freed by the last barrier */
+		const bool early = kind == 4; /* the slot of k-tile i - 1, freed by the last barrier */
 		if (early)
 			load(i + st - 1);
-		spin(spin_cyc);
+		spin(spin_cyc, kind);
 		__syncthreads();
 		if (!early)
 			load(i + st - 1);
@@ -123,6 +124,7 @@ __global__ void __launch_bounds__(T, 1) kt(const __grid_constant__ CUtensorMap m
  * wait on the stage's full barrier, consume it and arrive on its empty one; no CTA barrier. */
 __global__ void __launch_bounds__(T, 1) kw(const __grid_constant__ CUtensorMap map, int st, int spin_cyc)
 {
+	const int kind = g_kind; /* read once: no global load a stage */
 	extern __shared__ __align__(1024) char smem[];
 	const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(smem) + 1023u) & ~1023u;
 	const uint32_t full = sbase + st * STAGE, empty = full + 8 * st;
@@ -142,7 +144,7 @@ __global__ void __launch_bounds__(T, 1) kw(const __grid_constant__ CUtensorMap m
 	for (int i = 0; i < total; i++) {
 		const int s = i % st;
 		mb_wait(full + 8 * s, (uint32_t)((i / st) & 1));
-		spin(spin_cyc);
+		spin(spin_cyc, kind);
 		__syncwarp();
 		if ((tid & 31) == 0)
 			mb_arrive(empty + 8 * s);
@@ -154,6 +156,7 @@ __global__ void __launch_bounds__(T, 1) kw(const __grid_constant__ CUtensorMap m
  * stage i as the others do; each warp arrives on the stage's empty barrier when done with it. */
 __global__ void __launch_bounds__(T, 1) kx(const __grid_constant__ CUtensorMap map, int st, int spin_cyc)
 {
+	const int kind = g_kind; /* read once: no global load a stage */
 	extern __shared__ __align__(1024) char smem[];
 	const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(smem) + 1023u) & ~1023u;
 	const uint32_t full = sbase + st * STAGE, empty = full + 8 * st;
@@ -174,7 +177,7 @@ __global__ void __launch_bounds__(T, 1) kx(const __grid_constant__ CUtensorMap m
 				mb_wait(empty + 8 * (j % st), (uint32_t)(((i - 1) / st) & 1));
 			load(j);
 		}
-		spin(spin_cyc);
+		spin(spin_cyc, kind);
 		__syncwarp();
 		if ((tid & 31) == 0)
 			mb_arrive(empty + 8 * s);
@@ -184,9 +187,10 @@ __global__ void __launch_bounds__(T, 1) kx(const __grid_constant__ CUtensorMap m
 /* The consumer alone, no copies: what a stage costs beside them. */
 __global__ void __launch_bounds__(T, 1) kn(int spin_cyc)
 {
+	const int kind = g_kind; /* read once: no global load a stage */
 	const int total = REPS * (K / BK);
 	for (int i = 0; i < total; i++) {
-		spin(spin_cyc);
+		spin(spin_cyc, kind);
 		__syncthreads();
 	}
 }
@@ -194,6 +198,7 @@ __global__ void __launch_bounds__(T, 1) kn(int spin_cyc)
 /* the cp.async ring waits for its oldest group only: a kernel per ring depth, as the tile's */
 template <int ST> __global__ void __launch_bounds__(T, 1) kc(const uint16_t *m, int spin_cyc)
 {
+	const int kind = g_kind; /* read once: no global load a stage */
 	extern __shared__ __align__(1024) char smem[];
 	const uint32_t sbase = ((uint32_t)__cvta_generic_to_shared(smem) + 1023u) & ~1023u;
 	const int total = REPS * (K / BK);
@@ -207,10 +212,10 @@ template <int ST> __global__ void __launch_bounds__(T, 1) kc(const uint16_t *m, 
 	for (int i = 0; i < total; i++) {
 		asm volatile("cp.async.wait_group %0;\n" ::"n"(ST - 2) : "memory");
 		__syncthreads();
-		const bool early = g_kind == 4; /* the slot of k-tile i - 1, freed by the last barrier */
+		const bool early = kind == 4; /* the slot of k-tile i - 1, freed by the last barrier */
 		if (early)
 			load(i + ST - 1);
-		spin(spin_cyc);
+		spin(spin_cyc, kind);
 		__syncthreads();
 		if (!early)
 			load(i + ST - 1);
@@ -392,14 +397,15 @@ int main()
 	printf("# a stage by bulk tensor copies against cp.async, every CTA: %d bytes differ%s\n", bad, bad ? " (WRONG)" : "");
 
 	static const char *const kinds[] = {"every warp reads the clock", "every warp sleeps between reads", "warp 0 alone spins",
-					    "every warp's FMA chain", "the clock, next copies issued first"};
+					    "every warp's FMA chain", "the clock, next copies issued first",
+					    "every warp reads the clock, no accounting in global memory"};
 	printf("| CTAs | consumer cycles a stage (its ns) | kind | cp.async 3 stages | cp.async 6 | bulk tensor 3 | bulk tensor 6 |"
 	       " bulk tensor 6, warp-specialized | bulk tensor 6, no CTA barrier | the consumer alone |\n"
 	       "|---|---|---|---|---|---|---|---|---|---|\n");
 	const int ctas_list[] = {32, sms};
 	for (int ctas : ctas_list)
 		for (int sp : {0, 800})
-			for (int kind = 0; kind < (sp ? 5 : 1); kind++) {
+			for (int kind = 0; kind < (sp ? 6 : 1); kind++) {
 				CK(cudaMemcpyToSymbol(g_kind, &kind, sizeof kind));
 				double us[7];
 				for (int v = 0; v < 7; v++) {

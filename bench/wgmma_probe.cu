@@ -35,12 +35,17 @@
 #ifndef ARK_WGMMA_LAG
 #define ARK_WGMMA_LAG 1 /* -DARK_WGMMA_LAG=0: each stage's MMAs waited for, as in the loop kernel */
 #endif
+#ifdef WGMMA_PROBE_NOSTAMP /* the tile exactly as the loop kernel's: no stamps, no check for them */
+#define ARK_MM_TSTAMP(i) ((void)0)
+#endif
 __device__ long long *probe_stamps; /* [CTAs][16], null: no stamps */
+#ifndef ARK_MM_TSTAMP
 #define ARK_MM_TSTAMP(i)                                                                                  \
 	do {                                                                                              \
 		if (probe_stamps && threadIdx.x == 0)                                                       \
 			probe_stamps[(blockIdx.y * gridDim.x + blockIdx.x) * 16 + (i)] = clock64();           \
 	} while (0)
+#endif
 #include "ark_tiles.cuh"
 #include "bench_async.cuh"
 #include "bench_cuda.h"
