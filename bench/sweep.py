@@ -878,8 +878,9 @@ def table(rows, gpu):
 		if e["torch"] is None and e.get("torch_note"):
 			out.append("- %s, PyTorch: %s" % (e["name"], e["torch_note"]))
 	out += ["", "Medians per iteration: arkgen host-timed from doorbell to completion (--bench), PyTorch "
-		"by CUDA events around each forward (bench/torch_baseline.py); a PyTorch variant whose outputs "
-		"differ from eager is left out of the best."]
+		"by CUDA events around each forward (bench/torch_baseline.py), which leave out the host's launch "
+		"and its wait for completion; a PyTorch variant whose outputs differ from eager is left out of "
+		"the best."]
 	return "\n".join(out)
 
 
