@@ -1,11 +1,11 @@
 /* lower_pad.c: weights, model inputs that only matmuls read, and activations only matmuls write and
- * read, whose rows are not whole 16-byte vectors, laid out with rows padded to whole vectors. A matmul's tiles read an operand as
- * 16-byte vectors only where its rows start on 16 bytes: with b [N, K] of K = 4049 fp16 elements
- * (8098 bytes) or b [K, N] of odd N, few-row tiles cannot stream b and the tensor cores' tiles shift
- * every vector into place in shared memory (templates/op_matmul.cuh, ark_mm_kloop), 2-3x the time of
- * aligned rows (bench/NOTES.md). A weight is the matmul's to lay out: the runtime spaces its rows
- * out as it copies it into the arena (runtime/session.c, tensor_copy), so padding them costs nothing
- * per iteration. */
+ * read, whose rows are not whole 16-byte vectors, laid out with rows padded to whole vectors. A
+ * matmul's tiles read an operand as 16-byte vectors only where its rows start on 16 bytes: with b
+ * [N, K] of K = 4049 fp16 elements (8098 bytes) or b [K, N] of odd N, few-row tiles cannot stream b
+ * and the tensor cores' tiles shift every vector into place in shared memory
+ * (templates/op_matmul.cuh, ark_mm_kloop), 2-3x the time of aligned rows (bench/NOTES.md). A weight
+ * or an input is the matmul's to lay out: the runtime spaces its rows out as it copies it into the
+ * arena (runtime/session.c, tensor_copy), so padding them costs nothing per iteration. */
 #include <stdlib.h>
 
 #include "ark_model.h"
