@@ -1938,14 +1938,31 @@ __device__ __noinline__ void ark_matmul_tile(const ark_opp &p, int m0, int m1, i
 }
 
 /* REDUCE: tile (m0:m1, n0:n1) of out = act(sum over s < splits of ws[s] + bias) (+ the residual in[3]
- * with ARK_OPP_RESIDUAL). A thread takes four
- * adjacent columns of a row at a time, and U such groups together, so that the U x splits loads of
- * the workspace are all in flight before any is added (one group at a time left each thread waiting on
- * one L2 round trip per split and element: ~6 us for a 64 x 32 tile of two splits). */
-template <typename T>
-__device__ __noinline__ void ark_reduce_tile(const ark_opp &p, int m0, int m1, int n0, int n1, char *arena)
+ * with ARK_OPP_RESIDUAL). A thread takes four adjacent columns of a row (a group) at a time, U groups
+ * together, and reads 16 / U splits of them at once: all 16 of its 16-byte workspace loads are in
+ * flight before any is added. One split at a time left the tile waiting one L2 round trip a split
+ * (a 64 x 128 tile of four splits, 2 x 4 trips: 9.3 us; 1 x 128 of eight: 4.3), as one group at a
+ * time did before that (~6 us for 64 x 32 of two splits). U is the least of 1, 2, 4 that gives
+ * every thread its groups in one pass, so that a small tile reads many splits at once. */
+__device__ __forceinline__ float4 ark_ws_load4(const float *w, int nc, bool vec)
 {
-	constexpr int U = 4;
+	if (vec && nc == 4)
+		return *reinterpret_cast<const float4 *>(w);
+	float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+	if (nc > 0)
+		x.x = w[0];
+	if (nc > 1)
+		x.y = w[1];
+	if (nc > 2)
+		x.z = w[2];
+	if (nc > 3)
+		x.w = w[3];
+	return x;
+}
+template <typename T, int U>
+__device__ __forceinline__ void ark_reduce_groups(const ark_opp &p, int m0, int m1, int n0, int n1, char *arena)
+{
+	constexpr int QU = 16 / U; /* splits read at once */
 	const float *ws = reinterpret_cast<const float *>(arena + p.ws); /* [splits, M, N] */
 	const T *bias = p.flags & ARK_OPP_BIAS ? reinterpret_cast<const T *>(arena + p.in[2]) : nullptr;
 	const T *res = p.flags & ARK_OPP_RESIDUAL ? reinterpret_cast<const T *>(arena + p.in[3]) : nullptr;
@@ -1958,40 +1975,38 @@ __device__ __noinline__ void ark_reduce_tile(const ark_opp &p, int m0, int m1, i
 	const bool wv = (N & 3) == 0 && (n0 & 3) == 0 && ((uintptr_t)ws & 15) == 0 && (mn & 3) == 0;
 	const bool ov = (O & 3) == 0 && (n0 & 3) == 0 && ((uintptr_t)out & (4 * sizeof(T) - 1)) == 0;
 	const bool rv = (N & 3) == 0 && (n0 & 3) == 0 && ((uintptr_t)res & (4 * sizeof(T) - 1)) == 0;
-	ark_with_act(p.act, [&](auto f) {
-		for (int e0 = threadIdx.x; e0 < cnt; e0 += U * ARK_THREADS) {
-			size_t off[U], oo[U]; /* in the workspace and the residual, in out */
-			int nc[U];
-			float v[U][4];
+	for (int e0 = threadIdx.x; e0 < cnt; e0 += U * ARK_THREADS) {
+		size_t off[U], oo[U]; /* in the workspace and the residual, in out */
+		int nc[U];
+		float v[U][4];
 #pragma unroll
-			for (int u = 0; u < U; u++) {
-				const int e = e0 + u * ARK_THREADS, r = e / cw, c = 4 * (e - r * cw);
-				nc[u] = e < cnt ? min(4, C - c) : 0;
-				off[u] = (size_t)(m0 + r) * N + n0 + c;
-				oo[u] = (size_t)(m0 + r) * O + n0 + c;
-				/* the residual requested with the workspace's loads (no registers held): read
-				 * after the first store, a group at a time waited a round trip each */
-				if (res && nc[u] > 0)
-					asm volatile("prefetch.global.L1 [%0];\n" ::"l"(res + off[u]));
+		for (int u = 0; u < U; u++) {
+			const int e = e0 + u * ARK_THREADS, r = e / cw, c = 4 * (e - r * cw);
+			nc[u] = e < cnt ? min(4, C - c) : 0;
+			off[u] = (size_t)(m0 + r) * N + n0 + c;
+			oo[u] = (size_t)(m0 + r) * O + n0 + c;
+			/* the residual requested with the workspace's loads (no registers held): read
+			 * after the first store, a group at a time waited a round trip each */
+			if (res && nc[u] > 0)
+				asm volatile("prefetch.global.L1 [%0];\n" ::"l"(res + off[u]));
 #pragma unroll
-				for (int j = 0; j < 4; j++)
-					v[u][j] = bias && j < nc[u] ? ark_to_f(bias[n0 + c + j]) : 0.0f;
-			}
-			for (int q = 0; q < splits; q++) {
-				const float *w = ws + q * mn;
+			for (int j = 0; j < 4; j++)
+				v[u][j] = bias && j < nc[u] ? ark_to_f(bias[n0 + c + j]) : 0.0f;
+		}
+		for (int q0 = 0; q0 < splits; q0 += QU) {
+			float4 x[QU][U];
 #pragma unroll
-				for (int u = 0; u < U; u++) {
-					if (nc[u] == 4 && wv) {
-						const float4 x = *reinterpret_cast<const float4 *>(w + off[u]);
-						v[u][0] += x.x, v[u][1] += x.y, v[u][2] += x.z, v[u][3] += x.w;
-					} else {
+			for (int q = 0; q < QU; q++)
 #pragma unroll
-						for (int j = 0; j < 4; j++)
-							if (j < nc[u])
-								v[u][j] += w[off[u] + j];
-					}
-				}
-			}
+				for (int u = 0; u < U; u++)
+					x[q][u] = ark_ws_load4(ws + (q0 + q) * mn + off[u], q0 + q < splits ? nc[u] : 0, wv);
+#pragma unroll
+			for (int q = 0; q < QU; q++)
+#pragma unroll
+				for (int u = 0; u < U; u++)
+					v[u][0] += x[q][u].x, v[u][1] += x[q][u].y, v[u][2] += x[q][u].z, v[u][3] += x[q][u].w;
+		}
+		ark_with_act(p.act, [&](auto f) {
 #pragma unroll
 			for (int u = 0; u < U; u++) {
 				if (nc[u] == 0)
@@ -2006,8 +2021,19 @@ __device__ __noinline__ void ark_reduce_tile(const ark_opp &p, int m0, int m1, i
 				}
 				ark_mm_store4<T>(out + oo[u], v[u], nc[u], ov);
 			}
-		}
-	});
+		});
+	}
+}
+template <typename T>
+__device__ __noinline__ void ark_reduce_tile(const ark_opp &p, int m0, int m1, int n0, int n1, char *arena)
+{
+	const int cnt = (m1 - m0) * ((n1 - n0 + 3) >> 2);
+	if (cnt <= ARK_THREADS)
+		ark_reduce_groups<T, 1>(p, m0, m1, n0, n1, arena);
+	else if (cnt <= 2 * ARK_THREADS)
+		ark_reduce_groups<T, 2>(p, m0, m1, n0, n1, arena);
+	else
+		ark_reduce_groups<T, 4>(p, m0, m1, n0, n1, arena);
 }
 
 /* The templates of this file, as TMPL_CATALOG names them. */

@@ -1323,6 +1323,12 @@ static void cases_float(void)
 		case_matmul(dt, 135, 200, 777, false, false, ARK_ACT_NONE, 128, 128, 2);
 		case_matmul(dt, 5, 77, 200, false, true, ARK_OP_SIGMOID, 5, 77);
 		case_matmul(dt, 64, 384, 512, true, true, ARK_OP_SIGMOID, 64, 128);
+		/* REDUCE reading several splits at once: 1, 2 and 4 groups of columns a thread, more splits
+		 * than one pass of each reads (16, 8, 4), and odd N (columns past a group's whole vectors) */
+		case_matmul(dt, 1, 520, 4352, true, false, ARK_OP_SILU, 1, 128, 17);
+		case_matmul(dt, 16, 384, 4608, true, true, ARK_ACT_NONE, 16, 128, 9, 0, 8, true);
+		case_matmul(dt, 64, 256, 3072, false, true, ARK_OP_GELU, 64, 128, 6);
+		case_matmul(dt, 3, 77, 2000, false, true, ARK_OP_SIGMOID, 3, 77, 5);
 		/* odd K and N, misaligned rows: small tiles on the FMA path, larger ones on tensor cores
 		 * (fp16/bf16, operands staged through registers) or the FMA path (fp32) */
 		case_matmul(dt, 64, 777, 2481, false, true, ARK_ACT_NONE, 64, 128);
