@@ -66,29 +66,11 @@ __device__ __forceinline__ void ark_row_write(const T *x, T *y, int N, int gl, b
 		y[i] = ark_from_f<T>(f(i, ark_to_f(x[i])));
 }
 
-/* Asks L1 for the lines of row w [N] that this thread's elements will read (16-byte vectors of G
- * threads, as ark_row_scan and ark_row_write take them): prefetches hold no registers, so that every
- * line of a thread's part of the row is on its way at once and the passes' loads, one at a time,
- * find them in L1 (loads batched in registers instead spilled every tile function of the loop
- * kernel: bench/NOTES.md). */
-template <typename T, int G>
-__device__ __forceinline__ void ark_row_prefetch(const T *w, int N, int gl)
-{
-	constexpr int VEC = ark_dt<T>::vec;
-	for (int i = gl * VEC; i < N; i += G * VEC)
-		asm volatile("prefetch.global.L1 [%0];\n" ::"l"(w + i));
-}
-
 /* One row x [N] -> y [N], every value through act (a fused activation, ark_act_k) as it is stored. */
 template <typename T, int TMPL, int G, typename A>
 __device__ __forceinline__ void ark_row(const T *x, T *y, const T *gamma, const T *beta, int N, float eps, int gl,
 					bool vec, float *scratch, A act)
 {
-	ark_row_prefetch<T, G>(x, N, gl);
-	if constexpr (TMPL == ARK_T_LAYERNORM) {
-		ark_row_prefetch<T, G>(gamma, N, gl);
-		ark_row_prefetch<T, G>(beta, N, gl);
-	}
 	if constexpr (TMPL == ARK_T_SOFTMAX) {
 		float mx = -INFINITY;
 		ark_row_scan<T, G>(x, N, gl, vec, [&](float v) { mx = fmaxf(mx, v); });
