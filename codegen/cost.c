@@ -13,6 +13,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ark_smem.h" /* ARK_MM_STG_CH, ARK_MM_WARPS */
 #include "calib.h"
 #include "diag.h"
 #include "lower.h"
@@ -40,8 +41,42 @@ static int matmul_layout(const struct tiling *s, const struct op *o, int oi)
 	return aligned ? CALIB_L_KN : CALIB_L_KN_ODD;
 }
 
-/* What vCTA v is, as a table names tiles; -1 when no table measures its kind. */
-static int query_of(const struct tiling *s, const struct vcta *v, struct calib_query *q)
+/* The k-groups of the fp32 FMA tile of rows x cols over k (templates/op_matmul.cuh, ark_mm_ffma, whose
+ * rule this is): a thread takes an 8 x 8 block of the tile, tyx blocks in all, and the threads split k
+ * into G groups, G the largest power of two up to 16 with 2 G tyx <= threads and 8 G <= bk, bk the
+ * stage's depth (32, doubled up to 128 while k is deeper and the stage fits). */
+static int ffma_groups(int64_t rows, int64_t cols, int64_t k, int threads)
+{
+	const int64_t ty = (rows + 7) / 8, tx = (cols + 7) / 8, big = 8 * (ty > tx ? ty : tx);
+	int64_t bk = 32, g = 1;
+	while (bk < 128 && bk < k && 2 * bk * big <= 4 * ARK_MM_STG_CH * (int64_t)threads)
+		bk *= 2;
+	while (g < 16 && 2 * g * ty * tx <= threads && 2 * g * 4 <= bk)
+		g *= 2;
+	return (int)g;
+}
+
+/* The rows an fp32 FMA tile of rows x cols over k is priced at. Where the threads bound its k-groups
+ * (2 G blocks > threads), the most rows (to 128, in blocks of 8) that keep them: a thread's share of
+ * the FMAs is its block over k / G, so the tile takes as long as the largest one of the same G,
+ * whatever its rows: 39 x 32 (5 x 4 blocks, G 8) as 64 x 32 (G 8), where 32 x 32 has G 16. Priced by
+ * interpolation between the table's rows 32 and 64, the 39 x 32 x 1152 tiles of sw796233679_003
+ * were 0.76 of what they took (bench/NOTES.md). Where G is at its cap (16, or the stage's depth),
+ * more rows add threads and the loads of their rows: its own rows. */
+static int64_t ffma_rows(int64_t rows, int64_t cols, int64_t k, int threads)
+{
+	const int g = ffma_groups(rows, cols, k, threads);
+	if (2 * (int64_t)g * ((rows + 7) / 8) * ((cols + 7) / 8) <= threads)
+		return rows;
+	int64_t r = (rows + 7) / 8 * 8;
+	while (r + 8 <= 128 && ffma_groups(r + 8, cols, k, threads) == g)
+		r += 8;
+	return r;
+}
+
+/* What vCTA v is, as a table names tiles; -1 when no table measures its kind. threads: the tiles'
+ * threads per CTA (the table's). */
+static int query_of(const struct tiling *s, const struct vcta *v, struct calib_query *q, int threads)
 {
 	const struct graph *g = s->g;
 	if (!calib_tmpl_name(v->tmpl) || v->opp >= g->n_ops) /* not a tile, or a transfer between GPUs */
@@ -60,6 +95,8 @@ static int query_of(const struct tiling *s, const struct vcta *v, struct calib_q
 		/* a tile of few rows on the tensor cores or the fp32 FMA tile (the last of a matmul of many
 		 * rows, or one of a 16-bit matmul of more rows than streaming takes; templates/op_matmul.cuh,
 		 * ark_mm_sub) is priced as the smallest tile there, not as a streaming one */
+		if (tile_matmul_ffma(s, v))
+			q->m = ffma_rows(q->m, q->n, q->k, threads);
 		if (q->m <= CALIB_SMALL_M && (tile_matmul_mma(s, v) || tile_matmul_ffma(s, v)))
 			q->m = CALIB_SMALL_M + 1;
 		break;
@@ -186,7 +223,7 @@ void cost_calibrate(struct tiling *s, const struct calib_table *t, const struct 
 		struct calib_query q;
 		double us[2];
 		double qs = 1;
-		if (query_of(s, &s->v[i], &q) < 0 || (qs = quant_scale(s, &s->v[i], &q), lookup(s, &s->v[i], t, &q, us) < 0)) {
+		if (query_of(s, &s->v[i], &q, t->threads > 0 ? t->threads : 32 * ARK_MM_WARPS) < 0 || (qs = quant_scale(s, &s->v[i], &q), lookup(s, &s->v[i], t, &q, us) < 0)) {
 			if (calib_tmpl_name(s->v[i].tmpl) && s->v[i].opp < s->g->n_ops)
 				s->calib_missing |= 1u << s->v[i].tmpl;
 			continue;
@@ -207,7 +244,7 @@ double cost_vcta_us(const struct tiling *s, const struct vcta *v, const struct c
 {
 	struct calib_query q;
 	double us[2];
-	if (query_of(s, v, &q) < 0)
+	if (query_of(s, v, &q, t && t->threads > 0 ? t->threads : 32 * ARK_MM_WARPS) < 0)
 		return gpu->task_us;
 	const double qs = quant_scale(s, v, &q);
 	if (!t || lookup(s, v, t, &q, us) < 0)

@@ -261,11 +261,15 @@ static void pick_matmul(struct tiling *s, int oi, int64_t M, int64_t N, int64_t 
 	double best = rule;
 	const int64_t rule_nv = mt * cdiv(N, tn) * splits;
 	int64_t best_nv = rule_nv;
-	static const int tms[] = {64, 128}, tns[] = {8, 16, 32, 64, 128};
+	/* tile rows: the fp32 FMA tile's threads split k into more groups where its rows are fewer
+	 * (ffma_groups, codegen/cost.c), so 32-row tiles take it half the k a thread of 39 to 64 rows,
+	 * for b read twice as often: the search weighs them (16-bit mma tiles: 64 and 128) */
+	static const int tms[] = {32, 64, 128}, tns[] = {8, 16, 32, 64, 128};
 	static const int64_t sps[] = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
-	for (size_t i = 0; i < (M <= 16 ? 1 : sizeof tms / sizeof tms[0]); i++) {
+	const size_t tm0 = es == 4 ? 0 : 1;
+	for (size_t i = tm0; i < (M <= 16 ? tm0 + 1 : sizeof tms / sizeof tms[0]); i++) {
 		int ctm = M <= 16 ? (int)M : tms[i];
-		if (i > 0 && tms[i - 1] >= M)
+		if (i > tm0 && tms[i - 1] >= M)
 			break; /* one tile row already holds M */
 		for (size_t j = 0; j < sizeof tns / sizeof tns[0]; j++) {
 			int ctn = tns[j];
