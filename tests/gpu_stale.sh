@@ -58,7 +58,7 @@ else
 	build_all "$bin" || { echo "1..1"; echo "not ok 1 - build of the models"; exit 1; }
 fi
 
-echo "1..11"
+echo "1..10"
 i=0
 run() { # description, grep pattern the output must hold (or ""), command...
 	what=$1 want=$2
