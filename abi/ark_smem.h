@@ -67,6 +67,7 @@
 #define ARK_SMEM_ELEMENTWISE 0          /* ELEMENTWISE, EW_CHAIN (op_elementwise.cuh) */
 #define ARK_SMEM_ROWS (ARK_THREADS / 32 * 4) /* SOFTMAX, LAYERNORM, RMSNORM, L2NORM: a float per warp (op_rows.cuh) */
 #define ARK_SMEM_COPY 0                 /* op_copy.cuh */
+#define ARK_SMEM_EMBEDDING (ARK_THREADS * 4) /* EMBEDDING: the ids of up to ARK_THREADS rows (op_view.cuh) */
 /* STRIDED (op_view.cuh): a transposed box of at most ARK_STRIDED_BOX x ARK_STRIDED_BOX elements of 4
  * bytes or less, its rows one longer */
 #define ARK_STRIDED_BOX 64

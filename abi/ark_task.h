@@ -65,7 +65,7 @@ enum ark_span {
 	/* query rows m0:m1 (of out viewed as [B*Sq, H*Dh], one batch) x one head's columns n0:n1, all keys */    \
 	R(X, ATTENTION, ark_tile_attention, ARK_SMEM_ATTENTION, ARK_SPAN_TILE, "attention")                        \
 	/* rows m0:m1 of out [M, N]: row r is row in[0][r] (int32 ids) of the table in[1] [K, N] */                \
-	R(X, EMBEDDING, ark_tile_embedding, 0, ARK_SPAN_ROWS, "embedding")                                         \
+	R(X, EMBEDDING, ark_tile_embedding, ARK_SMEM_EMBEDDING, ARK_SPAN_ROWS, "embedding")                        \
 	/* elements k0:k1 of out (ndim, oshape): out[i] = in[0][sum of i's indices times istride[0]]; a        \
 	 * transpose of the last two dimensions (opp.boxed): the box (m0:m1, n0:n1) of out's 2-D view */          \
 	R(X, STRIDED, ark_tile_strided, ARK_SMEM_STRIDED, ARK_SPAN_ELEMS, "strided copy")                          \
@@ -146,7 +146,7 @@ struct ark_wait {
 	X(PUSH, 4)        /* COPY: out is in peers[peer] (stores over NVLink/PCIe), in[0] here */        \
 	X(MASK, 5)        /* REDUCE_MEAN: in[1] is a mask (mask_dtype); ATTENTION: a key mask [B, Skv] */    \
 	X(CAUSAL, 6)      /* ATTENTION: query i sees key j iff j <= i + Skv - Sq */                          \
-	X(RESIDUAL, 7)    /* MATMUL, REDUCE: in[3] [M, N] (out's dtype) added last (a fused add) */
+	X(RESIDUAL, 7)    /* MATMUL, REDUCE, EMBEDDING: in[3] [M, N] (out's dtype) added last (a fused add) */
 
 enum ark_opp_flag {
 #define X(id, bit) ARK_OPP_##id = 1u << (bit),
@@ -199,7 +199,7 @@ struct ark_opp {
 			   * params of the chain's ops, in order, in the entries right after this one */
 	int32_t peer;     /* COPY: GPU holding in[0] (-1: this GPU), or out with ARK_OPP_PUSH; DMA: dst */
 	uint64_t in[4];   /* inputs: matmul a, b, bias, residual (ARK_OPP_RESIDUAL); elementwise a, b; norms
-			   * a, gamma, beta */
+			   * a, gamma, beta; embedding ids, table, -, residual (ARK_OPP_RESIDUAL) */
 	uint64_t out;
 	uint64_t ws;      /* matmul split-K workspace: fp32 [splits, M, N] */
 	int64_t M, N, K;  /* matmul: out [M, N] = a [M, K] . b; others: out viewed as [M, N]; embedding:

@@ -203,7 +203,7 @@ static void emit_header(const struct emitter *e)
 	 * choice ark_mm_sub makes, or a streaming tile off its alignment), and of their four instances
 	 * only those taken: each costs the loop kernel registers and stack in every model that includes
 	 * it, the models that never run it too. The fp32 FMA tile of stages likewise (tile_matmul_ffma). */
-	int used[ARK_DTYPE__COUNT] = {0}, mma = 0, ffma = 0, att = 0, dec = 0, quant = 0;
+	int used[ARK_DTYPE__COUNT] = {0}, mma = 0, ffma = 0, att = 0, dec = 0, quant = 0, emb_res = 0;
 	int stream_mb[2] = {0, 0}; /* b [K, N], b [N, K]: the row classes a streaming tile may take */
 	unsigned staged = 0;       /* the instances of the tiles of stages their tiles take (staged_instance) */
 	unsigned mmq_rows = 0;     /* the quantized tiles' row classes, q4_1 in bits 0-4, q8_0 in 8-12 */
@@ -217,6 +217,9 @@ static void emit_header(const struct emitter *e)
 		       x->tmpl == ARK_T_ARGMAX || x->tmpl == ARK_T_ARGMAX_COMBINE;
 		const struct op *xo = &g->ops[x->op]; /* argmax computes in its input's dtype */
 		quant |= (xo->n_in > 1 && ark_dtype_quantized(g->tensors[xo->in[1]].dtype)) || x->tmpl == ARK_T_DEQUANT;
+		/* an embedding of a plain table with a fused add (op_view.cuh's function of its own) */
+		emb_res |= x->tmpl == ARK_T_EMBEDDING && s->per_op[x->op].residual >= 0 &&
+			   !ark_dtype_quantized(g->tensors[xo->in[1]].dtype);
 		const int dt = g->tensors[xo->kind == ARK_OP_ARGMAX ? xo->in[0] : xo->out[0]].dtype;
 		used[dt] = 1;
 		const int mm = x->tmpl == ARK_T_MATMUL || x->tmpl == ARK_T_MATMUL_PARTIAL;
@@ -281,6 +284,8 @@ static void emit_header(const struct emitter *e)
 		out(f, "#define ARK_TILES_DECODE 1\n");
 	if (quant) /* the same: q4_1 / q8_0 weights (op_quant.cuh) */
 		out(f, "#define ARK_TILES_QUANT 1\n");
+	if (tmpl_used[ARK_T_EMBEDDING]) /* on by default (op_view.cuh): said where an embedding runs */
+		out(f, "#define ARK_EMB_RESIDUAL %d\n", emb_res);
 	for (int o = 0; o < g->n_ops; o++)
 		if (chain_compiled(s, o)) { /* chains compiled with their steps */
 			out(f, "#ifndef ARK_CHAIN_TEMPLATE /* defined: every chain on the template that reads its "
@@ -511,6 +516,7 @@ static void emit_opp(const struct emitter *e, int oi, unsigned extra_flags, int 
 		K = s->rows[o->in[0]] - s->rows[o->in[1]] + 1; /* positions 0..L-T; others abort the iteration */
 	} else if (o->kind == ARK_OP_EMBEDDING) {
 		K = s->rows[o->in[1]]; /* V: ids outside 0..V-1 abort the iteration */
+		flags |= pl->residual >= 0 ? ARK_OPP_RESIDUAL : 0; /* in[3], added to every row */
 	} else if (op_info[o->kind].flags & ARK_OPF_VIEW) {
 		ARK_ASSERT(o->copied);
 		int64_t at;

@@ -195,6 +195,53 @@ static void fuse_residual_into_matmul(struct tiling *s)
 	free(level);
 }
 
+/* Whether add o's inputs have its output's dtype and number of elements: their shapes differ in
+ * dimensions of size 1 at most (a broadcast that changed a count would change the output's), so
+ * element e of each is element e of the output ([1, S, D] + [S, D]). */
+static int add_flat(const struct graph *g, const struct op *o)
+{
+	const struct tensor *to = &g->tensors[o->out[0]];
+	for (int i = 0; i < o->n_in; i++) {
+		const struct tensor *ti = &g->tensors[o->in[i]];
+		if (ti->dtype != to->dtype || tensor_elems(ti) != tensor_elems(to) ||
+		    ti->shape[ti->ndim - 1] != to->shape[to->ndim - 1])
+			return 0;
+	}
+	return 1;
+}
+
+/* An add of an embedding's rows and a tensor of as many elements (an encoder's token embedding plus
+ * its position embedding, [1, S, D] + [S, D]) that no matmul took as its residual and no chain took
+ * (after fuse_chains: a chain of the add and the ops after it saves as much, and a lone broadcast op
+ * left behind by the add would run on the slower broadcasting tile): the embedding's tiles add the
+ * tensor's row to each row they gather, a dependency level and a tensor less. The addend may come
+ * from any level (an embedding's task is a few round trips, as long as the add's it replaces); an
+ * embedding that reads a state is left alone, as a matmul is. */
+static void fuse_add_into_embedding(struct tiling *s)
+{
+	struct graph *g = s->g;
+	for (int i = 0; i < g->n_ops; i++) {
+		const struct op *o = &g->ops[i];
+		if (o->kind != ARK_OP_ADD || o->in[0] == o->in[1] || s->per_op[i].fused_into >= 0 ||
+		    s->per_op[i].chain_len || !add_flat(g, o))
+			continue;
+		for (int j = 0; j < 2; j++) {
+			const int t = o->in[j], e = g->tensors[t].producer;
+			const struct tensor *h = &g->tensors[t];
+			if (e < 0 || h->n_readers != 1 || h->role == ARK_ROLE_OUTPUT || g->ops[e].kind != ARK_OP_EMBEDDING)
+				continue;
+			struct op_tiling *pl = &s->per_op[e];
+			if (pl->out_tensor != t || pl->residual >= 0 || g->ops[e].gpu != o->gpu || reads_state(g, &g->ops[e]))
+				continue;
+			s->per_op[i].fused_into = e;
+			pl->residual = o->in[1 - j];
+			pl->residual_op = i;
+			pl->out_tensor = o->out[0];
+			break;
+		}
+	}
+}
+
 /* Whether an op of kind k fused on matmul i's a pays. A norm: where its tiles take the quantized
  * streaming path of op_quant.cuh (at most ARK_MM_SMALL_M rows, b in q4_1 / q8_0 blocks). The plain
  * streaming paths stage a fused norm too (ark_mm_sub sends them every tile of up to ARK_MM_SMALL_M
@@ -390,4 +437,5 @@ void fuse_graph(struct tiling *s)
 	fuse_pre_into_matmul(s);
 	fuse_act_into(s, rows_take);
 	fuse_chains(s);
+	fuse_add_into_embedding(s);
 }

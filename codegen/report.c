@@ -108,7 +108,7 @@ void report_schedule(const struct arkgen_result *r, FILE *f)
 	const struct graph *g = &r->graph;
 	const struct tiling *s = &r->tiling;
 	const struct schedule *p = &r->schedule[0];
-	int fused = 0, reduced = 0, rowed = 0, chained = 0, splitk = 0;
+	int fused = 0, reduced = 0, rowed = 0, embedded = 0, chained = 0, splitk = 0;
 	for (int i = 0; i < g->n_ops; i++) {
 		int into = s->per_op[i].fused_into;
 		enum ark_op_kind k = into >= 0 ? g->ops[into].kind : ARK_OP__COUNT;
@@ -116,7 +116,8 @@ void report_schedule(const struct arkgen_result *r, FILE *f)
 		fused += k == ARK_OP_MATMUL;
 		reduced += k == ARK_OP_ALL_REDUCE;
 		rowed += row;
-		chained += into >= 0 && k != ARK_OP_MATMUL && k != ARK_OP_ALL_REDUCE && !row;
+		embedded += k == ARK_OP_EMBEDDING;
+		chained += into >= 0 && k != ARK_OP_MATMUL && k != ARK_OP_ALL_REDUCE && k != ARK_OP_EMBEDDING && !row;
 		splitk += s->per_op[i].splits > 1;
 	}
 	fprintf(f, "%s: %d ops (%d fused into a matmul, ", g->name, g->n_ops, fused);
@@ -124,6 +125,8 @@ void report_schedule(const struct arkgen_result *r, FILE *f)
 		fprintf(f, "%d into an all_reduce, ", reduced);
 	if (rowed)
 		fprintf(f, "%d into a softmax or norm, ", rowed);
+	if (embedded)
+		fprintf(f, "%d into an embedding, ", embedded);
 	fprintf(f, "%d into an elementwise chain, %d split along K), %d vCTAs on %d SMs\n", chained, splitk, s->n_vcta,
 		p->pl.sms);
 	fprintf(f, "  dependencies: %lld hazards, %lld edges after transitive reduction, %lld waits on %d counters "

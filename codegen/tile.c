@@ -806,14 +806,35 @@ static void tile_attention(struct tiling *s, int oi)
 		}
 }
 
+/* An EMBEDDING task of `rows` rows of D elements of es bytes. A plain table's rows without a fused
+ * add are copied a row at a time, its id read first (op_view.cuh): the fixed latency fitted to
+ * traces (fixed_latency_us). A quantized table's, or rows with a fused add: the task's ids read (one
+ * round trip), then its (row, unit) pairs over the threads, a batch of loads in flight a thread at a
+ * time (8-element units of a quantized table four at a time; 16-byte vectors four at a time, single
+ * elements eight), each batch a round trip; the ids' barrier and check beside them. */
+static double embedding_us(int64_t rows, int64_t D, int64_t es, int quant, int residual)
+{
+	if (!quant && !residual)
+		return 0;
+	int64_t unit, batch;
+	if (quant) {
+		unit = 8 * es, batch = 4;
+	} else {
+		const int64_t vec = (D * es) % 16 ? es : 16; /* the tensors are 16-byte aligned: the rows decide */
+		unit = vec, batch = vec == 16 ? 4 : 8;
+	}
+	const int64_t pairs = rows * cdiv(D * es, unit), passes = cdiv(cdiv(pairs, 256), batch); /* 256 threads */
+	return (double)(1 + passes) * RM_RT_US + RM_SUM_US;
+}
+
 /* embedding: ranges of rows of out [R, D] (R ids), about one per SM and at least 4 rows each; a row
- * is the table's row ids[r], copied. */
+ * is the table's row ids[r], copied or dequantised (embedding_us). */
 static void tile_embedding(struct tiling *s, int oi)
 {
 	struct graph *g = s->g;
 	struct op *o = &g->ops[oi];
 	struct op_tiling *pl = &s->per_op[oi];
-	int ids = o->in[0], tab = o->in[1], out = o->out[0];
+	int ids = o->in[0], tab = o->in[1], out = pl->out_tensor, res = pl->residual; /* a fused add's (fuse.c) */
 	int64_t R = s->rows[out], D = s->cols[out], es = esize(s, out), Ci = s->cols[ids];
 	int64_t tr = imax(imin(4, R), cdiv(R, s->opt.sms));
 	pl->tm = (int)imin(tr, INT32_MAX);
@@ -825,8 +846,11 @@ static void tile_embedding(struct tiling *s, int oi)
 		const struct region idr = range_box(ids, r0, r1, Ci); /* id of out row r: element r of ids */
 		vcta_add_read(v, ids, idr.r0, idr.r1, idr.c0, idr.c1);
 		vcta_add_read(v, tab, 0, s->rows[tab], 0, s->cols[tab]); /* any row: a weight, written by nobody */
+		if (res >= 0)
+			vcta_add_read(v, res, r0, r1, 0, D);
 		v->write = (struct region){out, r0, r1, 0, D};
-		v->bytes = (double)((r1 - r0) * (es * D + s->cols[tab] * esize(s, tab) + 4));
+		v->bytes = (double)((r1 - r0) * ((res >= 0 ? 2 : 1) * es * D + s->cols[tab] * esize(s, tab) + 4));
+		v->lat_us = embedding_us(r1 - r0, D, es, ark_dtype_quantized(g->tensors[tab].dtype), res >= 0);
 	}
 }
 
@@ -1219,8 +1243,9 @@ static void run_tiler(struct tiling *s, int oi, tiler_fn *fn)
  * whose tilers set none: the memory round trips one after another that their bytes alone do not
  * price (an id or a position read before the rows it names, a reduction before its store). Fitted to
  * the traced task times of a fresh sweep draw on an H100 (bench/NOTES.md), against 1.0-1.7 us
- * predicted without them: EMBEDDING 3.6-6.0 us, ROPE 2.7-3.5, L2NORM 1.7-5.1, ARGMAX ~1.9x, KV_APPEND
- * 2.0-2.6, ASSIGN 1.5-2.0 (REDUCE_MEAN's tiler prices its round trips, reduce_mean_us). */
+ * predicted without them: EMBEDDING 3.6-6.0 us (a plain table's rows without a fused add; the
+ * others embedding_us prices), ROPE 2.7-3.5, L2NORM 1.7-5.1, ARGMAX ~1.9x, KV_APPEND 2.0-2.6, ASSIGN
+ * 1.5-2.0 (REDUCE_MEAN's tiler prices its round trips, reduce_mean_us). */
 static double fixed_latency_us(enum ark_tmpl t)
 {
 	switch (t) {

@@ -24,6 +24,37 @@ template <> struct ark_qblk<ARK_Q8_0> {
 	static constexpr int bytes = 34;
 };
 
+/* An EMBEDDING task's rows m0:m1 in chunks of up to ARK_THREADS rows: each chunk's ids into sid
+ * (shared memory, ARK_SMEM_EMBEDDING), one load a thread, checked by one barrier (thread 0 records
+ * the first id outside 0..K-1 as the fault, ark_tile_fault), then rows(sid, c0, nr) gathers the
+ * chunk's rows c0 : c0 + nr, all of them at once (a row at a time, its id read first, took two
+ * round trips to memory a row: bench/NOTES.md). All threads. */
+template <typename F>
+__device__ __forceinline__ void ark_emb_chunks(const ark_opp &p, uint32_t m0, uint32_t m1, const ark_tile_env &e, F &&rows)
+{
+	const int32_t *ids = reinterpret_cast<const int32_t *>(e.arena + p.in[0]);
+	int32_t *sid = reinterpret_cast<int32_t *>(e.smem);
+	for (uint32_t c0 = m0; c0 < m1; c0 += ARK_THREADS) { /* uniform */
+		const uint32_t nr = min(m1 - c0, (uint32_t)ARK_THREADS);
+		if (c0 != m0)
+			__syncthreads(); /* the last chunk's ids read by all */
+		bool bad = false;
+		if (threadIdx.x < nr) {
+			const int32_t id = ids[c0 + threadIdx.x];
+			sid[threadIdx.x] = id;
+			bad = id < 0 || (int64_t)id >= p.K;
+		}
+		if (__syncthreads_or(bad) && threadIdx.x == 0) {
+			for (uint32_t r = 0; r < nr; r++)
+				if (sid[r] < 0 || (int64_t)sid[r] >= p.K) {
+					ark_tile_fault(e, c0 + r + 1, sid[r]);
+					break;
+				}
+		}
+		rows(sid, c0, nr);
+	}
+}
+
 #if ARK_TILES_QUANT
 
 /* ARK_MMQ_MMA 0: fp16 and bf16 a take the FMA stream (ark_mmq_stream) as fp32 a does. ARK_MMQ_P:
@@ -714,48 +745,136 @@ __device__ void ark_mmq_sub(const ark_mm &g, int m0, int m1, int n0, int n1, int
 	}
 }
 
-/* EMBEDDING of a quantized table: rows m0:m1 of out [M, N] (p.dtype); row r is row ids[r] of the
- * table [K, N] in blocks, dequantised element by element (an embedding reads one row per id). */
-template <typename T>
-__device__ void ark_embedding_q_rows(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+/* EMBEDDING of a quantized table: rows r0 : r0 + rows of out [M, N] (p.dtype); row r is row
+ * ids[r - r0] of the table [K, N] in blocks (ids: the task's, in shared memory), zeros where the id
+ * is outside 0..K-1. A unit is 8 elements, a quarter of a block, as DEQUANT's (ark_dq_unit, the same
+ * values): the (row, unit) pairs of all rows over the threads, the words of B units loaded before
+ * any is dequantised, so that a task of a few rows takes a round trip or two to memory (element by
+ * element, a row at a time, it took one a thread's element: 9 a row of 2176). */
+template <typename T, int QT>
+__device__ __forceinline__ void ark_embedding_q_units(const ark_opp &p, const int32_t *ids, uint32_t r0, uint32_t rows,
+						      const ark_tile_env &e)
 {
-	const int bb = p.wdtype == ARK_Q4_1 ? 20 : 34;
-	const size_t row = (size_t)p.N / 32 * bb;
-	const int32_t *ids = reinterpret_cast<const int32_t *>(e.arena + p.in[0]);
-	const unsigned char *tab = reinterpret_cast<const unsigned char *>(e.arena + p.in[1]);
-	T *out = reinterpret_cast<T *>(e.arena + p.out);
-	for (uint32_t r = t.m0; r < t.m1; r++) {
-		const int32_t id = ids[r]; /* the same for every thread */
-		T *dst = out + (size_t)r * p.N;
-		if (id < 0 || (int64_t)id >= p.K) {
-			for (int64_t i = threadIdx.x; i < p.N; i += ARK_THREADS)
-				dst[i] = ark_from_f<T>(0.0f);
-			if (threadIdx.x == 0 && e.fault && atomicCAS(&e.fault[0], 0u, r + 1) == 0)
-				e.fault[1] = (uint32_t)id;
-			continue;
+	constexpr int BB = ark_qblk<QT>::bytes, VEC = ark_dt<T>::vec, B = 4;
+	const char *tab = e.arena + p.in[1];
+	T *out = reinterpret_cast<T *>(e.arena + p.out) + (size_t)r0 * p.N;
+	/* a fused add (ARK_OPP_RESIDUAL): its unit loaded with the blocks' words where aligned */
+	const T *res = p.flags & ARK_OPP_RESIDUAL ? reinterpret_cast<const T *>(e.arena + p.in[3]) + (size_t)r0 * p.N : nullptr;
+	const bool ovec = ark_aligned16(out) && p.N % 8 == 0, rvec = res && ark_aligned16(res);
+	const uint32_t upr = (uint32_t)(p.N / 8), rb = (uint32_t)(p.N / 32 * BB), n = rows * upr;
+	const uint32_t dr = ARK_THREADS / upr, dc = ARK_THREADS - dr * upr;
+	uint32_t r = threadIdx.x / upr, c = threadIdx.x - r * upr; /* pair i's row and unit */
+	for (uint32_t i = threadIdx.x; i < n; i += B * ARK_THREADS) {
+		uint32_t w[B][5], at[B]; /* a unit's words (q4_1: d and m, two of nibbles; q8_0: d, three of int8) */
+		int sh[B];
+		uint4 x[B][8 / VEC]; /* the residual's 8 elements */
+#pragma unroll
+		for (int u = 0; u < B; u++) {
+			at[u] = r * upr + c;
+			if (rvec && i + u * ARK_THREADS < n)
+#pragma unroll
+				for (int k = 0; k < 8 / VEC; k++)
+					x[u][k] = ark_ld16(res + (size_t)at[u] * 8 + k * VEC);
+			const int32_t id = i + u * ARK_THREADS < n ? ids[r] : -1;
+			const bool ok = id >= 0 && id < p.K;
+			const char *blk = tab + (size_t)(ok ? id : 0) * rb + (size_t)(c >> 2) * BB; /* q4_1: 4-byte aligned; q8_0: 2 */
+			const int qq = (int)(c & 3);
+			if (QT == ARK_Q4_1) {
+				const uint32_t *bw = reinterpret_cast<const uint32_t *>(blk);
+				w[u][0] = ok ? bw[0] : 0u;
+				w[u][1] = ok ? bw[1 + 2 * (qq & 1)] : 0u;
+				w[u][2] = ok ? bw[2 + 2 * (qq & 1)] : 0u;
+				sh[u] = ok ? 4 * (qq >> 1) : -1;
+			} else {
+				/* d in the word that holds it; the unit's 8 int8 at 2 + 8 qq in two words, or three
+				 * where they start 2 bytes into one (the third then ends inside the block's last word) */
+				const uintptr_t o = (uintptr_t)blk, a = o + 2 + 8 * qq;
+				const uint32_t *bd = reinterpret_cast<const uint32_t *>(o & ~(uintptr_t)3);
+				const uint32_t *ba = reinterpret_cast<const uint32_t *>(a & ~(uintptr_t)3);
+				const uint32_t hi = (uint32_t)(a & 2) * 8u;
+				w[u][0] = ok ? bd[0] >> ((o & 2) * 8u) : 0u;
+				w[u][1] = ok ? ba[0] : 0u;
+				w[u][2] = ok ? ba[1] : 0u;
+				w[u][3] = ok && hi ? ba[2] : 0u;
+				sh[u] = ok ? (int)hi : -1;
+			}
+			r += dr, c += dc;
+			if (c >= upr)
+				c -= upr, r++;
 		}
-		const unsigned char *src = tab + (size_t)id * row;
-		for (int64_t i = threadIdx.x; i < p.N; i += ARK_THREADS) {
-			const unsigned char *blk = src + (size_t)(i / 32) * bb;
-			const int j = (int)(i % 32);
-			const float d = ark_q_h2f(blk[0] | blk[1] << 8);
-			float v;
-			if (p.wdtype == ARK_Q4_1)
-				v = d * (float)(j < 16 ? blk[4 + j] & 15 : blk[4 + j - 16] >> 4) + ark_q_h2f(blk[2] | blk[3] << 8);
-			else
-				v = d * (float)(signed char)blk[2 + j];
-			dst[i] = ark_from_f<T>(v);
+#pragma unroll
+		for (int u = 0; u < B; u++) {
+			if (i + u * ARK_THREADS >= n)
+				continue;
+			float q[8], v[8];
+			const float d = ark_q_h2f(w[u][0]);
+			if (QT == ARK_Q4_1) {
+				ark_q_bytes_f((w[u][1] >> max(sh[u], 0)) & 0x0f0f0f0fu, 8388608.0f, &q[0]);
+				ark_q_bytes_f((w[u][2] >> max(sh[u], 0)) & 0x0f0f0f0fu, 8388608.0f, &q[4]);
+			} else {
+				ark_q_bytes_f(__funnelshift_rc(w[u][1], w[u][2], max(sh[u], 0)) ^ 0x80808080u, 8388736.0f, &q[0]);
+				ark_q_bytes_f(__funnelshift_rc(w[u][2], w[u][3], max(sh[u], 0)) ^ 0x80808080u, 8388736.0f, &q[4]);
+			}
+			const float mn = QT == ARK_Q4_1 ? ark_q_h2f(w[u][0] >> 16) : 0.0f;
+#pragma unroll
+			for (int k = 0; k < 8; k++) /* as ark_dq_unit: no fused multiply-add */
+				v[k] = sh[u] < 0 ? 0.0f : QT == ARK_Q4_1 ? __fadd_rn(__fmul_rn(d, q[k]), mn) : __fmul_rn(d, q[k]);
+			if (res) { /* the row as the add would read it (rounded to T), plus the residual's */
+				float xf[8];
+				if (rvec) {
+#pragma unroll
+					for (int k = 0; k < 8 / VEC; k++)
+						ark_unpack<T>(x[u][k], xf + k * VEC);
+				} else {
+#pragma unroll
+					for (int k = 0; k < 8; k++)
+						xf[k] = ark_to_f(res[(size_t)at[u] * 8 + k]);
+				}
+#pragma unroll
+				for (int k = 0; k < 8; k++)
+					v[k] = ark_to_f(ark_from_f<T>(v[k])) + xf[k];
+			}
+			T *dst = out + (size_t)at[u] * 8;
+			if (ovec) {
+#pragma unroll
+				for (int k = 0; k < 8; k += VEC)
+					ark_st16(dst + k, ark_pack<T>(v + k));
+			} else {
+#pragma unroll
+				for (int k = 0; k < 8; k++)
+					dst[k] = ark_from_f<T>(v[k]);
+			}
 		}
 	}
 }
 
+template <typename T>
+__device__ __noinline__ void ark_embedding_q_rows(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+{
+	ark_emb_chunks(p, t.m0, t.m1, e, [&](const int32_t *sid, uint32_t c0, uint32_t nr) {
+		if (p.wdtype == ARK_Q4_1)
+			ark_embedding_q_units<T, ARK_Q4_1>(p, sid, c0, nr, e);
+		else
+			ark_embedding_q_units<T, ARK_Q8_0>(p, sid, c0, nr, e);
+	});
+}
+
+/* only the dtypes the file computes in (ARK_TILES_FP16, ... of ark_tiles.cuh, 1 where not said): each
+ * instance a function of the loop kernel's, which moves the others' registers */
 __device__ __forceinline__ void ark_embedding_q_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
 {
 	switch (p.dtype) {
-	case ARK_FP16: ark_embedding_q_rows<__half>(p, t, e); break;
-	case ARK_BF16: ark_embedding_q_rows<__nv_bfloat16>(p, t, e); break;
-	default: ark_embedding_q_rows<float>(p, t, e); break;
+#if !defined(ARK_TILES_FP16) || ARK_TILES_FP16
+	case ARK_FP16: ark_embedding_q_rows<__half>(p, t, e); return;
+#endif
+#if !defined(ARK_TILES_BF16) || ARK_TILES_BF16
+	case ARK_BF16: ark_embedding_q_rows<__nv_bfloat16>(p, t, e); return;
+#endif
+#if !defined(ARK_TILES_FP32) || ARK_TILES_FP32
+	case ARK_FP32: ark_embedding_q_rows<float>(p, t, e); return;
+#endif
 	}
+	__trap(); /* a dtype the file was not built for: arkgen never emits one */
 }
 
 /* ---- dequantize: rows of a weight in blocks to fp16, bf16 or fp32 -------------------------------

@@ -6,16 +6,120 @@
 #include "op_copy.cuh" /* ark_copy_bytes */
 #include "op_matmul.cuh" /* op_quant.cuh: ark_embedding_q_tile */
 
+/* EMBEDDING with a fused add (ARK_OPP_RESIDUAL: in[3] [M, N], fuse.c) of a table of T: rows r0 :
+ * r0 + rows of out, row r = row ids[r - r0] of the table (zeros where the id is outside 0..K-1) plus
+ * row r of in[3], summed in fp32 and rounded once to T, as the add computes it. Units of a 16-byte
+ * vector where the table, in[3], out and the rows are 16-byte aligned, else of one element; the
+ * (row, unit) pairs over the threads, the loads of B units in flight a thread, each pair's row
+ * and unit stepped without a division. */
+template <typename T, bool V>
+__device__ __forceinline__ void ark_embedding_add_units(const T *tab, const T *res, T *out, const int32_t *ids, uint32_t rows,
+							uint32_t upr, int64_t K)
+{
+	constexpr int E = V ? ark_dt<T>::vec : 1, B = V ? 4 : 8; /* elements a unit, units in flight */
+	const uint32_t n = rows * upr, dr = ARK_THREADS / upr, dc = ARK_THREADS - dr * upr;
+	uint32_t r = threadIdx.x / upr, c = threadIdx.x - r * upr; /* pair i's row and unit */
+	for (uint32_t i = threadIdx.x; i < n; i += B * ARK_THREADS) {
+		uint4 q[V ? B : 1], x[V ? B : 1];
+		T qs[V ? 1 : B], xs[V ? 1 : B];
+		uint32_t at[B];
+#pragma unroll
+		for (int u = 0; u < B; u++) {
+			at[u] = r * upr + c;
+			if (i + u * ARK_THREADS < n) {
+				const int32_t id = ids[r];
+				const bool ok = id >= 0 && id < K;
+				if constexpr (V) {
+					q[u] = ok ? ark_ld16(tab + ((size_t)id * upr + c) * E) : make_uint4(0, 0, 0, 0);
+					x[u] = ark_ld16(res + (size_t)at[u] * E);
+				} else {
+					qs[u] = ok ? tab[(size_t)id * upr + c] : ark_from_f<T>(0.0f);
+					xs[u] = res[at[u]];
+				}
+			}
+			r += dr, c += dc;
+			if (c >= upr)
+				c -= upr, r++;
+		}
+#pragma unroll
+		for (int u = 0; u < B; u++) {
+			if (i + u * ARK_THREADS >= n)
+				continue;
+			if constexpr (V) {
+				float a[E], b[E];
+				ark_unpack<T>(q[u], a);
+				ark_unpack<T>(x[u], b);
+#pragma unroll
+				for (int k = 0; k < E; k++)
+					a[k] += b[k];
+				ark_st16(out + (size_t)at[u] * E, ark_pack<T>(a));
+			} else {
+				out[at[u]] = ark_from_f<T>(ark_to_f(qs[u]) + ark_to_f(xs[u]));
+			}
+		}
+	}
+}
+
+#ifndef ARK_EMB_RESIDUAL
+#define ARK_EMB_RESIDUAL 1 /* 0: no embedding of the file has a fused add (arkgen says which) */
+#endif
+
+/* An embedding of a plain table with a fused add: a function of its own, compiled only where arkgen
+ * fused such an add (ARK_EMB_RESIDUAL), so that the other models' loop kernels keep the code, and
+ * the registers, they had. The task's ids go to shared memory first (ark_emb_chunks). */
+template <typename T>
+__device__ __noinline__ void ark_embedding_add_rows(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+{
+	constexpr int VEC = ark_dt<T>::vec;
+	const T *tab = reinterpret_cast<const T *>(e.arena + p.in[1]);
+	ark_emb_chunks(p, t.m0, t.m1, e, [&](const int32_t *sid, uint32_t c0, uint32_t nr) {
+		const T *res = reinterpret_cast<const T *>(e.arena + p.in[3]) + (size_t)c0 * p.N;
+		T *out = reinterpret_cast<T *>(e.arena + p.out) + (size_t)c0 * p.N;
+		if (ark_aligned16(tab) && ark_aligned16(res) && ark_aligned16(out) && p.N % VEC == 0)
+			ark_embedding_add_units<T, true>(tab, res, out, sid, nr, (uint32_t)(p.N / VEC), p.K);
+		else
+			ark_embedding_add_units<T, false>(tab, res, out, sid, nr, (uint32_t)p.N, p.K);
+	});
+}
+
+#if ARK_EMB_RESIDUAL
+__device__ __forceinline__ void ark_embedding_add_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
+{
+	switch (p.dtype) { /* the dtypes the file computes in, as ark_embedding_q_tile */
+#if !defined(ARK_TILES_FP16) || ARK_TILES_FP16
+	case ARK_FP16: ark_embedding_add_rows<__half>(p, t, e); return;
+#endif
+#if !defined(ARK_TILES_BF16) || ARK_TILES_BF16
+	case ARK_BF16: ark_embedding_add_rows<__nv_bfloat16>(p, t, e); return;
+#endif
+#if !defined(ARK_TILES_FP32) || ARK_TILES_FP32
+	case ARK_FP32: ark_embedding_add_rows<float>(p, t, e); return;
+#endif
+	}
+	__trap(); /* a dtype the file was not built for: arkgen never emits one */
+}
+#endif
+
 /* EMBEDDING: rows m0:m1 of out [M, N]; row r is row ids[r] of the table [K, N] (K = V rows), copied
- * as bytes (16-byte vectors where the rows allow). An id outside 0..K-1 never reads outside the
- * table: its row is written as zeros and the fault is recorded for the loop, which aborts the
- * iteration naming the task, the row and the id. */
+ * as bytes (16-byte vectors where the rows allow), plus a fused add's row where arkgen fused one
+ * (ARK_OPP_RESIDUAL). An id outside 0..K-1 never reads outside the table: its row is written as
+ * zeros (plus the fused add's row) and the fault is recorded for the loop, which aborts the
+ * iteration naming the task, the row and the id. A plain table's rows without an add are copied a
+ * row at a time here in the loop kernel, by ark_copy_bytes, which every model with a copy has: the
+ * rows all at once by a function of its own, or by ark_copy_bytes, raised the spills of other
+ * functions of the loop kernel (its matmul tiles', bench/NOTES.md). */
 __device__ __forceinline__ void ark_embedding_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
 {
 	if (p.wdtype == ARK_Q4_1 || p.wdtype == ARK_Q8_0) { /* a quantized table, dequantised into p.dtype */
 		ark_embedding_q_tile(p, t, e);
 		return;
 	}
+#if ARK_EMB_RESIDUAL
+	if (p.flags & ARK_OPP_RESIDUAL) {
+		ark_embedding_add_tile(p, t, e);
+		return;
+	}
+#endif
 	const size_t es = ark_elem_bytes(p.dtype), row = (size_t)p.N * es;
 	const int32_t *ids = reinterpret_cast<const int32_t *>(e.arena + p.in[0]);
 	const char *tab = e.arena + p.in[1];

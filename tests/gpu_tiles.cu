@@ -461,19 +461,30 @@ static void case_reduce_mean(int dt, std::vector<int64_t> sx, int axis, int mask
 
 /* ---- embedding and the strided copy ------------------------------------------------------------ */
 
+/* The embedding's reference rows in want (dt [n, D]) plus a fused add's x [n, D] (ARK_OPP_RESIDUAL),
+ * summed in fp32 and rounded once, as the add computes it. */
+static void add_rows(int dt, void *want, const void *x, int64_t n, int64_t D)
+{
+	for (int64_t e = 0; e < n * D; e++)
+		ark_set(want, dt, e, ark_get(want, dt, e) + ark_get(x, dt, e));
+}
+
 /* out [n, D] = table [V, D] rows ids[n], rows_per task: fresh random ids in 0..V-1 with 0 and V - 1
  * among them; skew misaligns the table (no 16-byte vectors). bad >= 0: id `bad` written at row
- * n / 2, which must come out as zeros, with the fault recorded by that row's task and no other. */
-static void case_embedding(int dt, int64_t n, int64_t V, int64_t D, int64_t rows_per, int skew, int64_t bad = -1)
+ * n / 2, which must come out as zeros, with the fault recorded by that row's task and no other.
+ * res >= 0: with a fused add of x [n, D] (ARK_OPP_RESIDUAL) misaligned by res bytes. */
+static void case_embedding(int dt, int64_t n, int64_t V, int64_t D, int64_t rows_per, int skew, int64_t bad = -1,
+			   int res = -1)
 {
 	char d[200];
-	snprintf(d, sizeof d, "embedding %s %lld ids, table [%lld, %lld], %lld rows a task%s%s", dt_name[dt], (long long)n,
+	snprintf(d, sizeof d, "embedding %s %lld ids, table [%lld, %lld], %lld rows a task%s%s%s", dt_name[dt], (long long)n,
 		 (long long)V, (long long)D, (long long)rows_per, skew ? ", misaligned table" : "",
-		 bad >= 0 ? ", one id out of range" : "");
+		 bad >= 0 ? ", one id out of range" : "", res < 0 ? "" : res ? ", + misaligned x" : ", + x");
 	tcase c;
 	c.desc = d;
 	const int ii = c.add("ids", ARK_INT32, {n}, false);
 	const int it = c.add("table", dt, {V, D}, false, skew);
+	const int ix = res >= 0 ? c.add("x", dt, {n, D}, false, res) : -1;
 	const int io = c.add("out", dt, {n, D}, true);
 	upload(c, 1.0f);
 	int32_t *ids = reinterpret_cast<int32_t *>(c.host[ii].data());
@@ -486,6 +497,8 @@ static void case_embedding(int dt, int64_t n, int64_t V, int64_t D, int64_t rows
 	ark_opp p = opp_base(ARK_OP_EMBEDDING, dt);
 	p.in[0] = c.t[ii].offset, p.in[1] = c.t[it].offset, p.out = c.t[io].offset;
 	p.M = n, p.N = D, p.K = V;
+	if (ix >= 0)
+		p.flags |= ARK_OPP_RESIDUAL, p.in[3] = c.t[ix].offset;
 	std::vector<ark_task> tasks;
 	for (int64_t r0 = 0; r0 < n; r0 += rows_per)
 		tasks.push_back(task(ARK_T_EMBEDDING, r0, r0 + rows_per < n ? r0 + rows_per : n, 0, D, 0, 0));
@@ -509,7 +522,10 @@ static void case_embedding(int dt, int64_t n, int64_t V, int64_t D, int64_t rows
 	ref_or_bail(op_base(ARK_OP_EMBEDDING, {ii, it}, io), c, bufs);
 	if (bad >= 0)
 		memset(want.data() + (size_t)(n / 2) * D * ark_dtype_size(dt), 0, (size_t)D * ark_dtype_size(dt));
-	const bool same = memcmp(c.host[io].data(), want.data(), want.size()) == 0; /* rows copied as they are */
+	if (ix >= 0)
+		add_rows(dt, want.data(), c.host[ix].data(), n, D);
+	/* rows copied as they are, or summed once as the add sums them */
+	const bool same = memcmp(c.host[io].data(), want.data(), want.size()) == 0;
 	if (!same)
 		why += "bytes differ ";
 	verdict(c, io, want.data(), 0.0, guards && same, why);
@@ -581,16 +597,18 @@ static void case_matmul_q(int dt, int qdt, int64_t M, int64_t N, int64_t K, bool
 
 /* out [n, D] (dt) = the rows ids[n] of a qdt table [V, D], dequantised; ids 0 and V - 1 always drawn;
  * bad >= 0: id `bad` at row n / 2, which must come out as zeros with the fault recorded. */
-static void case_embedding_q(int dt, int qdt, int64_t n, int64_t V, int64_t D, int64_t rows_per, int64_t bad = -1)
+static void case_embedding_q(int dt, int qdt, int64_t n, int64_t V, int64_t D, int64_t rows_per, int64_t bad = -1,
+			     int res = -1)
 {
 	char d[200];
-	snprintf(d, sizeof d, "embedding %s table [%lld, %lld] -> %s, %lld ids, %lld rows a task%s", qname(qdt),
+	snprintf(d, sizeof d, "embedding %s table [%lld, %lld] -> %s, %lld ids, %lld rows a task%s%s", qname(qdt),
 		 (long long)V, (long long)D, dt_name[dt], (long long)n, (long long)rows_per,
-		 bad >= 0 ? ", one id out of range" : "");
+		 bad >= 0 ? ", one id out of range" : "", res < 0 ? "" : res ? ", + misaligned x" : ", + x");
 	tcase c;
 	c.desc = d;
 	const int ii = c.add("ids", ARK_INT32, {n}, false);
 	const int it = c.add("table", qdt, {V, D}, false);
+	const int ix = res >= 0 ? c.add("x", dt, {n, D}, false, res) : -1;
 	const int io = c.add("out", dt, {n, D}, true);
 	upload(c, 1.0f);
 	int32_t *ids = reinterpret_cast<int32_t *>(c.host[ii].data());
@@ -604,6 +622,8 @@ static void case_embedding_q(int dt, int qdt, int64_t n, int64_t V, int64_t D, i
 	p.wdtype = (uint8_t)qdt;
 	p.in[0] = c.t[ii].offset, p.in[1] = c.t[it].offset, p.out = c.t[io].offset;
 	p.M = n, p.N = D, p.K = V;
+	if (ix >= 0)
+		p.flags |= ARK_OPP_RESIDUAL, p.in[3] = c.t[ix].offset;
 	std::vector<ark_task> tasks;
 	for (int64_t r0 = 0; r0 < n; r0 += rows_per)
 		tasks.push_back(task(ARK_T_EMBEDDING, r0, r0 + rows_per < n ? r0 + rows_per : n, 0, D, 0, 0));
@@ -627,6 +647,8 @@ static void case_embedding_q(int dt, int qdt, int64_t n, int64_t V, int64_t D, i
 	ref_or_bail(op_base(ARK_OP_EMBEDDING, {ii, it}, io), c, bufs);
 	if (bad >= 0)
 		memset(want.data() + (size_t)(n / 2) * D * ark_dtype_size(dt), 0, (size_t)D * ark_dtype_size(dt));
+	if (ix >= 0)
+		add_rows(dt, want.data(), c.host[ix].data(), n, D);
 	verdict(c, io, want.data(), dt == ARK_FP32 ? 1e-6 : 1e-2, guards, why);
 }
 
@@ -761,6 +783,10 @@ static void cases_quant(void)
 			case_embedding_q(dt, qdt, 6, 40, 4128, 4); /* rows of many passes of the threads */
 			case_embedding_q(dt, qdt, 33, 50, 64, 5, 50);
 			case_embedding_q(dt, qdt, 33, 50, 64, 4, -7);
+			case_embedding_q(dt, qdt, 37, 500, 96, 4, -1, 0); /* with a fused add */
+			case_embedding_q(dt, qdt, 6, 40, 4128, 4, -1, dt == ARK_FP32 ? 4 : 2); /* x off its 16-byte vectors */
+			case_embedding_q(dt, qdt, 33, 50, 64, 5, 50, 0);
+			case_embedding_q(dt, qdt, 600, 50, 64, 600, 77);
 			/* dequantize: odd row counts, one block a row, rows split unevenly, chunks of more than
 			 * ARK_DQ_BLOCKS blocks, an output off its 16-byte boundary */
 			case_dequant(dt, qdt, 1, 32, 1);
@@ -1528,6 +1554,11 @@ static void cases_float(void)
 		case_embedding(dt, 64, 30522, 384, 64, 0);
 		case_embedding(dt, 33, 50, 40, 4, 0, 50);
 		case_embedding(dt, 33, 50, 33, 5, skew, -7);
+		case_embedding(dt, 37, 50257, 768, 4, 0, -1, 0); /* with a fused add */
+		case_embedding(dt, 100, 777, 129, 7, skew, -1, 0);
+		case_embedding(dt, 64, 1000, 384, 64, 0, -1, skew);
+		case_embedding(dt, 33, 50, 40, 4, 0, 50, 0);
+		case_embedding(dt, 700, 1000, 75, 700, 0, 1000); /* ids in chunks of the threads, the bad one in the second */
 		/* the copies of a slice and a transpose that cannot be views */
 		case_strided(dt, {7, 130}, ARK_OP_SLICE, 1, 3, 100, 97);
 		case_strided(dt, {2, 9, 33}, ARK_OP_SLICE, 2, 5, 21, 4096);

@@ -171,6 +171,71 @@ static void test_residual(void **state)
 	done();
 }
 
+/* An add of an embedding's rows and a tensor of as many elements ([1, S, D] + [S, D]) runs in the
+ * embedding's tiles: they read the addend's rows and write the sum; not where the embedding's rows
+ * are read twice, or the addend is broadcast; a matmul of a later level than the embedding takes
+ * the add in its epilogue instead, and an add that heads an elementwise chain stays in it. */
+static void test_residual_embedding(void **state)
+{
+	(void)state;
+	tile_text("{ name = \"ids\"; shape = [1, 8]; role = \"input\"; dtype = \"int32\"; },"
+		  "{ name = \"ids2\"; shape = [8]; role = \"input\"; dtype = \"int32\"; },"
+		  "{ name = \"tab\"; shape = [50, 64]; role = \"weight\"; },"
+		  "{ name = \"pos\"; shape = [8, 64]; role = \"weight\"; },"
+		  "{ name = \"g\"; shape = [64]; role = \"weight\"; },"
+		  "{ name = \"x\"; shape = [8, 64]; role = \"input\"; },"
+		  "{ name = \"w\"; shape = [64, 64]; role = \"weight\"; },"
+		  "{ name = \"o\"; role = \"output\"; },"
+		  "{ name = \"o2\"; role = \"output\"; },"
+		  "{ name = \"o3\"; role = \"output\"; },"
+		  "{ name = \"o4\"; role = \"output\"; },"
+		  "{ name = \"o5\"; role = \"output\"; },"
+		  "{ name = \"o6\"; role = \"output\"; }",
+		  "{ name = \"e\"; op = \"embedding\"; in = [\"ids\", \"tab\"]; out = \"t\"; },"
+		  "{ name = \"sum\"; op = \"add\"; in = [\"t\", \"pos\"]; out = \"o\"; },"
+		  "{ name = \"e2\"; op = \"embedding\"; in = [\"ids2\", \"tab\"]; out = \"t2\"; },"
+		  "{ name = \"bc\"; op = \"add\"; in = [\"t2\", \"g\"]; out = \"o2\"; },"
+		  "{ name = \"e3\"; op = \"embedding\"; in = [\"ids2\", \"tab\"]; out = \"t3\"; },"
+		  "{ name = \"twice\"; op = \"add\"; in = [\"t3\", \"x\"]; out = \"o3\"; },"
+		  "{ name = \"again\"; op = \"relu\"; in = [\"t3\"]; out = \"o4\"; },"
+		  "{ name = \"pre\"; op = \"sigmoid\"; in = [\"x\"]; out = \"xs\"; },"
+		  "{ name = \"m\"; op = \"matmul\"; in = [\"xs\", \"w\"]; out = \"h\"; },"
+		  "{ name = \"e4\"; op = \"embedding\"; in = [\"ids2\", \"tab\"]; out = \"t4\"; },"
+		  "{ name = \"mm_sum\"; op = \"add\"; in = [\"t4\", \"h\"]; out = \"o5\"; },"
+		  "{ name = \"e5\"; op = \"embedding\"; in = [\"ids2\", \"tab\"]; out = \"t5\"; },"
+		  "{ name = \"head\"; op = \"add\"; in = [\"t5\", \"x\"]; out = \"c1\"; },"
+		  "{ name = \"step\"; op = \"relu\"; in = [\"c1\"]; out = \"o6\"; }");
+	const int e = op("e");
+	assert_int_equal(s->per_op[op("sum")].fused_into, e);
+	assert_int_equal(s->per_op[e].residual, tensor("pos"));
+	assert_int_equal(s->per_op[e].residual_op, op("sum"));
+	assert_int_equal(s->per_op[e].out_tensor, tensor("o"));
+	int n_e = 0;
+	for (int i = 0; i < s->n_vcta; i++) {
+		const struct vcta *v = &s->v[i];
+		if (v->op != e)
+			continue;
+		n_e++;
+		assert_int_equal(v->tmpl, ARK_T_EMBEDDING);
+		assert_true(reads(v, "pos") && reads(v, "ids") && reads(v, "tab"));
+		assert_int_equal(v->write.tensor, tensor("o"));
+	}
+	assert_true(n_e > 0);
+	/* a broadcast [64] addend, rows read twice: ops of their own */
+	assert_int_equal(s->per_op[op("bc")].fused_into, -1);
+	assert_int_equal(s->per_op[op("e2")].residual, -1);
+	assert_int_equal(s->per_op[op("twice")].fused_into, -1);
+	assert_int_equal(s->per_op[op("e3")].residual, -1);
+	/* the matmul of the later level takes the embedding's rows as its residual */
+	assert_int_equal(s->per_op[op("mm_sum")].fused_into, op("m"));
+	assert_int_equal(s->per_op[op("m")].residual, tensor("t4"));
+	assert_int_equal(s->per_op[op("e4")].residual, -1);
+	/* an add that heads an elementwise chain stays the chain's */
+	assert_true(s->per_op[op("head")].chain_len >= 2);
+	assert_int_equal(s->per_op[op("e5")].residual, -1);
+	done();
+}
+
 /* An rmsnorm read only by one-row matmuls with q4_1 weights runs in their staging of a: each of
  * their tiles reads the norm's input (whole rows) and gamma, the norm gets no vCTA. Not fused: a norm
  * that a matmul with plain weights reads, or that an op other than a matmul's a reads too. */
@@ -1351,6 +1416,7 @@ int main(void)
 		cmocka_unit_test(test_chain_stops),
 		cmocka_unit_test(test_chain_broadcast),
 		cmocka_unit_test(test_residual),
+		cmocka_unit_test(test_residual_embedding),
 		cmocka_unit_test(test_norm_prologue),
 		cmocka_unit_test(test_swiglu_prologue),
 		cmocka_unit_test(test_chain_order),
