@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <type_traits>
+
 #include "ark_ops.h"
 #include "ark_task.h"
 
@@ -42,6 +44,27 @@ __device__ __forceinline__ void ark_tile_fault(const ark_tile_env &e, uint32_t a
 	if (threadIdx.x == 0 && e.fault && atomicCAS(&e.fault[0], 0u, at) == 0)
 		e.fault[1] = (uint32_t)value;
 }
+
+/* f((T *)nullptr), T the type of dtype dt, for the dtypes the file computes in (ARK_TILES_FP16,
+ * ARK_TILES_BF16, ARK_TILES_FP32 of ark_tiles.cuh, every one where a file does not say): a tile's
+ * instances of its own only for those, each a function of the loop kernel's that moves the others'
+ * registers. Another dtype traps: arkgen never emits one. ARK_DT_OF(x): T, from f's argument. */
+template <typename F> __device__ __forceinline__ void ark_built_dtype(int dt, F &&f)
+{
+	switch (dt) {
+#if !defined(ARK_TILES_FP16) || ARK_TILES_FP16
+	case ARK_FP16: f((__half *)nullptr); return;
+#endif
+#if !defined(ARK_TILES_BF16) || ARK_TILES_BF16
+	case ARK_BF16: f((__nv_bfloat16 *)nullptr); return;
+#endif
+#if !defined(ARK_TILES_FP32) || ARK_TILES_FP32
+	case ARK_FP32: f((float *)nullptr); return;
+#endif
+	}
+	__trap();
+}
+#define ARK_DT_OF(x) std::remove_pointer_t<decltype(x)>
 
 /* Bytes of an element of a value dtype (ark_dtype_size, for the device): fp32 and int32 4, else 2. */
 __device__ __forceinline__ size_t ark_elem_bytes(int dt) { return dt == ARK_FP32 || dt == ARK_INT32 ? 4 : 2; }
@@ -137,6 +160,21 @@ template <> __device__ __forceinline__ uint4 ark_pack<__nv_bfloat16>(const float
 	typedef __nv_bfloat16 B;
 	return make_uint4(ark_pack2<B>(f[0], f[1]), ark_pack2<B>(f[2], f[3]), ark_pack2<B>(f[4], f[5]),
 			  ark_pack2<B>(f[6], f[7]));
+}
+
+/* 8 floats to dst as T: 16-byte vectors where vec (dst 16-byte aligned), else element by element. */
+template <typename T> __device__ __forceinline__ void ark_st8(T *dst, const float *v, bool vec)
+{
+	constexpr int VEC = ark_dt<T>::vec;
+	if (vec) {
+#pragma unroll
+		for (int k = 0; k < 8; k += VEC)
+			*reinterpret_cast<uint4 *>(dst + k) = ark_pack<T>(v + k);
+	} else {
+#pragma unroll
+		for (int k = 0; k < 8; k++)
+			dst[k] = ark_from_f<T>(v[k]);
+	}
 }
 
 /* Plain (coherent) 16-byte global loads and stores. Never ld.global.nc: activations are written

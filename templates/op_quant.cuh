@@ -55,6 +55,24 @@ __device__ __forceinline__ void ark_emb_chunks(const ark_opp &p, uint32_t m0, ui
 	}
 }
 
+/* The (row, unit) pairs threadIdx.x, threadIdx.x + ARK_THREADS, ... of rows of upr units each: the
+ * pair's row r and unit c, stepped to the thread's next pair without a division (an embedding's
+ * rows spread over the threads). */
+struct ark_row_units {
+	uint32_t r, c, dr, dc, upr;
+	__device__ __forceinline__ explicit ark_row_units(uint32_t u) : upr(u)
+	{
+		dr = ARK_THREADS / u, dc = ARK_THREADS - dr * u;
+		r = threadIdx.x / u, c = threadIdx.x - r * u;
+	}
+	__device__ __forceinline__ void next()
+	{
+		r += dr, c += dc;
+		if (c >= upr)
+			c -= upr, r++;
+	}
+};
+
 #if ARK_TILES_QUANT
 
 /* ARK_MMQ_MMA 0: fp16 and bf16 a take the FMA stream (ark_mmq_stream) as fp32 a does. ARK_MMQ_P:
@@ -762,14 +780,14 @@ __device__ __forceinline__ void ark_embedding_q_units(const ark_opp &p, const in
 	const T *res = p.flags & ARK_OPP_RESIDUAL ? reinterpret_cast<const T *>(e.arena + p.in[3]) + (size_t)r0 * p.N : nullptr;
 	const bool ovec = ark_aligned16(out) && p.N % 8 == 0, rvec = res && ark_aligned16(res);
 	const uint32_t upr = (uint32_t)(p.N / 8), rb = (uint32_t)(p.N / 32 * BB), n = rows * upr;
-	const uint32_t dr = ARK_THREADS / upr, dc = ARK_THREADS - dr * upr;
-	uint32_t r = threadIdx.x / upr, c = threadIdx.x - r * upr; /* pair i's row and unit */
+	ark_row_units w8(upr); /* pair i's row and unit */
 	for (uint32_t i = threadIdx.x; i < n; i += B * ARK_THREADS) {
 		uint32_t w[B][5], at[B]; /* a unit's words (q4_1: d and m, two of nibbles; q8_0: d, three of int8) */
 		int sh[B];
 		uint4 x[B][8 / VEC]; /* the residual's 8 elements */
 #pragma unroll
 		for (int u = 0; u < B; u++) {
+			const uint32_t r = w8.r, c = w8.c;
 			at[u] = r * upr + c;
 			if (rvec && i + u * ARK_THREADS < n)
 #pragma unroll
@@ -798,9 +816,7 @@ __device__ __forceinline__ void ark_embedding_q_units(const ark_opp &p, const in
 				w[u][3] = ok && hi ? ba[2] : 0u;
 				sh[u] = ok ? (int)hi : -1;
 			}
-			r += dr, c += dc;
-			if (c >= upr)
-				c -= upr, r++;
+			w8.next();
 		}
 #pragma unroll
 		for (int u = 0; u < B; u++) {
@@ -834,16 +850,7 @@ __device__ __forceinline__ void ark_embedding_q_units(const ark_opp &p, const in
 				for (int k = 0; k < 8; k++)
 					v[k] = ark_to_f(ark_from_f<T>(v[k])) + xf[k];
 			}
-			T *dst = out + (size_t)at[u] * 8;
-			if (ovec) {
-#pragma unroll
-				for (int k = 0; k < 8; k += VEC)
-					ark_st16(dst + k, ark_pack<T>(v + k));
-			} else {
-#pragma unroll
-				for (int k = 0; k < 8; k++)
-					dst[k] = ark_from_f<T>(v[k]);
-			}
+			ark_st8<T>(out + (size_t)at[u] * 8, v, ovec);
 		}
 	}
 }
@@ -859,22 +866,10 @@ __device__ __noinline__ void ark_embedding_q_rows(const ark_opp &p, const ark_ta
 	});
 }
 
-/* only the dtypes the file computes in (ARK_TILES_FP16, ... of ark_tiles.cuh, 1 where not said): each
- * instance a function of the loop kernel's, which moves the others' registers */
+/* only the dtypes the file computes in (ark_built_dtype) */
 __device__ __forceinline__ void ark_embedding_q_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
 {
-	switch (p.dtype) {
-#if !defined(ARK_TILES_FP16) || ARK_TILES_FP16
-	case ARK_FP16: ark_embedding_q_rows<__half>(p, t, e); return;
-#endif
-#if !defined(ARK_TILES_BF16) || ARK_TILES_BF16
-	case ARK_BF16: ark_embedding_q_rows<__nv_bfloat16>(p, t, e); return;
-#endif
-#if !defined(ARK_TILES_FP32) || ARK_TILES_FP32
-	case ARK_FP32: ark_embedding_q_rows<float>(p, t, e); return;
-#endif
-	}
-	__trap(); /* a dtype the file was not built for: arkgen never emits one */
+	ark_built_dtype(p.dtype, [&](auto *x) { ark_embedding_q_rows<ARK_DT_OF(x)>(p, t, e); });
 }
 
 /* ---- dequantize: rows of a weight in blocks to fp16, bf16 or fp32 -------------------------------
@@ -914,7 +909,7 @@ template <int QT> __device__ __forceinline__ void ark_dq_unit(uint32_t o, int qq
 template <typename T, int QT>
 __device__ void ark_dequant_rows(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
 {
-	constexpr int BB = ark_qblk<QT>::bytes, VEC = ark_dt<T>::vec;
+	constexpr int BB = ark_qblk<QT>::bytes;
 	const char *w = e.arena + p.in[0];
 	T *out = reinterpret_cast<T *>(e.arena + p.out);
 	if (!ark_aligned16(w) || p.N % 32)
@@ -952,16 +947,7 @@ __device__ void ark_dequant_rows(const ark_opp &p, const ark_task &t, const ark_
 		for (int u = tid; u < 4 * nb; u += ARK_THREADS) {
 			float v[8];
 			ark_dq_unit<QT>(first + (uint32_t)((u >> 2) * BB), u & 3, v);
-			T *dst = out + (c0 * 32 + 8 * (int64_t)u); /* unit u of the chunk: 8 elements from 8 u */
-			if (ovec) {
-#pragma unroll
-				for (int i = 0; i < 8; i += VEC)
-					ark_st16(dst + i, ark_pack<T>(v + i));
-			} else {
-#pragma unroll
-				for (int i = 0; i < 8; i++)
-					dst[i] = ark_from_f<T>(v[i]);
-			}
+			ark_st8<T>(out + (c0 * 32 + 8 * (int64_t)u), v, ovec); /* unit u of the chunk: 8 elements from 8 u */
 		}
 		__syncthreads(); /* buffer b read by all before the next iteration's issue into it */
 	}

@@ -17,14 +17,15 @@ __device__ __forceinline__ void ark_embedding_add_units(const T *tab, const T *r
 							uint32_t upr, int64_t K)
 {
 	constexpr int E = V ? ark_dt<T>::vec : 1, B = V ? 4 : 8; /* elements a unit, units in flight */
-	const uint32_t n = rows * upr, dr = ARK_THREADS / upr, dc = ARK_THREADS - dr * upr;
-	uint32_t r = threadIdx.x / upr, c = threadIdx.x - r * upr; /* pair i's row and unit */
+	const uint32_t n = rows * upr;
+	ark_row_units w(upr); /* pair i's row and unit */
 	for (uint32_t i = threadIdx.x; i < n; i += B * ARK_THREADS) {
 		uint4 q[V ? B : 1], x[V ? B : 1];
 		T qs[V ? 1 : B], xs[V ? 1 : B];
 		uint32_t at[B];
 #pragma unroll
 		for (int u = 0; u < B; u++) {
+			const uint32_t r = w.r, c = w.c;
 			at[u] = r * upr + c;
 			if (i + u * ARK_THREADS < n) {
 				const int32_t id = ids[r];
@@ -37,9 +38,7 @@ __device__ __forceinline__ void ark_embedding_add_units(const T *tab, const T *r
 					xs[u] = res[at[u]];
 				}
 			}
-			r += dr, c += dc;
-			if (c >= upr)
-				c -= upr, r++;
+			w.next();
 		}
 #pragma unroll
 		for (int u = 0; u < B; u++) {
@@ -85,18 +84,7 @@ __device__ __noinline__ void ark_embedding_add_rows(const ark_opp &p, const ark_
 #if ARK_EMB_RESIDUAL
 __device__ __forceinline__ void ark_embedding_add_tile(const ark_opp &p, const ark_task &t, const ark_tile_env &e)
 {
-	switch (p.dtype) { /* the dtypes the file computes in, as ark_embedding_q_tile */
-#if !defined(ARK_TILES_FP16) || ARK_TILES_FP16
-	case ARK_FP16: ark_embedding_add_rows<__half>(p, t, e); return;
-#endif
-#if !defined(ARK_TILES_BF16) || ARK_TILES_BF16
-	case ARK_BF16: ark_embedding_add_rows<__nv_bfloat16>(p, t, e); return;
-#endif
-#if !defined(ARK_TILES_FP32) || ARK_TILES_FP32
-	case ARK_FP32: ark_embedding_add_rows<float>(p, t, e); return;
-#endif
-	}
-	__trap(); /* a dtype the file was not built for: arkgen never emits one */
+	ark_built_dtype(p.dtype, [&](auto *x) { ark_embedding_add_rows<ARK_DT_OF(x)>(p, t, e); });
 }
 #endif
 
