@@ -155,6 +155,30 @@ static int reads_state(const struct graph *g, const struct op *o)
 	return 0;
 }
 
+/* Whether op p, the producer of add o's input t (a matmul, after its fused activation, or an
+ * embedding), can compute the add: t read by the add alone and not a model output, p still writing
+ * t and without an add of its own, on the add's GPU, and reading no state (its vCTAs move to the
+ * add's place in the order, and an update of the state between the two would change what they
+ * read). */
+static int can_take_add(const struct tiling *s, const struct op *o, int t, int p)
+{
+	const struct graph *g = s->g;
+	const struct tensor *h = &g->tensors[t];
+	const struct op_tiling *pl = &s->per_op[p];
+	return h->n_readers == 1 && h->role != ARK_ROLE_OUTPUT && pl->out_tensor == t && pl->residual < 0 &&
+	       g->ops[p].gpu == o->gpu && !reads_state(g, &g->ops[p]);
+}
+
+/* Op p computes add i, its input other than p's output being r: it writes the add's output. */
+static void take_add(struct tiling *s, int i, int p, int r)
+{
+	struct op_tiling *pl = &s->per_op[p];
+	s->per_op[i].fused_into = p;
+	pl->residual = r;
+	pl->residual_op = i;
+	pl->out_tensor = s->g->ops[i].out[0];
+}
+
 /* An add of a matmul's result (after its fused activation, if any) and a tensor of the sum's shape
  * and dtype: a transformer block's residual connection. The matmul's epilogue adds the tensor (to
  * its result rounded to the output's dtype, as the add would read it) and writes the add's output.
@@ -174,21 +198,15 @@ static void fuse_residual_into_matmul(struct tiling *s)
 			continue;
 		for (int j = 0; j < 2; j++) {
 			const int t = o->in[j], r = o->in[1 - j];
-			const struct tensor *h = &g->tensors[t];
-			if (h->producer < 0 || h->n_readers != 1 || h->role == ARK_ROLE_OUTPUT)
+			int mm = g->tensors[t].producer;
+			if (mm < 0)
 				continue;
-			int mm = h->producer;
 			if (s->per_op[mm].fused_into >= 0) /* the matmul's fused activation */
 				mm = s->per_op[mm].fused_into;
-			struct op_tiling *pl = &s->per_op[mm];
 			const int rp = g->tensors[r].producer;
-			if (g->ops[mm].kind != ARK_OP_MATMUL || pl->out_tensor != t || pl->residual >= 0 ||
-			    g->ops[mm].gpu != o->gpu || reads_state(g, &g->ops[mm]) || (rp >= 0 && level[rp] >= level[mm]))
+			if (g->ops[mm].kind != ARK_OP_MATMUL || !can_take_add(s, o, t, mm) || (rp >= 0 && level[rp] >= level[mm]))
 				continue;
-			s->per_op[i].fused_into = mm;
-			pl->residual = r;
-			pl->residual_op = i;
-			pl->out_tensor = o->out[0];
+			take_add(s, i, mm, r);
 			break;
 		}
 	}
@@ -227,16 +245,9 @@ static void fuse_add_into_embedding(struct tiling *s)
 			continue;
 		for (int j = 0; j < 2; j++) {
 			const int t = o->in[j], e = g->tensors[t].producer;
-			const struct tensor *h = &g->tensors[t];
-			if (e < 0 || h->n_readers != 1 || h->role == ARK_ROLE_OUTPUT || g->ops[e].kind != ARK_OP_EMBEDDING)
+			if (e < 0 || g->ops[e].kind != ARK_OP_EMBEDDING || !can_take_add(s, o, t, e))
 				continue;
-			struct op_tiling *pl = &s->per_op[e];
-			if (pl->out_tensor != t || pl->residual >= 0 || g->ops[e].gpu != o->gpu || reads_state(g, &g->ops[e]))
-				continue;
-			s->per_op[i].fused_into = e;
-			pl->residual = o->in[1 - j];
-			pl->residual_op = i;
-			pl->out_tensor = o->out[0];
+			take_add(s, i, e, o->in[1 - j]);
 			break;
 		}
 	}
