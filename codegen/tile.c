@@ -311,6 +311,60 @@ static void pick_matmul(struct tiling *s, int oi, int64_t M, int64_t N, int64_t 
  * change a share (refill_differs), and changes them with opt.refill, for arkgen_compile to keep the
  * tiling of lower predicted latency. With a GPU to cost the tilings on only (without, the rules
  * keep the equal shares). */
+/* The predicted time of matmul oi as pick_matmul tiles it on `share` SMs, and its vCTAs in *nv. */
+static double matmul_picked_us(struct tiling *s, int oi, int64_t share, int64_t *nv)
+{
+	struct op_tiling *pl = &s->per_op[oi];
+	const int a = matmul_a(s, oi);
+	const int64_t M = s->rows[a], N = s->cols[pl->out_tensor], K = s->cols[a], saved = pl->sm_share;
+	int tm, tn;
+	int64_t splits;
+	pl->sm_share = (int)share;
+	pick_matmul(s, oi, M, N, K, esize(s, a), &tm, &tn, &splits);
+	const double t = matmul_us(s, oi, M, N, K, tm, tn, splits);
+	pl->sm_share = (int)saved;
+	*nv = cdiv(M, tm) * cdiv(N, tn) * splits;
+	return t;
+}
+
+/* Level lvl of GPU gpu, whose matmuls (nv: their vCTAs) all fit their shares and leave `spare` SMs
+ * idle: the slowest of them that a share of its vCTAs plus the spare SMs makes MM_GAIN faster takes
+ * as many of them as its new tiling has vCTAs, then the next slowest, while SMs are left (with
+ * opt.refill; refill_differs says whether it would). sw1554542975_028: three matmuls of 307 rows
+ * share the SMs, 44 each; mm7 and mm8 take 30 of theirs, and mm6 ([307, 2048] x [1152, 2048]^T)
+ * runs 27 tiles of 128 x 128 (42 us each) where 45 of 64 x 128 (30 us) would have needed 45 SMs. */
+static void grow_sms(struct tiling *s, const int *level, int lvl, int gpu, const int64_t *nv, int64_t spare)
+{
+	const struct graph *g = s->g;
+	char *done = xcalloc((size_t)g->n_ops, 1);
+	while (spare > 0) {
+		int slow = -1;
+		double t_slow = 0;
+		for (int i = 0; i < g->n_ops; i++) {
+			if (done[i] || g->ops[i].kind != ARK_OP_MATMUL || level[i] != lvl || g->ops[i].gpu != gpu ||
+			    !nv[i] || s->per_op[i].sm_share >= s->opt.sms)
+				continue;
+			int64_t n;
+			const double t = matmul_picked_us(s, i, s->per_op[i].sm_share, &n);
+			if (slow < 0 || t > t_slow)
+				slow = i, t_slow = t;
+		}
+		if (slow < 0)
+			break;
+		done[slow] = 1;
+		int64_t n;
+		const int64_t share = nv[slow] + spare;
+		const double t = matmul_picked_us(s, slow, share, &n);
+		if (t > t_slow * (1 - MM_GAIN) || imin(n, share) <= s->per_op[slow].sm_share)
+			continue;
+		s->refill_differs = 1;
+		spare -= imin(n, share) - nv[slow];
+		if (s->opt.refill)
+			s->per_op[slow].sm_share = (int)imin(n, share);
+	}
+	free(done);
+}
+
 static void refill_sms(struct tiling *s, const int *level, int max_level)
 {
 	const struct graph *g = s->g;
@@ -343,6 +397,11 @@ static void refill_sms(struct tiling *s, const int *level, int max_level)
 				s->per_op[i].sm_share += more;
 		}
 	}
+	/* a level with no such matmul: its idle SMs go to the slowest matmul that a larger share makes
+	 * faster, as many as its new tiling has vCTAs, then the next */
+	for (size_t l = 0; l < nl; l++)
+		if (!hungry[l])
+			grow_sms(s, level, (int)(l / ARK_MAX_GPUS), (int)(l % ARK_MAX_GPUS), nv, sms - used[l]);
 	free(used);
 	free(hungry);
 	free(nv);
