@@ -10,14 +10,18 @@
 calibrate: $(B)/bench/calibrate
 calibrate-split: $(B)/bench/calibrate_fp16 $(B)/bench/calibrate_bf16 $(B)/bench/calibrate_fp32
 
+# CALIB_TILES='SOFTMAX LAYERNORM': only these templates built (and NOP, BARRIER and COPY, which the
+# protocol's schedules run), for `calibrate -t` after a change to them (README, Benchmarks)
+calib_used = $(if $(CALIB_TILES),'-DARK_TILES_USED=($(foreach t,$(CALIB_TILES) NOP BARRIER COPY,ARK_TILE_BIT($(t)) |) 0)')
+
 CALIB_DEPS := bench/calibrate.cu bench/calib_grid.h $(wildcard templates/*.cuh abi/*.h abi/*.cuh) $(B)/libarkrt.a
 
 $(B)/bench/calibrate: $(CALIB_DEPS)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) $(INC) $< $(B)/libarkrt.a -lcjson -lpthread -o $@
+	$(NVCC) $(NVCCFLAGS) $(calib_used) $(INC) $< $(B)/libarkrt.a -lcjson -lpthread -o $@
 
 # one dtype's tiles: the other two left out of the tile dispatch (ARK_TILES_*, templates/ark_tiles.cuh)
 calib_only = $(foreach d,FP16 BF16 FP32,-DARK_TILES_$(d)=$(if $(filter $(1),$(d)),1,0))
 $(B)/bench/calibrate_%: $(CALIB_DEPS)
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVCCFLAGS) $(call calib_only,$(shell echo $* | tr a-z A-Z)) $(INC) $< $(B)/libarkrt.a -lcjson -lpthread -o $@
+	$(NVCC) $(NVCCFLAGS) $(calib_used) $(call calib_only,$(shell echo $* | tr a-z A-Z)) $(INC) $< $(B)/libarkrt.a -lcjson -lpthread -o $@

@@ -16,7 +16,8 @@
 // trip), tasks that do nothing (dispatch), a chain of tasks alternating between two SMs, each waiting
 // for the one before (signal -> wait hop), and levels of grid barriers (--sync barrier).
 //
-//   build/bench/calibrate [-o FILE] [-r REPS]     (make calibrate; FILE: bench/calib/<gpu>.txt)
+//   build/bench/calibrate [-o FILE] [-r REPS] [-a TABLE] [-t TEMPLATES]
+//                                                 (make calibrate; FILE: bench/calib/<gpu>.txt)
 #include <cuda_runtime.h>
 
 #include <errno.h>
@@ -352,6 +353,17 @@ static bool dtype_built(int dt)
 	return dt == ARK_FP16 ? ARK_TILES_FP16 : dt == ARK_BF16 ? ARK_TILES_BF16 : ARK_TILES_FP32;
 }
 
+/* -t: the templates this run measures (names as the table writes them, comma-separated); empty:
+ * every one. */
+static std::string g_only;
+static bool tmpl_measured(int tmpl)
+{
+	if (g_only.empty())
+		return true;
+	const std::string name = tmpl_lower(tmpl), list = "," + g_only + ",";
+	return list.find("," + name + ",") != std::string::npos;
+}
+
 /* A copy point of n elements of dtype dt (us: alone, every SM busy) into the bandwidths: its bytes
  * over its time, what one SM and all of them get. */
 static void take_copy(int dt, int n, const double us[2], double &sm_gbps, double &dram_gbps)
@@ -362,8 +374,8 @@ static void take_copy(int dt, int n, const double us[2], double &sm_gbps, double
 }
 
 /* -a: appends to body the tile points of the table at path (lines that start with a template's
- * name; its header and protocol lines are this run's to measure), and takes its copy points into
- * the bandwidths as this run's own. */
+ * name; its header and protocol lines are this run's to measure) but those of the templates and
+ * dtypes this run measured, and takes its copy points into the bandwidths as this run's own. */
 static int append_points(const char *path, std::string &body, double &sm_gbps, double &dram_gbps)
 {
 	FILE *f = fopen(path, "r");
@@ -379,17 +391,19 @@ static int append_points(const char *path, std::string &body, double &sm_gbps, d
 		double us[2];
 		if (sscanf(line, "%31s %7s %*s %d %d %d %lf %lf", tmpl, dt, &m, &n, &k, &us[0], &us[1]) != 7)
 			continue;
-		int known = 0;
+		int known = -1, d = -1;
 		for (int t = 0; t <= ARK_T_COPY; t++)
-			known |= !strcmp(tmpl, tmpl_lower(t));
-		if (!known)
+			if (!strcmp(tmpl, tmpl_lower(t)))
+				known = t;
+		for (int i = 0; i < (int)(sizeof dt_name / sizeof dt_name[0]); i++)
+			if (!strcmp(dt, dt_name[i]))
+				d = i;
+		if (known < 0 || d < 0 || (tmpl_measured(known) && dtype_built(d)))
 			continue;
 		body += line;
 		added++;
-		if (!strcmp(tmpl, "copy"))
-			for (int d = 0; d < (int)(sizeof dt_name / sizeof dt_name[0]); d++)
-				if (!strcmp(dt, dt_name[d]))
-					take_copy(d, n, us, sm_gbps, dram_gbps);
+		if (known == ARK_T_COPY)
+			take_copy(d, n, us, sm_gbps, dram_gbps);
 	}
 	fclose(f);
 	fprintf(stderr, "calibrate: %d points from %s\n", added, path);
@@ -406,11 +420,27 @@ int main(int argc, char **argv)
 			add = argv[++i];
 		else if (!strcmp(argv[i], "-r") && i + 1 < argc && atoi(argv[i + 1]) > 0)
 			g_reps = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "-t") && i + 1 < argc)
+			g_only = argv[++i];
 		else {
-			fprintf(stderr, "usage: calibrate [-o FILE] [-r REPS] [-a TABLE]\n"
+			fprintf(stderr, "usage: calibrate [-o FILE] [-r REPS] [-a TABLE] [-t TEMPLATES]\n"
 					"measures the tile templates and the loop kernel's protocol on GPU 0 and writes\n"
 					"the calibration table arkgen --gpu FILE reads (default FILE: bench/calib/<gpu>.txt);\n"
-					"-a: the tile points of TABLE (written by a build of other dtypes) join this one's\n");
+					"-a: the tile points of TABLE (written by a build of other dtypes, or before a\n"
+					"    template changed) join this one's, but those this run measures;\n"
+					"-t: measure only these templates (comma-separated, as the table names them:\n"
+					"    layernorm,softmax), the others' points coming from -a TABLE\n");
+			return 2;
+		}
+	}
+	for (size_t a = 0, b; a <= g_only.size() && !g_only.empty(); a = b + 1) {
+		b = g_only.find(',', a);
+		b = b == std::string::npos ? g_only.size() : b;
+		bool ok = false;
+		for (int t = 0; t <= ARK_T_COPY; t++)
+			ok |= g_only.compare(a, b - a, tmpl_lower(t)) == 0;
+		if (!ok) {
+			fprintf(stderr, "calibrate: -t: no template '%s' in the table\n", g_only.substr(a, b - a).c_str());
 			return 2;
 		}
 	}
@@ -456,7 +486,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++) {
 		const calib_gpoint &p = pts[i];
 		double us[2];
-		if (!dtype_built(p.dtype)) { /* measured by another build (-a) */
+		if (!dtype_built(p.dtype) || !tmpl_measured(p.tmpl)) { /* measured by another build or run (-a) */
 			other++;
 			continue;
 		}
@@ -476,7 +506,7 @@ int main(int argc, char **argv)
 	if (!add.empty() && append_points(add.c_str(), body, sm_gbps, dram_gbps) < 0)
 		return 1;
 	if (other)
-		fprintf(stderr, "calibrate: %d points of dtypes this build leaves out%s\n", other,
+		fprintf(stderr, "calibrate: %d points of dtypes or templates this run leaves out%s\n", other,
 			add.empty() ? " (none given with -a: the table lacks them)" : ", from -a");
 	struct protocol proto;
 	measure_protocol(&proto);

@@ -1492,6 +1492,20 @@ static void cases_float(void)
 		case_rows(dt, ARK_T_LAYERNORM, 16, 1024, 16);
 		case_rows(dt, ARK_T_SOFTMAX, 12, 1000, 12);
 		case_rows(dt, ARK_T_SOFTMAX, 1, 2048, 1);
+		/* tasks of 2 to 9 rows of 2-80 KB, whole vectors and element by element (N not a whole
+		 * number of vectors: rows at every alignment) */
+		case_rows(dt, ARK_T_SOFTMAX, 6, 3079, 2);
+		case_rows(dt, ARK_T_LAYERNORM, 12, 4096, 3);
+		case_rows(dt, ARK_T_RMSNORM, 10, 2048, 5);
+		case_rows(dt, ARK_T_LAYERNORM, 8, 4100, 4);
+		case_rows(dt, ARK_T_RMSNORM, 27, 2500, 9);
+		case_rows(dt, ARK_T_SOFTMAX, 8, 12000, 4);
+		case_rows(dt, ARK_T_LAYERNORM, 4, 20000, 2);
+		case_rows(dt, ARK_T_L2NORM, 7, 6001, 7, 1e-12f);
+		/* one row a task, and short rows */
+		case_rows(dt, ARK_T_LAYERNORM, 7, 768, 1);
+		case_rows(dt, ARK_T_LAYERNORM, 9, 1151, 3);
+		case_rows(dt, ARK_T_RMSNORM, 4, 17, 4);
 		for (int64_t n : ns)
 			case_rows(dt, ARK_T_L2NORM, 9, n, n >= 1024 ? 2 : 4, 1e-12f);
 		case_rows(dt, ARK_T_L2NORM, 64, 384, 64, 1e-12f);
