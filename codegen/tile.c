@@ -300,17 +300,6 @@ static void pick_matmul(struct tiling *s, int oi, int64_t M, int64_t N, int64_t 
 	}
 }
 
-/* SMs that a matmul's share leaves idle go to the matmuls beside it that have more vCTAs than their
- * share: each matmul of a level of several is tiled on its share first (pick_matmul: nothing is
- * made), then the SMs left idle by those of fewer vCTAs than their share are split among the others,
- * which tile_matmul then tiles on the larger share. sw1796174252_035: mm1's 38 tiles of 128 x 128
- * left 28 of its 66 SMs idle, and mm2, tiled for 66, took 114 split-K tasks in two waves (97.1 us
- * measured) where 72 tiles of 64 x 128 over all of K run in one wave of the 94 SMs left to it (72.4
- * us, bench/NOTES.md). But the ops of the level that are not matmuls, and the tasks of the ones
- * before and after, take SMs too, which the shares do not see: so this only says whether it would
- * change a share (refill_differs), and changes them with opt.refill, for arkgen_compile to keep the
- * tiling of lower predicted latency. With a GPU to cost the tilings on only (without, the rules
- * keep the equal shares). */
 /* The predicted time of matmul oi as pick_matmul tiles it on `share` SMs, and its vCTAs in *nv. */
 static double matmul_picked_us(struct tiling *s, int oi, int64_t share, int64_t *nv)
 {
@@ -327,44 +316,49 @@ static double matmul_picked_us(struct tiling *s, int oi, int64_t share, int64_t 
 	return t;
 }
 
-/* Level lvl of GPU gpu, whose matmuls (nv: their vCTAs) all fit their shares and leave `spare` SMs
- * idle: the slowest of them that a share of its vCTAs plus the spare SMs makes MM_GAIN faster takes
- * as many of them as its new tiling has vCTAs, then the next slowest, while SMs are left (with
- * opt.refill; refill_differs says whether it would). sw1554542975_028: three matmuls of 307 rows
- * share the SMs, 44 each; mm7 and mm8 take 30 of theirs, and mm6 ([307, 2048] x [1152, 2048]^T)
- * runs 27 tiles of 128 x 128 (42 us each) where 45 of 64 x 128 (30 us) would have needed 45 SMs. */
-static void grow_sms(struct tiling *s, const int *level, int lvl, int gpu, const int64_t *nv, int64_t spare)
+/* A level's matmuls ops[0:n] (nv: their vCTAs, t: their predicted times on their shares) all fit
+ * their shares and leave `spare` SMs idle: the slowest of them that a share of its vCTAs plus the
+ * spare SMs makes MM_GAIN faster takes as many of them as its new tiling has vCTAs, then the next
+ * slowest, while SMs are left (with opt.refill; refill_differs says whether it would).
+ * sw1554542975_028: three matmuls of 307 rows share the SMs, 44 each; mm7 and mm8 take 30 of theirs,
+ * and mm6 ([307, 2048] x [1152, 2048]^T) runs 27 tiles of 128 x 128 (42 us each) where 45 of 64 x
+ * 128 (30 us) would have needed 45 SMs. */
+static void grow_sms(struct tiling *s, const int *ops, int n, const int64_t *nv, const double *t, int64_t spare)
 {
-	const struct graph *g = s->g;
-	char *done = xcalloc((size_t)g->n_ops, 1);
+	char *done = xcalloc((size_t)n, 1);
 	while (spare > 0) {
 		int slow = -1;
-		double t_slow = 0;
-		for (int i = 0; i < g->n_ops; i++) {
-			if (done[i] || g->ops[i].kind != ARK_OP_MATMUL || level[i] != lvl || g->ops[i].gpu != gpu ||
-			    !nv[i] || s->per_op[i].sm_share >= s->opt.sms)
-				continue;
-			int64_t n;
-			const double t = matmul_picked_us(s, i, s->per_op[i].sm_share, &n);
-			if (slow < 0 || t > t_slow)
-				slow = i, t_slow = t;
-		}
+		for (int k = 0; k < n; k++)
+			if (!done[k] && (slow < 0 || t[ops[k]] > t[ops[slow]]))
+				slow = k;
 		if (slow < 0)
 			break;
 		done[slow] = 1;
-		int64_t n;
-		const int64_t share = nv[slow] + spare;
-		const double t = matmul_picked_us(s, slow, share, &n);
-		if (t > t_slow * (1 - MM_GAIN) || imin(n, share) <= s->per_op[slow].sm_share)
+		const int i = ops[slow];
+		int64_t vctas;
+		const int64_t share = nv[i] + spare;
+		if (matmul_picked_us(s, i, share, &vctas) > t[i] * (1 - MM_GAIN) ||
+		    imin(vctas, share) <= s->per_op[i].sm_share)
 			continue;
 		s->refill_differs = 1;
-		spare -= imin(n, share) - nv[slow];
+		spare -= imin(vctas, share) - nv[i];
 		if (s->opt.refill)
-			s->per_op[slow].sm_share = (int)imin(n, share);
+			s->per_op[i].sm_share = (int)imin(vctas, share);
 	}
 	free(done);
 }
 
+/* SMs that a matmul's share leaves idle go to the matmuls beside it that have more vCTAs than their
+ * share: each matmul of a level of several is tiled on its share first (pick_matmul: nothing is
+ * made), then the SMs left idle by those of fewer vCTAs than their share are split among the others,
+ * which tile_matmul then tiles on the larger share. sw1796174252_035: mm1's 38 tiles of 128 x 128
+ * left 28 of its 66 SMs idle, and mm2, tiled for 66, took 114 split-K tasks in two waves (97.1 us
+ * measured) where 72 tiles of 64 x 128 over all of K run in one wave of the 94 SMs left to it (72.4
+ * us, bench/NOTES.md). But the ops of the level that are not matmuls, and the tasks of the ones
+ * before and after, take SMs too, which the shares do not see: so this only says whether it would
+ * change a share (refill_differs), and changes them with opt.refill, for arkgen_compile to keep the
+ * tiling of lower predicted latency. With a GPU to cost the tilings on only (without, the rules
+ * keep the equal shares). */
 static void refill_sms(struct tiling *s, const int *level, int max_level)
 {
 	const struct graph *g = s->g;
@@ -374,20 +368,27 @@ static void refill_sms(struct tiling *s, const int *level, int max_level)
 	const size_t nl = (size_t)(max_level + 1) * ARK_MAX_GPUS;
 	int64_t *used = xcalloc(nl, sizeof *used), *hungry = xcalloc(nl, sizeof *hungry);
 	int64_t *nv = xcalloc((size_t)g->n_ops, sizeof *nv);
+	double *t = xcalloc((size_t)g->n_ops, sizeof *t);
+	/* the matmuls sharing the SMs, by level (ops[first[l]:first[l + 1]]) */
+	int *ops = xcalloc((size_t)g->n_ops, sizeof *ops), *first = xcalloc(nl + 1, sizeof *first);
+	int *at = xcalloc(nl, sizeof *at);
 	for (int i = 0; i < g->n_ops; i++) {
 		const struct op_tiling *pl = &s->per_op[i];
 		if (g->ops[i].kind != ARK_OP_MATMUL || pl->sm_share >= sms)
 			continue;
-		const int a = matmul_a(s, i);
-		const int64_t M = s->rows[a], N = s->cols[pl->out_tensor];
-		int tm, tn;
-		int64_t splits;
-		pick_matmul(s, i, M, N, s->cols[a], esize(s, a), &tm, &tn, &splits);
-		nv[i] = cdiv(M, tm) * cdiv(N, tn) * splits;
+		t[i] = matmul_picked_us(s, i, pl->sm_share, &nv[i]);
 		const size_t l = (size_t)level[i] * ARK_MAX_GPUS + g->ops[i].gpu;
 		used[l] += imin(nv[i], pl->sm_share);
 		hungry[l] += nv[i] > pl->sm_share;
+		first[l + 1]++;
 	}
+	for (size_t l = 0; l < nl; l++)
+		first[l + 1] += first[l];
+	for (int i = 0; i < g->n_ops; i++)
+		if (nv[i]) {
+			const size_t l = (size_t)level[i] * ARK_MAX_GPUS + g->ops[i].gpu;
+			ops[first[l] + at[l]++] = i;
+		}
 	for (int i = 0; i < g->n_ops; i++) {
 		const size_t l = (size_t)level[i] * ARK_MAX_GPUS + g->ops[i].gpu;
 		const int more = (int)((sms - used[l]) / imax(hungry[l], 1));
@@ -400,11 +401,15 @@ static void refill_sms(struct tiling *s, const int *level, int max_level)
 	/* a level with no such matmul: its idle SMs go to the slowest matmul that a larger share makes
 	 * faster, as many as its new tiling has vCTAs, then the next */
 	for (size_t l = 0; l < nl; l++)
-		if (!hungry[l])
-			grow_sms(s, level, (int)(l / ARK_MAX_GPUS), (int)(l % ARK_MAX_GPUS), nv, sms - used[l]);
+		if (!hungry[l] && first[l + 1] > first[l])
+			grow_sms(s, ops + first[l], first[l + 1] - first[l], nv, t, sms - used[l]);
 	free(used);
 	free(hungry);
 	free(nv);
+	free(t);
+	free(ops);
+	free(first);
+	free(at);
 }
 
 int64_t matmul_b_stride(const struct tiling *s, int oi)
