@@ -57,6 +57,14 @@ static const char *tmpl_lower(int tmpl)
 }
 static_assert(ARK_T_MATMUL == 0 && ARK_T_REDUCE == 2 && ARK_T_EW_CHAIN == 4 && ARK_T_COPY == 8,
 	      "tmpl_lower follows TMPL_ROWS");
+/* The template a table names by the len bytes at name, or -1. */
+static int tmpl_of(const char *name, size_t len)
+{
+	for (int t = 0; t <= ARK_T_COPY; t++)
+		if (strlen(tmpl_lower(t)) == len && !strncmp(name, tmpl_lower(t), len))
+			return t;
+	return -1;
+}
 
 /* ---- the tile kernel ---------------------------------------------------------------------------- */
 
@@ -353,16 +361,9 @@ static bool dtype_built(int dt)
 	return dt == ARK_FP16 ? ARK_TILES_FP16 : dt == ARK_BF16 ? ARK_TILES_BF16 : ARK_TILES_FP32;
 }
 
-/* -t: the templates this run measures (names as the table writes them, comma-separated); empty:
- * every one. */
-static std::string g_only;
-static bool tmpl_measured(int tmpl)
-{
-	if (g_only.empty())
-		return true;
-	const std::string name = tmpl_lower(tmpl), list = "," + g_only + ",";
-	return list.find("," + name + ",") != std::string::npos;
-}
+/* -t: the templates this run measures, a bit each (0: every one). */
+static uint32_t g_only;
+static bool tmpl_measured(int tmpl) { return !g_only || (g_only >> tmpl & 1); }
 
 /* A copy point of n elements of dtype dt (us: alone, every SM busy) into the bandwidths: its bytes
  * over its time, what one SM and all of them get. */
@@ -391,10 +392,8 @@ static int append_points(const char *path, std::string &body, double &sm_gbps, d
 		double us[2];
 		if (sscanf(line, "%31s %7s %*s %d %d %d %lf %lf", tmpl, dt, &m, &n, &k, &us[0], &us[1]) != 7)
 			continue;
-		int known = -1, d = -1;
-		for (int t = 0; t <= ARK_T_COPY; t++)
-			if (!strcmp(tmpl, tmpl_lower(t)))
-				known = t;
+		const int known = tmpl_of(tmpl, strlen(tmpl));
+		int d = -1;
 		for (int i = 0; i < (int)(sizeof dt_name / sizeof dt_name[0]); i++)
 			if (!strcmp(dt, dt_name[i]))
 				d = i;
@@ -420,9 +419,21 @@ int main(int argc, char **argv)
 			add = argv[++i];
 		else if (!strcmp(argv[i], "-r") && i + 1 < argc && atoi(argv[i + 1]) > 0)
 			g_reps = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "-t") && i + 1 < argc)
-			g_only = argv[++i];
-		else {
+		else if (!strcmp(argv[i], "-t") && i + 1 < argc) {
+			/* names as the table writes them, comma-separated */
+			const char *list = argv[++i];
+			for (const char *a = list, *b; *list; a = b + 1) {
+				b = a + strcspn(a, ",");
+				const int t = tmpl_of(a, (size_t)(b - a));
+				if (t < 0) {
+					fprintf(stderr, "calibrate: -t: no template '%.*s' in the table\n", (int)(b - a), a);
+					return 2;
+				}
+				g_only |= 1u << t;
+				if (!*b)
+					break;
+			}
+		} else {
 			fprintf(stderr, "usage: calibrate [-o FILE] [-r REPS] [-a TABLE] [-t TEMPLATES]\n"
 					"measures the tile templates and the loop kernel's protocol on GPU 0 and writes\n"
 					"the calibration table arkgen --gpu FILE reads (default FILE: bench/calib/<gpu>.txt);\n"
@@ -430,17 +441,6 @@ int main(int argc, char **argv)
 					"    template changed) join this one's, but those this run measures;\n"
 					"-t: measure only these templates (comma-separated, as the table names them:\n"
 					"    layernorm,softmax), the others' points coming from -a TABLE\n");
-			return 2;
-		}
-	}
-	for (size_t a = 0, b; a <= g_only.size() && !g_only.empty(); a = b + 1) {
-		b = g_only.find(',', a);
-		b = b == std::string::npos ? g_only.size() : b;
-		bool ok = false;
-		for (int t = 0; t <= ARK_T_COPY; t++)
-			ok |= g_only.compare(a, b - a, tmpl_lower(t)) == 0;
-		if (!ok) {
-			fprintf(stderr, "calibrate: -t: no template '%s' in the table\n", g_only.substr(a, b - a).c_str());
 			return 2;
 		}
 	}
