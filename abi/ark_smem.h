@@ -18,12 +18,15 @@
  * streaming tile's FMA work grows with its rows, the tensor-core tile's hardly: in the H100 table
  * (bench/calib/h100.txt, every SM busy) a 16 x 64 x 4096 tile streams in 248 us (kn) and 155 us
  * (nk), 8 x 64 x 4096 in 47 and 66, 4 x 64 x 4096 in 38 and 42, where a 32 x 64 x 4096 mma tile
- * takes 44-46. fp32, quantized b and a fused norm keep the streaming paths up to ARK_MM_SMALL_M. */
+ * takes 44-46. b [N, K] streams on the tensor cores (ark_mm_stream_nkt) at every row up to
+ * ARK_MM_SMALL_M, faster than the mma tile there: [8, 4096] x [16896, 4096]^T in 0.53-0.78x its time,
+ * 16 rows 0.78-0.96x (bench/mm_probe on an H200, bench/NOTES.md). fp32, quantized b and a fused norm
+ * keep the streaming paths up to ARK_MM_SMALL_M. */
 #ifndef ARK_MM_STREAM_KN /* a probe may set them (bench/mm_probe); arkgen and the loop kernel agree */
 #define ARK_MM_STREAM_KN 8
 #endif
 #ifndef ARK_MM_STREAM_NK
-#define ARK_MM_STREAM_NK 4
+#define ARK_MM_STREAM_NK 16
 #endif
 #define ARK_MM_STREAMS16(M, tb) ((M) <= ((tb) ? ARK_MM_STREAM_NK : ARK_MM_STREAM_KN))
 /* An fp32 matmul of more rows than ARK_MM_STREAM32 runs every tile of it, the last of a few rows too,

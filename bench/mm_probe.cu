@@ -118,7 +118,7 @@ template <typename T> static void probe(cublasHandle_t h, const shape &s)
 	constexpr bool f32 = std::is_same<T, float>::value;
 	const cudaDataType dt = f32 ? CUDA_R_32F : CUDA_R_16BF;
 	const double tol = f32 ? 1e-4 : 2e-2;
-	const int tiles[][2] = {{128, 128}, {128, 64}, {64, 128}, {64, 64}, {64, 32}, {32, 64}};
+	const int tiles[][2] = {{128, 128}, {128, 64}, {64, 128}, {64, 64}, {64, 32}, {32, 64}, {16, 16}};
 	const size_t na = (size_t)s.M * s.K, nb = (size_t)s.K * s.N, nc = (size_t)s.M * s.N;
 	T *a, *b, *c, *ref;
 	CK(cudaMalloc(&a, na * sizeof(T)));

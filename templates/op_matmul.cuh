@@ -11,6 +11,8 @@
  *                         16-bit stream_kn tiles of 3-8 rows and 8-128 columns (a power of two of
  *                         vectors) take their k steps on mma.sync instead, a warp waiting only for
  *                         its own copies.
+ *  stream_nkt             fp16/bf16 b [N, K] tiles of the same rows: b's rows loaded straight into
+ *                         registers as the A operand of mma.sync (out^T = b a^T), no ring.
  *  wgmma                  fp16/bf16 on sm_90a, b [N, K], 16-byte aligned rows, tiles of more than 32
  *                         rows and columns: swizzled cp.async stages, Hopper's warpgroup MMA
  *                         (op_wgmma.cuh).
@@ -1035,6 +1037,226 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm_at at, int m0, int m1
 	ARK_MM_STAMP(6);
 }
 
+/* ---- streaming on the tensor cores, b [N, K] (fp16 / bf16) ----------------------------------------
+ * tile (m1-m0 <= MB <= 16, n1-n0 <= 128) of out over k0:k1, computed as out^T = b a^T by mma.sync
+ * m16n8k16 with b's rows as the A operand (16 columns of out an mma) and a's rows as B (8 rows of out,
+ * two mmas where MB > 8). b goes from memory straight into registers, no shared-memory ring: lane
+ * (gq, tq) of a warp loads the 16-byte vectors k + 32 s + 8 tq (s = 0, 1) of b's rows gq and gq + 8 of
+ * its group of 16, a batch of 64 k a row (128 contiguous bytes), and a batch's four vectors are the A
+ * fragments of four mmas as they are: the order of k inside a product is free, so element j of the
+ * vector at 32 s + 8 tq takes mma 2 s + j / 4, k slot 2 tq + 8 ((j / 2) & 1) + (j & 1), and a's B
+ * fragments, the same k of a row of a, are one 16-byte read of the row staged in shared memory
+ * (rows padded by 64 bytes: the 8 rows' reads fall in distinct banks). A warp takes a group of 16
+ * columns and every KS-th batch (KS = 8 / groups): ARK_MM_NKT_DEPTH batches of loads in flight a warp,
+ * 64 KB an SM at the depth of 4 (8 measured no faster: bench/NOTES.md). Per 2 KB of b a
+ * warp issues 4 loads, 2 shared reads and 4 mmas, where the FMA path (stream_nk) issued ~40
+ * instructions per 16 bytes at 4 rows. The warps' sums meet in sacc [MB][tn] (shared atomics). Needs
+ * what stream_nk needs: b 16-byte aligned, bstride % 8 == 0, k0 % 8 == 0. */
+#ifndef ARK_MM_NKT_DEPTH
+#define ARK_MM_NKT_DEPTH 4
+#endif
+/* ARK_MM_NK_TC_ROWS: the fewest rows (the tile's MB) of a 16-bit b [N, K] streaming tile that takes
+ * ark_mm_stream_nkt instead of stream_nk's FMA steps: every row class, one row too (0.81-0.97x the
+ * FMA steps' time on [1, 4096] x [16896, 4096]^T, bench/NOTES.md). */
+#ifndef ARK_MM_NK_TC_ROWS
+#define ARK_MM_NK_TC_ROWS 1
+#endif
+__device__ __forceinline__ uint4 ark_lds_u32x4(uint32_t a);
+/* A 16-byte load of bytes read once: not kept in L1, evict-first in L2, and L2 asked for the 256-byte
+ * block around it (the next batch of the same row: 0.80-0.91x the time of the load alone on b [N, K]
+ * tiles of 128 columns, bench/NOTES.md). */
+__device__ __forceinline__ uint4 ark_ld16_once(const void *p, uint64_t pol)
+{
+	uint4 v;
+#if ARK_L2_EVICT_FIRST
+	asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n"
+		     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+		     : "l"(p), "l"(pol));
+#else
+	(void)pol;
+	asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+		     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+		     : "l"(p));
+#endif
+	return v;
+}
+/* The 16-bit elements of v at k + j >= kend zeroed (j < 8). */
+__device__ __forceinline__ uint4 ark_mask16(uint4 v, int k, int kend)
+{
+	uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		const uint32_t lo = k + 2 * i < kend ? 0xffffu : 0u, hi = k + 2 * i + 1 < kend ? 0xffff0000u : 0u;
+		w[i] &= lo | hi;
+	}
+	return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+template <typename T, int MB>
+__device__ __noinline__ void ark_mm_stream_nkt(const ark_mm_at at, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
+{
+	static_assert(sizeof(T) == 2 && MB <= 16, "16-bit a of at most 16 rows");
+	const ark_mm g = ark_mm_of(at);
+	constexpr int D = ARK_MM_NKT_DEPTH;
+	constexpr int A_AVAIL = ARK_MM_RING_BYTES + ARK_MM_A_BYTES;
+	/* k of a staged a chunk: a multiple of 64 with MB rows of KC + 32 elements in A_AVAIL */
+	constexpr int KC = ((A_AVAIL / (MB * 2) - 32) / 64) * 64;
+	constexpr int LDA = KC + 32;
+	static_assert(KC >= 64, "shared memory for a");
+	T *a_s = reinterpret_cast<T *>(smem);                                /* [MB][LDA] */
+	float *sacc = reinterpret_cast<float *>(smem + A_AVAIL);             /* [MB][tn] */
+	float *inv = reinterpret_cast<float *>(smem + A_AVAIL + ARK_MM_SACC_BYTES);
+	const T *a = reinterpret_cast<const T *>(g.a);
+	const T *b = reinterpret_cast<const T *>(g.b);
+	const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, gq = lane >> 2, tq = lane & 3;
+	const int tn = n1 - n0, rows = m1 - m0;
+	const int groups = (tn + 15) >> 4, ks = max(1, ARK_WARPS / groups);
+	const bool worker = warp < groups * ks;
+	const int grp = warp % groups, slice = warp / groups;
+	const int na = n0 + grp * 16 + gq, nb_ = na + 8; /* this lane's rows of b */
+	const T *ba = b + (size_t)(na < n1 ? na : n0) * g.bstride;
+	const T *bb = b + (size_t)(nb_ < n1 ? nb_ : n0) * g.bstride;
+	const bool has_a = worker && na < n1, has_b = worker && nb_ < n1;
+	const bool avec = ark_aligned16(g.a) && g.astride % 8 == 0 && k0 % 8 == 0;
+	const bool acp = avec && !g.pre; /* a copied as it is, by cp.async */
+	if (g.pre == ARK_PRE_RMSNORM)
+		ark_mm_pre_stats<T>(g, m0, m1, inv);
+	const uint64_t pol = ark_l2_once(); /* b is read once */
+	for (int e = tid; e < MB * tn; e += ARK_THREADS)
+		sacc[e] = 0.0f;
+
+	float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+	uint4 buf[D][4]; /* a batch: rows na (s 0, 1), nb_ (s 0, 1) */
+	for (int kc0 = k0; kc0 < k1; kc0 += KC) { /* uniform */
+		const int kce = min(kc0 + KC, k1);
+		const int nbat = (kce - kc0 + 63) >> 6;
+		/* batch j of the chunk into v: vectors past kce zero, the one across it masked */
+		auto load = [&](uint4 (&v)[4], int j) {
+			const int kb = kc0 + 64 * j;
+#pragma unroll
+			for (int s = 0; s < 2; s++) {
+				const int k = kb + 32 * s + 8 * tq;
+				uint4 x = make_uint4(0u, 0u, 0u, 0u), y = x;
+				if (j < nbat && k < kce) {
+					if (has_a)
+						x = ark_ld16_once(ba + k, pol);
+					if (has_b)
+						y = ark_ld16_once(bb + k, pol);
+					if (k + 8 > kce)
+						x = ark_mask16(x, k, kce), y = ark_mask16(y, k, kce);
+				}
+				v[s] = x, v[2 + s] = y;
+			}
+		};
+		/* the first batches are asked for before a is staged: neither waits for the other */
+#pragma unroll
+		for (int d = 0; d < D; d++)
+			load(buf[d], slice + d * ks);
+
+		/* stage a[m0:m1, kc0:kce] as [rows][LDA] in its own type, zero from kce to the last batch's end */
+		const int nvk = nbat * 8;
+		__syncthreads(); /* the previous chunk's a read by every warp */
+		if (acp) {
+			for (int e = tid; e < rows * nvk; e += ARK_THREADS) {
+				const int m = e / nvk, v = e - m * nvk, k = kc0 + 8 * v;
+				const int nbytes = k < kce ? min(16, 2 * (kce - k)) : 0;
+				ark_cp_async16(a_s + m * LDA + 8 * v, nbytes ? a + (size_t)(m0 + m) * g.astride + k : a, nbytes);
+			}
+			ark_cp_commit();
+			ark_cp_wait<0>();
+		} else {
+			for (int e0 = 0; e0 < rows * nvk; e0 += 4 * ARK_THREADS) {
+				uint4 q[4], qy[4];
+#pragma unroll
+				for (int u = 0; u < 4; u++) {
+					const int e = e0 + u * ARK_THREADS + tid, m = e / nvk, v = e - m * nvk, k = kc0 + 8 * v;
+					q[u] = qy[u] = make_uint4(0u, 0u, 0u, 0u);
+					if (e < rows * nvk && k < kce) {
+						qy[u] = ark_mm_glu_y<T>(g, m0 + m, k, kce);
+						const T *x = a + (size_t)(m0 + m) * g.astride + k;
+						if (avec) {
+							q[u] = ark_ld16(x);
+						} else { /* a's rows not 16-byte vectors: element by element */
+							T t[8];
+#pragma unroll
+							for (int j = 0; j < 8; j++)
+								t[j] = k + j < kce ? x[j] : ark_from_f<T>(0.0f);
+							memcpy(&q[u], t, 16);
+						}
+					}
+				}
+#pragma unroll
+				for (int u = 0; u < 4; u++) {
+					const int e = e0 + u * ARK_THREADS + tid, m = e / nvk, v = e - m * nvk, k = kc0 + 8 * v;
+					if (e >= rows * nvk)
+						continue;
+					if (k < kce && g.pre && k + 8 <= kce) {
+						q[u] = ark_mm_pre_vec<T>(g, inv, m, k, q[u], qy[u]);
+					} else if (k < kce && k + 8 > kce) { /* zero what lies past the chunk */
+						float x[8], y[8];
+						ark_unpack<T>(q[u], x);
+						ark_unpack<T>(qy[u], y);
+#pragma unroll
+						for (int j = 0; j < 8; j++)
+							x[j] = k + j >= kce ? 0.0f : g.pre ? ark_mm_pre1<T>(g, inv, m, k + j, x[j], y[j]) : x[j];
+						q[u] = ark_pack<T>(x);
+					}
+					*reinterpret_cast<uint4 *>(a_s + m * LDA + 8 * v) = q[u];
+				}
+			}
+		}
+		__syncthreads();
+
+		/* batches slice, slice + ks, ...: D in flight, each refilled with the batch D * ks on */
+		const uint32_t xa = (uint32_t)__cvta_generic_to_shared(a_s + gq * LDA + 8 * tq);
+		const uint32_t xb = xa + 8u * LDA * 2u; /* row gq + 8 */
+		for (int j0 = slice; j0 < nbat; j0 += D * ks) { /* uniform within the warp */
+#pragma unroll
+			for (int d = 0; d < D; d++) {
+				const int j = j0 + d * ks;
+				if (j < nbat && worker) {
+#pragma unroll
+					for (int s = 0; s < 2; s++) {
+						const uint32_t off = 2u * (64u * j + 32u * s);
+						const uint4 x = gq < rows ? ark_lds_u32x4(xa + off) : make_uint4(0u, 0u, 0u, 0u);
+						uint4 x8 = make_uint4(0u, 0u, 0u, 0u);
+						if (MB > 8 && gq + 8 < rows)
+							x8 = ark_lds_u32x4(xb + off);
+						const uint4 va = buf[d][s], vb = buf[d][2 + s];
+						const uint32_t af0[4] = {va.x, vb.x, va.y, vb.y}, af1[4] = {va.z, vb.z, va.w, vb.w};
+						const uint32_t bf0[2] = {x.x, x.y}, bf1[2] = {x.z, x.w};
+						ark_mma16816<T>(acc[0], af0, bf0);
+						ark_mma16816<T>(acc[0], af1, bf1);
+						if (MB > 8) {
+							const uint32_t cf0[2] = {x8.x, x8.y}, cf1[2] = {x8.z, x8.w};
+							ark_mma16816<T>(acc[1], af0, cf0);
+							ark_mma16816<T>(acc[1], af1, cf1);
+						}
+					}
+				}
+				load(buf[d], j + D * ks);
+			}
+		}
+	}
+	/* d0, d1: b's row na, a's rows 2 tq, 2 tq + 1; d2, d3: row nb_ (and 8 rows on in acc[1]) */
+	if (worker) {
+#pragma unroll
+		for (int h = 0; h < (MB > 8 ? 2 : 1); h++)
+#pragma unroll
+			for (int e = 0; e < 4; e++) {
+				const int m = 8 * h + 2 * tq + (e & 1), n = (e < 2 ? na : nb_) - n0;
+				if (m < rows && n < tn)
+					atomicAdd(&sacc[m * tn + n], acc[h][e]);
+			}
+	}
+	__syncthreads();
+	for (int o = tid; o < rows * tn; o += ARK_THREADS) {
+		const int m = o / tn, c = o - m * tn;
+		ark_mm_store<T>(g, m0 + m, n0 + c, sacc[o]);
+	}
+	__syncthreads();
+}
+
 /* ---- tensor cores (fp16 / bf16) -----------------------------------------------------------------
  * ark_mm_mma below: a tile of up to (128, 128), warp tiles of up to (64, 32) = 4 x 4 mma m16n8k16,
  * stages shaped to the tile. STG == false: both operands' rows 16-byte aligned (K % 8 == 0, k0 % 8 == 0, and N % 8 == 0,
@@ -1840,9 +2062,12 @@ template <typename T, int MB>
 __device__ void ark_mm_stream(const ark_mm &g, int m0, int m1, int n0, int n1, int k0, int k1, char *smem)
 {
 	if (g.tb) {
-		if constexpr ((ARK_MM_STREAM_MB_NK & MB) != 0)
-			ark_mm_stream_nk<T, MB>(g.at, m0, m1, n0, n1, k0, k1, smem);
-		else
+		if constexpr ((ARK_MM_STREAM_MB_NK & MB) != 0) {
+			if constexpr (sizeof(T) == 2 && MB >= ARK_MM_NK_TC_ROWS)
+				ark_mm_stream_nkt<T, MB>(g.at, m0, m1, n0, n1, k0, k1, smem);
+			else
+				ark_mm_stream_nk<T, MB>(g.at, m0, m1, n0, n1, k0, k1, smem);
+		} else
 			ark_mm_stream_missing(g, m1 - m0);
 	} else {
 		if constexpr ((ARK_MM_STREAM_MB_KN & MB) != 0)

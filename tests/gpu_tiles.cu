@@ -1324,6 +1324,13 @@ static void cases_float(void)
 		case_matmul(dt, 5, 777, 100, false, true, ARK_ACT_NONE, 128, 128);
 		case_matmul(dt, 5, 777, 100, true, true, ARK_ACT_NONE, 128, 128);
 		case_matmul(dt, 2, 256, 512, true, false, ARK_ACT_NONE, 128, 128, 1, skew);
+		/* 16-bit b [N, K] of 2-16 rows on the tensor cores (ark_mm_stream_nkt): groups of 16
+		 * columns 1, 3 and 7 to a tile and a short last one, a last batch of k cut mid-way (K 4104,
+		 * 1000), a split starting off a batch, a chunked over K */
+		case_matmul(dt, 2, 1000, 4104, true, true, ARK_OP_SILU, 2, 16);
+		case_matmul(dt, 4, 1000, 1000, true, false, ARK_ACT_NONE, 4, 48);
+		case_matmul(dt, 3, 1000, 3000, true, true, ARK_OP_GELU, 3, 112, 3, 0, 8, true);
+		case_matmul(dt, 4, 200, 13000, true, false, ARK_ACT_NONE, 4, 40);
 		/* larger M: tensor cores (fp16/bf16) or FMA tiles, edges in M, N, K */
 		case_matmul(dt, 64, 1000, 777, false, true, ARK_ACT_NONE, 128, 128);
 		case_matmul(dt, 64, 1000, 768, false, true, ARK_OP_GELU, 128, 128);
