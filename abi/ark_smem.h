@@ -12,23 +12,28 @@
 #ifndef ARK_MM_SMALL_M
 #define ARK_MM_SMALL_M 16 /* the most rows a streaming tile takes (16-bit: ARK_MM_STREAMS16 below) */
 #endif
-/* A matmul of fp16/bf16 with a b of the same dtype streams b (tiles of all of M rows, FMA) only up to
- * these many rows: ARK_MM_STREAM_KN with b [K, N], ARK_MM_STREAM_NK with b [N, K] (transpose_b); above,
- * every tile of it runs on the tensor cores, the last tile of a few rows of a large M too. The
- * streaming tile's FMA work grows with its rows, the tensor-core tile's hardly: in the H100 table
- * (bench/calib/h100.txt, every SM busy) a 16 x 64 x 4096 tile streams in 248 us (kn) and 155 us
- * (nk), 8 x 64 x 4096 in 47 and 66, 4 x 64 x 4096 in 38 and 42, where a 32 x 64 x 4096 mma tile
- * takes 44-46. b [N, K] streams on the tensor cores (ark_mm_stream_nkt) at every row up to
- * ARK_MM_SMALL_M, faster than the mma tile there: [8, 4096] x [16896, 4096]^T in 0.53-0.78x its time,
- * 16 rows 0.78-0.96x (bench/mm_probe on an H200, bench/NOTES.md). fp32, quantized b and a fused norm
- * keep the streaming paths up to ARK_MM_SMALL_M. */
+/* A matmul of fp16/bf16 with a b of the same dtype streams b (tiles of all of M rows) only up to
+ * these many rows: ARK_MM_STREAM_KN with b [K, N], ARK_MM_STREAM_NK with b [N, K] (transpose_b), and
+ * b [N, K] of up to 8 rows from K = ARK_MM_STREAM_NK8_K, of up to 16 from ARK_MM_STREAM_NK16_K;
+ * above, every tile of it runs on the tensor cores, the last tile of a few rows of a large M too.
+ * The streaming tile's work grows with its rows, the tensor-core tile's hardly, but the latter has
+ * the smaller fixed cost: in the H200 table (bench/calib/h200.txt, every SM busy) b [N, K] 8 x 16 x
+ * 4096 streams in 15.2 us against 24.3 on the mma tile, 8 x 128 x 4096 in 49.0 against 61.4, but 8
+ * x 16 x 1024 takes 10.4 against 8.8, 16 x 32 x 4096 27.1 against 24.9 (bench/NOTES.md). fp32,
+ * quantized b and a fused norm keep the streaming paths up to ARK_MM_SMALL_M. K is the matmul's
+ * whole K, which arkgen and the tile both know. */
 #ifndef ARK_MM_STREAM_KN /* a probe may set them (bench/mm_probe); arkgen and the loop kernel agree */
 #define ARK_MM_STREAM_KN 8
 #endif
 #ifndef ARK_MM_STREAM_NK
-#define ARK_MM_STREAM_NK 16
+#define ARK_MM_STREAM_NK 4
 #endif
-#define ARK_MM_STREAMS16(M, tb) ((M) <= ((tb) ? ARK_MM_STREAM_NK : ARK_MM_STREAM_KN))
+#define ARK_MM_STREAM_NK8_K 2048
+#define ARK_MM_STREAM_NK16_K 8192
+#define ARK_MM_STREAMS16(M, K, tb)                                                                  \
+	((tb) ? (M) <= ARK_MM_STREAM_NK || ((M) <= 8 && (K) >= ARK_MM_STREAM_NK8_K) ||             \
+			((M) <= 16 && (K) >= ARK_MM_STREAM_NK16_K)                                 \
+	      : (M) <= ARK_MM_STREAM_KN)
 /* An fp32 matmul of more rows than ARK_MM_STREAM32 runs every tile of it, the last of a few rows too,
  * on the FMA tile of shared-memory stages (ark_mm_ffma); one of at most ARK_MM_STREAM32 rows streams
  * b, or takes the FMA tile where its rows are not aligned. The streaming tile reads a row of a from

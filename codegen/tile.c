@@ -210,8 +210,8 @@ static double matmul_us(struct tiling *s, int oi, int64_t M, int64_t N, int64_t 
  * slower (bench/NOTES.md) */
 #define MM_SPLIT_K 1024
 /* Whether the tiles of matmul oi, of M rows, stream b (templates/op_matmul.cuh, ark_mm_sub): quantized
- * b and an op fused on a always do (arkgen gives them at most 16 rows); 16-bit up to ARK_MM_STREAM_NK
- * / _KN rows and fp32 up to ARK_MM_STREAM32, where b's rows are whole 16-byte vectors (the streaming
+ * b and an op fused on a always do (arkgen gives them at most 16 rows); 16-bit as ARK_MM_STREAMS16
+ * says by rows and K, and fp32 up to ARK_MM_STREAM32, where b's rows are whole 16-byte vectors (the streaming
  * tiles need them, the stage tiles do not). The others run on the tensor cores' stages (16-bit,
  * tile_matmul_mma) or the FMA tile of stages (fp32, tile_matmul_ffma). */
 int matmul_streams(const struct tiling *s, int oi, int64_t M)
@@ -221,7 +221,7 @@ int matmul_streams(const struct tiling *s, int oi, int64_t M)
 	if (ark_dtype_quantized(g->tensors[o->in[1]].dtype) || s->per_op[oi].pre_op >= 0)
 		return 1;
 	if (esize(s, matmul_a(s, oi)) == 2)
-		return ARK_MM_STREAMS16(M, o->transpose_b) && matmul_b_stride(s, oi) % 8 == 0;
+		return ARK_MM_STREAMS16(M, s->cols[o->in[0]], o->transpose_b) && matmul_b_stride(s, oi) % 8 == 0;
 	return !ARK_MM_FFMA(M) && matmul_b_stride(s, oi) % 4 == 0;
 }
 
