@@ -11,7 +11,7 @@
  *                         16-bit stream_kn tiles of 3-8 rows and 8-128 columns (a power of two of
  *                         vectors) take their k steps on mma.sync instead, a warp waiting only for
  *                         its own copies.
- *  stream_nkt             fp16/bf16 b [N, K] tiles of the same rows: b's rows loaded straight into
+ *  stream_nkt             fp16/bf16 b [N, K] tiles of 2-16 rows: b's rows loaded straight into
  *                         registers as the A operand of mma.sync (out^T = b a^T), no ring.
  *  wgmma                  fp16/bf16 on sm_90a, b [N, K], 16-byte aligned rows, tiles of more than 32
  *                         rows and columns: swizzled cp.async stages, Hopper's warpgroup MMA
@@ -1051,10 +1051,11 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm_at at, int m0, int m1
 #define ARK_MM_NKT_DEPTH 4
 #endif
 /* ARK_MM_NK_TC_ROWS: the fewest rows (the tile's MB) of a 16-bit b [N, K] streaming tile that takes
- * ark_mm_stream_nkt instead of stream_nk's FMA steps: every row class, one row too (0.81-0.97x the
- * FMA steps' time on [1, 4096] x [16896, 4096]^T, bench/NOTES.md). */
+ * ark_mm_stream_nkt instead of stream_nk's FMA steps. One row stays on the FMA steps: alone the new
+ * tile did [1, 4096] x [16896, 4096]^T in 0.81-0.94x their time, but llama1b_decode, whose every
+ * matmul is of one row, ran 12.8% slower on it (bench/NOTES.md). */
 #ifndef ARK_MM_NK_TC_ROWS
-#define ARK_MM_NK_TC_ROWS 1
+#define ARK_MM_NK_TC_ROWS 2
 #endif
 __device__ __forceinline__ uint4 ark_lds_u32x4(uint32_t a);
 /* A 16-byte load of bytes read once: not kept in L1, evict-first in L2, and L2 asked for the 256-byte
