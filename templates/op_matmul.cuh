@@ -1059,7 +1059,7 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm_at at, int m0, int m1
 #endif
 __device__ __forceinline__ uint4 ark_lds_u32x4(uint32_t a);
 /* A 16-byte load of bytes read once: not kept in L1, evict-first in L2, and L2 asked for the 256-byte
- * block around it (the next batch of the same row: 0.80-0.91x the time of the load alone on b [N, K]
+ * block around it (the next batch of the same row: 0.92-0.94x the time without the hint on b [N, K]
  * tiles of 128 columns, bench/NOTES.md). */
 __device__ __forceinline__ uint4 ark_ld16_once(const void *p, uint64_t pol)
 {
