@@ -1002,6 +1002,24 @@ static void test_matmul_few_rows_odd_k(void **state)
 	done();
 }
 
+/* Which 16-bit matmuls of few rows stream b (ARK_MM_STREAMS16): b [N, K] up to 4 rows at any K, up to
+ * 8 rows from K 2048, up to 16 from K 8192; b [K, N] up to 8 rows; the others run on the mma tile. */
+static void test_matmul_streams_k(void **state)
+{
+	(void)state;
+	static const struct {
+		int64_t M, K;
+		int tb, streams;
+	} c[] = {{4, 512, 1, 1},   {5, 1024, 1, 0}, {8, 1024, 1, 0}, {8, 2048, 1, 1},  {9, 4096, 1, 0},
+		 {16, 4096, 1, 0}, {16, 8192, 1, 1}, {17, 16384, 1, 0}, {8, 256, 0, 1}, {9, 16384, 0, 0}};
+	for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+		const struct op_tiling *pl = matmul_tiles_lay(c[i].M, 512, c[i].K, 0, c[i].tb);
+		const struct vcta *v = &s->v[pl->first_vcta];
+		assert_int_equal(v->tmpl == ARK_T_REDUCE ? -1 : !tile_matmul_mma(s, v), c[i].streams);
+		done();
+	}
+}
+
 /* The price of one 64 x 64 x 1024 tile of a bf16 [100, K] . [512, K]^T matmul: between two K, its
  * layout (K even or odd, a multiple of 8 or not) and the layer's bytes differ. a is an input read
  * through a view (rows packed as given); b an input (packed: a matmul's b is padded only as a
@@ -1435,6 +1453,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_one_wave),
 		cmocka_unit_test(test_matmul_share_dequant),
 		cmocka_unit_test(test_matmul_few_rows_odd_k),
+		cmocka_unit_test(test_matmul_streams_k),
 		cmocka_unit_test(test_ranges_apart),
 		cmocka_unit_test(test_copy_units),
 		cmocka_unit_test(test_concat_ranges),
