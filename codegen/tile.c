@@ -220,8 +220,9 @@ int matmul_streams(const struct tiling *s, int oi, int64_t M)
 	const struct op *o = &g->ops[oi];
 	if (ark_dtype_quantized(g->tensors[o->in[1]].dtype) || s->per_op[oi].pre_op >= 0)
 		return 1;
-	if (esize(s, matmul_a(s, oi)) == 2)
-		return ARK_MM_STREAMS16(M, s->cols[o->in[0]], o->transpose_b) && matmul_b_stride(s, oi) % 8 == 0;
+	const int a = matmul_a(s, oi);
+	if (esize(s, a) == 2)
+		return ARK_MM_STREAMS16(M, s->cols[a], o->transpose_b) && matmul_b_stride(s, oi) % 8 == 0;
 	return !ARK_MM_FFMA(M) && matmul_b_stride(s, oi) % 4 == 0;
 }
 

@@ -494,8 +494,9 @@ static void test_matmul_share(void **state)
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-/* Tiles one bf16 matmul y = x [M, K] . w [N, K]^T (op "m") for the H100; checks that its vCTAs
- * cover every (row, column, k) of the product once and returns its tiling. */
+/* Tiles one bf16 matmul y = x [M, K] . w (op "m"; w [N, K] transposed if tb, else [K, N]) for the
+ * H100; checks that its vCTAs cover every (row, column, k) of the product once and returns its
+ * tiling. */
 static const struct op_tiling *matmul_tiles_lay(int64_t M, int64_t N, int64_t K, int packed, int tb)
 {
 	char t[1024], o[512];
@@ -680,7 +681,7 @@ static void test_matmul_few_rows(void **state)
 	assert_true(mma_of("bf16", 397, 1, &us, &us17)); /* tiles of 128: the last has 13 rows */
 	print_message("# last tile of 13 rows of a 397-row bf16 matmul: %.2f us, as 17 rows %.2f us\n", us, us17);
 	assert_true(fabs(us - us17) < 1e-9);
-	assert_true(mma_of("fp16", 13, 0, &us, &us17)); /* b [N, K] streams up to 16 rows */
+	assert_true(mma_of("fp16", 13, 1, &us, &us17));
 	assert_true(fabs(us - us17) < 1e-9);
 	assert_true(mma_of("bf16", ARK_MM_STREAM_NK + 1, 1, NULL, NULL));
 	assert_false(mma_of("bf16", ARK_MM_STREAM_NK, 1, &us, &us17));
@@ -978,24 +979,24 @@ static void test_matmul_share_dequant(void **state)
 }
 
 /* Few rows on the mma tile with rows that are not 16-byte vectors (K = 3079, a [9, K] read through a
- * view, b [K, 3075] padded; b [K, N]: 9 rows of b [N, K] stream): each k-stage costs several times an
- * aligned one's, so the cost model's search replaces the one-wave tiles of all of K (129 of 24
- * columns) with split ones; the same shape with K = 3080, or with the input read directly (its rows
- * padded, lower_pad.c), keeps the rules' tiles. */
+ * view, b [3075, K] padded): each k-stage costs several times an aligned one's, so the cost model's
+ * search replaces the one-wave tiles of all of K (129 of 24 columns) with split ones; the same shape
+ * with K = 3080, or with the input read directly (its rows padded, lower_pad.c), keeps the rules'
+ * tiles. */
 static void test_matmul_few_rows_odd_k(void **state)
 {
 	(void)state;
-	const struct op_tiling *pl = matmul_tiles_lay(9, 3075, 3079, 1, 0);
+	const struct op_tiling *pl = matmul_tiles_of(9, 3075, 3079, 1);
 	assert_true(pl->splits > 1);
 	assert_true(pl->tn > 24);
 	done();
 	for (int packed = 0; packed < 2; packed++) {
-		pl = matmul_tiles_lay(9, 3075, 3080, packed, 0);
+		pl = matmul_tiles_of(9, 3075, 3080, packed);
 		assert_int_equal(pl->splits, 1);
 		assert_int_equal(pl->tn, 24);
 		done();
 	}
-	pl = matmul_tiles_lay(9, 3075, 3079, 0, 0);
+	pl = matmul_tiles_of(9, 3075, 3079, 0);
 	assert_int_equal(g->tensors[tensor("x")].pitch, 3080);
 	assert_int_equal(pl->splits, 1);
 	assert_int_equal(pl->tn, 24);
