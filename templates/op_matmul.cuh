@@ -1060,17 +1060,18 @@ __device__ __noinline__ void ark_mm_stream_nk(const ark_mm_at at, int m0, int m1
 __device__ __forceinline__ uint4 ark_lds_u32x4(uint32_t a);
 /* A 16-byte load of bytes read once: not kept in L1, evict-first in L2, and L2 asked for the 256-byte
  * block around it (the next batch of the same row: 0.92-0.94x the time without the hint on b [N, K]
- * tiles of 128 columns, bench/NOTES.md). */
+ * tiles of 128 columns, bench/NOTES.md). A coherent load, not ld.global.nc (ark_ld16): b may be an
+ * activation another SM of the kernel wrote. */
 __device__ __forceinline__ uint4 ark_ld16_once(const void *p, uint64_t pol)
 {
 	uint4 v;
 #if ARK_L2_EVICT_FIRST
-	asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n"
+	asm volatile("ld.global.L1::no_allocate.L2::cache_hint.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4], %5;\n"
 		     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
 		     : "l"(p), "l"(pol));
 #else
 	(void)pol;
-	asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+	asm volatile("ld.global.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
 		     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
 		     : "l"(p));
 #endif
